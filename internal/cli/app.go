@@ -1,0 +1,257 @@
+// Package cli is ain's command tree: one file per command group, each command an options
+// struct filled from flags and a plain function doing the work on it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+)
+
+// Version is set at build time with -ldflags "-X github.com/ain-hpc/ain/internal/cli.Version=...".
+var Version = "dev"
+
+// Global holds the flags every command accepts.
+type Global struct {
+	Kubeconfig string
+	Context    string
+	Namespace  string
+	NoColor    bool
+	Verbose    int
+}
+
+// App carries what commands depend on: streams, clock, environment and the global flags.
+type App struct {
+	Streams Streams
+	Now     func() time.Time
+	Getenv  func(string) string
+	Global  Global
+}
+
+// Run builds the command tree, runs it on args (args[0] is the program name) and returns the exit code.
+func Run(ctx context.Context, streams Streams, args []string) int {
+	a := &App{Streams: streams, Now: time.Now, Getenv: os.Getenv}
+	return a.Run(ctx, args)
+}
+
+// Run runs the command tree with this App's dependencies.
+func (a *App) Run(ctx context.Context, args []string) int {
+	app := a.newApp()
+	args = reorderArgs(app, args)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	var exitErr ucli.ExitCoder
+	if errors.As(err, &exitErr) && !isAinErr(err) {
+		// urfave reports its own flag parsing errors this way.
+		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
+		return int(ainerr.Usage)
+	}
+	code := ainerr.CodeOf(err)
+	if code == ainerr.Failure && isUsageFromCLI(err) {
+		code = ainerr.Usage
+	}
+	if !errors.Is(err, errQuiet) {
+		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
+	}
+	if hint := ainerr.HintOf(err); hint != "" {
+		fmt.Fprintf(a.Streams.Err, "hint: %s\n", hint)
+	}
+	return int(code)
+}
+
+// errQuiet marks an error whose explanation the command already printed.
+var errQuiet = errors.New("already reported")
+
+// quiet wraps an *ainerr.Error so that Run prints nothing more than its hint.
+func quiet(code ainerr.Code) error { return ainerr.New(code, errQuiet, "") }
+
+func isAinErr(err error) bool {
+	var e *ainerr.Error
+	return errors.As(err, &e)
+}
+
+func isUsageFromCLI(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "flag provided but not defined") ||
+		strings.HasPrefix(msg, "invalid value") ||
+		strings.Contains(msg, "Required flag")
+}
+
+func (a *App) newApp() *ucli.App {
+	app := &ucli.App{
+		Name:                 "ain",
+		Usage:                "RDMA-aware training, benchmarking and serving on GPU clusters",
+		Version:              Version,
+		Reader:               a.Streams.In,
+		Writer:               a.Streams.Out,
+		ErrWriter:            a.Streams.Err,
+		EnableBashCompletion: true,
+		HideVersion:          true,
+		Description: "ain turns recipe files into Kubernetes workloads (PyTorchJob, MPIJob, vLLM Deployments) with the RDMA\n" +
+			"resources and NCCL settings of your fabric, checks that InfiniBand/RoCE is really used, and measures it.",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "kubeconfig", Usage: "path to the kubeconfig (default: $KUBECONFIG, ~/.kube/config, else the local sandbox)", Destination: &a.Global.Kubeconfig},
+			&ucli.StringFlag{Name: "context", Usage: "kubeconfig context to use", Destination: &a.Global.Context},
+			&ucli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "namespace (default: the context's, else \"default\")", Destination: &a.Global.Namespace},
+			&ucli.BoolFlag{Name: "no-color", Usage: "no colour in output (also NO_COLOR)", Destination: &a.Global.NoColor},
+			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "more detail; repeat for more", Count: &a.Global.Verbose},
+		},
+		Commands: a.commands(),
+		ExitErrHandler: func(*ucli.Context, error) {
+			// Run maps errors to exit codes in one place.
+		},
+	}
+	return app
+}
+
+// commands lists the command groups; each lives in its own file.
+func (a *App) commands() []*ucli.Command {
+	return []*ucli.Command{
+		a.versionCommand(),
+		a.recipesCommand(),
+		a.profileCommand(),
+		a.renderCommand(),
+		a.sandboxCommand(),
+		a.doctorCommand(),
+		a.benchCommand(),
+		a.serveCommand(),
+		a.modelsCommand(),
+		a.chatCommand(),
+	}
+}
+
+// outputFlag is the per-command -o flag.
+func outputFlag(dest *string, def, usage string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: def, Usage: usage, Destination: dest}
+}
+
+// reorderArgs lets flags follow positional arguments ("ain render qlora -o yaml"), which the
+// standard flag package urfave/cli v2 uses does not allow: for the command path found in args,
+// global flags move before the first command and the leaf's flags right after the leaf's name.
+func reorderArgs(app *ucli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	globalVal := flagArity(app.Flags)
+	var head, globals []string
+	head = append(head, args[0])
+	cmds := app.Commands
+	var leaf *ucli.Command
+	i := 1
+	// Walk the command path, collecting global flags that precede or sit among command names.
+	for i < len(args) {
+		arg := args[i]
+		if arg == "--" {
+			break
+		}
+		if strings.HasPrefix(arg, "-") && arg != "-" {
+			name, hasVal := splitFlag(arg)
+			takes, ok := globalVal[name]
+			if !ok {
+				break
+			}
+			globals = append(globals, arg)
+			if takes && !hasVal && i+1 < len(args) {
+				globals = append(globals, args[i+1])
+				i++
+			}
+			i++
+			continue
+		}
+		next := findCommand(cmds, arg)
+		if next == nil {
+			break
+		}
+		head = append(head, arg)
+		leaf = next
+		cmds = next.Subcommands
+		i++
+	}
+	if leaf == nil || leaf.SkipFlagParsing {
+		out := append([]string{args[0]}, globals...)
+		out = append(out, head[1:]...)
+		return append(out, args[i:]...)
+	}
+	leafVal := flagArity(leaf.Flags)
+	var flags, positional []string
+	for i < len(args) {
+		arg := args[i]
+		if arg == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(arg, "-") && arg != "-" && len(arg) > 1 {
+			name, hasVal := splitFlag(arg)
+			if takes, ok := leafVal[name]; ok {
+				flags = append(flags, arg)
+				if takes && !hasVal && i+1 < len(args) {
+					flags = append(flags, args[i+1])
+					i++
+				}
+				i++
+				continue
+			}
+			if takes, ok := globalVal[name]; ok {
+				globals = append(globals, arg)
+				if takes && !hasVal && i+1 < len(args) {
+					globals = append(globals, args[i+1])
+					i++
+				}
+				i++
+				continue
+			}
+			// Unknown flag: leave it for the parser to report.
+			flags = append(flags, arg)
+			i++
+			continue
+		}
+		positional = append(positional, arg)
+		i++
+	}
+	out := append([]string{args[0]}, globals...)
+	out = append(out, head[1:]...)
+	out = append(out, flags...)
+	if len(positional) > 0 {
+		out = append(out, "--")
+		out = append(out, positional...)
+	}
+	return out
+}
+
+func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// flagArity maps every flag name and alias to whether it takes a value.
+func flagArity(flags []ucli.Flag) map[string]bool {
+	m := map[string]bool{"help": false, "h": false}
+	for _, f := range flags {
+		_, isBool := f.(*ucli.BoolFlag)
+		for _, n := range f.Names() {
+			m[n] = !isBool
+		}
+	}
+	return m
+}
+
+func splitFlag(arg string) (name string, hasValue bool) {
+	name = strings.TrimLeft(arg, "-")
+	if k, _, ok := strings.Cut(name, "="); ok {
+		return k, true
+	}
+	return name, false
+}
