@@ -1,0 +1,110 @@
+package recipe
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Defaults, in one place. Every value filled in is recorded in Recipe.Defaulted so that
+// `ain recipes show` can print it.
+const (
+	DefaultMasterPort      = 23456
+	DefaultShmSize         = "16Gi"
+	DefaultImagePullPolicy = "IfNotPresent"
+	DefaultCleanPodPolicy  = "None"
+	DefaultLauncherCPU     = "1"
+	DefaultLauncherMemory  = "2Gi"
+	DefaultMinBytes        = "8"
+	DefaultMaxBytes        = "8G"
+	DefaultStepFactor      = 2
+)
+
+func (r *Recipe) noteDefault(path, value string) {
+	r.Defaulted = append(r.Defaulted, DefaultedField{Path: path, Value: value})
+}
+
+// Default fills unset optional fields. It is idempotent.
+func (r *Recipe) Default() {
+	if r.Metadata.Name == "" && r.Source != "" {
+		// Leave it: Validate reports a missing name, with the file's line.
+	}
+	if w := r.Workload(); w != nil {
+		r.defaultWorkload(w)
+	}
+	if r.Training != nil && r.Training.MasterPort == 0 {
+		r.Training.MasterPort = DefaultMasterPort
+		r.noteDefault("spec.masterPort", fmt.Sprint(DefaultMasterPort))
+	}
+	if m := r.MPI; m != nil {
+		if m.Launcher.Resources.CPU == "" {
+			m.Launcher.Resources.CPU = DefaultLauncherCPU
+			r.noteDefault("spec.launcher.resources.cpu", DefaultLauncherCPU)
+		}
+		if m.Launcher.Resources.Memory == "" {
+			m.Launcher.Resources.Memory = DefaultLauncherMemory
+			r.noteDefault("spec.launcher.resources.memory", DefaultLauncherMemory)
+		}
+		if t := m.NCCLTests; t != nil {
+			if t.MinBytes == "" {
+				t.MinBytes = DefaultMinBytes
+				r.noteDefault("spec.ncclTests.minBytes", t.MinBytes)
+			}
+			if t.MaxBytes == "" {
+				t.MaxBytes = DefaultMaxBytes
+				r.noteDefault("spec.ncclTests.maxBytes", t.MaxBytes)
+			}
+			if t.StepFactor == 0 {
+				t.StepFactor = DefaultStepFactor
+				r.noteDefault("spec.ncclTests.stepFactor", fmt.Sprint(t.StepFactor))
+			}
+			if t.GPUsPerThread == 0 {
+				t.GPUsPerThread = 1
+				r.noteDefault("spec.ncclTests.gpusPerThread", "1")
+			}
+			if t.Check == nil {
+				one := 1
+				t.Check = &one
+				r.noteDefault("spec.ncclTests.check", "1")
+			}
+		}
+	}
+	if r.Serving != nil {
+		r.defaultServing(r.Serving)
+	}
+}
+
+func (r *Recipe) defaultWorkload(w *Workload) {
+	if w.GPUsPerNode == 0 && !r.doc.Has("spec.gpusPerNode") {
+		w.GPUsPerNode = 1
+		r.noteDefault("spec.gpusPerNode", "1")
+	}
+	if w.ImagePullPolicy == "" {
+		w.ImagePullPolicy = DefaultImagePullPolicy
+		r.noteDefault("spec.imagePullPolicy", DefaultImagePullPolicy)
+	}
+	if w.ShmSize == "" {
+		w.ShmSize = DefaultShmSize
+		if q, err := resource.ParseQuantity(w.Resources.Memory); err == nil && !q.IsZero() {
+			// Half the pod's memory: NCCL's shared-memory segments and DataLoader workers live
+			// there, and a Memory emptyDir counts against the pod's memory.
+			half := resource.NewQuantity(q.Value()/2, resource.BinarySI)
+			w.ShmSize = roundGi(half)
+		}
+		r.noteDefault("spec.shmSize", w.ShmSize+" (memory-backed /dev/shm)")
+	}
+	if w.RunPolicy.CleanPodPolicy == "" {
+		w.RunPolicy.CleanPodPolicy = DefaultCleanPodPolicy
+		r.noteDefault("spec.runPolicy.cleanPodPolicy", DefaultCleanPodPolicy+" (pods are kept so every rank's log can be read)")
+	}
+}
+
+// roundGi prints a quantity in whole Gi when it is at least 1Gi, else in Mi.
+func roundGi(q *resource.Quantity) string {
+	const gi = 1 << 30
+	v := q.Value()
+	if v >= gi {
+		return fmt.Sprintf("%dGi", v/gi)
+	}
+	return fmt.Sprintf("%dMi", v/(1<<20))
+}

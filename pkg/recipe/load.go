@@ -1,0 +1,198 @@
+package recipe
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/ain-hpc/ain/pkg/strict"
+	"github.com/ain-hpc/ain/recipes"
+)
+
+// setRoots are the top-level fields a --set path may start with; any other path is taken as
+// relative to spec ("nodes=2" means "spec.nodes=2").
+var setRoots = []string{"apiVersion", "kind", "metadata", "spec"}
+
+// envelope types give the strict decoder the schema of each kind.
+type header struct {
+	APIVersion string   `yaml:"apiVersion"`
+	Kind       string   `yaml:"kind"`
+	Metadata   Metadata `yaml:"metadata"`
+	Spec       any      `yaml:"spec"`
+}
+
+type trainingDoc struct {
+	APIVersion string       `yaml:"apiVersion"`
+	Kind       string       `yaml:"kind"`
+	Metadata   Metadata     `yaml:"metadata"`
+	Spec       TrainingSpec `yaml:"spec"`
+}
+
+type mpiDoc struct {
+	APIVersion string   `yaml:"apiVersion"`
+	Kind       string   `yaml:"kind"`
+	Metadata   Metadata `yaml:"metadata"`
+	Spec       MPISpec  `yaml:"spec"`
+}
+
+type servingDoc struct {
+	APIVersion string      `yaml:"apiVersion"`
+	Kind       string      `yaml:"kind"`
+	Metadata   Metadata    `yaml:"metadata"`
+	Spec       ServingSpec `yaml:"spec"`
+}
+
+// Parse decodes a recipe from data (named source in messages), applies --set overrides,
+// defaults and validation. The error, if any, is strict.Problems listing every problem.
+func Parse(source string, data []byte, sets []string) (*Recipe, error) {
+	doc, err := strict.Parse(source, data)
+	if err != nil {
+		return nil, err
+	}
+	var ps strict.Problems
+	for _, s := range sets {
+		if err := doc.Set(s, "spec", setRoots); err != nil {
+			var sp strict.Problems
+			if errors.As(err, &sp) {
+				ps = append(ps, sp...)
+			} else {
+				ps = append(ps, strict.Problem{Source: "--set " + s, Msg: err.Error()})
+			}
+		}
+	}
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	r := &Recipe{Source: source, Raw: data, doc: doc}
+	var h header
+	if ps := doc.Decode(&h); len(ps) > 0 {
+		return nil, ps
+	}
+	switch h.Kind {
+	case KindTraining:
+		var d trainingDoc
+		if ps := doc.Decode(&d); len(ps) > 0 {
+			return nil, ps
+		}
+		r.APIVersion, r.Kind, r.Metadata, r.Training = d.APIVersion, d.Kind, d.Metadata, &d.Spec
+	case KindMPI:
+		var d mpiDoc
+		if ps := doc.Decode(&d); len(ps) > 0 {
+			return nil, ps
+		}
+		r.APIVersion, r.Kind, r.Metadata, r.MPI = d.APIVersion, d.Kind, d.Metadata, &d.Spec
+	case KindServing:
+		var d servingDoc
+		if ps := doc.Decode(&d); len(ps) > 0 {
+			return nil, ps
+		}
+		r.APIVersion, r.Kind, r.Metadata, r.Serving = d.APIVersion, d.Kind, d.Metadata, &d.Spec
+	default:
+		r.APIVersion, r.Kind, r.Metadata = h.APIVersion, h.Kind, h.Metadata
+	}
+	r.Default()
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Builtin returns the embedded recipe file NAME.yaml.
+func Builtin(name string) ([]byte, bool) {
+	data, err := fs.ReadFile(recipes.FS, name+".yaml")
+	return data, err == nil
+}
+
+// BuiltinNames lists the embedded recipes.
+func BuiltinNames() []string {
+	entries, _ := fs.ReadDir(recipes.FS, ".")
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") {
+			names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Resolve finds the bytes of a recipe given as a file path, a name in ./recipes, or a built-in
+// name, in that order, and returns them with the source name to use in messages.
+func Resolve(ref string) (source string, data []byte, err error) {
+	if ref == "" {
+		return "", nil, errors.New("no recipe given: name a built-in recipe (ain recipes list) or a file")
+	}
+	if ref == "-" {
+		return "", nil, errors.New("reading a recipe from stdin is not supported: save it to a file")
+	}
+	looksLikePath := strings.ContainsAny(ref, `/\`) || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml")
+	if data, err := os.ReadFile(ref); err == nil {
+		return ref, data, nil
+	} else if looksLikePath {
+		return "", nil, fmt.Errorf("recipe file %s: %w", ref, unwrapPathErr(err))
+	}
+	local := filepath.Join("recipes", ref+".yaml")
+	if data, err := os.ReadFile(local); err == nil {
+		return local, data, nil
+	}
+	if data, ok := Builtin(ref); ok {
+		return "builtin:" + ref, data, nil
+	}
+	return "", nil, fmt.Errorf("no recipe %q: not a file, not ./recipes/%s.yaml, and not a built-in (built-ins: %s)",
+		ref, ref, strings.Join(BuiltinNames(), ", "))
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Load resolves ref and parses it with the given --set overrides.
+func Load(ref string, sets []string) (*Recipe, error) {
+	source, data, err := Resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(source, data, sets)
+}
+
+// Workload returns the pod-level settings of a training or MPI recipe, nil for serving.
+func (r *Recipe) Workload() *Workload {
+	switch {
+	case r.Training != nil:
+		return &r.Training.Workload
+	case r.MPI != nil:
+		return &r.MPI.Workload
+	}
+	return nil
+}
+
+// Effective renders the recipe as YAML with every default filled in.
+func (r *Recipe) Effective() ([]byte, error) {
+	var spec any
+	switch {
+	case r.Training != nil:
+		spec = r.Training
+	case r.MPI != nil:
+		spec = r.MPI
+	case r.Serving != nil:
+		spec = r.Serving
+	}
+	return yaml.Marshal(struct {
+		APIVersion string   `yaml:"apiVersion"`
+		Kind       string   `yaml:"kind"`
+		Metadata   Metadata `yaml:"metadata"`
+		Spec       any      `yaml:"spec"`
+	}{r.APIVersion, r.Kind, r.Metadata, spec})
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
