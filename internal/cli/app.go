@@ -88,14 +88,15 @@ func isUsageFromCLI(err error) bool {
 
 func (a *App) newApp() *ucli.App {
 	app := &ucli.App{
-		Name:                 "ain",
-		Usage:                "RDMA-aware training, benchmarking and serving on GPU clusters",
-		Version:              Version,
-		Reader:               a.Streams.In,
-		Writer:               a.Streams.Out,
-		ErrWriter:            a.Streams.Err,
-		EnableBashCompletion: true,
-		HideVersion:          true,
+		Name:                      "ain",
+		Usage:                     "RDMA-aware training, benchmarking and serving on GPU clusters",
+		Version:                   Version,
+		Reader:                    a.Streams.In,
+		Writer:                    a.Streams.Out,
+		ErrWriter:                 a.Streams.Err,
+		EnableBashCompletion:      true,
+		HideVersion:               true,
+		DisableSliceFlagSeparator: true,
 		Description: "ain turns recipe files into Kubernetes workloads (PyTorchJob, MPIJob, vLLM Deployments) with the RDMA\n" +
 			"resources and NCCL settings of your fabric, checks that InfiniBand/RoCE is really used, and measures it.",
 		Flags: []ucli.Flag{

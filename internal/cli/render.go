@@ -4,14 +4,53 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
-// renderCommand is a placeholder until issue #2 lands.
+type renderOptions struct {
+	recipeInput
+	Output string
+	Name   string
+}
+
 func (a *App) renderCommand() *ucli.Command {
+	o := &renderOptions{}
 	return &ucli.Command{
-		Name:   "render",
-		Usage:  "(not built yet: issue #2)",
-		Hidden: true,
-		Action: func(*ucli.Context) error { return ainerr.Usagef("ain render is not built yet (issue #2)") },
+		Name:      "render",
+		Usage:     "print the Kubernetes objects a recipe becomes (no cluster needed)",
+		ArgsUsage: "RECIPE",
+		Description: "Renders exactly what `ain train` / `ain bench` would apply: a kubeflow.org/v1 PyTorchJob or MPIJob whose\n" +
+			"pods carry the GPU and RDMA resources, IPC_LOCK, a memory-backed /dev/shm and the NCCL environment of the\n" +
+			"fabric profile. Output is deterministic.\n\n" +
+			"Examples:\n" +
+			"  ain render qlora -o yaml\n" +
+			"  ain render allreduce --fabric roce --set nodes=2 --set gpusPerNode=8 -o json\n" +
+			"  ain render my-recipe.yaml --profile cluster.yaml",
+		Flags: append(o.recipeInput.flags(),
+			outputFlag(&o.Output, "yaml", "yaml or json"),
+			&ucli.StringFlag{Name: "name", Usage: "job name (default: the recipe's metadata.name)", Destination: &o.Name},
+		),
+		Action: func(c *ucli.Context) error { return a.runRender(c, o) },
 	}
+}
+
+func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
+	if o.Output != "yaml" && o.Output != "json" {
+		return ainerr.Usagef("-o %s: render prints yaml or json", o.Output)
+	}
+	r, p, err := o.load(c, a.Getenv)
+	if err != nil {
+		return err
+	}
+	a.printWarnings(r)
+	b, err := jobs.Build(r, p, jobs.Options{Name: o.Name, Namespace: a.Global.Namespace})
+	if err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
+	}
+	out, err := jobs.Encode(b.Objects, o.Output)
+	if err != nil {
+		return err
+	}
+	_, err = a.Streams.Out.Write(out)
+	return err
 }

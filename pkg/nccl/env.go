@@ -47,9 +47,13 @@ func FabricEnv(f Fabric) map[string]string {
 			env["NCCL_NET_GDR_LEVEL"] = f.GDRLevel
 		}
 		if f.Kind == "roce" {
-			if f.GIDIndex != "" && f.GIDIndex != "auto" {
-				env["NCCL_IB_GID_INDEX"] = f.GIDIndex
+			// RoCE needs the GID of the RoCE v2 IPv4 entry. "auto" is -1, NCCL's own
+			// auto-selection (NCCL >= 2.21); older NCCL needs the number (ain doctor ib-ports).
+			gid := f.GIDIndex
+			if gid == "" || gid == "auto" {
+				gid = "-1"
 			}
+			env["NCCL_IB_GID_INDEX"] = gid
 			if f.TrafficClass != nil {
 				env["NCCL_IB_TC"] = strconv.Itoa(*f.TrafficClass)
 			}

@@ -71,36 +71,58 @@ func Parse(source string, data []byte, sets []string) (*Recipe, error) {
 	}
 	r := &Recipe{Source: source, Raw: data, doc: doc}
 	var h header
-	if ps := doc.Decode(&h); len(ps) > 0 {
-		return nil, ps
-	}
+	ps = append(ps, doc.Decode(&h)...)
 	switch h.Kind {
 	case KindTraining:
 		var d trainingDoc
-		if ps := doc.Decode(&d); len(ps) > 0 {
-			return nil, ps
-		}
+		ps = append(ps, doc.Decode(&d)...)
 		r.APIVersion, r.Kind, r.Metadata, r.Training = d.APIVersion, d.Kind, d.Metadata, &d.Spec
 	case KindMPI:
 		var d mpiDoc
-		if ps := doc.Decode(&d); len(ps) > 0 {
-			return nil, ps
-		}
+		ps = append(ps, doc.Decode(&d)...)
 		r.APIVersion, r.Kind, r.Metadata, r.MPI = d.APIVersion, d.Kind, d.Metadata, &d.Spec
 	case KindServing:
 		var d servingDoc
-		if ps := doc.Decode(&d); len(ps) > 0 {
-			return nil, ps
-		}
+		ps = append(ps, doc.Decode(&d)...)
 		r.APIVersion, r.Kind, r.Metadata, r.Serving = d.APIVersion, d.Kind, d.Metadata, &d.Spec
 	default:
 		r.APIVersion, r.Kind, r.Metadata = h.APIVersion, h.Kind, h.Metadata
 	}
 	r.Default()
+	// Validation problems on a path that already failed to decode would only repeat it.
+	bad := map[string]bool{}
+	for _, p := range ps {
+		bad[p.Path] = true
+	}
+	var vps strict.Problems
 	if err := r.Validate(); err != nil {
-		return nil, err
+		vps = err.(strict.Problems)
+	}
+	for _, p := range vps {
+		if !bad[p.Path] {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) > 0 {
+		sortProblems(ps)
+		return nil, ps
 	}
 	return r, nil
+}
+
+// sortProblems orders problems by source then line, --set problems last, stable otherwise.
+func sortProblems(ps strict.Problems) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		as, bs := strings.HasPrefix(a.Source, "--set"), strings.HasPrefix(b.Source, "--set")
+		if as != bs {
+			return !as
+		}
+		if a.Source != b.Source {
+			return a.Source < b.Source
+		}
+		return a.Line < b.Line
+	})
 }
 
 // Builtin returns the embedded recipe file NAME.yaml.

@@ -160,14 +160,19 @@ func (d *Doc) Decode(out any) Problems {
 		return Problems{{Source: d.Source, Msg: "the document is empty"}}
 	}
 	var ps Problems
+	// check reports problems and prunes the offending values (unknown fields removed, values of
+	// the wrong type nulled) so the rest still decodes and can be validated: the user sees every
+	// problem at once.
 	d.check(n, rv.Elem().Type(), "", &ps)
-	if len(ps) > 0 {
-		return ps
-	}
 	if err := n.Decode(out); err != nil {
-		return Problems{{Source: d.Source, Msg: err.Error()}}
+		ps = append(ps, Problem{Source: d.Source, Msg: err.Error()})
 	}
-	return nil
+	return ps
+}
+
+// nullify turns n into an explicit null so decoding leaves the zero value.
+func nullify(n *yaml.Node) {
+	n.Kind, n.Tag, n.Value, n.Content, n.Alias = yaml.ScalarNode, "!!null", "", nil, nil
 }
 
 func (d *Doc) record(path string, n *yaml.Node) {
@@ -209,10 +214,13 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			d.problem(ps, n, path, "expected a mapping (field: value), got %s", describe(n))
+			nullify(n)
 			return
 		}
 		fields := structFields(t)
 		seen := map[string]bool{}
+		kept := n.Content[:0:0]
+		defer func() { n.Content = kept }()
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			key := k.Value
@@ -235,13 +243,17 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 			}
 			d.record(fp, k)
 			d.check(v, f, fp, ps)
+			kept = append(kept, k, v)
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			d.problem(ps, n, path, "expected a mapping (key: value), got %s", describe(n))
+			nullify(n)
 			return
 		}
 		seen := map[string]bool{}
+		kept := n.Content[:0:0]
+		defer func() { n.Content = kept }()
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			fp := join(path, k.Value)
@@ -252,10 +264,12 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 			seen[k.Value] = true
 			d.record(fp, k)
 			d.check(v, t.Elem(), fp, ps)
+			kept = append(kept, k, v)
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			d.problem(ps, n, path, "expected a list, got %s", describe(n))
+			nullify(n)
 			return
 		}
 		for i, v := range n.Content {
@@ -264,27 +278,35 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			d.problem(ps, n, path, "expected a string, got %s", describe(n))
+			nullify(n)
 		}
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
 			d.problem(ps, n, path, "expected true or false, got %s", describe(n))
+			nullify(n)
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			d.problem(ps, n, path, "expected an integer, got %s", describe(n))
+			nullify(n)
 			return
 		}
-		if _, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, t.Bits()); err != nil {
+		var node yaml.Node = *n
+		probe := reflect.New(t)
+		if err := node.Decode(probe.Interface()); err != nil {
 			d.problem(ps, n, path, "integer %s is out of range", n.Value)
+			nullify(n)
 		}
 	case reflect.Float32, reflect.Float64:
 		if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
 			d.problem(ps, n, path, "expected a number, got %s", describe(n))
+			nullify(n)
 		}
 	case reflect.Interface:
 		// any value accepted
 	default:
 		d.problem(ps, n, path, "unsupported field type %s", t)
+		nullify(n)
 	}
 }
 

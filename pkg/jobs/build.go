@@ -1,0 +1,373 @@
+// Package jobs turns a recipe plus a fabric profile into Kubernetes objects (pure builders, no
+// I/O): a kubeflow.org/v1 PyTorchJob for training recipes, an MPIJob for MPI recipes, each pod
+// carrying the GPU and RDMA resources, IPC_LOCK, a memory-backed /dev/shm, the Multus
+// annotation and the NCCL environment of the fabric.
+package jobs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ain-hpc/ain/pkg/nccl"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+// Labels and annotations ain puts on what it creates, so later commands find their own objects.
+const (
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedByAin     = "ain"
+	LabelRecipe      = "ain.dev/recipe"
+	LabelRun         = "ain.dev/run"
+	LabelKind        = "ain.dev/kind"
+	AnnotationFabric = "ain.dev/fabric"
+	// MultusAnnotation is where Multus reads a pod's secondary networks.
+	MultusAnnotation = "k8s.v1.cni.cncf.io/networks"
+
+	// PyTorchContainer is the container name the training-operator requires in PyTorchJob pods.
+	PyTorchContainer = "pytorch"
+	// PyTorchPortName is the port name the training-operator looks for on the master.
+	PyTorchPortName = "pytorchjob-port"
+	// MPIContainer names the launcher and worker containers of an MPIJob.
+	MPIContainer = "mpi"
+	// ShmVolume is the memory-backed /dev/shm volume.
+	ShmVolume = "dshm"
+)
+
+// Options are per-run settings that are not part of the recipe.
+type Options struct {
+	// Name overrides the job name (default: the recipe's metadata.name).
+	Name string
+	// Namespace for every object (empty leaves it to the client's default).
+	Namespace string
+}
+
+// Bundle is what one recipe renders to, in apply order.
+type Bundle struct {
+	Objects []runtime.Object
+}
+
+// Build renders r for the cluster described by p.
+func Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bundle, error) {
+	name := o.Name
+	if name == "" {
+		name = r.Metadata.Name
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 || len(name) > recipe.MaxNameLen {
+		return nil, fmt.Errorf("job name %q: use at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", name, recipe.MaxNameLen)
+	}
+	switch {
+	case r.Training != nil:
+		job, err := buildPyTorchJob(r, p, name, o.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		return &Bundle{Objects: []runtime.Object{job}}, nil
+	case r.MPI != nil:
+		job, err := buildMPIJob(r, p, name, o.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		return &Bundle{Objects: []runtime.Object{job}}, nil
+	case r.Serving != nil:
+		return nil, fmt.Errorf("recipe %s is kind Serving: deploy it with `ain serve`, not as a job", r.Metadata.Name)
+	}
+	return nil, fmt.Errorf("recipe %s has no spec", r.Metadata.Name)
+}
+
+// Labels returns the labels ain puts on a run's objects and pods.
+func Labels(r *recipe.Recipe, name string) map[string]string {
+	l := map[string]string{}
+	for k, v := range r.Metadata.Labels {
+		l[k] = v
+	}
+	l[LabelManagedBy] = ManagedByAin
+	l[LabelRecipe] = r.Metadata.Name
+	l[LabelRun] = name
+	l[LabelKind] = r.Kind
+	return l
+}
+
+func objectMeta(r *recipe.Recipe, p *profile.Profile, name, ns string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:        name,
+		Namespace:   ns,
+		Labels:      Labels(r, name),
+		Annotations: map[string]string{AnnotationFabric: p.Spec.Fabric},
+	}
+}
+
+// podTemplate builds the pod template of a GPU rank (master, worker).
+func podTemplate(r *recipe.Recipe, p *profile.Profile, name, container string, cmd []string, gpus int) (corev1.PodTemplateSpec, error) {
+	w := r.Workload()
+	res, err := rankResources(w, p, gpus)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
+	}
+	shm, err := resource.ParseQuantity(w.ShmSize)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("spec.shmSize: %w", err)
+	}
+	c := corev1.Container{
+		Name:            container,
+		Image:           w.Image,
+		ImagePullPolicy: corev1.PullPolicy(w.ImagePullPolicy),
+		Command:         cmd,
+		WorkingDir:      w.WorkingDir,
+		Env:             Env(r, p),
+		Resources:       res,
+		VolumeMounts:    []corev1.VolumeMount{{Name: ShmVolume, MountPath: "/dev/shm"}},
+	}
+	if p.RDMA() {
+		c.SecurityContext = &corev1.SecurityContext{
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}},
+		}
+	}
+	vols := []corev1.Volume{{
+		Name: ShmVolume,
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: &shm,
+		}},
+	}}
+	for _, v := range w.Volumes {
+		vols = append(vols, corev1.Volume{
+			Name: v.Name,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: v.ClaimName, ReadOnly: v.ReadOnly,
+			}},
+		})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{
+			Name: v.Name, MountPath: v.MountPath, SubPath: v.SubPath, ReadOnly: v.ReadOnly,
+		})
+	}
+	t := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: Labels(r, name)},
+		Spec: corev1.PodSpec{
+			Containers:   []corev1.Container{c},
+			Volumes:      vols,
+			NodeSelector: copyMap(p.Spec.NodeSelector),
+			Tolerations:  tolerations(p),
+		},
+	}
+	if p.RDMA() && len(p.Spec.Networks) > 0 {
+		t.Annotations = map[string]string{MultusAnnotation: strings.Join(p.Spec.Networks, ",")}
+	}
+	return t, nil
+}
+
+// rankResources: GPUs and RDMA as request = limit (extended resources cannot be overcommitted),
+// CPU and memory as requests, memory also as the limit so a Memory /dev/shm is bounded.
+func rankResources(w *recipe.Workload, p *profile.Profile, gpus int) (corev1.ResourceRequirements, error) {
+	req := corev1.ResourceList{}
+	lim := corev1.ResourceList{}
+	if gpus > 0 {
+		q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+		req[corev1.ResourceName(p.Spec.GPUResource)] = q
+		lim[corev1.ResourceName(p.Spec.GPUResource)] = q
+	}
+	if p.RDMA() {
+		q := p.RDMAQuantity()
+		req[corev1.ResourceName(p.Spec.RDMA.Resource)] = q
+		lim[corev1.ResourceName(p.Spec.RDMA.Resource)] = q
+	}
+	if w.Resources.CPU != "" {
+		q, err := resource.ParseQuantity(w.Resources.CPU)
+		if err != nil {
+			return corev1.ResourceRequirements{}, fmt.Errorf("spec.resources.cpu: %w", err)
+		}
+		req[corev1.ResourceCPU] = q
+	}
+	if w.Resources.Memory != "" {
+		q, err := resource.ParseQuantity(w.Resources.Memory)
+		if err != nil {
+			return corev1.ResourceRequirements{}, fmt.Errorf("spec.resources.memory: %w", err)
+		}
+		req[corev1.ResourceMemory] = q
+		lim[corev1.ResourceMemory] = q
+	}
+	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
+}
+
+// Env is the environment of every rank: the fabric's NCCL settings, then the recipe's env, then
+// the recipe's nccl.env (which wins), sorted by name.
+func Env(r *recipe.Recipe, p *profile.Profile) []corev1.EnvVar {
+	w := r.Workload()
+	merged := nccl.FabricEnv(p.NCCLFabric())
+	for k, v := range w.Env {
+		merged[k] = v
+	}
+	for k, v := range w.NCCL.Env {
+		merged[k] = v
+	}
+	env := make([]corev1.EnvVar, 0, len(merged))
+	for _, k := range nccl.SortedNames(merged) {
+		env = append(env, corev1.EnvVar{Name: k, Value: merged[k]})
+	}
+	return env
+}
+
+func tolerations(p *profile.Profile) []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, t := range p.Spec.Tolerations {
+		out = append(out, corev1.Toleration{
+			Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect),
+		})
+	}
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func runPolicy(w *recipe.Workload) kubeflowv1.RunPolicy {
+	clean := kubeflowv1.CleanPodPolicy(w.RunPolicy.CleanPodPolicy)
+	return kubeflowv1.RunPolicy{
+		CleanPodPolicy:          &clean,
+		BackoffLimit:            w.RunPolicy.BackoffLimit,
+		ActiveDeadlineSeconds:   w.RunPolicy.ActiveDeadlineSeconds,
+		TTLSecondsAfterFinished: w.RunPolicy.TTLSecondsAfterFinished,
+	}
+}
+
+func buildPyTorchJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubeflowv1.PyTorchJob, error) {
+	t := r.Training
+	tmpl, err := podTemplate(r, p, name, PyTorchContainer, t.Command, t.GPUsPerNode)
+	if err != nil {
+		return nil, err
+	}
+	master := tmpl.DeepCopy()
+	master.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: PyTorchPortName, ContainerPort: t.MasterPort, Protocol: corev1.ProtocolTCP}}
+	one := int32(1)
+	restart := kubeflowv1.RestartPolicyNever
+	specs := map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{
+		kubeflowv1.PyTorchJobReplicaTypeMaster: {Replicas: &one, RestartPolicy: restart, Template: *master},
+	}
+	if t.Nodes > 1 {
+		workers := int32(t.Nodes - 1)
+		worker := tmpl.DeepCopy()
+		worker.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: PyTorchPortName, ContainerPort: t.MasterPort, Protocol: corev1.ProtocolTCP}}
+		specs[kubeflowv1.PyTorchJobReplicaTypeWorker] = &kubeflowv1.ReplicaSpec{Replicas: &workers, RestartPolicy: restart, Template: *worker}
+	}
+	nproc := strconv.Itoa(max(t.GPUsPerNode, 1))
+	return &kubeflowv1.PyTorchJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kubeflowv1.SchemeGroupVersion.String(), Kind: kubeflowv1.PyTorchJobKind},
+		ObjectMeta: objectMeta(r, p, name, ns),
+		Spec: kubeflowv1.PyTorchJobSpec{
+			RunPolicy:           runPolicy(&t.Workload),
+			PyTorchReplicaSpecs: specs,
+			NprocPerNode:        &nproc,
+		},
+	}, nil
+}
+
+// MPIRunCommand is the launcher's command line for an MPI recipe: mpirun with one rank per
+// GPU slot, the NCCL variables exported to every rank (-x), then the program.
+func MPIRunCommand(r *recipe.Recipe, p *profile.Profile) []string {
+	m := r.MPI
+	slots := max(m.GPUsPerNode, 1)
+	np := m.Nodes * slots
+	if t := m.NCCLTests; t != nil && t.GPUsPerThread > 1 {
+		// -g N drives N GPUs from one rank.
+		np = m.Nodes * max(slots/t.GPUsPerThread, 1)
+		slots = max(slots/t.GPUsPerThread, 1)
+	}
+	cmd := []string{"mpirun", "--allow-run-as-root",
+		"-np", strconv.Itoa(np), "-npernode", strconv.Itoa(slots),
+		"--bind-to", "none", "--map-by", "slot",
+		"-mca", "pml", "ob1", "-mca", "btl", "self,tcp",
+	}
+	for _, e := range Env(r, p) {
+		cmd = append(cmd, "-x", e.Name)
+	}
+	cmd = append(cmd, "-x", "LD_LIBRARY_PATH", "-x", "PATH")
+	cmd = append(cmd, m.MPIRunArgs...)
+	return append(cmd, MPIProgram(m)...)
+}
+
+// MPIProgram is the program mpirun starts on every slot.
+func MPIProgram(m *recipe.MPISpec) []string {
+	t := m.NCCLTests
+	if t == nil {
+		return append([]string(nil), m.Command...)
+	}
+	prog := []string{t.Binary, "-b", t.MinBytes, "-e", t.MaxBytes, "-f", strconv.Itoa(t.StepFactor), "-g", strconv.Itoa(t.GPUsPerThread)}
+	if t.Iters > 0 {
+		prog = append(prog, "-n", strconv.Itoa(t.Iters))
+	}
+	if t.WarmupIters > 0 {
+		prog = append(prog, "-w", strconv.Itoa(t.WarmupIters))
+	}
+	if t.Check != nil {
+		prog = append(prog, "-c", strconv.Itoa(*t.Check))
+	}
+	return prog
+}
+
+func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubeflowv1.MPIJob, error) {
+	m := r.MPI
+	// Workers: the operator runs their first container with "sleep 365d" when it has no
+	// command, and mpirun starts the ranks in them through kubectl exec.
+	worker, err := podTemplate(r, p, name, MPIContainer, nil, m.GPUsPerNode)
+	if err != nil {
+		return nil, err
+	}
+	launcher := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: Labels(r, name)},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name:            MPIContainer,
+				Image:           m.Image,
+				ImagePullPolicy: corev1.PullPolicy(m.ImagePullPolicy),
+				Command:         MPIRunCommand(r, p),
+				WorkingDir:      m.WorkingDir,
+				Env:             Env(r, p),
+			}},
+			NodeSelector: copyMap(p.Spec.NodeSelector),
+			Tolerations:  tolerations(p),
+		},
+	}
+	lr := corev1.ResourceList{}
+	for k, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: m.Launcher.Resources.CPU, corev1.ResourceMemory: m.Launcher.Resources.Memory} {
+		if v == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("spec.launcher.resources: %w", err)
+		}
+		lr[k] = q
+	}
+	launcher.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: lr}
+	one := int32(1)
+	workers := int32(m.Nodes)
+	slots := int32(max(m.GPUsPerNode, 1))
+	restart := kubeflowv1.RestartPolicyNever
+	return &kubeflowv1.MPIJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kubeflowv1.SchemeGroupVersion.String(), Kind: kubeflowv1.MPIJobKind},
+		ObjectMeta: objectMeta(r, p, name, ns),
+		Spec: kubeflowv1.MPIJobSpec{
+			SlotsPerWorker: &slots,
+			RunPolicy:      runPolicy(&m.Workload),
+			MPIReplicaSpecs: map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{
+				kubeflowv1.MPIJobReplicaTypeLauncher: {Replicas: &one, RestartPolicy: restart, Template: launcher},
+				kubeflowv1.MPIJobReplicaTypeWorker:   {Replicas: &workers, RestartPolicy: restart, Template: worker},
+			},
+		},
+	}, nil
+}
