@@ -31,9 +31,9 @@ func (a *App) recipesCommand() *ucli.Command {
 				},
 			},
 			{
-				Name:      "show",
-				Usage:     "print a recipe as written (commented, ready to copy), then the defaults ain applies",
-				ArgsUsage: "RECIPE",
+				Name:        "show",
+				Usage:       "print a recipe as written (commented, ready to copy), then the defaults ain applies",
+				ArgsUsage:   "RECIPE",
 				Description: "Examples:\n  ain recipes show qlora > my-qlora.yaml\n  ain recipes show allreduce --effective",
 				Flags: []ucli.Flag{
 					&ucli.BoolFlag{Name: "effective", Usage: "print the recipe with every default filled in, instead of as written", Destination: &effective},
