@@ -1,0 +1,529 @@
+// Package ibport reads the state of InfiniBand/RoCE ports from the output of the usual tools
+// (`ibstat`, `ibv_devinfo`, `ibv_devinfo -v`, `ibstatus`) or from a sysfs dump, and says whether
+// each port can carry NCCL traffic, and if not, why.
+//
+// # The sysfs dump
+//
+// A probe pod (any image with a POSIX shell and grep, busybox included) prints the port
+// attributes as `path:value` lines with SysfsDumpCommand:
+//
+//	/sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE
+//	/sys/class/infiniband/mlx5_0/ports/1/phys_state:5: LinkUp
+//	/sys/class/infiniband/mlx5_0/ports/1/link_layer:Ethernet
+//	/sys/class/infiniband/mlx5_0/ports/1/rate:400 Gb/sec (4X NDR)
+//	/sys/class/infiniband/mlx5_0/ports/1/lid:0x0
+//	/sys/class/infiniband/mlx5_0/ports/1/sm_lid:0x0
+//	/sys/class/infiniband/mlx5_0/ports/1/gids/3:0000:0000:0000:0000:0000:ffff:0a00:0003
+//	/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3:RoCE v2
+//	/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/3:net1
+//
+// Everything up to the first ':' is the path (sysfs paths hold no ':'), the rest is the file's
+// first line as the kernel prints it. Lines may carry a prefix (kubectl --prefix, indentation):
+// parsing starts at "/sys/class/infiniband/". All-zero GIDs are filtered out by the command;
+// unused GID type files, which the kernel refuses to read, print nothing.
+//
+// # Readiness
+//
+// A port is ready when its logical state is ACTIVE (and its physical state, when known, LinkUp).
+// NCCL skips non-ACTIVE ports silently, so this is the check that tells "port not ready" from
+// the other causes of `NET/IB : No device found`. Reasons: LinkUp + INIT means the link is fine
+// but no subnet manager has configured the port (no-subnet-manager); Polling or Down means the
+// cable, transceiver or the switch port (cable-or-peer-down); Disabled means administratively
+// down (disabled); ARMED means the SM configured it but has not activated it yet (armed).
+//
+// For RoCE ports the package finds the RoCE v2 GID whose address is IPv4-mapped
+// (::ffff:a.b.c.d), the value NCCL_IB_GID_INDEX should have.
+package ibport
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// SysfsDumpCommand prints the sysfs dump this package parses (see the package doc). It needs
+// only sh and grep (busybox is enough: no brace expansion), prints nothing and exits non-zero
+// when there is no RDMA device, and never fails on unreadable files.
+const SysfsDumpCommand = `grep -H . ` +
+	`/sys/class/infiniband/*/ports/*/state ` +
+	`/sys/class/infiniband/*/ports/*/phys_state ` +
+	`/sys/class/infiniband/*/ports/*/link_layer ` +
+	`/sys/class/infiniband/*/ports/*/rate ` +
+	`/sys/class/infiniband/*/ports/*/lid ` +
+	`/sys/class/infiniband/*/ports/*/sm_lid ` +
+	`/sys/class/infiniband/*/ports/*/gids/* ` +
+	`/sys/class/infiniband/*/ports/*/gid_attrs/types/* ` +
+	`/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/* ` +
+	`2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$'`
+
+// Reasons a port is not ready.
+const (
+	ReasonNone         = ""
+	ReasonNoSM         = "no-subnet-manager"
+	ReasonCableOrPeer  = "cable-or-peer-down"
+	ReasonDisabled     = "disabled"
+	ReasonArmed        = "armed"
+	ReasonUnknownState = "unknown-state"
+)
+
+// Formats Parse recognises.
+const (
+	FormatIbstat     = "ibstat"
+	FormatDevinfo    = "ibv_devinfo"
+	FormatIbstatus   = "ibstatus"
+	FormatSysfs      = "sysfs"
+	FormatUnknown    = "unknown"
+	maxPorts         = 1024
+	maxGIDsPerPort   = 256
+	maxScanLineBytes = 1 << 20
+)
+
+// GID is one entry of a port's GID table.
+type GID struct {
+	Index  int    `json:"index"`
+	GID    string `json:"gid"`
+	Type   string `json:"type,omitempty"` // "IB/RoCE v1", "RoCE v2"
+	Netdev string `json:"netdev,omitempty"`
+}
+
+// Port is the state of one device port. The JSON names are a stable interface.
+type Port struct {
+	Device    string  `json:"device"`
+	Port      int     `json:"port"`
+	State     string  `json:"state"`     // ACTIVE, INIT, ARMED, DOWN, or as printed
+	PhysState string  `json:"physState"` // LinkUp, Polling, Disabled, ... ("" when the tool does not say)
+	LinkLayer string  `json:"linkLayer"` // InfiniBand, Ethernet
+	Rate      *string `json:"rate"`
+	Ready     bool    `json:"ready"`
+	Reason    string  `json:"reason"`
+	// RoCEv2GIDIndex is the RoCE v2 IPv4-mapped GID's index (NCCL_IB_GID_INDEX), RoCE ports only.
+	RoCEv2GIDIndex *int   `json:"roceV2GidIndex,omitempty"`
+	RoCEv2Address  string `json:"roceV2Address,omitempty"`
+	GIDs           []GID  `json:"gids,omitempty"`
+	Line           int    `json:"line"`
+}
+
+// Report is the result of Parse.
+type Report struct {
+	Format string `json:"format"`
+	Ports  []Port `json:"ports"`
+	Ready  bool   `json:"ready"`
+	// GIDIndex is the RoCE v2 GID index shared by every RoCE port, when they agree.
+	GIDIndex *int `json:"gidIndex,omitempty"`
+}
+
+// Parse reads the output of ibstat, ibv_devinfo [-v], ibstatus or the sysfs dump; the format
+// is recognised from the content, and several outputs may be concatenated.
+func Parse(r io.Reader) (*Report, error) {
+	p := &parser{idx: map[string]int{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxScanLineBytes)
+	for sc.Scan() {
+		p.lineNo++
+		p.line(sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading port state: %w", err)
+	}
+	return p.report(), nil
+}
+
+type parser struct {
+	lineNo int
+	format string
+	ports  []*Port
+	idx    map[string]int
+	dev    string // current CA / hca_id
+	cur    *Port  // current port block
+	inGIDs bool
+}
+
+func (p *parser) setFormat(f string) {
+	if p.format == "" {
+		p.format = f
+	} else if p.format != f && !strings.Contains(p.format, f) {
+		p.format += "+" + f
+	}
+}
+
+func (p *parser) port(dev string, n int) *Port {
+	key := dev + "\x00" + strconv.Itoa(n)
+	if i, ok := p.idx[key]; ok {
+		return p.ports[i]
+	}
+	if len(p.ports) >= maxPorts {
+		return &Port{} // discarded
+	}
+	pt := &Port{Device: dev, Port: n, Line: p.lineNo}
+	p.idx[key] = len(p.ports)
+	p.ports = append(p.ports, pt)
+	return pt
+}
+
+func (p *parser) line(raw string) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return
+	}
+	if i := strings.Index(s, "/sys/class/infiniband/"); i >= 0 {
+		p.sysfsLine(s[i:])
+		return
+	}
+	// Block headers.
+	switch {
+	case strings.HasPrefix(s, "CA '"):
+		p.setFormat(FormatIbstat)
+		p.dev = strings.TrimSuffix(strings.TrimPrefix(s, "CA '"), "'")
+		p.cur, p.inGIDs = nil, false
+		return
+	case strings.HasPrefix(s, "hca_id:"):
+		p.setFormat(FormatDevinfo)
+		p.dev = strings.TrimSpace(strings.TrimPrefix(s, "hca_id:"))
+		p.cur, p.inGIDs = nil, false
+		return
+	case strings.HasPrefix(s, "Infiniband device '"):
+		// ibstatus: Infiniband device 'mlx5_0' port 1 status:
+		p.setFormat(FormatIbstatus)
+		rest := strings.TrimPrefix(s, "Infiniband device '")
+		q := strings.IndexByte(rest, '\'')
+		if q < 0 {
+			return
+		}
+		p.dev = rest[:q]
+		f := strings.Fields(rest[q+1:])
+		if len(f) >= 2 && f[0] == "port" {
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				p.cur = p.port(p.dev, n)
+			}
+		}
+		p.inGIDs = false
+		return
+	}
+	key, val, ok := splitKV(s)
+	if !ok {
+		return
+	}
+	lk := strings.ToLower(key)
+	// ibstat "Port 1:" and ibv_devinfo "port:   1".
+	if p.dev != "" && (lk == "port" && val != "" || strings.HasPrefix(lk, "port ") && val == "") {
+		num := val
+		if num == "" {
+			num = strings.TrimSpace(key[len("port "):])
+		}
+		if n, err := strconv.Atoi(num); err == nil {
+			p.cur = p.port(p.dev, n)
+			p.inGIDs = false
+		}
+		return
+	}
+	if p.cur == nil {
+		return
+	}
+	pt := p.cur
+	switch {
+	case lk == "state":
+		pt.State = normState(val)
+	case lk == "physical state" || lk == "phys_state" || lk == "phys state":
+		pt.PhysState = normPhys(val)
+	case lk == "link layer" || lk == "link_layer":
+		pt.LinkLayer = normLinkLayer(val)
+	case lk == "rate":
+		r := val
+		if _, err := strconv.ParseFloat(val, 64); err == nil {
+			r = val + " Gb/sec" // ibstat prints the bare number
+		}
+		pt.Rate = &r
+	case strings.HasPrefix(lk, "gid["):
+		p.devinfoGID(pt, key, val)
+	}
+}
+
+// splitKV splits "Key: value" / "key:\tvalue" / "key:" (value-less).
+func splitKV(s string) (key, val string, ok bool) {
+	i := strings.IndexByte(s, ':')
+	if i <= 0 {
+		return "", "", false
+	}
+	return strings.TrimSpace(s[:i]), strings.TrimSpace(s[i+1:]), true
+}
+
+// devinfoGID reads ibv_devinfo -v GID lines: "GID[  3]:  ::ffff:10.0.0.3, RoCE v2" (newer) or
+// "GID[  3]:  0000:0000:0000:0000:0000:ffff:0a00:0003, RoCE v2" (older, no type on very old).
+func (p *parser) devinfoGID(pt *Port, key, val string) {
+	in := strings.TrimSpace(strings.TrimSuffix(key[strings.IndexByte(key, '[')+1:], "]"))
+	n, err := strconv.Atoi(in)
+	if err != nil {
+		return
+	}
+	// The key/value split cut at the first ':' of the line, which is the one after "GID[ n]".
+	gid, typ := val, ""
+	if c := strings.LastIndexByte(val, ','); c >= 0 {
+		gid, typ = strings.TrimSpace(val[:c]), strings.TrimSpace(val[c+1:])
+	}
+	p.addGID(pt, n, gid, typ, "")
+}
+
+func (p *parser) addGID(pt *Port, n int, gid, typ, ndev string) {
+	for i := range pt.GIDs {
+		if pt.GIDs[i].Index == n {
+			g := &pt.GIDs[i]
+			if gid != "" {
+				g.GID = gid
+			}
+			if typ != "" {
+				g.Type = typ
+			}
+			if ndev != "" {
+				g.Netdev = ndev
+			}
+			return
+		}
+	}
+	if len(pt.GIDs) >= maxGIDsPerPort {
+		return
+	}
+	pt.GIDs = append(pt.GIDs, GID{Index: n, GID: gid, Type: typ, Netdev: ndev})
+}
+
+// sysfsLine reads "/sys/class/infiniband/<dev>/ports/<n>/<attr>[/<i>]:<value>".
+func (p *parser) sysfsLine(s string) {
+	c := strings.IndexByte(s, ':')
+	if c < 0 {
+		return
+	}
+	path, val := s[:c], strings.TrimSpace(s[c+1:])
+	parts := strings.Split(strings.TrimPrefix(path, "/sys/class/infiniband/"), "/")
+	if len(parts) < 4 || parts[1] != "ports" {
+		return
+	}
+	n, err := strconv.Atoi(parts[2])
+	if err != nil {
+		return
+	}
+	p.setFormat(FormatSysfs)
+	pt := p.port(parts[0], n)
+	attr := parts[3:]
+	switch {
+	case len(attr) == 1 && attr[0] == "state":
+		pt.State = normState(val)
+	case len(attr) == 1 && attr[0] == "phys_state":
+		pt.PhysState = normPhys(val)
+	case len(attr) == 1 && attr[0] == "link_layer":
+		pt.LinkLayer = normLinkLayer(val)
+	case len(attr) == 1 && attr[0] == "rate":
+		v := val
+		pt.Rate = &v
+	case len(attr) == 2 && attr[0] == "gids":
+		if i, err := strconv.Atoi(attr[1]); err == nil {
+			p.addGID(pt, i, val, "", "")
+		}
+	case len(attr) == 3 && attr[0] == "gid_attrs" && attr[1] == "types":
+		if i, err := strconv.Atoi(attr[2]); err == nil {
+			p.addGID(pt, i, "", val, "")
+		}
+	case len(attr) == 3 && attr[0] == "gid_attrs" && attr[1] == "ndevs":
+		if i, err := strconv.Atoi(attr[2]); err == nil {
+			p.addGID(pt, i, "", "", val)
+		}
+	}
+}
+
+// normState maps "4: ACTIVE", "Active", "PORT_ACTIVE (4)" to ACTIVE, and so on.
+func normState(v string) string {
+	u := strings.ToUpper(v)
+	switch {
+	case strings.Contains(u, "ACTIVE") && !strings.Contains(u, "DEFER"):
+		return "ACTIVE"
+	case strings.Contains(u, "INIT"):
+		return "INIT"
+	case strings.Contains(u, "ARMED"):
+		return "ARMED"
+	case strings.Contains(u, "DOWN"):
+		return "DOWN"
+	}
+	switch strings.TrimSpace(strings.SplitN(v, ":", 2)[0]) {
+	case "1":
+		return "DOWN"
+	case "2":
+		return "INIT"
+	case "3":
+		return "ARMED"
+	case "4", "5":
+		return "ACTIVE"
+	}
+	return strings.TrimSpace(v)
+}
+
+// normPhys maps "5: LinkUp", "LINK_UP (5)", "LinkUp" to LinkUp, and so on.
+func normPhys(v string) string {
+	u := strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(v, "_", ""), " ", ""))
+	names := []struct{ key, name string }{
+		{"LINKUP", "LinkUp"}, {"POLLING", "Polling"}, {"DISABLED", "Disabled"}, {"SLEEP", "Sleep"},
+		{"PORTCONFIGURATIONTRAINING", "PortConfigurationTraining"}, {"LINKERRORRECOVERY", "LinkErrorRecovery"},
+		{"PHYTEST", "PhyTest"},
+	}
+	for _, n := range names {
+		if strings.Contains(u, n.key) {
+			return n.name
+		}
+	}
+	switch strings.TrimSpace(strings.SplitN(v, ":", 2)[0]) {
+	case "1":
+		return "Sleep"
+	case "2":
+		return "Polling"
+	case "3":
+		return "Disabled"
+	case "4":
+		return "PortConfigurationTraining"
+	case "5":
+		return "LinkUp"
+	case "6":
+		return "LinkErrorRecovery"
+	}
+	return strings.TrimSpace(v)
+}
+
+func normLinkLayer(v string) string {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "infiniband", "ib":
+		return "InfiniBand"
+	case "ethernet", "eth":
+		return "Ethernet"
+	}
+	return strings.TrimSpace(v)
+}
+
+// roceV2Index returns the index of the RoCE v2 GID with an IPv4-mapped address.
+func roceV2Index(gids []GID) (int, string, bool) {
+	best := -1
+	addr := ""
+	for _, g := range gids {
+		if !strings.EqualFold(strings.TrimSpace(g.Type), "RoCE v2") {
+			continue
+		}
+		a, err := netip.ParseAddr(strings.TrimSpace(g.GID))
+		if err != nil {
+			a, err = parseGIDGroups(g.GID)
+			if err != nil {
+				continue
+			}
+		}
+		if !a.Is4In6() || a.Unmap().IsUnspecified() {
+			continue
+		}
+		if best < 0 || g.Index < best {
+			best, addr = g.Index, a.Unmap().String()
+		}
+	}
+	return best, addr, best >= 0
+}
+
+// parseGIDGroups parses the sysfs form "0000:0000:0000:0000:0000:ffff:0a00:0003".
+func parseGIDGroups(s string) (netip.Addr, error) {
+	return netip.ParseAddr(strings.TrimSpace(s))
+}
+
+func (p *parser) report() *Report {
+	r := &Report{Format: p.format, Ports: []Port{}, Ready: true}
+	if r.Format == "" {
+		r.Format = FormatUnknown
+	}
+	agree := true
+	for _, pt := range p.ports {
+		evaluate(pt)
+		sort.Slice(pt.GIDs, func(i, j int) bool { return pt.GIDs[i].Index < pt.GIDs[j].Index })
+		if pt.LinkLayer == "Ethernet" {
+			if i, a, ok := roceV2Index(pt.GIDs); ok {
+				idx := i
+				pt.RoCEv2GIDIndex = &idx
+				pt.RoCEv2Address = a
+				switch {
+				case r.GIDIndex == nil && agree:
+					r.GIDIndex = &idx
+				case r.GIDIndex != nil && *r.GIDIndex != idx:
+					r.GIDIndex, agree = nil, false
+				}
+			}
+		}
+		if !pt.Ready {
+			r.Ready = false
+		}
+		r.Ports = append(r.Ports, *pt)
+	}
+	if len(r.Ports) == 0 {
+		r.Ready = false
+	}
+	return r
+}
+
+// evaluate sets Ready and Reason from the states.
+func evaluate(pt *Port) {
+	switch pt.State {
+	case "ACTIVE":
+		pt.Ready = pt.PhysState == "" || pt.PhysState == "LinkUp"
+		if !pt.Ready {
+			pt.Reason = ReasonCableOrPeer
+		}
+	case "INIT":
+		switch pt.PhysState {
+		case "LinkUp", "":
+			pt.Reason = ReasonNoSM
+		case "Disabled":
+			pt.Reason = ReasonDisabled
+		default:
+			pt.Reason = ReasonCableOrPeer
+		}
+	case "ARMED":
+		pt.Reason = ReasonArmed
+	case "DOWN":
+		if pt.PhysState == "Disabled" {
+			pt.Reason = ReasonDisabled
+		} else {
+			pt.Reason = ReasonCableOrPeer
+		}
+	default:
+		pt.Reason = ReasonUnknownState
+	}
+}
+
+// Fix says what to do about a reason, for people.
+func Fix(reason, linkLayer string) string {
+	switch reason {
+	case ReasonNoSM:
+		if linkLayer == "Ethernet" {
+			return "a RoCE port should not stay in INIT: check the netdev is up (`ip link`) and the NIC firmware/driver"
+		}
+		return "the cable is up but no subnet manager has configured the port: start opensm (or UFM), or enable the switch's SM, then check `sminfo`"
+	case ReasonCableOrPeer:
+		return "no physical link: check the cable/transceiver, the switch port and the peer (`ibportstate`, switch logs); Polling means the port is looking for a peer"
+	case ReasonDisabled:
+		return "the port is administratively disabled: enable it (`ibportstate <lid> <port> enable` or on the switch) or with `mlxlink`"
+	case ReasonArmed:
+		return "the subnet manager armed the port but has not activated it: wait for the sweep to complete or restart the SM"
+	case ReasonUnknownState:
+		return "the port's state was not printed: rerun the tool with its full output"
+	}
+	return ""
+}
+
+// Summary is a one-line verdict for people.
+func (r *Report) Summary() string {
+	if len(r.Ports) == 0 {
+		return "no RDMA port found in the input"
+	}
+	ready := 0
+	for _, p := range r.Ports {
+		if p.Ready {
+			ready++
+		}
+	}
+	if r.Ready {
+		return fmt.Sprintf("all %d port(s) ACTIVE and ready", len(r.Ports))
+	}
+	return fmt.Sprintf("%d of %d port(s) not ready", len(r.Ports)-ready, len(r.Ports))
+}
