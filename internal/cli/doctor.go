@@ -1,17 +1,406 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/mpilauncher"
+	"github.com/ain-hpc/ain/pkg/nccl"
 )
 
-// doctorCommand is a placeholder until issue #5 lands.
+const doctorExitNote = "Exit status: 0 when nothing is wrong, 5 (check failed) when the verdict finds a problem,\n" +
+	"2 on bad arguments, 1 when a file cannot be read. FILE - reads standard input."
+
+// doctorCommand groups the offline diagnostics: each reads files (or stdin) and gives a verdict,
+// its evidence lines and a fix.
 func (a *App) doctorCommand() *ucli.Command {
 	return &ucli.Command{
-		Name:   "doctor",
-		Usage:  "(not built yet: issue #5)",
-		Hidden: true,
-		Action: func(*ucli.Context) error { return ainerr.Usagef("ain doctor is not built yet (issue #5)") },
+		Name:  "doctor",
+		Usage: "diagnose NCCL logs, InfiniBand/RoCE port state and MPI launcher logs (offline, on files or stdin)",
+		Description: "Each subcommand prints a verdict first, then the evidence lines (file:line) and a concrete fix.\n" +
+			"-o json gives the same as a stable JSON object for scripts and CI.\n\n" + doctorExitNote,
+		Subcommands: []*ucli.Command{
+			a.doctorNCCLLogCommand(),
+			a.doctorIBPortsCommand(),
+			a.doctorLauncherCommand(),
+		},
 	}
+}
+
+// doctorOptions holds the flag values shared by the doctor subcommands.
+type doctorOptions struct {
+	Output string
+	Files  []string
+}
+
+func (o *doctorOptions) validate(minFiles, maxFiles int, what string) error {
+	switch o.Output {
+	case "text", "json":
+	default:
+		return ainerr.Usagef("-o must be text or json, got %q", o.Output)
+	}
+	if len(o.Files) < minFiles {
+		return ainerr.Usagef("give %s as FILE (or - for standard input)", what)
+	}
+	if maxFiles > 0 && len(o.Files) > maxFiles {
+		return ainerr.Usagef("give one %s (got %d files)", what, len(o.Files))
+	}
+	stdin := 0
+	for _, f := range o.Files {
+		if f == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return ainerr.Usagef("standard input (-) can be read only once")
+	}
+	return nil
+}
+
+// openInput opens a FILE argument; "-" is standard input.
+func (a *App) openInput(name string) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(a.Streams.In), nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, ainerr.New(ainerr.Failure, fmt.Errorf("open %s: %w", name, err), "")
+	}
+	return f, nil
+}
+
+func (a *App) writeJSON(v any) error {
+	enc := json.NewEncoder(a.Streams.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// checkFailed is the error of a verdict that found a problem: its explanation is already printed.
+func checkFailed() error { return quiet(ainerr.CheckFailed) }
+
+func (a *App) doctorNCCLLogCommand() *ucli.Command {
+	o := &doctorOptions{}
+	return &ucli.Command{
+		Name:      "nccl-log",
+		Usage:     "which transport NCCL used (IB, RoCE, sockets, a net plugin, none) and why",
+		ArgsUsage: "FILE... (one log per rank, or an interleaved multi-rank log; - for stdin)",
+		Description: "Reads NCCL logs of any version from 2.4 to 2.30, with or without launcher prefixes ([1,0]<stdout>:, N:),\n" +
+			"in constant memory. For a full verdict run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING.\n" +
+			"Problems: socket transport, NET/IB : No device found, NCCL_IB_HCA matching nothing, /dev/shm errors, a missing\n" +
+			"net plugin, ranks on different transports, IB completion errors.\n\n" + doctorExitNote,
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Action: func(c *ucli.Context) error {
+			o.Files = c.Args().Slice()
+			return a.runDoctorNCCLLog(o)
+		},
+	}
+}
+
+func (a *App) runDoctorNCCLLog(o *doctorOptions) error {
+	if err := o.validate(1, 0, "the NCCL log(s)"); err != nil {
+		return err
+	}
+	an := nccl.NewLogAnalyzer()
+	for _, name := range o.Files {
+		rc, err := a.openInput(name)
+		if err != nil {
+			return err
+		}
+		label := name
+		if len(o.Files) == 1 {
+			label = "" // one input: line numbers alone are unambiguous
+		} else if name == "-" {
+			label = "stdin"
+		}
+		err = an.Feed(label, rc)
+		rc.Close()
+		if err != nil {
+			return ainerr.New(ainerr.Failure, err, "")
+		}
+	}
+	r := an.Report()
+	if o.Output == "json" {
+		if err := a.writeJSON(r); err != nil {
+			return err
+		}
+	} else {
+		a.printNCCLLog(r)
+	}
+	if !r.OK() {
+		return checkFailed()
+	}
+	return nil
+}
+
+func evRef(file string, line int) string {
+	if file == "" {
+		return "line " + strconv.Itoa(line)
+	}
+	return file + ":" + strconv.Itoa(line)
+}
+
+func (a *App) printNCCLLog(r *nccl.LogReport) {
+	w := a.Streams.Out
+	status := "OK"
+	if !r.OK() {
+		status = "PROBLEM"
+	}
+	fmt.Fprintf(w, "%s: %s\n", status, r.Verdict())
+	gdr := "unknown"
+	if r.GDR != nil {
+		gdr = strconv.FormatBool(*r.GDR)
+	}
+	devs := "-"
+	if len(r.Devices) > 0 {
+		devs = strings.Join(r.Devices, ",")
+	}
+	fmt.Fprintf(w, "transport: %s   gdr: %s   devices: %s\n", r.Transport, gdr, devs)
+	if len(r.Evidence) > 0 {
+		fmt.Fprintln(w, "\nevidence:")
+		for _, e := range r.Evidence {
+			fmt.Fprintf(w, "  %s: %s\n", evRef(e.File, e.Line), e.Text)
+		}
+	}
+	printFindings(w, "problem", r.Problems)
+	printFindings(w, "warning", r.Warnings)
+	if len(r.PerRank) > 1 {
+		fmt.Fprintln(w, "\nper rank:")
+		rows := make([][]string, 0, len(r.PerRank))
+		for _, p := range r.PerRank {
+			rank := "?"
+			if p.Rank != nil {
+				rank = strconv.Itoa(*p.Rank)
+			}
+			g := "?"
+			if p.GDR != nil {
+				g = strconv.FormatBool(*p.GDR)
+			}
+			where := p.Host
+			if p.Pid != 0 {
+				where += ":" + strconv.Itoa(p.Pid)
+			}
+			if p.File != "" {
+				where += " (" + p.File + ")"
+			}
+			rows = append(rows, []string{rank, where, p.Transport, g, strings.Join(p.Devices, ",")})
+		}
+		a.table([]string{"RANK", "PROCESS", "TRANSPORT", "GDR", "DEVICES"}, rows)
+	}
+	if len(r.Tuning) > 0 {
+		fmt.Fprintln(w, "\nalgorithm/protocol chosen (TUNING):")
+		rows := make([][]string, 0, len(r.Tuning))
+		for _, t := range r.Tuning {
+			rows = append(rows, []string{t.Collective, t.Algo, t.Proto, strconv.FormatInt(t.MinBytes, 10), strconv.FormatInt(t.MaxBytes, 10), strconv.FormatInt(t.Count, 10)})
+		}
+		a.table([]string{"COLLECTIVE", "ALGO", "PROTO", "MIN BYTES", "MAX BYTES", "CALLS"}, rows)
+	}
+	if len(r.Env) > 0 {
+		fmt.Fprintln(w, "\nset by environment:")
+		for _, e := range r.Env {
+			fmt.Fprintf(w, "  %s=%s  (%s)\n", e.Name, e.Value, evRef(e.File, e.Line))
+		}
+	}
+}
+
+func printFindings(w io.Writer, kind string, fs []nccl.Finding) {
+	for _, f := range fs {
+		fmt.Fprintf(w, "\n%s [%s]: %s\n", kind, f.Code, f.Message)
+		for _, e := range f.Lines {
+			fmt.Fprintf(w, "  evidence %s: %s\n", evRef(e.File, e.Line), e.Text)
+		}
+		if f.Fix != "" {
+			fmt.Fprintf(w, "  fix: %s\n", f.Fix)
+		}
+	}
+}
+
+func (a *App) doctorIBPortsCommand() *ucli.Command {
+	o := &doctorOptions{}
+	return &ucli.Command{
+		Name:      "ib-ports",
+		Usage:     "whether InfiniBand/RoCE ports are ACTIVE, why not, and the RoCE v2 GID index",
+		ArgsUsage: "FILE... (output of ibstat, ibv_devinfo [-v], ibstatus or the sysfs dump; - for stdin)",
+		Description: "A port NCCL can use is ACTIVE (physical state LinkUp); NCCL skips the others silently.\n" +
+			"LinkUp + INIT: no subnet manager. Polling/Down: cable or peer. Disabled: administratively down.\n" +
+			"For RoCE ports with GIDs (ibv_devinfo -v or the sysfs dump) it gives the NCCL_IB_GID_INDEX value.\n" +
+			"The sysfs dump is what this prints on a node or in a pod (busybox is enough):\n  " + ibport.SysfsDumpCommand + "\n\n" +
+			doctorExitNote,
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Action: func(c *ucli.Context) error {
+			o.Files = c.Args().Slice()
+			return a.runDoctorIBPorts(o)
+		},
+	}
+}
+
+func (a *App) runDoctorIBPorts(o *doctorOptions) error {
+	if err := o.validate(1, 0, "the port state output(s)"); err != nil {
+		return err
+	}
+	var all *ibport.Report
+	for _, name := range o.Files {
+		rc, err := a.openInput(name)
+		if err != nil {
+			return err
+		}
+		r, err := ibport.Parse(rc)
+		rc.Close()
+		if err != nil {
+			return ainerr.New(ainerr.Failure, err, "")
+		}
+		if all == nil {
+			all = r
+			continue
+		}
+		all.Ports = append(all.Ports, r.Ports...)
+		all.Ready = all.Ready && r.Ready
+		if all.Format != r.Format {
+			all.Format += "+" + r.Format
+		}
+		if all.GIDIndex != nil && (r.GIDIndex == nil || *r.GIDIndex != *all.GIDIndex) {
+			all.GIDIndex = nil
+		}
+	}
+	if o.Output == "json" {
+		if err := a.writeJSON(all); err != nil {
+			return err
+		}
+	} else {
+		a.printIBPorts(all)
+	}
+	if !all.Ready {
+		return checkFailed()
+	}
+	return nil
+}
+
+func (a *App) printIBPorts(r *ibport.Report) {
+	w := a.Streams.Out
+	status := "OK"
+	if !r.Ready {
+		status = "PROBLEM"
+	}
+	fmt.Fprintf(w, "%s: %s (format: %s)\n", status, r.Summary(), r.Format)
+	if len(r.Ports) == 0 {
+		fmt.Fprintln(w, "  fix: check the input is the output of ibstat, ibv_devinfo, ibstatus or:\n  "+ibport.SysfsDumpCommand)
+		return
+	}
+	rows := make([][]string, 0, len(r.Ports))
+	for _, p := range r.Ports {
+		rate := "-"
+		if p.Rate != nil {
+			rate = *p.Rate
+		}
+		gid := "-"
+		if p.RoCEv2GIDIndex != nil {
+			gid = strconv.Itoa(*p.RoCEv2GIDIndex)
+		}
+		ready := "yes"
+		if !p.Ready {
+			ready = "no: " + p.Reason
+		}
+		rows = append(rows, []string{fmt.Sprintf("%s:%d", p.Device, p.Port), orDash(p.State), orDash(p.PhysState), orDash(p.LinkLayer), rate, gid, ready})
+	}
+	fmt.Fprintln(w)
+	a.table([]string{"PORT", "STATE", "PHYS", "LINK", "RATE", "ROCEV2 GID", "READY"}, rows)
+	seen := map[string]bool{}
+	for _, p := range r.Ports {
+		if p.Ready || seen[p.Reason+p.LinkLayer] {
+			continue
+		}
+		seen[p.Reason+p.LinkLayer] = true
+		var names []string
+		for _, q := range r.Ports {
+			if !q.Ready && q.Reason == p.Reason && q.LinkLayer == p.LinkLayer {
+				names = append(names, fmt.Sprintf("%s:%d (line %d: state %s, phys %s)", q.Device, q.Port, q.Line, orDash(q.State), orDash(q.PhysState)))
+			}
+		}
+		fmt.Fprintf(w, "\nproblem [%s]: %s\n", p.Reason, strings.Join(names, ", "))
+		fmt.Fprintf(w, "  fix: %s\n", ibport.Fix(p.Reason, p.LinkLayer))
+	}
+	if r.GIDIndex != nil {
+		fmt.Fprintf(w, "\nRoCE v2 IPv4 GID index: %d  (NCCL_IB_GID_INDEX=%d)\n", *r.GIDIndex, *r.GIDIndex)
+	} else {
+		for _, p := range r.Ports {
+			if p.RoCEv2GIDIndex != nil {
+				fmt.Fprintln(w, "\nRoCE v2 GID indexes differ between ports: set NCCL_IB_GID_INDEX per pod, or leave it unset (auto, NCCL >= 2.21)")
+				break
+			}
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (a *App) doctorLauncherCommand() *ucli.Command {
+	o := &doctorOptions{}
+	return &ucli.Command{
+		Name:      "launcher",
+		Usage:     "whether an MPI launcher failed because it started before its workers were reachable",
+		ArgsUsage: "FILE (the launcher pod's log; - for stdin)",
+		Description: "Verdicts: launcher-before-workers (ssh could not resolve or reach a worker, ORTE/PRRTE/Hydra could not\n" +
+			"start its daemons), healthy, or other (a failure of another kind).\n\n" + doctorExitNote,
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Action: func(c *ucli.Context) error {
+			o.Files = c.Args().Slice()
+			return a.runDoctorLauncher(o)
+		},
+	}
+}
+
+func (a *App) runDoctorLauncher(o *doctorOptions) error {
+	if err := o.validate(1, 1, "the launcher log"); err != nil {
+		return err
+	}
+	rc, err := a.openInput(o.Files[0])
+	if err != nil {
+		return err
+	}
+	r, err := mpilauncher.Analyze(rc)
+	rc.Close()
+	if err != nil {
+		return ainerr.New(ainerr.Failure, err, "")
+	}
+	if o.Output == "json" {
+		if err := a.writeJSON(r); err != nil {
+			return err
+		}
+	} else {
+		w := a.Streams.Out
+		status := "OK"
+		if !r.OK() {
+			status = "PROBLEM"
+		}
+		fmt.Fprintf(w, "%s: %s", status, r.Verdict)
+		if len(r.Hosts) > 0 {
+			fmt.Fprintf(w, " (unreachable: %s)", strings.Join(r.Hosts, ", "))
+		}
+		fmt.Fprintln(w)
+		if len(r.Evidence) > 0 {
+			fmt.Fprintln(w, "\nevidence:")
+			for _, e := range r.Evidence {
+				fmt.Fprintf(w, "  line %d [%s]: %s\n", e.Line, e.Kind, e.Text)
+			}
+		}
+		if r.Fix != "" {
+			fmt.Fprintf(w, "\nfix: %s\n", r.Fix)
+		}
+	}
+	if !r.OK() {
+		return checkFailed()
+	}
+	return nil
 }
