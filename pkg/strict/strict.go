@@ -170,6 +170,30 @@ func (d *Doc) Decode(out any) Problems {
 	return ps
 }
 
+func (d *Doc) checkDuplicates(n *yaml.Node, path string, ps *Problems) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		seen := map[string]bool{}
+		kept := n.Content[:0:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			fp := join(path, k.Value)
+			if seen[k.Value] {
+				d.problem(ps, k, fp, "duplicate field %q", k.Value)
+				continue
+			}
+			seen[k.Value] = true
+			d.checkDuplicates(v, fp, ps)
+			kept = append(kept, k, v)
+		}
+		n.Content = kept
+	case yaml.SequenceNode:
+		for i, v := range n.Content {
+			d.checkDuplicates(v, fmt.Sprintf("%s[%d]", path, i), ps)
+		}
+	}
+}
+
 // nullify turns n into an explicit null so decoding leaves the zero value.
 func nullify(n *yaml.Node) {
 	n.Kind, n.Tag, n.Value, n.Content, n.Alias = yaml.ScalarNode, "!!null", "", nil, nil
@@ -303,7 +327,9 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 			nullify(n)
 		}
 	case reflect.Interface:
-		// any value accepted
+		// Any value is accepted; duplicate keys are still reported (and pruned) here, as a
+		// later typed pass over the same nodes will not see them again.
+		d.checkDuplicates(n, path, ps)
 	default:
 		d.problem(ps, n, path, "unsupported field type %s", t)
 		nullify(n)

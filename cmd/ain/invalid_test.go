@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/internal/cli"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected .err files of testdata/invalid")
+
+const invalidDir = "../../testdata/invalid"
+
+// run calls the command tree in-process, as main does, and returns its output and exit code.
+func run(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &cli.App{
+		Streams: cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb},
+		Getenv:  func(k string) string { return env[k] },
+	}
+	code = a.Run(context.Background(), append([]string{"ain"}, args...))
+	return out.String(), errb.String(), code
+}
+
+// TestInvalidCorpus renders every bad recipe and profile under testdata/invalid and checks the
+// exact message (file:line: field: what is wrong) and the usage exit code.
+func TestInvalidCorpus(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(invalidDir, "*.yaml"))
+	if err != nil || len(files) < 20 {
+		t.Fatalf("want at least 20 invalid cases in %s, found %d (%v)", invalidDir, len(files), err)
+	}
+	env := map[string]string{"HOME": t.TempDir()}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"render", f}
+			if strings.HasPrefix(name, "profile-") {
+				args = []string{"render", "qlora", "--profile", f}
+			}
+			if first, _, _ := strings.Cut(string(data), "\n"); strings.HasPrefix(first, "# args: ") {
+				args = append(args, strings.Fields(strings.TrimPrefix(first, "# args: "))...)
+			}
+			stdout, stderr, code := run(t, env, args...)
+			if code != 2 {
+				t.Errorf("exit code %d, want 2 (usage)\nstderr:\n%s", code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("nothing may be printed to stdout on error, got:\n%s", stdout)
+			}
+			got := strings.ReplaceAll(stderr, invalidDir+"/", "testdata/invalid/")
+			errFile := strings.TrimSuffix(f, ".yaml") + ".err"
+			if *update {
+				if err := os.WriteFile(errFile, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(errFile)
+			if err != nil {
+				t.Fatalf("missing expected output %s (run go test ./cmd/ain -run TestInvalidCorpus -update): %v", errFile, err)
+			}
+			if got != string(want) {
+				t.Errorf("stderr differs from %s\n--- got\n%s--- want\n%s", errFile, got, want)
+			}
+			if !strings.Contains(got, "testdata/invalid/"+name+".yaml") && !strings.Contains(got, "--set ") {
+				t.Errorf("the message must name the file: %s", got)
+			}
+		})
+	}
+}

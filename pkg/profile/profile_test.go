@@ -1,0 +1,74 @@
+package profile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDefaultIsTheCoursesCluster(t *testing.T) {
+	p := Default()
+	s := p.Spec
+	if s.Fabric != "ib" || s.RDMA.Resource != "rdma/rdma_shared_device_a" || s.RDMA.Count != 1 || s.GPUResource != "nvidia.com/gpu" || s.GIDIndex != "auto" || len(s.HCAs) != 0 || len(s.Networks) != 0 {
+		t.Errorf("default profile: %+v", s)
+	}
+	if err := p.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	if p.Origins["spec.fabric"] != "default" {
+		t.Errorf("origins %v", p.Origins)
+	}
+}
+
+func TestTemplateParsesAndOrigins(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ain", "profile.yaml")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, []byte(Template), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"XDG_CONFIG_HOME": dir}
+	p, err := Load(Options{Getenv: func(k string) string { return env[k] }, Fabric: "roce"})
+	if err != nil {
+		t.Fatalf("the init template must load: %v", err)
+	}
+	if p.Source != path || p.Spec.Fabric != "roce" || p.Origins["spec.fabric"] != "--fabric" {
+		t.Errorf("source %s fabric %s origins %v", p.Source, p.Spec.Fabric, p.Origins)
+	}
+	if !strings.HasPrefix(p.Origins["spec.lineRate"], path+":") {
+		t.Errorf("lineRate origin %q", p.Origins["spec.lineRate"])
+	}
+	if _, err := Load(Options{Fabric: "infiniband", Getenv: func(string) string { return "" }}); err == nil {
+		t.Error("--fabric infiniband accepted")
+	}
+	if _, err := Load(Options{Path: filepath.Join(dir, "missing.yaml")}); err == nil {
+		t.Error("an explicit missing profile must be an error")
+	}
+}
+
+func TestLineRate(t *testing.T) {
+	for in, want := range map[string]float64{"400Gb": 400e9, "200G": 200e9, "100Gbps": 100e9, "25Gb/s": 25e9, "1.6Tb": 1.6e12} {
+		got, err := ParseLineRate(in)
+		if err != nil || got != want {
+			t.Errorf("%s: %v %v", in, got, err)
+		}
+	}
+	p := Default()
+	if g := p.LineRateGBps(); g != 50 {
+		t.Errorf("400Gb = 50 GB/s, got %v", g)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(Template))
+	f.Add([]byte("apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nspec: {fabric: roce, gidIndex: '3', networks: [a/b@c]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("fuzz.yaml", data)
+		if err == nil {
+			if err := p.Validate(nil); err != nil {
+				t.Fatalf("Parse accepted an invalid profile: %v", err)
+			}
+		}
+	})
+}
