@@ -80,6 +80,7 @@ func (a *App) openInput(name string) (io.ReadCloser, error) {
 func (a *App) writeJSON(v any) error {
 	enc := json.NewEncoder(a.Streams.Out)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // log lines hold <0> and ->, keep them readable
 	return enc.Encode(v)
 }
 

@@ -72,6 +72,7 @@ type EnvEcho struct {
 	Value string `json:"value"`
 	File  string `json:"file,omitempty"`
 	Line  int    `json:"line"`
+	text  string // the log line, for evidence
 }
 
 // TuningChoice summarises the TUNING lines for one collective/algorithm/protocol choice.
@@ -258,6 +259,11 @@ func (a *LogAnalyzer) line(no int, raw []byte) {
 		s = s[:j]
 		warn = true
 	} else {
+		// Old NCCL (and nccl-tests) print the version without the INFO header.
+		if k := bytes.Index(s, bVersion); k >= 0 {
+			a.ncclLines++
+			a.infoLine(no, raw, &proc{}, s[k:])
+		}
 		return
 	}
 	a.ncclLines++
@@ -584,7 +590,7 @@ func (a *LogAnalyzer) envLine(no int, raw []byte, msg []byte) {
 	if len(val) > maxTextLen {
 		val = val[:maxTextLen]
 	}
-	a.env = append(a.env, EnvEcho{Name: string(name), Value: string(val), File: a.curFile, Line: no})
+	a.env = append(a.env, EnvEcho{Name: string(name), Value: string(val), File: a.curFile, Line: no, text: a.ev(no, raw).Text})
 	a.addEvidence("env", no, raw)
 }
 
@@ -659,7 +665,7 @@ func (a *LogAnalyzer) warnLine(no int, raw []byte, p *proc, msg []byte) {
 		a.netMissing = appendBounded(a.netMissing, e)
 		a.addEvidence("netmissing", no, raw)
 		return
-	case bytes.Contains(msg, []byte("Got completion")) && bytes.Contains(msg, []byte("error")):
+	case bytes.Contains(msg, []byte("Got completion from peer")) || (bytes.Contains(msg, []byte("completion")) && bytes.Contains(msg, []byte("error"))):
 		a.ibCompl = appendBounded(a.ibCompl, e)
 		a.addEvidence("iberr", no, raw)
 		return
@@ -882,7 +888,7 @@ func (a *LogAnalyzer) envValue(name string) (string, bool) {
 func (a *LogAnalyzer) envEvidence(name string) []Evidence {
 	if i, ok := a.envIdx[name]; ok {
 		e := a.env[i]
-		return []Evidence{{File: e.File, Line: e.Line, Text: e.Name + " set by environment to " + e.Value}}
+		return []Evidence{{File: e.File, Line: e.Line, Text: e.text}}
 	}
 	return nil
 }
