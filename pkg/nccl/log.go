@@ -1,3 +1,21 @@
+// Package nccl holds what ain knows about NCCL: the environment it derives for a fabric, and
+// three offline analysers that take an io.Reader:
+//
+//   - LogAnalyzer reads NCCL logs (NCCL 2.4 to 2.30, one file per rank or interleaved multi-rank
+//     output with launcher prefixes such as "[1,0]<stdout>:" or "N: ") and decides which transport
+//     NCCL used: ib, roce, socket, plugin:<name> (aws-ofi, IBext, ...), none (P2P/SHM only) or
+//     unknown, whether GPUDirect RDMA was on, and the known problems with their fixes. It streams:
+//     memory is bounded by the number of processes (capped) and small fixed-size summaries, never by
+//     the size of the log; each line is scanned once without allocating on the common path.
+//   - ParsePerf reads nccl-tests output of any *_perf binary, old and new column sets, and returns
+//     the rows and trailer values (the average bus bandwidth kept exactly as printed).
+//   - AllReduceModel predicts ring and tree allreduce times with the alpha-beta model of NCCL's
+//     tuner and the size where ring overtakes tree. Its formulas and limits are documented in
+//     model.go: Simple protocol only (small-message times are pessimistic), no NVLS, CollNet or
+//     PAT, no congestion; a measured run is the truth.
+//
+// Line formats are taken from NCCL's and nccl-tests' sources and from real logs; the shared
+// corpus tests (corpus_test files) keep the analysers honest on real-world samples.
 package nccl
 
 import (
