@@ -167,6 +167,8 @@ type LogAnalyzer struct {
 	lines          int64
 	ncclLines      int64
 	curFile        string
+	kbuf           []byte            // scratch for map keys
+	intern         map[string]string // algorithm/protocol names seen in TUNING lines
 }
 
 type proc struct {
@@ -201,6 +203,7 @@ func NewLogAnalyzer() *LogAnalyzer {
 		evKinds: map[string]int{},
 		envIdx:  map[string]int{},
 		tuneIdx: map[string]int{},
+		intern:  map[string]string{},
 	}
 }
 
@@ -353,10 +356,21 @@ func (a *LogAnalyzer) newProc(key, host string, pid int, label string) *proc {
 }
 
 func (a *LogAnalyzer) addEvidence(kind string, no int, raw []byte) {
-	if a.evKinds[kind] >= maxEvidencePerKind || len(a.evidence) >= maxEvidence {
+	a.addEvidence2(kind, "", no, raw)
+}
+
+// addEvidence2 keeps the line if fewer than maxEvidencePerKind lines of kind+sub are kept; the
+// kind is assembled in a reused buffer so that the common case (kind full) allocates nothing.
+func (a *LogAnalyzer) addEvidence2(kind, sub string, no int, raw []byte) {
+	if len(a.evidence) >= maxEvidence {
 		return
 	}
-	a.evKinds[kind]++
+	a.kbuf = append(append(a.kbuf[:0], kind...), sub...)
+	n := a.evKinds[string(a.kbuf)]
+	if n >= maxEvidencePerKind {
+		return
+	}
+	a.evKinds[string(a.kbuf)] = n + 1
 	a.evidence = append(a.evidence, a.ev(no, raw))
 }
 
@@ -407,7 +421,7 @@ func (a *LogAnalyzer) infoLine(no int, raw []byte, p *proc, msg []byte) {
 		if p.usingNet == "" || p.usingNet != string(name) {
 			p.usingNet = string(name)
 		}
-		a.addEvidence("using:"+p.usingNet, no, raw)
+		a.addEvidence2("using:", p.usingNet, no, raw)
 	case bytes.Contains(msg, bVia):
 		a.channelLine(no, raw, p, msg)
 	case bytes.HasPrefix(msg, bOFI):
@@ -457,7 +471,7 @@ func (a *LogAnalyzer) channelLine(no int, raw []byte, p *proc, msg []byte) {
 		} else {
 			p.chanNoGDR++
 		}
-		a.addEvidence("chan:"+p.chanNet, no, raw)
+		a.addEvidence2("chan:", p.chanNet, no, raw)
 	case bytes.HasPrefix(v, []byte("P2P")) || bytes.HasPrefix(v, []byte("SHM")) || bytes.HasPrefix(v, []byte("direct")):
 		p.intraOnly = true
 		a.addEvidence("chan:intra", no, raw)
@@ -638,14 +652,18 @@ func (a *LogAnalyzer) tuningLine(msg []byte) {
 	if !ok {
 		return
 	}
-	f := bytes.Fields(msg[k+len(bBytesAlgo):])
-	if len(f) < 3 || !bytes.Equal(f[1], []byte("proto")) {
+	// "<algo> proto <proto> ..."
+	rest := msg[k+len(bBytesAlgo):]
+	algoTok, rest := nextField(rest)
+	protoKw, rest := nextField(rest)
+	protoTok, _ := nextField(rest)
+	if len(algoTok) == 0 || len(protoTok) == 0 || !bytes.Equal(protoKw, []byte("proto")) {
 		return
 	}
-	algo := nameOf(f[0], algoNames)
-	proto := nameOf(f[2], protoNames)
-	key := string(coll) + "|" + algo + "|" + proto
-	if i, ok := a.tuneIdx[key]; ok {
+	algo := a.nameOf(algoTok, algoNames)
+	proto := a.nameOf(protoTok, protoNames)
+	a.kbuf = append(append(append(append(append(a.kbuf[:0], coll...), '|'), algo...), '|'), proto...)
+	if i, ok := a.tuneIdx[string(a.kbuf)]; ok {
 		t := &a.tuning[i]
 		t.Count++
 		t.MinBytes = min(t.MinBytes, int64(size))
@@ -655,15 +673,34 @@ func (a *LogAnalyzer) tuningLine(msg []byte) {
 	if len(a.tuning) >= maxTuning {
 		return
 	}
-	a.tuneIdx[key] = len(a.tuning)
+	a.tuneIdx[string(a.kbuf)] = len(a.tuning)
 	a.tuning = append(a.tuning, TuningChoice{Collective: string(coll), Algo: algo, Proto: proto, MinBytes: int64(size), MaxBytes: int64(size), Count: 1})
 }
 
-func nameOf(tok []byte, names []string) string {
+// nextField returns the first space-separated field of s and what follows it.
+func nextField(s []byte) (field, rest []byte) {
+	s = trimLeftSpace(s)
+	i := bytes.IndexAny(s, " \t")
+	if i < 0 {
+		return s, nil
+	}
+	return s[:i], s[i:]
+}
+
+// nameOf maps a numeric id to its name and interns textual names, so that repeated TUNING lines
+// allocate nothing.
+func (a *LogAnalyzer) nameOf(tok []byte, names []string) string {
 	if n, ok := atoiBytes(tok); ok && n < len(names) {
 		return names[n]
 	}
-	return strings.ToUpper(string(tok))
+	if s, ok := a.intern[string(tok)]; ok {
+		return s
+	}
+	s := strings.ToUpper(string(tok))
+	if len(a.intern) < 256 {
+		a.intern[string(tok)] = s
+	}
+	return s
 }
 
 func (a *LogAnalyzer) warnLine(no int, raw []byte, p *proc, msg []byte) {

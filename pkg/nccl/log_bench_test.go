@@ -1,0 +1,160 @@
+package nccl
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// writeSyntheticLog writes about size bytes of a 16-rank NCCL INFO log: init lines, channels over
+// NET/IB with GDR, TUNING lines for every collective call (the bulk of a long NCCL_DEBUG_SUBSYS=
+// TUNING log) and some application output without NCCL headers.
+func writeSyntheticLog(w io.Writer, size int64) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var n int64
+	put := func(s string) {
+		k, _ := bw.WriteString(s)
+		n += int64(k)
+	}
+	for r := 0; r < 16; r++ {
+		h := "node-" + strconv.Itoa(r/8) + ":" + strconv.Itoa(1000+r) + ":" + strconv.Itoa(1100+r) + " [" + strconv.Itoa(r%8) + "] NCCL INFO "
+		put("[1," + strconv.Itoa(r) + "]<stdout>:" + h + "NCCL version 2.21.5+cuda12.4\n")
+		put("[1," + strconv.Itoa(r) + "]<stdout>:" + h + "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB net1:10.0.0." + strconv.Itoa(r) + "<0>\n")
+		put("[1," + strconv.Itoa(r) + "]<stdout>:" + h + "Using network IB\n")
+		put("[1," + strconv.Itoa(r) + "]<stdout>:" + h + "comm 0x55d4 rank " + strconv.Itoa(r) + " nranks 16 cudaDev 0 busId 1b000 commId 0x9 - Init COMPLETE\n")
+	}
+	sizes := []int{8, 1024, 65536, 1048576, 16777216, 268435456}
+	for i := 0; n < size; i++ {
+		r := i % 16
+		pre := "[1," + strconv.Itoa(r) + "]<stdout>:node-" + strconv.Itoa(r/8) + ":" + strconv.Itoa(1000+r) + ":" + strconv.Itoa(1100+r) + " [" + strconv.Itoa(r%8) + "] NCCL INFO "
+		switch i % 10 {
+		case 0, 1:
+			put(pre + fmt.Sprintf("Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/IB/%d/GDRDMA\n", i%32, r, r%8, (r+8)%16, r%8, i%2))
+		case 2:
+			put(fmt.Sprintf("step %d loss %.4f lr 3.0e-4 tokens/s 41235\n", i, 2.5-float64(i%1000)/1000))
+		case 3:
+			put(pre + "Channel 01/0 : 3[3] -> 4[4] via P2P/CUMEM/read\n")
+		default:
+			put(pre + fmt.Sprintf("AllReduce: %d Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}\n", sizes[i%len(sizes)]))
+		}
+	}
+	return bw.Flush()
+}
+
+func BenchmarkAnalyzeLog(b *testing.B) {
+	var buf bytes.Buffer
+	if err := writeSyntheticLog(&buf, 16<<20); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := AnalyzeLog(bytes.NewReader(data))
+		if err != nil || r.Transport != TransportIB {
+			b.Fatalf("%v %v", err, r.Transport)
+		}
+	}
+}
+
+// BenchmarkAnalyzeLogFile analyses the file named by $AIN_BENCH_LOG (e.g. a 1 GB log from
+// TestWriteSyntheticLog), to compare with `grep -c 'NET/' FILE` on the same file.
+func BenchmarkAnalyzeLogFile(b *testing.B) {
+	path := os.Getenv("AIN_BENCH_LOG")
+	if path == "" {
+		b.Skip("set AIN_BENCH_LOG to a log file (AIN_GEN_LOG=FILE AIN_GEN_LOG_MB=1024 go test -run TestWriteSyntheticLog writes one)")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := AnalyzeLog(f)
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(r.Lines), "lines")
+	}
+}
+
+// TestWriteSyntheticLog writes the synthetic benchmark log to $AIN_GEN_LOG ($AIN_GEN_LOG_MB MiB);
+// it does nothing unless asked, and never writes into the repository by default.
+func TestWriteSyntheticLog(t *testing.T) {
+	path := os.Getenv("AIN_GEN_LOG")
+	if path == "" {
+		t.Skip("set AIN_GEN_LOG=FILE (outside the repository) to write the synthetic benchmark log")
+	}
+	mb, _ := strconv.Atoi(os.Getenv("AIN_GEN_LOG_MB"))
+	if mb <= 0 {
+		mb = 1024
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := writeSyntheticLog(f, int64(mb)<<20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAnalyzeLogConstantMemory checks that a log 16x larger does not grow what the analyser keeps.
+func TestAnalyzeLogConstantMemory(t *testing.T) {
+	var small, big bytes.Buffer
+	if err := writeSyntheticLog(&small, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSyntheticLog(&big, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	a1, _ := AnalyzeLog(bytes.NewReader(small.Bytes()))
+	a2, _ := AnalyzeLog(bytes.NewReader(big.Bytes()))
+	if len(a1.Evidence) != len(a2.Evidence) || len(a1.Tuning) != len(a2.Tuning) || len(a1.PerRank) != len(a2.PerRank) {
+		t.Errorf("report grows with input: evidence %d/%d tuning %d/%d", len(a1.Evidence), len(a2.Evidence), len(a1.Tuning), len(a2.Tuning))
+	}
+	allocs := testing.AllocsPerRun(1, func() {
+		if _, err := AnalyzeLog(bytes.NewReader(big.Bytes())); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// ~300k lines: allocations must not be per line.
+	if allocs > 5000 {
+		t.Errorf("%v allocations for a 16 MiB log: something allocates per line", allocs)
+	}
+}
+
+func BenchmarkParsePerf(b *testing.B) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "perf", "*.txt"))
+	var buf bytes.Buffer
+	for buf.Len() < 4<<20 {
+		for _, p := range files {
+			d, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf.Write(d)
+		}
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ParsePerf(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

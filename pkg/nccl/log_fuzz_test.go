@@ -1,0 +1,46 @@
+package nccl
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzAnalyzeLog: no input may panic, the verdict is always one of the documented values and the
+// report always marshals to JSON.
+func FuzzAnalyzeLog(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "logs", "*.log"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1"))
+	f.Add([]byte("[1,0]<stdout>:h:1:1 [0] NCCL INFO AllReduce: 99999999999999999999 Bytes -> Algo 9 proto 9"))
+	f.Add([]byte("NCCL WARN network  not found\n: NCCL INFO  via NET/"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a := NewLogAnalyzer()
+		if err := a.Feed("a", strings.NewReader(string(in))); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Feed("b", strings.NewReader(string(in))); err != nil {
+			t.Fatal(err)
+		}
+		r := a.Report()
+		switch {
+		case r.Transport == TransportIB, r.Transport == TransportRoCE, r.Transport == TransportSocket,
+			r.Transport == TransportNone, r.Transport == TransportUnknown, strings.HasPrefix(r.Transport, pluginPrefix):
+		default:
+			t.Fatalf("transport %q", r.Transport)
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Evidence) > maxEvidence || len(r.Devices) > maxDevices || len(r.Env) > maxEnv || len(r.Tuning) > maxTuning {
+			t.Fatalf("unbounded report: %d evidence, %d devices", len(r.Evidence), len(r.Devices))
+		}
+		_ = r.Verdict()
+	})
+}
