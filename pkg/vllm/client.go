@@ -1,0 +1,223 @@
+// Package vllm is ain's side of model serving: an OpenAI-compatible client for vLLM (built on
+// github.com/sashabaranov/go-openai), answer checks against golden files, and the serving
+// benchmark (`ain bench serve`) with vLLM's metric definitions.
+package vllm
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+)
+
+// Options say how to reach an OpenAI-compatible server.
+type Options struct {
+	// Endpoint is the server's base URL, with or without the trailing /v1
+	// (https://llm.example.com, http://127.0.0.1:8000/v1).
+	Endpoint string
+	// APIKey is sent as a bearer token (vLLM's --api-key). Never printed.
+	APIKey string
+	// CAFile is a PEM bundle of extra CAs to trust (a private CA signing the ingress certificate).
+	CAFile string
+	// Insecure skips TLS certificate verification. Never the default.
+	Insecure bool
+	// Timeout bounds a non-streaming request (0: none); streams are bounded by their context.
+	Timeout time.Duration
+	// MaxConns sizes the connection pool (the benchmark's concurrency); 0 means 64.
+	MaxConns int
+}
+
+// Client talks to one OpenAI-compatible endpoint.
+type Client struct {
+	opts    Options
+	base    *url.URL // ends in /v1
+	http    *http.Client
+	openai  *openai.Client
+	caNames string // for TLS error messages
+}
+
+// NewClient checks the options and builds the client. TLS is verified against the system roots
+// plus Options.CAFile unless Options.Insecure.
+func NewClient(opts Options) (*Client, error) {
+	base, err := ParseEndpoint(opts.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	conns := opts.MaxConns
+	if conns <= 0 {
+		conns = 64
+	}
+	tr.MaxIdleConns = conns
+	tr.MaxIdleConnsPerHost = conns
+	tr.ResponseHeaderTimeout = 0 // a model may take long to start answering; contexts bound it
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	caNames := "the system's trusted CAs"
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, ainerr.Usagef("--ca-file: %v", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, ainerr.Usagef("--ca-file %s: no PEM certificate found in it", opts.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+		caNames = "the system's trusted CAs and --ca-file " + opts.CAFile
+	}
+	if opts.Insecure {
+		tlsCfg.InsecureSkipVerify = true //nolint:gosec // explicit, loud --insecure
+	}
+	tr.TLSClientConfig = tlsCfg
+	hc := &http.Client{Transport: &fieldsTransport{next: tr}, Timeout: opts.Timeout}
+	cfg := openai.DefaultConfig(opts.APIKey)
+	cfg.BaseURL = strings.TrimSuffix(base.String(), "/")
+	cfg.HTTPClient = hc
+	return &Client{opts: opts, base: base, http: hc, openai: openai.NewClientWithConfig(cfg), caNames: caNames}, nil
+}
+
+// ParseEndpoint checks an endpoint URL and returns it ending in /v1.
+func ParseEndpoint(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT"),
+			"for a server deployed with `ain serve`, run `ain serve status` to see its URL")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, ainerr.Usagef("endpoint %q: want http(s)://HOST[:PORT][/v1]", s)
+	}
+	if u.User != nil {
+		return nil, ainerr.Usagef("endpoint %q: put credentials in --api-key or AIN_API_KEY, not in the URL", u.Redacted())
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	if !strings.HasSuffix(u.Path, "/v1") {
+		u.Path += "/v1"
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return u, nil
+}
+
+// Endpoint is the base URL requests go to (ending in /v1).
+func (c *Client) Endpoint() string { return c.base.String() }
+
+// HTTPClient is the client's HTTP client (TLS settings, connection pool).
+func (c *Client) HTTPClient() *http.Client { return c.http }
+
+// OpenAI is the underlying go-openai client, for calls this package does not wrap.
+func (c *Client) OpenAI() *openai.Client { return c.openai }
+
+// Model is one entry of /v1/models, with vLLM's extra fields.
+type Model struct {
+	ID          string `json:"id"`
+	OwnedBy     string `json:"owned_by"`
+	Root        string `json:"root,omitempty"`
+	MaxModelLen int    `json:"max_model_len,omitempty"`
+	Created     int64  `json:"created,omitempty"`
+}
+
+// Models lists the served models. go-openai's model type drops vLLM's root and max_model_len,
+// so this reads /v1/models itself.
+func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+"/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	c.authorize(req)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.explain(err, "GET /v1/models")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, c.explain(statusError(resp), "GET /v1/models")
+	}
+	var list struct {
+		Data []Model `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("GET %s/models: not an OpenAI model list: %w", c.base, err)
+	}
+	return list.Data, nil
+}
+
+// Health calls GET /health (next to /v1, not under it). vLLM answers 200 as soon as the
+// engine runs, before the model can answer: use Models to know that it serves.
+func (c *Client) Health(ctx context.Context) error {
+	u := *c.base
+	u.Path = strings.TrimSuffix(u.Path, "/v1") + "/health"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.explain(err, "GET /health")
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s (the engine is not healthy)", u.String(), resp.Status)
+	}
+	return nil
+}
+
+// ResolveModel returns model if the server serves it, the only served model if model is
+// empty, and otherwise a usage error listing what is served.
+func (c *Client) ResolveModel(ctx context.Context, model string) (string, error) {
+	models, err := c.Models(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(models) == 0 {
+		return "", ainerr.New(ainerr.Failure, fmt.Errorf("%s serves no model yet", c.base),
+			"the model may still be loading: try again when `ain models` lists it")
+	}
+	if model == "" {
+		return models[0].ID, nil
+	}
+	for _, m := range models {
+		if m.ID == model {
+			return model, nil
+		}
+	}
+	return "", modelNotFound(model, models)
+}
+
+func modelNotFound(model string, models []Model) error {
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = m.ID
+	}
+	return ainerr.New(ainerr.Usage, fmt.Errorf("model %q is not served here; served: %s", model, strings.Join(ids, ", ")),
+		fmt.Sprintf("pass --model %s", ids[0]))
+}
+
+func (c *Client) authorize(req *http.Request) {
+	if c.opts.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+}
+
+// dialAddr is the host:port a request to the endpoint connects to.
+func (c *Client) dialAddr() string {
+	if c.base.Port() != "" {
+		return c.base.Host
+	}
+	if c.base.Scheme == "https" {
+		return net.JoinHostPort(c.base.Hostname(), "443")
+	}
+	return net.JoinHostPort(c.base.Hostname(), "80")
+}

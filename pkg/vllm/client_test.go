@@ -1,0 +1,240 @@
+package vllm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
+)
+
+// start serves a simulated vLLM on 127.0.0.1 for the test's duration.
+func start(t *testing.T, opts vllmtest.Options) (*vllmtest.Server, string) {
+	t.Helper()
+	s := vllmtest.NewServer(opts)
+	ts := httptest.NewServer(s) // httptest listens on 127.0.0.1
+	t.Cleanup(ts.Close)
+	return s, ts.URL
+}
+
+func newClient(t *testing.T, opts Options) *Client {
+	t.Helper()
+	c, err := NewClient(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestParseEndpoint(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8000":      "http://127.0.0.1:8000/v1",
+		"http://127.0.0.1:8000/":     "http://127.0.0.1:8000/v1",
+		"https://llm.example.com/v1": "https://llm.example.com/v1",
+		"https://h/prefix/v1/":       "https://h/prefix/v1",
+	} {
+		u, err := ParseEndpoint(in)
+		if err != nil || u.String() != want {
+			t.Errorf("ParseEndpoint(%q) = %v, %v; want %s", in, u, err, want)
+		}
+	}
+	for _, bad := range []string{"", "127.0.0.1:8000", "ftp://h", "https://user:secret@h"} {
+		_, err := ParseEndpoint(bad)
+		if ainerr.CodeOf(err) != ainerr.Usage {
+			t.Errorf("ParseEndpoint(%q) = %v, want a usage error", bad, err)
+		}
+		if strings.Contains(errString(err), "secret") {
+			t.Errorf("error prints the password: %v", err)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestModels(t *testing.T) {
+	_, url := start(t, vllmtest.Options{Models: []string{"qwen", "qwen-lora"}, Root: "/models/Qwen2.5-7B-Instruct", MaxModelLen: 32768, APIKey: "k"})
+	c := newClient(t, Options{Endpoint: url, APIKey: "k"})
+	ms, err := c.Models(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || ms[0].ID != "qwen" || ms[0].OwnedBy != "vllm" || ms[0].Root != "/models/Qwen2.5-7B-Instruct" || ms[0].MaxModelLen != 32768 {
+		t.Fatalf("models = %+v", ms)
+	}
+	if err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.ResolveModel(context.Background(), ""); err != nil || m != "qwen" {
+		t.Fatalf("ResolveModel(\"\") = %q, %v", m, err)
+	}
+	_, err = c.ResolveModel(context.Background(), "llama")
+	if ainerr.CodeOf(err) != ainerr.Usage || !strings.Contains(err.Error(), "served: qwen, qwen-lora") {
+		t.Fatalf("ResolveModel(llama) = %v", err)
+	}
+}
+
+func TestUnauthorized(t *testing.T) {
+	_, url := start(t, vllmtest.Options{APIKey: "right-key"})
+	for _, key := range []string{"", "wrong-key"} {
+		c := newClient(t, Options{Endpoint: url, APIKey: key})
+		_, err := c.Models(context.Background())
+		if ainerr.CodeOf(err) != ainerr.Unauthorized {
+			t.Fatalf("key %q: Models err = %v, want Unauthorized", key, err)
+		}
+		_, err = c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("hi")}, nil)
+		if ainerr.CodeOf(err) != ainerr.Unauthorized || !strings.Contains(err.Error(), "Unauthorized") {
+			t.Fatalf("key %q: Chat err = %v, want Unauthorized with vLLM's message", key, err)
+		}
+		if key != "" && strings.Contains(err.Error()+ainerr.HintOf(err), key) {
+			t.Fatalf("the API key is printed: %v", err)
+		}
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := newClient(t, Options{Endpoint: "http://" + addr})
+	_, err = c.Models(context.Background())
+	if ainerr.CodeOf(err) != ainerr.Unreachable || !strings.Contains(err.Error(), "connection refused at "+addr) {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(ainerr.HintOf(err), "ready") {
+		t.Fatalf("hint = %q", ainerr.HintOf(err))
+	}
+}
+
+func TestTLS(t *testing.T) {
+	ts := httptest.NewUnstartedServer(vllmtest.NewServer(vllmtest.Options{}))
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
+	ts.StartTLS()
+	defer ts.Close()
+	// Unknown CA: verified by default, the error says which CAs were trusted.
+	c := newClient(t, Options{Endpoint: ts.URL})
+	_, err := c.Models(context.Background())
+	if ainerr.CodeOf(err) != ainerr.Unreachable || !strings.Contains(err.Error(), "not signed by a CA trusted here") {
+		t.Fatalf("unknown CA: err = %v", err)
+	}
+	if !strings.Contains(ainerr.HintOf(err), "--ca-file") {
+		t.Fatalf("hint = %q", ainerr.HintOf(err))
+	}
+	// --ca-file with the server's CA.
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	var buf bytes.Buffer
+	_ = pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+	if err := os.WriteFile(ca, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c = newClient(t, Options{Endpoint: ts.URL, CAFile: ca})
+	if _, err := c.Models(context.Background()); err != nil {
+		t.Fatalf("with --ca-file: %v", err)
+	}
+	// --insecure.
+	c = newClient(t, Options{Endpoint: ts.URL, Insecure: true})
+	if _, err := c.Models(context.Background()); err != nil {
+		t.Fatalf("insecure: %v", err)
+	}
+	// A CA file without certificates is a usage error.
+	bad := filepath.Join(t.TempDir(), "bad.pem")
+	_ = os.WriteFile(bad, []byte("not pem"), 0o600)
+	if _, err := NewClient(Options{Endpoint: ts.URL, CAFile: bad}); ainerr.CodeOf(err) != ainerr.Usage {
+		t.Fatalf("bad CA file: %v", err)
+	}
+	// Plain HTTP server, https endpoint.
+	_, url := start(t, vllmtest.Options{})
+	c = newClient(t, Options{Endpoint: strings.Replace(url, "http://", "https://", 1)})
+	_, err = c.Models(context.Background())
+	if !strings.Contains(errString(err), "does not speak TLS") {
+		t.Fatalf("https to http server: %v", err)
+	}
+}
+
+func user(q string) []Message { return []Message{{Role: "user", Content: q}} }
+
+func TestChatStreamAndTemperatureZero(t *testing.T) {
+	srv, url := start(t, vllmtest.Options{Models: []string{"m"}})
+	c := newClient(t, Options{Endpoint: url})
+	var deltas []string
+	zero, seed := 0.0, 7
+	res, err := c.Chat(context.Background(), ChatRequest{
+		Model: "m", Messages: user("Which UDP port does RoCEv2 use?"), MaxTokens: 64,
+		Temperature: &zero, Seed: &seed, Stream: true,
+		OnDelta: func(s string) { deltas = append(deltas, s) },
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Text, "4791") || strings.Join(deltas, "") != res.Text || len(deltas) < 5 {
+		t.Fatalf("text %q from %d deltas", res.Text, len(deltas))
+	}
+	if res.FinishReason != "stop" || res.CompletionTokens != len(deltas) || res.PromptTokens == 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	if res.TTFT <= 0 || res.Duration < res.TTFT {
+		t.Fatalf("timing = %v / %v", res.TTFT, res.Duration)
+	}
+	// The wire JSON has "temperature":0 although go-openai's field is omitempty, and keeps
+	// the other fields go-openai encoded.
+	bodies := srv.Bodies()
+	var wire map[string]json.RawMessage
+	if err := json.Unmarshal(bodies[len(bodies)-1], &wire); err != nil {
+		t.Fatal(err)
+	}
+	if string(wire["temperature"]) != "0" {
+		t.Fatalf("wire temperature = %s; body %s", wire["temperature"], bodies[len(bodies)-1])
+	}
+	if string(wire["seed"]) != "7" || string(wire["max_tokens"]) != "64" || string(wire["stream"]) != "true" ||
+		string(wire["stream_options"]) != `{"include_usage":true}` || !bytes.Contains(wire["messages"], []byte("RoCEv2")) {
+		t.Fatalf("wire body = %s", bodies[len(bodies)-1])
+	}
+	// Without Temperature the field stays absent (the server's default applies).
+	if _, err := c.Chat(context.Background(), ChatRequest{Model: "m", Messages: user("hi")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	bodies = srv.Bodies()
+	if bytes.Contains(bodies[len(bodies)-1], []byte("temperature")) {
+		t.Fatalf("temperature sent though unset: %s", bodies[len(bodies)-1])
+	}
+}
+
+func TestChatNoStreamAndMaxTokens(t *testing.T) {
+	_, url := start(t, vllmtest.Options{})
+	c := newClient(t, Options{Endpoint: url})
+	res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), MaxTokens: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "RoCEv2 (RDMA over" || res.FinishReason != "length" || res.CompletionTokens != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestChatModelNotFound(t *testing.T) {
+	_, url := start(t, vllmtest.Options{Models: []string{"a", "b"}})
+	c := newClient(t, Options{Endpoint: url})
+	for _, stream := range []bool{false, true} {
+		_, err := c.Chat(context.Background(), ChatRequest{Model: "zzz", Messages: user("hi"), Stream: stream}, nil)
+		if ainerr.CodeOf(err) != ainerr.Usage || !strings.Contains(err.Error(), `model "zzz" is not served here; served: a, b`) {
+			t.Fatalf("stream=%v: err = %v", stream, err)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package vllm
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+)
+
+// HTTPError is a non-2xx answer from the server, whatever shape its body has (vLLM's
+// {"error":"Unauthorized"}, OpenAI's {"error":{"message":..}}, or older vLLM's flat
+// {"object":"error","message":..}).
+type HTTPError struct {
+	StatusCode int
+	Status     string
+	Message    string
+}
+
+func (e *HTTPError) Error() string {
+	if e.Message == "" {
+		return e.Status
+	}
+	return fmt.Sprintf("%s: %s", e.Status, e.Message)
+}
+
+// statusError reads a non-2xx response into an *HTTPError.
+func statusError(resp *http.Response) *HTTPError {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Message: errorMessage(body)}
+}
+
+// errorMessage digs the message out of the error bodies OpenAI-compatible servers send.
+func errorMessage(body []byte) string {
+	var shapes struct {
+		Error   any    `json:"error"`
+		Message string `json:"message"`
+		Detail  any    `json:"detail"`
+	}
+	if err := json.Unmarshal(body, &shapes); err != nil {
+		return strings.TrimSpace(string(body))
+	}
+	switch e := shapes.Error.(type) {
+	case string:
+		return e
+	case map[string]any:
+		if m, ok := e["message"].(string); ok {
+			return m
+		}
+	}
+	if shapes.Message != "" {
+		return shapes.Message
+	}
+	if shapes.Detail != nil {
+		return fmt.Sprint(shapes.Detail)
+	}
+	return strings.TrimSpace(string(body))
+}
+
+// asHTTPError turns go-openai's error types into an *HTTPError.
+func asHTTPError(err error) (*HTTPError, bool) {
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he, true
+	}
+	var api *openai.APIError
+	if errors.As(err, &api) && api.HTTPStatusCode > 0 {
+		return &HTTPError{StatusCode: api.HTTPStatusCode, Status: api.HTTPStatus, Message: api.Message}, true
+	}
+	var re *openai.RequestError
+	if errors.As(err, &re) && re.HTTPStatusCode > 0 {
+		return &HTTPError{StatusCode: re.HTTPStatusCode, Status: re.HTTPStatus, Message: errorMessage(re.Body)}, true
+	}
+	return nil, false
+}
+
+// explain turns a transport or HTTP error into a readable *ainerr.Error: which address,
+// which CA, which key, with a hint what to do. op names the call ("POST /v1/chat/completions").
+func (c *Client) explain(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	var ae *ainerr.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return ainerr.New(ainerr.Cancelled, fmt.Errorf("%s: cancelled", op), "")
+	}
+	if he, ok := asHTTPError(err); ok {
+		switch he.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			what := "refused the API key"
+			hint := "check that --api-key / AIN_API_KEY matches the server's --api-key (VLLM_API_KEY)"
+			if c.opts.APIKey == "" {
+				what = "wants an API key and none was given"
+				hint = "pass --api-key or set AIN_API_KEY (for `ain serve`, the key is in the Secret it references)"
+			}
+			return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s %s: %s (%s)", op, c.base, what, he.Error()), hint)
+		case http.StatusNotFound:
+			if strings.Contains(strings.ToLower(he.Message), "model") {
+				return ainerr.New(ainerr.Usage, fmt.Errorf("%s: %s", op, he.Message), "`ain models` lists the served models")
+			}
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s %s: %s", op, c.base, he.Error()),
+				"is the endpoint an OpenAI-compatible server? Its base URL should serve /v1/models")
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s %s: %s", op, c.base, he.Error()),
+				"the proxy in front of the model answered, the model server did not: are its pods ready (`ain serve status`)?")
+		}
+		return fmt.Errorf("%s %s: %s", op, c.base, he.Error())
+	}
+	addr := c.dialAddr()
+	var uae x509.UnknownAuthorityError
+	if errors.As(err, &uae) {
+		issuer := ""
+		if uae.Cert != nil {
+			issuer = fmt.Sprintf(" (issued by %q)", uae.Cert.Issuer.String())
+		}
+		return ainerr.New(ainerr.Unreachable,
+			fmt.Errorf("TLS to %s: the server's certificate%s is not signed by a CA trusted here (%s)", addr, issuer, c.caNames),
+			"pass --ca-file with the CA that signed the ingress certificate (--insecure skips verification: never for real traffic)")
+	}
+	var hne x509.HostnameError
+	if errors.As(err, &hne) {
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: %v", addr, hne),
+			"use the host name the certificate was issued for in --endpoint")
+	}
+	var cie x509.CertificateInvalidError
+	if errors.As(err, &cie) {
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: %v", addr, cie), "renew the ingress certificate")
+	}
+	var rhe tls.RecordHeaderError
+	if errors.As(err, &rhe) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: the server does not speak TLS", addr),
+			"use an http:// endpoint for a plain-HTTP server (vLLM itself serves plain HTTP on :8000)")
+	}
+	var verr *tls.CertificateVerificationError
+	if errors.As(err, &verr) {
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: %v (trusted: %s)", addr, verr.Err, c.caNames),
+			"pass --ca-file with the CA that signed the server's certificate")
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: connection refused at %s", op, addr),
+			"is the model server running and ready (`ain serve status`), and is --endpoint right? A port-forward must still be running")
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: cannot resolve %q: %v", op, dnsErr.Name, dnsErr.Err),
+			"check the host in --endpoint (the ingress host needs a DNS record)")
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		return ainerr.New(ainerr.Timeout, fmt.Errorf("%s: %s did not answer in time", op, addr),
+			"the server may be overloaded or still loading the model")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: %s closed the connection: %v", op, addr, err),
+			"a proxy may have cut the stream (ingress read timeouts) or the model server restarted")
+	}
+	return fmt.Errorf("%s %s: %w", op, c.base, err)
+}

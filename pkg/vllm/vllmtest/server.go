@@ -1,0 +1,419 @@
+// Package vllmtest is a test double of vLLM's OpenAI-compatible server. It reproduces the wire
+// behaviour ain's client depends on: the role-only first stream chunk, the usage chunk with empty
+// choices when stream_options.include_usage is set, the closing "data: [DONE]", vLLM's 401 body
+// {"error":"Unauthorized"} (not OpenAI's error shape), GET /health, /version and /v1/models.
+//
+// It is a simulated model server: answers come from a table of canned replies, never from a
+// model. Tests use it in-process (NewServer is an http.Handler); the sandbox can run it as a
+// local process behind simulated vLLM pods (ListenAndServe).
+package vllmtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure the simulated server. The zero value serves one model, "test-model",
+// without an API key, emitting tokens as fast as it can.
+type Options struct {
+	// Models are the served model names (vLLM's --served-model-name); default ["test-model"].
+	Models []string
+	// Root is reported as each model's "root" (the path vLLM loaded); default the model name.
+	Root string
+	// APIKey, when set, is required as "Authorization: Bearer KEY" on /v1/* (vLLM's --api-key).
+	APIKey string
+	// MaxModelLen is reported in /v1/models; default 4096.
+	MaxModelLen int
+	// Answers maps a case-insensitive substring of the last user message to the reply. The
+	// first match in list order wins; nil means DefaultAnswers.
+	Answers []Answer
+	// Fallback is the reply when no answer matches; default "I am a simulated model server."
+	Fallback string
+	// FirstTokenDelay is the time from receiving a request to its first chunk (prefill).
+	FirstTokenDelay time.Duration
+	// TokenInterval is the time between tokens (decode). Chunk k is written at
+	// start + FirstTokenDelay + k*TokenInterval: a fixed schedule, not accumulated sleeps.
+	TokenInterval time.Duration
+	// RecordTimes keeps, per request (keyed by its X-Request-Id header), the time each chunk
+	// carrying choices was flushed, for measuring a client's timing error.
+	RecordTimes bool
+	// Unhealthy makes /health answer 503, as vLLM does when its engine died.
+	Unhealthy bool
+}
+
+// Answer is one canned reply.
+type Answer struct {
+	Match string
+	Reply string
+}
+
+// DefaultAnswers are canned replies to the course's example questions
+// (recipes/qa/course-qa.yaml), so the example answer checks pass against the simulation.
+func DefaultAnswers() []Answer {
+	return []Answer{
+		{"udp port", "RoCEv2 carries InfiniBand transport packets in UDP/IP; the destination UDP port is 4791."},
+		{"rocev2", "RoCEv2 (RDMA over Converged Ethernet version 2) encapsulates the InfiniBand transport in UDP/IP, so it is routable across layer 3."},
+		{"lossless", "RoCE needs a lossless fabric: Priority Flow Control (PFC) and ECN with DCQCN congestion control."},
+		{"nccl_ib_hca", "NCCL_IB_HCA selects which RDMA devices (HCAs) NCCL uses, for example mlx5_0,mlx5_1."},
+		{"nccl_debug", "Set NCCL_DEBUG=INFO; the log then shows the transport, e.g. NET/IB for InfiniBand or NET/Socket for TCP sockets."},
+		{"gpudirect", "GPUDirect RDMA lets the NIC read and write GPU memory directly, without staging through host memory."},
+		{"subnet manager", "InfiniBand needs a subnet manager (such as OpenSM) that assigns LIDs and computes routes; a port stays in INIT state until it runs."},
+		{"gid index", "For RoCEv2 use the GID index whose type is RoCE v2 (often 3); set it with NCCL_IB_GID_INDEX."},
+		{"allreduce", "A ring allreduce sends 2(n-1)/n times the data per rank; its bus bandwidth is algbw * 2(n-1)/n."},
+		{"capital of france", "Paris."},
+	}
+}
+
+// Server is the simulated model server, an http.Handler.
+type Server struct {
+	opts  Options
+	mux   *http.ServeMux
+	seq   atomic.Int64
+	mu    sync.Mutex
+	bods  [][]byte
+	times map[string][]time.Time
+}
+
+// maxKeptBodies bounds the request bodies kept for Bodies (benchmarks send thousands).
+const maxKeptBodies = 64
+
+// NewServer returns the simulated server.
+func NewServer(opts Options) *Server {
+	if len(opts.Models) == 0 {
+		opts.Models = []string{"test-model"}
+	}
+	if opts.MaxModelLen == 0 {
+		opts.MaxModelLen = 4096
+	}
+	if opts.Answers == nil {
+		opts.Answers = DefaultAnswers()
+	}
+	if opts.Fallback == "" {
+		opts.Fallback = "I am a simulated model server."
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), times: map[string][]time.Time{}}
+	s.mux.HandleFunc("GET /health", s.health)
+	s.mux.HandleFunc("GET /ping", s.health)
+	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": "0.0.0-simulated"})
+	})
+	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
+	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	s.mux.HandleFunc("/v1/", s.auth(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+	}))
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Bodies returns the bodies of the last requests to /v1/chat/completions, oldest first, as
+// received on the wire.
+func (s *Server) Bodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.bods...)
+}
+
+// ChunkTimes returns when each chunk with choices was flushed for the request with the given
+// X-Request-Id (Options.RecordTimes).
+func (s *Server) ChunkTimes(requestID string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.times[requestID]
+}
+
+// ListenAndServe serves the simulation on addr (e.g. "127.0.0.1:8000") until ctx ends.
+// ready, if not nil, receives the bound address (useful with port 0).
+func ListenAndServe(ctx context.Context, addr string, opts Options, ready chan<- string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: NewServer(opts), ReadHeaderTimeout: 10 * time.Second}
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	if s.opts.Unhealthy {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// auth is vLLM's API key middleware: only /v1 paths, and its own error body.
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	type perm struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+	}
+	type model struct {
+		ID          string  `json:"id"`
+		Object      string  `json:"object"`
+		Created     int64   `json:"created"`
+		OwnedBy     string  `json:"owned_by"`
+		Root        string  `json:"root"`
+		Parent      *string `json:"parent"`
+		MaxModelLen int     `json:"max_model_len"`
+		Permission  []perm  `json:"permission"`
+	}
+	var data []model
+	for _, m := range s.opts.Models {
+		root := s.opts.Root
+		if root == "" {
+			root = m
+		}
+		data = append(data, model{ID: m, Object: "model", Created: time.Now().Unix(), OwnedBy: "vllm",
+			Root: root, MaxModelLen: s.opts.MaxModelLen,
+			Permission: []perm{{ID: "modelperm-" + m, Object: "model_permission"}}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+type chatRequest struct {
+	Model               string    `json:"model"`
+	Messages            []message `json:"messages"`
+	Stream              bool      `json:"stream"`
+	MaxTokens           *int      `json:"max_tokens"`
+	MaxCompletionTokens *int      `json:"max_completion_tokens"`
+	IgnoreEOS           bool      `json:"ignore_eos"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+func (m message) text() string {
+	if s, ok := m.Content.(string); ok {
+		return s
+	}
+	return fmt.Sprint(m.Content)
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if len(s.bods) == maxKeptBodies {
+		s.bods = append(s.bods[:0], s.bods[1:]...)
+	}
+	s.bods = append(s.bods, body)
+	s.mu.Unlock()
+
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+		return
+	}
+	if !s.serves(req.Model) {
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "messages must not be empty")
+		return
+	}
+	prompt := 0
+	last := ""
+	for _, m := range req.Messages {
+		t := m.text()
+		prompt += len(strings.Fields(t)) + 4 // role and template tokens, roughly
+		if m.Role == "user" {
+			last = t
+		}
+	}
+	maxTok := -1
+	if req.MaxCompletionTokens != nil {
+		maxTok = *req.MaxCompletionTokens
+	}
+	if req.MaxTokens != nil {
+		maxTok = *req.MaxTokens
+	}
+	toks, finish := s.tokens(last, maxTok, req.IgnoreEOS)
+	id := fmt.Sprintf("chatcmpl-%d", s.seq.Add(1))
+	created := start.Unix()
+	usage := map[string]int{"prompt_tokens": prompt, "total_tokens": prompt + len(toks), "completion_tokens": len(toks)}
+
+	if !req.Stream {
+		s.sleepUntil(r.Context(), start.Add(s.opts.FirstTokenDelay+time.Duration(len(toks))*s.opts.TokenInterval))
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": id, "object": "chat.completion", "created": created, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0,
+				"message":  map[string]any{"role": "assistant", "content": strings.Join(toks, ""), "tool_calls": []any{}},
+				"logprobs": nil, "finish_reason": finish, "stop_reason": nil}},
+			"usage": usage, "prompt_logprobs": nil,
+		})
+		return
+	}
+
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rid := r.Header.Get("X-Request-Id")
+	var times []time.Time
+	if s.opts.RecordTimes {
+		times = make([]time.Time, 0, len(toks)+2)
+	}
+	// prefix and suffix of every chunk, built once per request.
+	head := `data: {"id":"` + id + `","object":"chat.completion.chunk","created":` + strconv.FormatInt(created, 10) +
+		`,"model":` + quote(req.Model) + `,"choices":[{"index":0,"delta":`
+	buf := make([]byte, 0, 512)
+	send := func(delta, finish string) bool {
+		buf = append(buf[:0], head...)
+		buf = append(buf, delta...)
+		buf = append(buf, `,"logprobs":null,"finish_reason":`...)
+		buf = append(buf, finish...)
+		buf = append(buf, "}]}\n\n"...)
+		if _, err := w.Write(buf); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if times != nil {
+			times = append(times, time.Now())
+		}
+		return true
+	}
+	first := start.Add(s.opts.FirstTokenDelay)
+	s.sleepUntil(r.Context(), first)
+	// vLLM's first chunk carries the role only.
+	if !send(`{"role":"assistant","content":""}`, "null") {
+		return
+	}
+	for k, t := range toks {
+		s.sleepUntil(r.Context(), first.Add(time.Duration(k)*s.opts.TokenInterval))
+		if r.Context().Err() != nil {
+			return
+		}
+		if !send(`{"content":`+quote(t)+`}`, "null") {
+			return
+		}
+	}
+	if !send(`{"content":""}`, quote(finish)) {
+		return
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		u, _ := json.Marshal(usage)
+		fmt.Fprintf(w, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"created\":%d,\"model\":%s,\"choices\":[],\"usage\":%s}\n\n",
+			id, created, quote(req.Model), u)
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+	if times != nil && rid != "" {
+		s.mu.Lock()
+		s.times[rid] = times
+		s.mu.Unlock()
+	}
+}
+
+// tokens splits the reply into word tokens (a leading space belongs to the word, as in BPE
+// vocabularies); with ignoreEOS and maxTok > 0 it repeats the reply to exactly maxTok tokens.
+func (s *Server) tokens(question string, maxTok int, ignoreEOS bool) ([]string, string) {
+	reply := s.opts.Fallback
+	q := strings.ToLower(question)
+	for _, a := range s.opts.Answers {
+		if strings.Contains(q, strings.ToLower(a.Match)) {
+			reply = a.Reply
+			break
+		}
+	}
+	words := strings.Fields(reply)
+	var toks []string
+	for i, w := range words {
+		if i > 0 {
+			w = " " + w
+		}
+		toks = append(toks, w)
+	}
+	if ignoreEOS && maxTok > 0 {
+		for i := 0; len(toks) < maxTok; i++ {
+			toks = append(toks, " "+words[i%len(words)])
+		}
+	}
+	if maxTok >= 0 && len(toks) > maxTok {
+		return toks[:maxTok], "length"
+	}
+	return toks, "stop"
+}
+
+func (s *Server) serves(model string) bool {
+	for _, m := range s.opts.Models {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) sleepUntil(ctx context.Context, t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes vLLM's error shape for request errors (vLLM >= 0.10 nests it under "error").
+func writeError(w http.ResponseWriter, code int, typ, msg string) {
+	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
+}
