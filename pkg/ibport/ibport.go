@@ -406,12 +406,10 @@ func roceV2Index(gids []GID) (int, string, bool) {
 		if !strings.EqualFold(strings.TrimSpace(g.Type), "RoCE v2") {
 			continue
 		}
+		// Both "::ffff:10.0.0.3" and the sysfs form "0000:...:ffff:0a00:0003" parse.
 		a, err := netip.ParseAddr(strings.TrimSpace(g.GID))
 		if err != nil {
-			a, err = parseGIDGroups(g.GID)
-			if err != nil {
-				continue
-			}
+			continue
 		}
 		if !a.Is4In6() || a.Unmap().IsUnspecified() {
 			continue
@@ -421,11 +419,6 @@ func roceV2Index(gids []GID) (int, string, bool) {
 		}
 	}
 	return best, addr, best >= 0
-}
-
-// parseGIDGroups parses the sysfs form "0000:0000:0000:0000:0000:ffff:0a00:0003".
-func parseGIDGroups(s string) (netip.Addr, error) {
-	return netip.ParseAddr(strings.TrimSpace(s))
 }
 
 func (p *parser) report() *Report {

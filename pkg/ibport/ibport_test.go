@@ -1,0 +1,187 @@
+package ibport
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func checkGolden(t *testing.T, name string, got any) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(got); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		_ = os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(want, buf.Bytes()) {
+		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, buf.Bytes())
+	}
+}
+
+type wantPort struct {
+	id, state, phys, link, rate, reason string
+	ready                               bool
+	gid                                 int // -1: none
+}
+
+// TestParse covers every tool and every state: ACTIVE, LinkUp+INIT (no SM), Polling/Down,
+// Disabled, Armed, and the RoCE v2 GID index. Samples are written from the tools' documented output.
+func TestParse(t *testing.T) {
+	tests := []struct {
+		file, format string
+		ready        bool
+		gidIndex     int // -1: null
+		ports        []wantPort
+	}{
+		{"ibstat-active-ndr.txt", FormatIbstat, true, -1, []wantPort{
+			{"mlx5_0:1", "ACTIVE", "LinkUp", "InfiniBand", "400 Gb/sec", "", true, -1},
+			{"mlx5_1:1", "ACTIVE", "LinkUp", "InfiniBand", "400 Gb/sec", "", true, -1},
+		}},
+		{"ibstat-init-no-sm.txt", FormatIbstat, false, -1, []wantPort{
+			{"mlx5_0:1", "INIT", "LinkUp", "InfiniBand", "200 Gb/sec", ReasonNoSM, false, -1},
+			{"mlx5_1:1", "DOWN", "Polling", "InfiniBand", "10 Gb/sec", ReasonCableOrPeer, false, -1},
+		}},
+		{"ibv_devinfo-armed-disabled.txt", FormatDevinfo, false, -1, []wantPort{
+			{"mlx5_0:1", "ARMED", "", "InfiniBand", "", ReasonArmed, false, -1},
+			{"mlx5_1:1", "DOWN", "", "InfiniBand", "", ReasonCableOrPeer, false, -1},
+		}},
+		{"ibv_devinfo-v-roce.txt", FormatDevinfo, true, 3, []wantPort{
+			{"mlx5_2:1", "ACTIVE", "LinkUp", "Ethernet", "", "", true, 3},
+		}},
+		{"ibstatus-mixed.txt", FormatIbstatus, false, -1, []wantPort{
+			{"mlx5_0:1", "ACTIVE", "LinkUp", "InfiniBand", "100 Gb/sec (4X EDR)", "", true, -1},
+			{"mlx5_1:1", "DOWN", "Disabled", "InfiniBand", "10 Gb/sec (4X SDR)", ReasonDisabled, false, -1},
+		}},
+		{"sysfs-roce-v2.txt", FormatSysfs, true, 3, []wantPort{
+			{"mlx5_0:1", "ACTIVE", "LinkUp", "Ethernet", "200 Gb/sec (4X HDR)", "", true, 3},
+			{"mlx5_1:1", "ACTIVE", "LinkUp", "Ethernet", "200 Gb/sec (4X HDR)", "", true, 3},
+		}},
+		{"sysfs-ib-init-prefixed.txt", FormatSysfs, false, -1, []wantPort{
+			{"mlx5_0:1", "INIT", "LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)", ReasonNoSM, false, -1},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			f, err := os.Open(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			r, err := Parse(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Format != tc.format || r.Ready != tc.ready {
+				t.Errorf("format %s ready %v, want %s %v", r.Format, r.Ready, tc.format, tc.ready)
+			}
+			if (tc.gidIndex < 0) != (r.GIDIndex == nil) || (r.GIDIndex != nil && *r.GIDIndex != tc.gidIndex) {
+				t.Errorf("gidIndex %v, want %d", r.GIDIndex, tc.gidIndex)
+			}
+			if len(r.Ports) != len(tc.ports) {
+				t.Fatalf("%d ports, want %d: %+v", len(r.Ports), len(tc.ports), r.Ports)
+			}
+			for i, w := range tc.ports {
+				p := r.Ports[i]
+				id := p.Device + ":" + itoa(p.Port)
+				rate := ""
+				if p.Rate != nil {
+					rate = *p.Rate
+				}
+				if id != w.id || p.State != w.state || p.PhysState != w.phys || p.LinkLayer != w.link || rate != w.rate || p.Reason != w.reason || p.Ready != w.ready {
+					t.Errorf("port %d = %s %s %s %s %q %q %v, want %+v", i, id, p.State, p.PhysState, p.LinkLayer, rate, p.Reason, p.Ready, w)
+				}
+				if (w.gid < 0) != (p.RoCEv2GIDIndex == nil) || (p.RoCEv2GIDIndex != nil && *p.RoCEv2GIDIndex != w.gid) {
+					t.Errorf("port %s roceV2GidIndex %v, want %d", id, p.RoCEv2GIDIndex, w.gid)
+				}
+				if !p.Ready && Fix(p.Reason, p.LinkLayer) == "" {
+					t.Errorf("no fix for %s", p.Reason)
+				}
+			}
+			checkGolden(t, strings.TrimSuffix(tc.file, ".txt"), r)
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestNormalise(t *testing.T) {
+	for in, want := range map[string]string{"4: ACTIVE": "ACTIVE", "Active": "ACTIVE", "PORT_ACTIVE (4)": "ACTIVE", "2: INIT": "INIT",
+		"Initializing": "INIT", "PORT_INIT (2)": "INIT", "3: ARMED": "ARMED", "Armed": "ARMED", "1: DOWN": "DOWN", "Down": "DOWN", "4": "ACTIVE"} {
+		if got := normState(in); got != want {
+			t.Errorf("normState(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{"5: LinkUp": "LinkUp", "LINK_UP (5)": "LinkUp", "LinkUp": "LinkUp", "2: Polling": "Polling",
+		"POLLING (2)": "Polling", "3: Disabled": "Disabled", "DISABLED (3)": "Disabled", "4: PortConfigurationTraining": "PortConfigurationTraining"} {
+		if got := normPhys(in); got != want {
+			t.Errorf("normPhys(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRoCEv2Index(t *testing.T) {
+	gids := []GID{
+		{Index: 0, GID: "fe80::1", Type: "RoCE v2"},
+		{Index: 1, GID: "0000:0000:0000:0000:0000:0000:0000:0000", Type: "RoCE v2"},
+		{Index: 2, GID: "::ffff:10.0.0.1", Type: "IB/RoCE v1"},
+		{Index: 5, GID: "::ffff:10.0.0.1", Type: "RoCE v2"},
+		{Index: 7, GID: "::ffff:0.0.0.0", Type: "RoCE v2"},
+	}
+	i, addr, ok := roceV2Index(gids)
+	if !ok || i != 5 || addr != "10.0.0.1" {
+		t.Errorf("got %d %s %v", i, addr, ok)
+	}
+	if _, _, ok := roceV2Index(gids[:3]); ok {
+		t.Error("found an index where there is none")
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	r, err := Parse(strings.NewReader("ibstat: command not found\n"))
+	if err != nil || r.Ready || len(r.Ports) != 0 || r.Format != FormatUnknown {
+		t.Errorf("%+v %v", r, err)
+	}
+}
+
+// TestSysfsDumpCommand runs the documented command with sh and grep on this machine: it must be
+// valid shell and succeed or print nothing whether or not RDMA devices exist, and what it
+// prints must parse.
+func TestSysfsDumpCommand(t *testing.T) {
+	if strings.Contains(SysfsDumpCommand, "{") {
+		t.Fatal("brace expansion is not available in busybox sh")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	out, _ := exec.Command(sh, "-c", SysfsDumpCommand).Output() // exit 1 when nothing matches
+	r, err := Parse(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) > 0 && (r.Format != FormatSysfs || len(r.Ports) == 0) {
+		t.Errorf("the dump of this machine did not parse: %s", out)
+	}
+}
