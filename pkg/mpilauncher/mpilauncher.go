@@ -83,6 +83,19 @@ func all(subs ...string) func(s, lower string) bool {
 	}
 }
 
+// sshPort22 matches the ssh client's "Connection closed by <host> port 22" (sshd not ready yet),
+// not the worker-side sshd's "Connection closed by <ip> port 51694".
+func sshPort22(prefix string) func(s, lower string) bool {
+	return func(s, _ string) bool {
+		i := strings.Index(s, prefix)
+		if i < 0 {
+			return false
+		}
+		rest := s[i+len(prefix):]
+		return strings.HasSuffix(rest, " port 22") || strings.Contains(rest, " port 22:") || strings.Contains(rest, " port 22 ")
+	}
+}
+
 // signatures are checked in order; the first that matches a line names it.
 var signatures = []signature{
 	{"dns", true, contains("Could not resolve hostname")},
@@ -92,7 +105,8 @@ var signatures = []signature{
 	{"ssh-refused", true, all("ssh:", "connect to host", "Connection refused")},
 	{"ssh-refused", true, all("ssh:", "connect to host", "No route to host")},
 	{"ssh-refused", true, all("ssh:", "connect to host", "Connection timed out")},
-	{"ssh-refused", true, all("Connection closed by", "port 22")},
+	{"ssh-refused", true, sshPort22("Connection closed by ")},
+	{"ssh-refused", true, sshPort22("Connection reset by ")},
 	{"orte-daemons", true, contains("ORTE was unable to reliably start one or more daemons")},
 	{"orte-daemons", true, contains("ORTE does not know how to route a message")},
 	{"orte-daemons", true, all("daemon", "died unexpectedly", "while attempting to launch")},

@@ -1,0 +1,132 @@
+package mpilauncher
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func analyzeFile(t *testing.T, path string) *Report {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := Analyze(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestVerdicts covers each signature family; samples are written from the messages Open MPI
+// (ORTE, PRRTE), Hydra and OpenSSH print.
+func TestVerdicts(t *testing.T) {
+	tests := []struct {
+		file, verdict string
+		kinds         []string
+		hosts         []string
+	}{
+		{"ompi-dns-before-workers.log", VerdictLauncherBeforeWorkers, []string{"dns", "dns", "orte-daemons"},
+			[]string{"nccl-tests-worker-0.nccl-tests.default.svc", "nccl-tests-worker-1.nccl-tests.default.svc"}},
+		{"ompi-ssh-refused.log", VerdictLauncherBeforeWorkers, []string{"ssh-refused", "ssh-refused", "ssh-refused", "orte-daemons"},
+			[]string{"llm-worker-1.llm-worker.team-a.svc"}},
+		{"prrte-lost-daemon.log", VerdictLauncherBeforeWorkers, []string{"dns", "prrte-daemons"}, []string{"job-worker-1.job.default.svc"}},
+		{"hydra-no-route.log", VerdictLauncherBeforeWorkers, []string{"hydra", "hydra"}, nil},
+		{"ompi-rank-killed-other.log", VerdictOther, []string{"rank-failed", "rank-failed"}, nil},
+		{"ompi-healthy-nccl-tests.log", VerdictHealthy, []string{}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			r := analyzeFile(t, filepath.Join("testdata", tc.file))
+			if r.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s", r.Verdict, tc.verdict)
+			}
+			kinds := []string{}
+			for _, e := range r.Evidence {
+				kinds = append(kinds, e.Kind)
+				if e.Line <= 0 || e.Text == "" {
+					t.Errorf("bad evidence %+v", e)
+				}
+			}
+			if !slices.Equal(kinds, tc.kinds) {
+				t.Errorf("evidence kinds %v, want %v", kinds, tc.kinds)
+			}
+			if !slices.Equal(r.Hosts, tc.hosts) {
+				t.Errorf("hosts %v, want %v", r.Hosts, tc.hosts)
+			}
+			if (r.Verdict == VerdictHealthy) != (r.Fix == "") {
+				t.Errorf("fix %q for verdict %s", r.Fix, r.Verdict)
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(r)
+			golden := filepath.Join("testdata", "golden", strings.TrimSuffix(tc.file, ".log")+".json")
+			if *update {
+				_ = os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil || !bytes.Equal(want, buf.Bytes()) {
+				t.Errorf("%s differs (go test -update rewrites it): %v\n%s", golden, err, buf.Bytes())
+			}
+		})
+	}
+}
+
+// TestCorpus reads every launcher log of the shared corpus (real-world samples, sources in its
+// INDEX.md) and checks the verdict INDEX.md gives.
+func TestCorpus(t *testing.T) {
+	dir := "../../../shared/corpus"
+	f, err := os.Open(filepath.Join(dir, "INDEX.md"))
+	if err != nil {
+		t.Skipf("shared corpus not available: %v", err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		cells := strings.Split(sc.Text(), "|")
+		if len(cells) < 6 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "launcher/") {
+			continue
+		}
+		path := strings.TrimSpace(cells[1])
+		want := strings.Fields(strings.TrimSpace(cells[len(cells)-2]))[0]
+		n++
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			r := analyzeFile(t, filepath.Join(dir, path))
+			if r.Verdict != want {
+				t.Errorf("verdict %s, want %s (source %s)", r.Verdict, want, strings.TrimSpace(cells[2]))
+			}
+		})
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "launcher", "*"))
+	if n == 0 || n != len(files) {
+		t.Errorf("INDEX.md lists %d launcher samples, the directory has %d", n, len(files))
+	}
+}
+
+func TestWorkerSideConnectionClosedIsNotRefused(t *testing.T) {
+	r, _ := Analyze(strings.NewReader("Connection closed by 10.244.0.8 port 22345 [preauth]\n"))
+	if r.Verdict != VerdictHealthy {
+		t.Errorf("verdict %s", r.Verdict)
+	}
+	r, _ = Analyze(strings.NewReader("Connection closed by 10.244.0.8 port 22\n"))
+	if r.Verdict != VerdictLauncherBeforeWorkers {
+		t.Errorf("verdict %s", r.Verdict)
+	}
+}
