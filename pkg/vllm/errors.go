@@ -169,3 +169,12 @@ func (c *Client) explain(err error, op string) error {
 	}
 	return fmt.Errorf("%s %s: %w", op, c.base, err)
 }
+
+// fatal reports whether err would fail every further request too.
+func fatal(err error) bool {
+	switch ainerr.CodeOf(err) {
+	case ainerr.Unreachable, ainerr.Unauthorized, ainerr.Cancelled, ainerr.Usage:
+		return true
+	}
+	return false
+}

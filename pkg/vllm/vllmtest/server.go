@@ -61,14 +61,14 @@ type Answer struct {
 // (recipes/qa/course-qa.yaml), so the example answer checks pass against the simulation.
 func DefaultAnswers() []Answer {
 	return []Answer{
-		{"udp port", "RoCEv2 carries InfiniBand transport packets in UDP/IP; the destination UDP port is 4791."},
+		{"gid index", "Use the GID whose type is RoCE v2, often index 3; set it with NCCL_IB_GID_INDEX=3."},
+		{"udp", "RoCEv2 carries InfiniBand transport packets in UDP/IP; the destination UDP port is 4791."},
 		{"rocev2", "RoCEv2 (RDMA over Converged Ethernet version 2) encapsulates the InfiniBand transport in UDP/IP, so it is routable across layer 3."},
 		{"lossless", "RoCE needs a lossless fabric: Priority Flow Control (PFC) and ECN with DCQCN congestion control."},
 		{"nccl_ib_hca", "NCCL_IB_HCA selects which RDMA devices (HCAs) NCCL uses, for example mlx5_0,mlx5_1."},
 		{"nccl_debug", "Set NCCL_DEBUG=INFO; the log then shows the transport, e.g. NET/IB for InfiniBand or NET/Socket for TCP sockets."},
 		{"gpudirect", "GPUDirect RDMA lets the NIC read and write GPU memory directly, without staging through host memory."},
 		{"subnet manager", "InfiniBand needs a subnet manager (such as OpenSM) that assigns LIDs and computes routes; a port stays in INIT state until it runs."},
-		{"gid index", "For RoCEv2 use the GID index whose type is RoCE v2 (often 3); set it with NCCL_IB_GID_INDEX."},
 		{"allreduce", "A ring allreduce sends 2(n-1)/n times the data per rank; its bus bandwidth is algbw * 2(n-1)/n."},
 		{"capital of france", "Paris."},
 	}

@@ -1,0 +1,147 @@
+package vllm
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
+)
+
+func courseQA(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "recipes", "qa", "course-qa.yaml")
+}
+
+func TestCourseQAAgainstSimulation(t *testing.T) {
+	s, err := LoadQA(courseQA(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cases) < 8 {
+		t.Fatalf("%d cases", len(s.Cases))
+	}
+	srv, url := start(t, vllmtest.Options{})
+	c := newClient(t, Options{Endpoint: url})
+	var seen int
+	rep, err := c.RunQA(context.Background(), s, "test-model", 0.9, nil, func(QAResult) { seen++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if !r.Pass {
+			t.Errorf("%s: %v (answer %q)", r.Name, r.Failures, r.Answer)
+		}
+	}
+	if !rep.OK || rep.PassRate != 1 || seen != len(s.Cases) {
+		t.Fatalf("report = %+v", rep)
+	}
+	for _, b := range srv.Bodies() {
+		if !bytes.Contains(b, []byte(`"temperature":0`)) || !bytes.Contains(b, []byte(`"seed":0`)) {
+			t.Fatalf("answer checks must sample deterministically; wire body %s", b)
+		}
+	}
+}
+
+func TestQAFailuresAndMinPass(t *testing.T) {
+	s, err := ParseQA("qa.yaml", []byte(`
+cases:
+  - name: good
+    question: capital of France?
+    exact: Paris.
+  - name: bad
+    question: capital of France?
+    contains: [Lyon, [Marseille, Nice]]
+    notContains: [paris]
+  - name: cut
+    question: What is RoCEv2?
+    maxTokens: 2
+    regex: ['layer\s+3']
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := start(t, vllmtest.Options{})
+	c := newClient(t, Options{Endpoint: url})
+	rep, err := c.RunQA(context.Background(), s, "test-model", 0.5, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed != 1 || rep.OK {
+		t.Fatalf("report = %+v", rep)
+	}
+	bad := strings.Join(rep.Results[1].Failures, "; ")
+	want := `does not contain "Lyon"; does not contain any of "Marseille", "Nice"; contains "paris"`
+	if bad != want {
+		t.Fatalf("failures = %s\nwant %s", bad, want)
+	}
+	cut := strings.Join(rep.Results[2].Failures, "; ")
+	if !strings.Contains(cut, `does not match /layer\s+3/`) || !strings.Contains(cut, "cut at maxTokens 2") || rep.Results[2].Answer != "RoCEv2 (RDMA" {
+		t.Fatalf("cut case = %+v", rep.Results[2])
+	}
+}
+
+func TestQACheck(t *testing.T) {
+	s, err := ParseQA("qa.json", []byte(`{"cases": [
+	  {"name": "a", "question": "q", "contains": ["4791", ["PFC", "priority flow control"]], "regex": ["port\\s+\\d+"]},
+	  {"name": "b", "question": "q", "exact": ["Paris", "Paris."], "caseSensitive": true},
+	  {"name": "c", "question": "q", "contains": [4791]}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c      int
+		answer string
+		pass   bool
+	}{
+		{0, "UDP port 4791 with Priority Flow Control", true},
+		{0, "UDP PORT 4791, pfc", true},
+		{0, "UDP port 4791", false},
+		{0, "port 4792 with PFC", false},
+		{1, "  Paris.\n", true},
+		{1, "paris", false},
+		{2, "it is 4791", true},
+	} {
+		got := s.Cases[tc.c].Check(tc.answer)
+		if (len(got) == 0) != tc.pass {
+			t.Errorf("case %d on %q: failures %v, want pass=%v", tc.c, tc.answer, got, tc.pass)
+		}
+	}
+}
+
+func TestQAStrictErrors(t *testing.T) {
+	_, err := ParseQA("bad.yaml", []byte(`kind: AnswerChecks
+maxTokens: lots
+cases:
+  - name: a
+    question: q
+    contians: [x]
+  - name: a
+    question: ""
+    regex: ['(']
+    contains: [{x: 1}]
+  - name: c
+    question: q
+`))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`bad.yaml:2: maxTokens: expected an integer, got "lots"`,
+		`bad.yaml:6: cases[0].contians: unknown field "contians", did you mean "contains"?`,
+		`bad.yaml:7: cases[1].name: duplicate name "a" (also cases[0])`,
+		`bad.yaml:8: cases[1].question: required`,
+		`bad.yaml:9: cases[1].regex[0]: bad regular expression "("`,
+		`bad.yaml:10: cases[1].contains[0]: want a string or a list of strings`,
+		`bad.yaml:11: cases[2]: case "c" expects nothing`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing %q in:\n%s", want, msg)
+		}
+	}
+}
