@@ -27,7 +27,9 @@ func runDoctorCLI(t *testing.T, stdin string, args ...string) (int, string, stri
 	return code, out.String(), errb.String()
 }
 
-func testdataPath(pkg, rel string) string { return filepath.Join("..", "..", "pkg", pkg, "testdata", rel) }
+func testdataPath(pkg, rel string) string {
+	return filepath.Join("..", "..", "pkg", pkg, "testdata", rel)
+}
 
 func TestDoctorNCCLLog(t *testing.T) {
 	// Socket fallback: verdict first, evidence with line numbers, fix; exit 5.
