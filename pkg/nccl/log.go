@@ -1062,6 +1062,15 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 	}
 }
 
+func (r *LogReport) hasProblem(code string) bool {
+	for _, f := range r.Problems {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
 // Verdict is a one-line summary for humans.
 func (r *LogReport) Verdict() string {
 	var b strings.Builder
@@ -1072,8 +1081,10 @@ func (r *LogReport) Verdict() string {
 		b.WriteString("NCCL used RoCE (RDMA over Ethernet)")
 	case r.Transport == TransportSocket:
 		b.WriteString("NCCL used TCP sockets, not RDMA")
+	case r.Transport == TransportNone && r.hasProblem(CodeNetNotFound):
+		b.WriteString("NCCL found no usable network: the requested net plugin is missing")
 	case r.Transport == TransportNone:
-		b.WriteString("NCCL used no network")
+		b.WriteString("NCCL used no network (P2P/SHM only)")
 	case strings.HasPrefix(r.Transport, pluginPrefix):
 		b.WriteString("NCCL used the external net plugin " + strings.TrimPrefix(r.Transport, pluginPrefix))
 	default:

@@ -64,7 +64,8 @@ func stripOnePrefix(s, label []byte) ([]byte, []byte) {
 			return s[i+2:], s[:i]
 		}
 		if i == 4 && len(s) > 20 && s[4] == '-' && s[7] == '-' && s[10] == 'T' {
-			if sp := bytes.IndexByte(s[:min(len(s), 40)], ' '); sp > 0 && (s[sp-1] == 'Z' || bytes.IndexByte(s[19:sp], '+') >= 0 || bytes.IndexByte(s[19:sp], '-') >= 0) {
+			// The zone: "Z" or a "+hh:mm"/"-hh:mm" offset after the seconds (index 19).
+			if sp := bytes.IndexByte(s[:min(len(s), 40)], ' '); sp > 19 && (s[sp-1] == 'Z' || bytes.IndexByte(s[19:sp], '+') >= 0 || bytes.IndexByte(s[19:sp], '-') >= 0) {
 				return s[sp+1:], label
 			}
 		}
