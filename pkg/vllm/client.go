@@ -62,6 +62,8 @@ func NewClient(opts Options) (*Client, error) {
 	tr.MaxIdleConns = conns
 	tr.MaxIdleConnsPerHost = conns
 	tr.ResponseHeaderTimeout = 0 // a model may take long to start answering; contexts bound it
+	// Compressed event streams would be decompressed in blocks, delaying tokens.
+	tr.DisableCompression = true
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	caNames := "the system's trusted CAs"
 	if opts.CAFile != "" {

@@ -334,6 +334,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !send(`{"content":""}`, quote(finish)) {
 		return
 	}
+	if times != nil && rid != "" {
+		// Stored before [DONE], so a client that has read [DONE] finds them.
+		s.mu.Lock()
+		s.times[rid] = times
+		s.mu.Unlock()
+	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		u, _ := json.Marshal(usage)
 		fmt.Fprintf(w, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"created\":%d,\"model\":%s,\"choices\":[],\"usage\":%s}\n\n",
@@ -342,11 +348,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()
-	}
-	if times != nil && rid != "" {
-		s.mu.Lock()
-		s.times[rid] = times
-		s.mu.Unlock()
 	}
 }
 

@@ -1,0 +1,47 @@
+package vllm
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// Stats summarises one latency metric in milliseconds, as `vllm bench serve` reports it.
+type Stats struct {
+	Mean   float64 `json:"mean"`
+	Median float64 `json:"median"`
+	P90    float64 `json:"p90"`
+	P99    float64 `json:"p99"`
+}
+
+// summarize returns the statistics of xs (seconds) in milliseconds. Like vLLM's
+// `np.mean(x or 0)`, an empty sample gives zeros. xs is sorted in place.
+func summarize(xs []float64) Stats {
+	if len(xs) == 0 {
+		return Stats{}
+	}
+	sort.Float64s(xs)
+	return Stats{
+		Mean:   stat.Mean(xs, nil) * 1000,
+		Median: percentile(xs, 50) * 1000,
+		P90:    percentile(xs, 90) * 1000,
+		P99:    percentile(xs, 99) * 1000,
+	}
+}
+
+// percentile is numpy's default np.percentile (method "linear", Hyndman & Fan type 7):
+// the value at rank (n-1)*p/100 of the sorted sample, interpolated between neighbours.
+// gonum's stat.Quantile offers Empirical (an inverse of the empirical CDF, no interpolation)
+// and LinInterp (interpolation at rank n*p, H&F type 4); neither equals numpy's, and the
+// difference is visible at p99 of a few hundred requests, so vLLM's definition is kept here.
+// sorted must be sorted ascending and non-empty.
+func percentile(sorted []float64, p float64) float64 {
+	h := float64(len(sorted)-1) * p / 100
+	lo := math.Floor(h)
+	i := int(lo)
+	if i+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[i] + (h-lo)*(sorted[i+1]-sorted[i])
+}
