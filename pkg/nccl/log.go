@@ -272,7 +272,15 @@ func (a *LogAnalyzer) line(no int, raw []byte) {
 	s := trimRightSpace(raw)
 	var msg []byte
 	warn := false
-	if j := bytes.Index(s, bNCCLInfo); j >= 0 {
+	// The first "NCCL " is almost always the header's: test it in place before scanning again.
+	if j := i; bytes.HasPrefix(s[j:], bNCCLInfo) {
+		msg = s[j+len(bNCCLInfo):]
+		s = s[:j]
+	} else if bytes.HasPrefix(s[j:], bNCCLWarn) {
+		msg = s[j+len(bNCCLWarn):]
+		s = s[:j]
+		warn = true
+	} else if j := bytes.Index(s, bNCCLInfo); j >= 0 {
 		msg = s[j+len(bNCCLInfo):]
 		s = s[:j]
 	} else if j := bytes.Index(s, bNCCLWarn); j >= 0 {
@@ -283,17 +291,16 @@ func (a *LogAnalyzer) line(no int, raw []byte) {
 		// Old NCCL (and nccl-tests) print the version without the INFO header.
 		if k := bytes.Index(s, bVersion); k >= 0 {
 			a.ncclLines++
-			a.infoLine(no, raw, &proc{}, s[k:])
+			a.infoLine(no, raw, nil, s[k:])
 		}
 		return
 	}
 	a.ncclLines++
-	p := a.procFor(s)
 	if warn {
-		a.warnLine(no, raw, p, msg)
+		a.warnLine(no, raw, a.procFor(s), msg)
 		return
 	}
-	a.infoLine(no, raw, p, msg)
+	a.infoLine(no, raw, s, msg)
 }
 
 // procFor finds the process a line belongs to from its "host:pid:tid [dev]" header.
@@ -403,9 +410,14 @@ var (
 	bPluginLoad   = []byte("Plugin load")
 	bGDRDMA       = []byte("/GDRDMA")
 	bOFI          = []byte("NET/OFI")
+	bChannel      = []byte("Channel ")
+	bRing         = []byte("Ring ")
 )
 
-func (a *LogAnalyzer) infoLine(no int, raw []byte, p *proc, msg []byte) {
+// infoLine dispatches on the message; head (the "host:pid:tid [dev]" part) is resolved to its
+// process only for the messages that need one, so the bulk of a long log (TUNING lines, env
+// echoes) costs a few prefix checks and one scan.
+func (a *LogAnalyzer) infoLine(no int, raw, head, msg []byte) {
 	switch {
 	case bytes.HasPrefix(msg, bVersion):
 		v := msg[len(bVersion):]
@@ -417,23 +429,25 @@ func (a *LogAnalyzer) infoLine(no int, raw []byte, p *proc, msg []byte) {
 		}
 		a.addEvidence("version", no, raw)
 	case bytes.HasPrefix(msg, bUsingNetwork):
+		p := a.procFor(head)
 		name := trimRightSpace(msg[len(bUsingNetwork):])
-		if p.usingNet == "" || p.usingNet != string(name) {
+		if p.usingNet != string(name) {
 			p.usingNet = string(name)
 		}
 		a.addEvidence2("using:", p.usingNet, no, raw)
-	case bytes.Contains(msg, bVia):
-		a.channelLine(no, raw, p, msg)
+	case (bytes.HasPrefix(msg, bChannel) || bytes.HasPrefix(msg, bRing)) && bytes.Contains(msg, bVia):
+		a.channelLine(no, raw, a.procFor(head), msg)
 	case bytes.HasPrefix(msg, bOFI):
-		p.ofi = true
+		a.procFor(head).ofi = true
 		a.addEvidence("ofi", no, raw)
 	case bytes.HasPrefix(msg, bNET):
-		a.netLine(no, raw, p, msg)
-	case bytes.Contains(msg, bSetByEnv):
-		a.envLine(no, raw, msg)
+		a.netLine(no, raw, a.procFor(head), msg)
 	case bytes.Contains(msg, bBytesAlgo):
 		a.tuningLine(msg)
+	case bytes.Contains(msg, bSetByEnv):
+		a.envLine(no, raw, msg)
 	case bytes.HasPrefix(msg, []byte("comm ")) || bytes.HasPrefix(msg, []byte("ncclCommInit")) || bytes.HasPrefix(msg, []byte("Init COMPLETE")):
+		p := a.procFor(head)
 		if r, ok := intAfter(msg, " rank "); ok {
 			p.rank = r
 		}
@@ -446,7 +460,9 @@ func (a *LogAnalyzer) infoLine(no int, raw []byte, p *proc, msg []byte) {
 			p.nnodes = n
 		}
 	case bytes.Contains(msg, bGDR):
-		a.gdrLine(no, raw, p, msg)
+		a.gdrLine(no, raw, a.procFor(head), msg)
+	case bytes.Contains(msg, bVia):
+		a.channelLine(no, raw, a.procFor(head), msg)
 	}
 }
 
