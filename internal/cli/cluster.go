@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/kube"
+)
+
+// clients loads the Kubernetes clients from the global flags.
+func (a *App) clients() (*kube.Clients, error) {
+	return kube.Load(kube.Options{
+		Kubeconfig: a.Global.Kubeconfig, Context: a.Global.Context, Namespace: a.Global.Namespace, Getenv: a.Getenv,
+	})
+}
+
+func (a *App) cluster(kc *kube.Clients) *jobs.Cluster {
+	return &jobs.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Now: a.Now}
+}
+
+// sandboxNote says once, clearly, that the sandbox simulates workloads.
+func (a *App) sandboxNote(kc *kube.Clients) {
+	if kc.Sandbox {
+		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: the control plane is real, the GPU nodes and what runs in the pods are simulated (logs are recorded samples)")
+	}
+}
+
+// explainer enriches an unschedulable pod's reason with node allocatable (one node list per
+// distinct reason, cached by the watcher).
+func explainer(kc *kube.Clients) func(ctx context.Context, pod *corev1.Pod) string {
+	return func(ctx context.Context, pod *corev1.Pod) string {
+		msg := ""
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				msg = c.Message
+			}
+		}
+		if msg == "" {
+			return ""
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		nodes, err := kc.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return ""
+		}
+		return jobs.ExplainUnschedulable(pod, msg, nodes.Items)
+	}
+}
+
+// age prints a duration the way kubectl does: 5s, 3m, 2h, 4d.
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%02d:%02d", m, s)
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		fmt.Fprintf(w, "{\"error\": %q}\n", err.Error())
+		return
+	}
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,504 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/nccl"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+type trainOptions struct {
+	recipeInput
+	Name              string
+	NoWait            bool
+	DryRun            string
+	Output            string
+	Timeout           time.Duration
+	DeleteOnInterrupt bool
+	SaveLogs          string
+	RequireTransport  string
+	TailLines         int
+}
+
+func (o *trainOptions) flags() []ucli.Flag {
+	return append(o.recipeInput.flags(),
+		&ucli.StringFlag{Name: "name", Usage: "job name (default: the recipe's metadata.name)", Destination: &o.Name},
+		&ucli.BoolFlag{Name: "no-wait", Usage: "submit and return; follow later with ain status / ain logs -f", Destination: &o.NoWait},
+		&ucli.StringFlag{Name: "dry-run", Usage: "client: print what would be applied; server: ask the API server (schema, webhooks) without creating", Destination: &o.DryRun},
+		outputFlag(&o.Output, "", "with --dry-run: yaml or json; otherwise json prints the final summary as JSON"),
+		&ucli.DurationFlag{Name: "timeout", Usage: "stop watching after this long (exit 6); the job keeps running", Destination: &o.Timeout},
+		&ucli.BoolFlag{Name: "delete-on-interrupt", Usage: "on Ctrl-C, delete the job instead of leaving it running", Destination: &o.DeleteOnInterrupt},
+		&ucli.StringFlag{Name: "save-logs", Usage: "save every pod's log under `DIR`/<job>/ when the job ends", Destination: &o.SaveLogs},
+		&ucli.StringFlag{Name: "require-transport", Usage: "exit 5 unless every rank's NCCL used this transport (ib or roce), even if the job succeeded", Destination: &o.RequireTransport},
+		&ucli.IntFlag{Name: "tail", Value: 20, Usage: "log lines shown for a failed replica", Destination: &o.TailLines},
+	)
+}
+
+func (a *App) trainCommand() *ucli.Command {
+	o := &trainOptions{}
+	return &ucli.Command{
+		Name:      "train",
+		Usage:     "submit a training recipe as a PyTorchJob/MPIJob, watch it to the end, summarise (exit code = outcome)",
+		ArgsUsage: "RECIPE",
+		Description: "Server-side applies what `ain render` prints (field manager ain; re-running is idempotent), watches the\n" +
+			"job and its pods, explains Pending pods, then reads every rank's log and reports the NCCL transport used.\n\n" +
+			"Examples:\n" +
+			"  ain train qlora\n" +
+			"  ain train my-recipe.yaml --set nodes=2 --name exp-7 --no-wait\n" +
+			"  ain train qlora --dry-run=server -o yaml\n" +
+			"  ain train qlora --require-transport ib --save-logs ./logs",
+		Flags:       o.flags(),
+		Subcommands: []*ucli.Command{a.trainMergeCommand()},
+		Action:      func(c *ucli.Context) error { return a.runTrain(c, o) },
+	}
+}
+
+func (a *App) trainMergeCommand() *ucli.Command {
+	o := &trainOptions{}
+	var adapter, base, out string
+	return &ucli.Command{
+		Name:  "merge",
+		Usage: "merge a LoRA adapter into its base model as a one-GPU job (course 12.2.3)",
+		Description: "Runs the built-in qlora-merge recipe: loads BASE, applies ADAPTER with peft, merge_and_unload(), saves to OUT\n" +
+			"on the shared volume.\n\nExample:\n  ain train merge --adapter /shared/adapters/qlora-qwen2.5-7b --base /shared/models/Qwen2.5-7B-Instruct",
+		Flags: append(o.flags(),
+			&ucli.StringFlag{Name: "adapter", Usage: "adapter directory on the shared volume", Required: true, Destination: &adapter},
+			&ucli.StringFlag{Name: "base", Usage: "base model directory on the shared volume", Required: true, Destination: &base},
+			&ucli.StringFlag{Name: "out", Usage: "output directory (default: ADAPTER-merged)", Destination: &out},
+		),
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return ainerr.Usagef("merge takes no positional argument (got %s)", c.Args().First())
+			}
+			if out == "" {
+				out = strings.TrimSuffix(adapter, "/") + "-merged"
+			}
+			o.File = "qlora-merge"
+			extra := []string{"env.BASE_MODEL=" + base, "env.ADAPTER=" + adapter, "env.MERGED_OUT=" + out}
+			o.Sets = *ucli.NewStringSlice(append(extra, o.Sets.Value()...)...)
+			return a.runTrain(c, o)
+		},
+	}
+}
+
+func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
+	switch o.DryRun {
+	case "", "none", "client", "server":
+	default:
+		return ainerr.Usagef("--dry-run=%s: use client or server", o.DryRun)
+	}
+	switch o.RequireTransport {
+	case "", profile.FabricIB, profile.FabricRoCE:
+	default:
+		return ainerr.Usagef("--require-transport %s: use ib or roce", o.RequireTransport)
+	}
+	r, p, err := o.load(c, a.Getenv)
+	if err != nil {
+		return err
+	}
+	if r.Serving != nil {
+		return ainerr.Usagef("recipe %s is kind Serving: deploy it with `ain serve %s`", r.Metadata.Name, r.Metadata.Name)
+	}
+	a.printWarnings(r)
+	b, err := jobs.Build(r, p, jobs.Options{Name: o.Name, Namespace: a.Global.Namespace})
+	if err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
+	}
+	if o.DryRun == "client" {
+		return a.printObjects(b.Objects, o.Output)
+	}
+	kc, err := a.clients()
+	if err != nil {
+		return err
+	}
+	cl := a.cluster(kc)
+	ctx := c.Context
+	if o.DryRun == "server" {
+		res, err := cl.Apply(ctx, b.Objects, true)
+		if err != nil {
+			return a.applyError(kc, err)
+		}
+		objs := make([]runtime.Object, len(res))
+		for i, x := range res {
+			objs[i] = x.Object
+		}
+		fmt.Fprintln(a.Streams.Err, "server dry run: the API server accepted it (schema and admission webhooks); nothing was created")
+		return a.printObjects(objs, o.Output)
+	}
+	a.sandboxNote(kc)
+	job := b.Objects[0]
+	name := jobName(r, o.Name)
+	kind := job.GetObjectKind().GroupVersionKind().Kind
+	res, err := cl.Apply(ctx, b.Objects, false)
+	if err != nil {
+		return a.applyError(kc, err)
+	}
+	if res[0].Unchanged {
+		fmt.Fprintf(a.Streams.Err, "%s %s/%s already submitted with this spec (%s): nothing changed; watching it\n", kind, kc.Namespace, name, jobs.PhaseOf(res[0].Object))
+	} else {
+		fmt.Fprintf(a.Streams.Err, "applied %s %s/%s (%s; server-side apply, field manager %s)\n", kind, kc.Namespace, name, describeShape(r, p), jobs.FieldManager)
+	}
+	if o.NoWait {
+		fmt.Fprintf(a.Streams.Err, "follow it with: ain status %s   ain logs %s -f\n", name, name)
+		return nil
+	}
+	return a.watchJob(ctx, kc, cl, kind, name, o)
+}
+
+func jobName(r *recipe.Recipe, override string) string {
+	if override != "" {
+		return override
+	}
+	return r.Metadata.Name
+}
+
+func describeShape(r *recipe.Recipe, p *profile.Profile) string {
+	w := r.Workload()
+	return fmt.Sprintf("%d node(s) x %d GPU, fabric %s", w.Nodes, w.GPUsPerNode, p.Spec.Fabric)
+}
+
+func (a *App) applyError(kc *kube.Clients, err error) error {
+	var ie *jobs.ImmutableError
+	if errors.As(err, &ie) {
+		return ainerr.New(ainerr.Usage, err, fmt.Sprintf("run it under another name (--name %s-2), or remove the old one first: ain delete %s", ie.Name, ie.Name))
+	}
+	return kc.Classify(err, "applying the job")
+}
+
+func (a *App) printObjects(objs []runtime.Object, format string) error {
+	if format == "" {
+		format = "yaml"
+	}
+	out, err := jobs.Encode(objs, format)
+	if err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
+	}
+	_, err = a.Streams.Out.Write(out)
+	return err
+}
+
+// watchJob follows the job to its end and prints the summary; the returned error carries the exit code.
+func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluster, kind, name string, o *trainOptions) error {
+	ctx := parent
+	var cancel context.CancelFunc = func() {}
+	if o.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(parent, o.Timeout)
+	}
+	defer cancel()
+	start := a.Now()
+	view := newJobView(a, start)
+	defer view.stop()
+	snap, err := cl.Watch(ctx, kind, name, jobs.WatchOptions{OnChange: view.update, Explain: explainer(kc)})
+	view.stop()
+	if err != nil {
+		switch {
+		case parent.Err() != nil:
+			fmt.Fprintf(a.Streams.Err, "\nstopped watching %s/%s (%s). The job keeps running: resume with `ain status %s` or `ain logs %s -f`.\n", kind, name, snap.Phase, name, name)
+			if o.DeleteOnInterrupt {
+				dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer dcancel()
+				if deleted, derr := cl.Delete(dctx, mustFind(dctx, cl, name)); derr == nil {
+					fmt.Fprintf(a.Streams.Err, "--delete-on-interrupt: deleted %s\n", strings.Join(deleted, ", "))
+				}
+			}
+			return ainerr.New(ainerr.Cancelled, errors.New("interrupted"), "")
+		case errors.Is(err, context.DeadlineExceeded):
+			why := pendingReasons(snap)
+			msg := fmt.Sprintf("--timeout %s reached: %s %s/%s is %s", o.Timeout, kind, kc.Namespace, name, snap.Phase)
+			if why != "" {
+				msg += "\n" + why
+			}
+			return ainerr.New(ainerr.Timeout, errors.New(msg), "the job keeps running: `ain status "+name+"`, or `ain delete "+name+"`")
+		}
+		return kc.Classify(err, "watching the job")
+	}
+	if snap.Phase == jobs.PhaseDeleted {
+		return ainerr.New(ainerr.JobFailed, fmt.Errorf("%s %s/%s was deleted before it finished", kind, kc.Namespace, name), "")
+	}
+	pods, err := cl.Pods(parent, name)
+	if err != nil {
+		return kc.Classify(err, "reading the job's pods")
+	}
+	sum := cl.Summarize(parent, snap, pods, o.TailLines)
+	if o.SaveLogs != "" {
+		if dir, err := saveLogs(parent, cl, o.SaveLogs, snap, pods); err != nil {
+			fmt.Fprintf(a.Streams.Err, "warning: saving logs: %v\n", err)
+		} else {
+			fmt.Fprintf(a.Streams.Err, "logs saved under %s\n", dir)
+		}
+	}
+	if o.Output == "json" {
+		writeJSON(a.Streams.Out, sum)
+	} else {
+		a.printSummary(sum, kc)
+	}
+	return outcome(sum, o.RequireTransport, name)
+}
+
+func mustFind(ctx context.Context, cl *jobs.Cluster, name string) *unstructured.Unstructured {
+	u, err := cl.Find(ctx, name)
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+func pendingReasons(s jobs.Snapshot) string {
+	var lines []string
+	for _, p := range s.Pods {
+		if p.Why != "" {
+			lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Why))
+		}
+	}
+	if len(s.Pods) == 0 && s.Phase == jobs.PhasePending {
+		lines = append(lines, "  no pods yet: is the training-operator running? (ain preflight)")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// outcome maps a summary to the exit status.
+func outcome(sum jobs.Summary, require, name string) error {
+	if sum.Phase == jobs.PhaseFailed {
+		return quiet(ainerr.JobFailed)
+	}
+	if require != "" && sum.Transport != require {
+		got := sum.Transport
+		if got == "" {
+			got = "unknown (no NCCL transport lines in the logs)"
+		}
+		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: NCCL used %s", require, got),
+			"see the evidence above; `ain doctor nccl-log "+name+"` explains it per rank")
+	}
+	return nil
+}
+
+// saveLogs writes every pod's full log to dir/<job>/<pod>.log and returns that folder.
+func saveLogs(ctx context.Context, cl *jobs.Cluster, dir string, snap jobs.Snapshot, pods []corev1.Pod) (string, error) {
+	out := filepath.Join(dir, snap.Name)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	for _, p := range pods {
+		rc, err := cl.PodLogs(ctx, p.Name, "", -1, false)
+		if err != nil {
+			return "", err
+		}
+		f, err := os.Create(filepath.Join(out, p.Name+".log"))
+		if err != nil {
+			rc.Close()
+			return "", err
+		}
+		_, err = io.Copy(f, rc)
+		rc.Close()
+		f.Close()
+		if err != nil {
+			return "", err
+		}
+	}
+	return out, nil
+}
+
+func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
+	w := a.Streams.Out
+	dur := ""
+	if s.Duration > 0 {
+		dur = " in " + s.Duration.Round(time.Second).String()
+	}
+	fmt.Fprintf(w, "\n%s %s/%s %s%s\n", s.Kind, s.Namespace, s.Name, s.Phase, dur)
+	if s.Message != "" && s.Phase == jobs.PhaseFailed {
+		fmt.Fprintf(w, "  %s\n", s.Message)
+	}
+	rows := [][]string{}
+	for _, r := range s.Ranks {
+		result := r.Phase
+		if r.ExitCode != nil {
+			result = fmt.Sprintf("exit %d", *r.ExitCode)
+		}
+		gdr := "-"
+		if r.GDR != nil {
+			gdr = map[bool]string{true: "yes", false: "no"}[*r.GDR]
+		}
+		t := r.Transport
+		if t == "" {
+			t = "-"
+		}
+		rows = append(rows, []string{fmt.Sprintf("%s-%d", r.Replica, r.Index), r.Name, r.Node, result, t, gdr, strings.Join(r.Devices, ",")})
+	}
+	a.table([]string{"REPLICA", "POD", "NODE", "RESULT", "TRANSPORT", "GDR", "DEVICES"}, rows)
+	switch {
+	case s.Transport == "":
+		fmt.Fprintln(w, "NCCL: no transport lines in the logs (set NCCL_DEBUG=INFO, as ain does by default, to verify the fabric)")
+	case len(s.Problems) == 0:
+		fmt.Fprintf(w, "NCCL: every rank used %s\n", describeTransport(s.Transport))
+	default:
+		fmt.Fprintf(w, "NCCL: %s\n", describeTransport(s.Transport))
+	}
+	for _, p := range s.Problems {
+		fmt.Fprintf(w, "  problem: %s\n", p.Message)
+		for _, e := range p.Lines {
+			fmt.Fprintf(w, "    %s:%d: %s\n", e.File, e.Line, e.Text)
+		}
+		if p.Fix != "" {
+			fmt.Fprintf(w, "    fix: %s\n", p.Fix)
+		}
+	}
+	if s.Phase == jobs.PhaseFailed {
+		for _, r := range s.Ranks {
+			if r.ExitCode == nil || *r.ExitCode == 0 {
+				if r.Phase != "Failed" {
+					continue
+				}
+			}
+			fmt.Fprintf(w, "\n%s (%s on %s) failed; its last %d lines:\n", r.Name, r.State, r.Node, len(r.LastLines))
+			for _, l := range r.LastLines {
+				fmt.Fprintf(w, "  | %s\n", l)
+			}
+		}
+	}
+}
+
+func describeTransport(t string) string {
+	switch t {
+	case nccl.TransportIB:
+		return "ib (InfiniBand verbs)"
+	case nccl.TransportRoCE:
+		return "roce (RDMA over Converged Ethernet)"
+	case nccl.TransportSocket:
+		return "socket (TCP): the RDMA fabric was NOT used"
+	case nccl.TransportNone:
+		return "none (no network: single node, P2P/SHM only)"
+	case "mixed":
+		return "mixed: ranks used different transports"
+	}
+	return t
+}
+
+// jobView prints the job's progress: a live block redrawn on a TTY, one line per change otherwise.
+type jobView struct {
+	a       *App
+	start   time.Time
+	mu      sync.Mutex
+	last    *jobs.Snapshot
+	lines   int
+	podKeys map[string]string
+	phase   string
+	done    chan struct{}
+	once    sync.Once
+}
+
+func newJobView(a *App, start time.Time) *jobView {
+	v := &jobView{a: a, start: start, podKeys: map[string]string{}, done: make(chan struct{})}
+	if a.Streams.IsTTY {
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-v.done:
+					return
+				case <-t.C:
+					v.mu.Lock()
+					v.redraw()
+					v.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return v
+}
+
+func (v *jobView) stop() { v.once.Do(func() { close(v.done) }) }
+
+func (v *jobView) update(s jobs.Snapshot) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.last = &s
+	if v.a.Streams.IsTTY {
+		v.redraw()
+		return
+	}
+	el := clock(v.a.Now().Sub(v.start))
+	w := v.a.Streams.Err
+	if s.Phase != v.phase {
+		v.phase = s.Phase
+		msg := ""
+		if s.Message != "" {
+			msg = ": " + s.Message
+		}
+		fmt.Fprintf(w, "%s  %s %s/%s %s%s\n", el, s.Kind, s.Namespace, s.Name, s.Phase, msg)
+	}
+	for _, p := range s.Pods {
+		k := fmt.Sprintf("%s %s %v %d %s %s", p.Phase, p.Node, p.Ready, p.Restarts, p.State, p.Why)
+		if v.podKeys[p.Name] == k {
+			continue
+		}
+		v.podKeys[p.Name] = k
+		fmt.Fprintf(w, "%s    %s\n", el, podLine(p))
+	}
+}
+
+func podLine(p jobs.PodInfo) string {
+	s := fmt.Sprintf("%s: %s", p.Name, p.Phase)
+	if p.Node != "" {
+		s += " on " + p.Node
+	}
+	if p.Ready {
+		s += ", ready"
+	}
+	if p.Restarts > 0 {
+		s += fmt.Sprintf(", %d restarts", p.Restarts)
+	}
+	if p.Why != "" {
+		s += " (" + p.Why + ")"
+	}
+	return s
+}
+
+func (v *jobView) redraw() {
+	s := v.last
+	if s == nil {
+		return
+	}
+	w := v.a.Streams.Err
+	if v.lines > 0 {
+		fmt.Fprintf(w, "\x1b[%dA\x1b[J", v.lines)
+	}
+	now := v.a.Now()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s/%s  %s  %s\n", s.Kind, s.Namespace, s.Name, s.Phase, clock(now.Sub(v.start)))
+	fmt.Fprintf(&b, "  %-12s %-32s %-10s %-14s %-8s %s\n", "REPLICA", "POD", "PHASE", "NODE", "RESTARTS", "AGE")
+	for _, p := range s.Pods {
+		ph := p.Phase
+		if p.Ready {
+			ph += "*"
+		}
+		a := "-"
+		if !p.Started.IsZero() {
+			a = age(now.Sub(p.Started))
+		}
+		fmt.Fprintf(&b, "  %-12s %-32s %-10s %-14s %-8d %s\n", fmt.Sprintf("%s-%d", p.Replica, p.Index), p.Name, ph, p.Node, p.Restarts, a)
+		if p.Why != "" {
+			fmt.Fprintf(&b, "      %s\n", p.Why)
+		}
+	}
+	out := b.String()
+	v.lines = strings.Count(out, "\n")
+	fmt.Fprint(w, out)
+}

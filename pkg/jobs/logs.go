@@ -1,0 +1,183 @@
+package jobs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ain-hpc/ain/pkg/nccl"
+)
+
+// PodLogs opens a pod's log (container "" picks the only container). tail < 0 means all lines.
+func (c *Cluster) PodLogs(ctx context.Context, pod, container string, tail int64, follow bool) (io.ReadCloser, error) {
+	o := &corev1.PodLogOptions{Container: container, Follow: follow}
+	if tail >= 0 {
+		o.TailLines = &tail
+	}
+	return c.Kube.CoreV1().Pods(c.Namespace).GetLogs(pod, o).Stream(ctx)
+}
+
+// RankResult is what the summary says about one replica pod.
+type RankResult struct {
+	PodInfo
+	Transport string          `json:"transport,omitempty"`
+	GDR       *bool           `json:"gdr,omitempty"`
+	Devices   []string        `json:"devices,omitempty"`
+	NCCL      *nccl.LogReport `json:"nccl,omitempty"`
+	LastLines []string        `json:"lastLines,omitempty"`
+	LogError  string          `json:"logError,omitempty"`
+}
+
+// Summary is the end-of-run report.
+type Summary struct {
+	Snapshot
+	Duration time.Duration `json:"durationNs"`
+	Ranks    []RankResult  `json:"ranks"`
+	// Transport is the transport NCCL used across the job ("" when no NCCL log line was seen).
+	Transport string `json:"transport,omitempty"`
+	// Problems found in the logs (socket fallback, mixed transports, /dev/shm ...).
+	Problems []nccl.Finding `json:"problems,omitempty"`
+}
+
+// MainContainer is the container holding a job's work for the given kind.
+func MainContainer(kind string) string {
+	if kind == kubeflowv1.MPIJobKind {
+		return MPIContainer
+	}
+	return PyTorchContainer
+}
+
+// maxSummaryLog bounds how much of each pod's log the summary reads through the analyser
+// (the analyser itself streams; this bounds time on huge logs).
+const maxSummaryLog = 256 << 20
+
+// Summarize reads every replica's log and runs the NCCL transport analyser on it.
+func (c *Cluster) Summarize(ctx context.Context, snap Snapshot, pods []corev1.Pod, tailLines int) Summary {
+	s := Summary{Snapshot: snap}
+	if !snap.Started.IsZero() && !snap.Finished.IsZero() {
+		s.Duration = snap.Finished.Sub(snap.Started)
+	} else if !snap.Finished.IsZero() {
+		s.Duration = snap.Finished.Sub(snap.Created)
+	}
+	container := MainContainer(snap.Kind)
+	var transports = map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		rr := RankResult{PodInfo: podInfo(p)}
+		cname := container
+		if !hasContainer(p, cname) {
+			cname = ""
+		}
+		rc, err := c.PodLogs(ctx, p.Name, cname, -1, false)
+		if err != nil {
+			rr.LogError = err.Error()
+			s.Ranks = append(s.Ranks, rr)
+			continue
+		}
+		tail := newTail(tailLines)
+		an := nccl.NewLogAnalyzer()
+		_ = an.Feed(p.Name, io.TeeReader(io.LimitReader(rc, maxSummaryLog), tail))
+		rc.Close()
+		rep := an.Report()
+		rr.LastLines = tail.lines()
+		if rep.NCCLLines > 0 {
+			rr.NCCL = rep
+			rr.Transport, rr.GDR, rr.Devices = rep.Transport, rep.GDR, rep.Devices
+			if rep.Transport != nccl.TransportUnknown {
+				transports[rep.Transport] = true
+			}
+			for _, f := range rep.Problems {
+				s.Problems = append(s.Problems, f)
+			}
+		}
+		s.Ranks = append(s.Ranks, rr)
+	}
+	switch len(transports) {
+	case 0:
+	case 1:
+		for t := range transports {
+			s.Transport = t
+		}
+	default:
+		var ts []string
+		for t := range transports {
+			ts = append(ts, t)
+		}
+		s.Transport = "mixed"
+		s.Problems = append(s.Problems, nccl.Finding{Code: nccl.CodeMixedTransport, Message: "ranks used different transports: " + strings.Join(ts, ", ")})
+	}
+	return s
+}
+
+func hasContainer(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// tail keeps the last n lines written to it.
+type tail struct {
+	n    int
+	buf  [][]byte
+	part []byte
+}
+
+func newTail(n int) *tail { return &tail{n: n} }
+
+func (t *tail) Write(p []byte) (int, error) {
+	data := append(t.part, p...)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		t.push(data[:i])
+		data = data[i+1:]
+	}
+	t.part = append([]byte(nil), data...)
+	return len(p), nil
+}
+
+func (t *tail) push(line []byte) {
+	if t.n <= 0 {
+		return
+	}
+	if len(t.buf) == t.n {
+		copy(t.buf, t.buf[1:])
+		t.buf = t.buf[:t.n-1]
+	}
+	t.buf = append(t.buf, append([]byte(nil), line...))
+}
+
+func (t *tail) lines() []string {
+	if len(t.part) > 0 {
+		t.push(t.part)
+		t.part = nil
+	}
+	out := make([]string, len(t.buf))
+	for i, l := range t.buf {
+		out[i] = string(l)
+	}
+	return out
+}
+
+// Prefixed copies r to w with prefix before every line (for several pods' logs at once).
+func Prefixed(w io.Writer, r io.Reader, prefix string) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		if _, err := io.WriteString(w, prefix+sc.Text()+"\n"); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}

@@ -1,0 +1,357 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+// PodInfo is one replica pod as ain shows it.
+type PodInfo struct {
+	Name     string    `json:"name"`
+	Replica  string    `json:"replica"` // master, worker, launcher
+	Index    int       `json:"index"`
+	Phase    string    `json:"phase"`
+	Ready    bool      `json:"ready"`
+	Node     string    `json:"node,omitempty"`
+	Restarts int32     `json:"restarts"`
+	Started  time.Time `json:"started,omitempty"`
+	// State is a short word for the container state: Waiting:REASON, Running, Terminated:REASON.
+	State    string `json:"state,omitempty"`
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Why explains a pod that is not progressing (unschedulable, image pull, crash loop, OOM).
+	Why string `json:"why,omitempty"`
+}
+
+// Snapshot is a job's state at one moment.
+type Snapshot struct {
+	Kind       string                    `json:"kind"`
+	Name       string                    `json:"name"`
+	Namespace  string                    `json:"namespace"`
+	Phase      string                    `json:"phase"`
+	Message    string                    `json:"message,omitempty"`
+	Created    time.Time                 `json:"created"`
+	Started    time.Time                 `json:"started,omitempty"`
+	Finished   time.Time                 `json:"finished,omitempty"`
+	Pods       []PodInfo                 `json:"pods"`
+	Conditions []kubeflowv1.JobCondition `json:"conditions,omitempty"`
+}
+
+// Key is a compact summary used to print one line per state change.
+func (s *Snapshot) Key() string {
+	var b strings.Builder
+	b.WriteString(s.Phase)
+	for _, p := range s.Pods {
+		fmt.Fprintf(&b, "|%s:%s:%s:%v:%d:%s:%s", p.Name, p.Phase, p.Node, p.Ready, p.Restarts, p.State, p.Why)
+	}
+	return b.String()
+}
+
+// SnapshotOf builds a snapshot from a job and its pods; explain may add reasons to pods.
+func SnapshotOf(job *unstructured.Unstructured, pods []corev1.Pod) Snapshot {
+	st := StatusOf(job)
+	phase, msg := phaseAndMessage(st)
+	s := Snapshot{
+		Kind: job.GetKind(), Name: job.GetName(), Namespace: job.GetNamespace(),
+		Phase: phase, Message: msg, Created: job.GetCreationTimestamp().Time, Conditions: st.Conditions,
+	}
+	if st.StartTime != nil {
+		s.Started = st.StartTime.Time
+	}
+	if st.CompletionTime != nil {
+		s.Finished = st.CompletionTime.Time
+	}
+	if Terminal(phase) && s.Finished.IsZero() {
+		for _, c := range st.Conditions {
+			if string(c.Type) == phase {
+				s.Finished = c.LastTransitionTime.Time
+			}
+		}
+	}
+	SortPods(pods)
+	for i := range pods {
+		s.Pods = append(s.Pods, podInfo(&pods[i]))
+	}
+	return s
+}
+
+func podInfo(p *corev1.Pod) PodInfo {
+	pi := PodInfo{
+		Name: p.Name, Replica: p.Labels[kubeflowv1.ReplicaTypeLabel], Index: ReplicaIndex(p),
+		Phase: string(p.Status.Phase), Node: p.Spec.NodeName,
+	}
+	if p.Status.StartTime != nil {
+		pi.Started = p.Status.StartTime.Time
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			pi.Ready = true
+		}
+	}
+	if len(p.Status.ContainerStatuses) > 0 {
+		cs := p.Status.ContainerStatuses[0]
+		pi.Restarts = cs.RestartCount
+		switch {
+		case cs.State.Waiting != nil:
+			pi.State = "Waiting:" + cs.State.Waiting.Reason
+		case cs.State.Running != nil:
+			pi.State = "Running"
+		case cs.State.Terminated != nil:
+			pi.State = "Terminated:" + cs.State.Terminated.Reason
+			code := cs.State.Terminated.ExitCode
+			pi.ExitCode = &code
+		}
+	}
+	pi.Why = ExplainPod(p)
+	return pi
+}
+
+// WatchOptions tune Watch.
+type WatchOptions struct {
+	// OnChange is called with every new snapshot (from the watch goroutine, serialised).
+	OnChange func(Snapshot)
+	// Explain adds cluster context (node allocatable) to an unschedulable pod's reason.
+	Explain func(ctx context.Context, pod *corev1.Pod) string
+}
+
+// Watch follows a job and its pods with informers (list once, then watch; the reflector
+// re-lists and resumes by itself after a dropped connection or an API server restart) until the
+// job ends, is deleted, or ctx is done. It returns the last snapshot.
+func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) (Snapshot, error) {
+	gvr, err := GVRFor(kind)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	jobFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, c.Namespace, func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})
+	jobInf := jobFactory.ForResource(gvr).Informer()
+	podFactory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(c.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = kubeflowv1.JobNameLabel + "=" + name
+		}))
+	podInf := podFactory.Core().V1().Pods().Informer()
+
+	changed := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() },
+		DeleteFunc: func(any) { poke() },
+	}
+	if _, err := jobInf.AddEventHandler(h); err != nil {
+		return Snapshot{}, err
+	}
+	if _, err := podInf.AddEventHandler(h); err != nil {
+		return Snapshot{}, err
+	}
+	jobFactory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
+	defer jobFactory.Shutdown()
+	defer podFactory.Shutdown()
+
+	var last Snapshot
+	lastKey := ""
+	seen := false
+	explained := map[string]string{} // pod/reason -> enriched explanation (computed once)
+	var mu sync.Mutex
+	for {
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-changed:
+		}
+		if !jobInf.HasSynced() || !podInf.HasSynced() {
+			continue
+		}
+		obj, exists, err := jobInf.GetStore().GetByKey(c.Namespace + "/" + name)
+		if err != nil {
+			return last, err
+		}
+		if !exists {
+			if seen {
+				last.Phase = PhaseDeleted
+				last.Message = "the job was deleted while ain was watching it"
+				if o.OnChange != nil {
+					o.OnChange(last)
+				}
+				return last, nil
+			}
+			continue
+		}
+		seen = true
+		job := obj.(*unstructured.Unstructured)
+		var pods []corev1.Pod
+		for _, p := range podInf.GetStore().List() {
+			pods = append(pods, *p.(*corev1.Pod))
+		}
+		snap := SnapshotOf(job, pods)
+		if o.Explain != nil {
+			for i := range snap.Pods {
+				pi := &snap.Pods[i]
+				if !strings.HasPrefix(pi.Why, "unschedulable") {
+					continue
+				}
+				key := pi.Name + "/" + pi.Why
+				mu.Lock()
+				e, ok := explained[key]
+				mu.Unlock()
+				if !ok {
+					for j := range pods {
+						if pods[j].Name == pi.Name {
+							e = o.Explain(ctx, &pods[j])
+						}
+					}
+					mu.Lock()
+					explained[key] = e
+					mu.Unlock()
+				}
+				if e != "" {
+					pi.Why = e
+				}
+			}
+		}
+		last = snap
+		if k := snap.Key(); k != lastKey {
+			lastKey = k
+			if o.OnChange != nil {
+				o.OnChange(snap)
+			}
+		}
+		if Terminal(snap.Phase) {
+			return snap, nil
+		}
+	}
+}
+
+// ExplainPod says in a sentence why a pod is not progressing, from its own status only
+// ("" when nothing is wrong).
+func ExplainPod(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return "unschedulable: " + c.Message
+		}
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName":
+				return fmt.Sprintf("image pull failing for %s: %s", cs.Image, firstLine(w.Message))
+			case "CrashLoopBackOff":
+				s := fmt.Sprintf("crash-looping (%d restarts)", cs.RestartCount)
+				if t := cs.LastTerminationState.Terminated; t != nil {
+					s += fmt.Sprintf(": last exit code %d (%s)", t.ExitCode, t.Reason)
+				}
+				return s
+			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				return fmt.Sprintf("%s: %s", w.Reason, firstLine(w.Message))
+			}
+		}
+		if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+			return "OOMKilled: the container exceeded its memory limit (a memory-backed /dev/shm counts too): raise spec.resources.memory or lower the batch size"
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" {
+			return "OOMKilled earlier: the container exceeded its memory limit (a memory-backed /dev/shm counts too)"
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// ExplainUnschedulable turns the scheduler's message plus node allocatable into a sentence, e.g.
+// "0/3 nodes have 1 free rdma/rdma_shared_device_a (2 nodes have 0 allocatable: is the RDMA
+// shared device plugin running?)".
+func ExplainUnschedulable(pod *corev1.Pod, schedulerMsg string, nodes []corev1.Node) string {
+	if len(pod.Spec.Containers) == 0 {
+		return "unschedulable: " + schedulerMsg
+	}
+	req := corev1.ResourceList{}
+	for _, c := range pod.Spec.Containers {
+		for k, v := range c.Resources.Requests {
+			q := req[k]
+			q.Add(v)
+			req[k] = q
+		}
+	}
+	names := make([]string, 0, len(req))
+	for k := range req {
+		if strings.Contains(string(k), "/") { // extended resources: GPUs, RDMA
+			names = append(names, string(k))
+		}
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		want := req[corev1.ResourceName(n)]
+		none, enough := 0, 0
+		for _, node := range nodes {
+			a, ok := node.Status.Allocatable[corev1.ResourceName(n)]
+			switch {
+			case !ok || a.IsZero():
+				none++
+			case a.Cmp(want) >= 0:
+				enough++
+			}
+		}
+		insufficient := strings.Contains(schedulerMsg, "Insufficient "+n)
+		if !insufficient && none == 0 {
+			continue
+		}
+		s := fmt.Sprintf("%d/%d nodes can hold %s %s", enough, len(nodes), want.String(), n)
+		if insufficient {
+			s = fmt.Sprintf("0/%d nodes have %s free %s", len(nodes), want.String(), n)
+		}
+		if none > 0 {
+			s += fmt.Sprintf(" (%d node(s) have 0 allocatable: %s)", none, hintFor(n))
+		} else if insufficient {
+			s += " (all allocated to other pods: wait, or delete finished jobs with `ain delete`)"
+		}
+		parts = append(parts, s)
+	}
+	if strings.Contains(schedulerMsg, "untolerated taint") {
+		parts = append(parts, "some nodes have taints the pod does not tolerate: add tolerations to the profile")
+	}
+	if strings.Contains(schedulerMsg, "didn't match Pod's node affinity/selector") {
+		parts = append(parts, "the profile's nodeSelector matches no free node")
+	}
+	if len(parts) == 0 {
+		return "unschedulable: " + schedulerMsg
+	}
+	return "unschedulable: " + strings.Join(parts, "; ") + " [scheduler: " + schedulerMsg + "]"
+}
+
+func hintFor(resource string) string {
+	switch {
+	case strings.HasPrefix(resource, "rdma/"):
+		return "is the RDMA shared device plugin running there?"
+	case strings.Contains(resource, "gpu"):
+		return "is the NVIDIA device plugin running there?"
+	case strings.HasPrefix(resource, "nvidia.com/"):
+		return "is the SR-IOV network device plugin running there?"
+	}
+	return "is its device plugin running there?"
+}

@@ -1,0 +1,204 @@
+// Package kube builds Kubernetes clients from a kubeconfig (or the local ain sandbox when no
+// cluster is configured) and maps API errors to ain's exit codes with a hint naming the
+// kubeconfig and context that were used.
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/sandbox"
+)
+
+// Options select the cluster.
+type Options struct {
+	Kubeconfig string // --kubeconfig
+	Context    string // --context
+	Namespace  string // -n
+	Getenv     func(string) string
+	// UserAgent names the client in the API server's logs and audit (default "ain").
+	UserAgent string
+}
+
+// Clients are the clients a command uses, with where they came from.
+type Clients struct {
+	Config     *rest.Config
+	Kube       kubernetes.Interface
+	Dynamic    dynamic.Interface
+	Namespace  string
+	Kubeconfig string // the file used ("" for in-cluster)
+	Context    string
+	Server     string
+	Sandbox    bool // the kubeconfig is the local ain sandbox's
+}
+
+// Load resolves the kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config, else the running
+// ain sandbox's. It returns an Unreachable error with a hint when none is found.
+func Load(o Options) (*Clients, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	path, isSandbox := o.Kubeconfig, false
+	if path == "" {
+		path = getenv("KUBECONFIG")
+	}
+	if path == "" {
+		if home := getenv("HOME"); home != "" {
+			if p := filepath.Join(home, ".kube", "config"); fileExists(p) {
+				path = p
+			}
+		}
+	}
+	if path == "" {
+		if dir, err := sandbox.StateDir(getenv); err == nil {
+			if p := (sandbox.Layout{Dir: dir}).Kubeconfig(); fileExists(p) {
+				path, isSandbox = p, true
+			}
+		}
+	}
+	if path == "" {
+		return nil, ainerr.New(ainerr.Unreachable, errors.New("no cluster configured: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and no local sandbox"),
+			"start the local simulated cluster with `ain sandbox up`, or point --kubeconfig at your cluster")
+	}
+	if !isSandbox {
+		if dir, err := sandbox.StateDir(getenv); err == nil && sameFile(path, (sandbox.Layout{Dir: dir}).Kubeconfig()) {
+			isSandbox = true
+		}
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	if o.Kubeconfig == "" && getenv("KUBECONFIG") != "" && !isSandbox {
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(getenv("KUBECONFIG"))}
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("kubeconfig %s: %w", path, err), "check --kubeconfig and --context (kubectl config get-contexts)")
+	}
+	raw, _ := cc.RawConfig()
+	ctxName := o.Context
+	if ctxName == "" {
+		ctxName = raw.CurrentContext
+	}
+	ns := o.Namespace
+	if ns == "" {
+		if n, _, err := cc.Namespace(); err == nil && n != "" {
+			ns = n
+		} else {
+			ns = "default"
+		}
+	}
+	cfg.UserAgent = o.UserAgent
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "ain"
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{Config: cfg, Kube: kc, Dynamic: dc, Namespace: ns, Kubeconfig: path, Context: ctxName, Server: cfg.Host, Sandbox: isSandbox}, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// Where describes the cluster for hints: "kubeconfig X, context Y, server Z".
+func (c *Clients) Where() string {
+	s := fmt.Sprintf("kubeconfig %s, context %q, server %s", c.Kubeconfig, c.Context, c.Server)
+	if c.Sandbox {
+		s += " (the local ain sandbox)"
+	}
+	return s
+}
+
+// Classify maps an API error to ain's exit codes: unreachable, unauthorised or forbidden get a
+// hint naming the kubeconfig and context; other errors are returned wrapped with what.
+func (c *Clients) Classify(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var ae *ainerr.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s: the cluster refused our credentials (401 Unauthorized)", what),
+			"the token or certificate in "+c.Where()+" is not accepted: refresh your credentials or pick another --context")
+	case apierrors.IsForbidden(err):
+		return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s: %v", what, apiMessage(err)),
+			"your user may not do this in namespace "+c.Namespace+" ("+c.Where()+"): ask for RBAC access or use -n")
+	case isUnreachable(err):
+		hint := "is the cluster up? (" + c.Where() + ")"
+		if c.Sandbox {
+			hint = "the local sandbox is not answering: `ain sandbox status`, or `ain sandbox up`"
+		}
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: cannot reach the API server: %v", what, rootCause(err)), hint)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func apiMessage(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return se.Status().Message
+	}
+	return err.Error()
+}
+
+func isUnreachable(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout")
+}
+
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
