@@ -1,17 +1,330 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/sandbox"
 )
 
-// sandboxCommand is a placeholder until issue #3 lands.
+type sandboxOptions struct {
+	StateDir string
+	// up
+	Nodes, GPUs  int
+	Fabric       string
+	Scenario     string
+	RDMAResource string
+	RDMACount    int
+	Forwards     ucli.StringSlice
+	Timeout      time.Duration
+	// status
+	Output string
+	// down
+	Purge bool
+}
+
 func (a *App) sandboxCommand() *ucli.Command {
+	o := &sandboxOptions{}
+	stateFlag := &ucli.StringFlag{Name: "state-dir", Usage: "the sandbox's state folder (default: $AIN_SANDBOX_STATE, else $XDG_STATE_HOME/ain/sandbox)", Destination: &o.StateDir}
 	return &ucli.Command{
-		Name:   "sandbox",
-		Usage:  "(not built yet: issue #3)",
-		Hidden: true,
-		Action: func(*ucli.Context) error { return ainerr.Usagef("ain sandbox is not built yet (issue #3)") },
+		Name:  "sandbox",
+		Usage: "a local Kubernetes control plane with simulated GPU/RDMA nodes, to rehearse without a cluster",
+		Description: "Runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the Kubeflow training-operator\n" +
+			"(with its validating webhook) for real on 127.0.0.1, and kwok for the nodes. Only the nodes and the containers\n" +
+			"are simulated: pods go through their phases and print recorded log samples chosen by the scenario.\n" +
+			"The binaries are built from Go modules on first use (minutes) into $AIN_SANDBOX_CACHE or ~/.cache/ain.\n\n" +
+			"Examples:\n" +
+			"  ain sandbox up --nodes 3 --scenario ib-port-init\n" +
+			"  eval \"$(ain sandbox env)\"; kubectl get nodes\n" +
+			"  ain sandbox down --purge",
+		Subcommands: []*ucli.Command{
+			{
+				Name:  "up",
+				Usage: "start the sandbox (builds its binaries on first use); reports the running one if already up",
+				Flags: []ucli.Flag{
+					stateFlag,
+					&ucli.IntFlag{Name: "nodes", Value: sandbox.DefaultNodes, Usage: "simulated GPU nodes (gpu-node-1..N)", Destination: &o.Nodes},
+					&ucli.IntFlag{Name: "gpus-per-node", Value: sandbox.DefaultGPUsPerNode, Usage: "allocatable nvidia.com/gpu per node", Destination: &o.GPUs},
+					&ucli.StringFlag{Name: "fabric", Value: sandbox.DefaultFabric, Usage: "ib or roce: what the simulated ports and NCCL logs show", Destination: &o.Fabric},
+					&ucli.StringFlag{Name: "scenario", Value: sandbox.DefaultScenario, Usage: "one of: " + strings.Join(sandbox.Scenarios(), ", "), Destination: &o.Scenario},
+					&ucli.StringFlag{Name: "rdma-resource", Value: sandbox.DefaultRDMAResource, Usage: "the RDMA device plugin's resource name", Destination: &o.RDMAResource},
+					&ucli.IntFlag{Name: "rdma-count", Value: sandbox.DefaultRDMACount, Usage: "allocatable RDMA resource per node", Destination: &o.RDMACount},
+					&ucli.StringSliceFlag{Name: "forward", Usage: "PODPORT=HOST:PORT: port-forwards to any sandbox pod's PODPORT reach this local address (repeatable)", Destination: &o.Forwards},
+					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout},
+				},
+				Action: func(c *ucli.Context) error { return a.runSandboxUp(c.Context, o) },
+			},
+			{
+				Name:   "status",
+				Usage:  "components, pids, ports, versions, nodes with allocatable, webhook",
+				Flags:  []ucli.Flag{stateFlag, outputFlag(&o.Output, "", "json for machines; default a table")},
+				Action: func(c *ucli.Context) error { return a.runSandboxStatus(c.Context, o) },
+			},
+			{
+				Name:   "kubeconfig",
+				Usage:  "print the path of the sandbox's kubeconfig",
+				Flags:  []ucli.Flag{stateFlag},
+				Action: func(c *ucli.Context) error { return a.runSandboxKubeconfig(o, false) },
+			},
+			{
+				Name:   "env",
+				Usage:  "print `export KUBECONFIG=...` for eval \"$(ain sandbox env)\"",
+				Flags:  []ucli.Flag{stateFlag},
+				Action: func(c *ucli.Context) error { return a.runSandboxKubeconfig(o, true) },
+			},
+			{
+				Name:  "down",
+				Usage: "stop every process of the sandbox, by pid; --purge also removes its state",
+				Flags: []ucli.Flag{stateFlag,
+					&ucli.BoolFlag{Name: "purge", Usage: "also remove the state folder (etcd data, certificates, kubeconfig, logs)", Destination: &o.Purge}},
+				Action: func(c *ucli.Context) error { return a.runSandboxDown(c.Context, o) },
+			},
+			{
+				// The sandbox's container-side simulation, started in the background by `up`.
+				Name:   "agent",
+				Hidden: true,
+				Flags:  []ucli.Flag{stateFlag},
+				Action: func(c *ucli.Context) error { return a.runSandboxAgent(c.Context, o) },
+			},
+		},
 	}
+}
+
+func (a *App) sandboxDir(o *sandboxOptions) (string, error) {
+	if o.StateDir != "" {
+		return o.StateDir, nil
+	}
+	return sandbox.StateDir(a.Getenv)
+}
+
+func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
+	dir, err := a.sandboxDir(o)
+	if err != nil {
+		return err
+	}
+	cache, err := sandbox.CacheDir(a.Getenv)
+	if err != nil {
+		return err
+	}
+	cfg := sandbox.Config{Nodes: o.Nodes, GPUsPerNode: o.GPUs, Fabric: o.Fabric, Scenario: o.Scenario,
+		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount}
+	for _, f := range o.Forwards.Value() {
+		pf, err := sandbox.ParsePortForward(f)
+		if err != nil {
+			return ainerr.Usagef("--forward: %v", err)
+		}
+		cfg.PortForwards = append(cfg.PortForwards, pf)
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	// Ctrl-C during up stops what was started (Up cleans up on error).
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, running, err := sandbox.Up(ctx, sandbox.Options{
+		Dir: dir, Cache: cache, Config: cfg, Out: a.Streams.Err, Timeout: o.Timeout,
+		AgentCommand: []string{exe, "sandbox", "agent", "--state-dir", dir},
+	})
+	if err != nil {
+		var be *sandbox.BuildError
+		if errors.As(err, &be) {
+			return ainerr.WithHint(err, "the sandbox builds its binaries with the Go toolchain from the Go module proxy; check `go env GOPROXY` and network access")
+		}
+		if ctx.Err() != nil {
+			return ainerr.New(ainerr.Cancelled, err, "")
+		}
+		return ainerr.WithHint(err, "component logs are in "+sandbox.Layout{Dir: dir}.Logs())
+	}
+	w := a.Streams.Out
+	if running {
+		fmt.Fprintf(w, "The sandbox is already running (started %s, scenario %s, %d nodes).\n",
+			st.StartedAt.Local().Format(time.RFC3339), st.Config.Scenario, st.Config.Nodes)
+		if differs(st.Config, cfg) {
+			fmt.Fprintf(w, "It was started with other settings than these; run `ain sandbox down` first to change them.\n")
+		}
+	} else {
+		fmt.Fprintf(w, "Sandbox ready: %d simulated nodes, scenario %s, fabric %s.\n", st.Config.Nodes, st.Config.Scenario, st.Config.Fabric)
+	}
+	if !st.Webhook.On {
+		fmt.Fprintf(w, "training-operator NOT running: %s\n", st.Webhook.Reason)
+	}
+	fmt.Fprintf(w, "Note: %s\n", sandbox.SimulatedNote)
+	fmt.Fprintf(w, "Use it:  eval \"$(ain sandbox env)\"   (KUBECONFIG=%s)\n", st.Kubeconfig)
+	return nil
+}
+
+func differs(a, b sandbox.Config) bool {
+	return a.Nodes != b.Nodes || a.GPUsPerNode != b.GPUsPerNode || a.Fabric != b.Fabric || a.Scenario != b.Scenario ||
+		a.RDMAResource != b.RDMAResource || a.RDMACount != b.RDMACount
+}
+
+func (a *App) runSandboxStatus(ctx context.Context, o *sandboxOptions) error {
+	if o.Output != "" && o.Output != "json" {
+		return ainerr.Usagef("-o %s: status prints json or a table", o.Output)
+	}
+	dir, err := a.sandboxDir(o)
+	if err != nil {
+		return err
+	}
+	s, err := sandbox.GetStatus(ctx, dir)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrNotRunning) {
+			return ainerr.New(ainerr.Failure, err, "start one with `ain sandbox up`")
+		}
+		return err
+	}
+	if o.Output == "json" {
+		enc := json.NewEncoder(a.Streams.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	w := a.Streams.Out
+	state := "running"
+	if !s.Running {
+		state = "NOT running"
+		if len(s.Components) > 0 {
+			state = "partly running (run `ain sandbox up` to restart it or `ain sandbox down`)"
+		}
+	}
+	fmt.Fprintf(w, "Sandbox %s: %s\n", s.Dir, state)
+	fmt.Fprintf(w, "  scenario:   %s (%s)\n", s.Config.Scenario, s.Scenario)
+	fmt.Fprintf(w, "  fabric:     %s, %d nodes x %d GPUs, %s: %d\n", s.Config.Fabric, s.Config.Nodes, s.Config.GPUsPerNode, s.Config.RDMAResource, s.Config.RDMACount)
+	fmt.Fprintf(w, "  server:     %s\n  kubeconfig: %s\n", s.Server, s.Kubeconfig)
+	if s.Webhook.On {
+		fmt.Fprintf(w, "  webhook:    on (%s)\n", s.Webhook.URL)
+	} else {
+		fmt.Fprintf(w, "  webhook:    off: %s\n", s.Webhook.Reason)
+	}
+	for _, pf := range s.Config.PortForwards {
+		fmt.Fprintf(w, "  forward:    pod port %d -> %s\n", pf.PodPort, pf.Target)
+	}
+	if len(s.Components) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "COMPONENT\tVERSION\tPID\tSTATE\tRSS\tPORTS (127.0.0.1)")
+		for _, c := range s.Components {
+			state := "running"
+			if !c.Running {
+				state = "stopped"
+			}
+			rss := "-"
+			if c.RSSKiB > 0 {
+				rss = fmt.Sprintf("%d MiB", c.RSSKiB/1024)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", c.Name, or(c.Version, "-"), c.PID, state, rss, portsString(c.Ports))
+		}
+		fmt.Fprintf(tw, "total\t\t\t\t%d MiB\t\n", s.TotalRSSKiB()/1024)
+		tw.Flush()
+	}
+	if len(s.Nodes) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "NODE\tREADY\tGPU\t%s\tCPU\tMEMORY\tEPHEMERAL\tPODS\tTAINTS\n", strings.ToUpper(s.Config.RDMAResource))
+		for _, n := range s.Nodes {
+			al := func(k string) string { return or(n.Allocatable[k], "0") }
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Ready, al("nvidia.com/gpu"), al(s.Config.RDMAResource),
+				al("cpu"), al("memory"), al("ephemeral-storage"), al("pods"), or(strings.Join(n.Taints, ","), "-"))
+		}
+		tw.Flush()
+	} else if s.NodesError != "" {
+		fmt.Fprintf(w, "\nnodes: %s\n", s.NodesError)
+	}
+	fmt.Fprintf(w, "\nSimulated: %s\nComponent logs: %s\n", s.Simulated, s.Logs)
+	if !s.Running {
+		return quiet(ainerr.Failure)
+	}
+	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func portsString(p map[string]int) string {
+	var keys []string
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, p[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (a *App) runSandboxKubeconfig(o *sandboxOptions, export bool) error {
+	dir, err := a.sandboxDir(o)
+	if err != nil {
+		return err
+	}
+	st, err := sandbox.LoadState(dir)
+	if err != nil {
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%w in %s", sandbox.ErrNotRunning, dir), "start one with `ain sandbox up`")
+	}
+	if export {
+		fmt.Fprintf(a.Streams.Out, "export KUBECONFIG=%s\n", shellQuote(st.Kubeconfig))
+		return nil
+	}
+	fmt.Fprintln(a.Streams.Out, st.Kubeconfig)
+	return nil
+}
+
+func shellQuote(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (a *App) runSandboxDown(ctx context.Context, o *sandboxOptions) error {
+	dir, err := a.sandboxDir(o)
+	if err != nil {
+		return err
+	}
+	err = sandbox.Down(ctx, dir, o.Purge, a.Streams.Err)
+	if errors.Is(err, sandbox.ErrNotRunning) {
+		fmt.Fprintf(a.Streams.Out, "No sandbox in %s.\n", dir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(a.Streams.Out, "Sandbox stopped.")
+	return nil
+}
+
+func (a *App) runSandboxAgent(ctx context.Context, o *sandboxOptions) error {
+	dir := o.StateDir
+	if dir == "" {
+		dir = a.Getenv("AIN_SANDBOX_STATE")
+	}
+	if dir == "" {
+		return ainerr.Usagef("sandbox agent: --state-dir is required")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return sandbox.RunAgent(ctx, dir, a.Streams.Err)
 }

@@ -1,0 +1,499 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Pod annotations the agent sets and the kwok stages read. Users may set them in a pod
+// template to override the scenario for that pod.
+const (
+	AnnoPrefix        = "sandbox.ain.dev/"
+	AnnoStartAfter    = AnnoPrefix + "start-after"
+	AnnoReadyAfter    = AnnoPrefix + "ready-after"
+	AnnoCompleteAfter = AnnoPrefix + "complete-after"
+	AnnoOutcome       = AnnoPrefix + "outcome"
+	AnnoExitCode      = AnnoPrefix + "exit-code"
+	AnnoSample        = AnnoPrefix + "sample"
+	AnnoLogs          = AnnoPrefix + "logs"
+	// LabelSimulated marks the sandbox's nodes.
+	LabelSimulated = AnnoPrefix + "simulated"
+)
+
+// Training-operator labels the agent reads.
+const (
+	labelReplicaType  = "training.kubeflow.org/replica-type"
+	labelReplicaIndex = "training.kubeflow.org/replica-index"
+	labelJobName      = "training.kubeflow.org/job-name"
+)
+
+// RunAgent simulates the container side of the sandbox's pods until ctx ends: for every pod bound
+// to a node it picks a rule of the scenario (sample, outcome, timing) and records it in the pod's
+// annotations for the kwok stages; once the pod has an IP it renders the sample into a CRI log
+// file and creates a kwok Logs object, so `kubectl logs` returns it through the API server.
+func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
+	st, err := LoadState(stateDir)
+	if err != nil {
+		return fmt.Errorf("sandbox agent: %w", err)
+	}
+	sc, err := LoadScenario(st.Config.Scenario)
+	if err != nil {
+		return err
+	}
+	cfg, err := restConfig(Layout{stateDir}.kubeconfigFor("agent"))
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	k, err := newKube(cfg)
+	if err != nil {
+		return err
+	}
+	a := &agent{cs: cs, kube: k, sc: sc, st: st, dir: Layout{stateDir}.PodLogs(), log: log}
+	if err := os.MkdirAll(a.dir, 0o755); err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(cs, 10*time.Minute)
+	inf := factory.Core().V1().Pods()
+	a.lister = inf.Lister()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	enqueue := func(obj any) {
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			q.Add(key)
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, o any) { enqueue(o) },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	fmt.Fprintf(log, "sandbox agent: scenario %s, watching pods\n", sc.Name)
+	go func() {
+		<-ctx.Done()
+		q.ShutDown()
+	}()
+	for {
+		key, quit := q.Get()
+		if quit {
+			return nil
+		}
+		if err := a.sync(ctx, key); err != nil {
+			fmt.Fprintf(log, "sandbox agent: %s: %v\n", key, err)
+			q.AddRateLimited(key)
+		} else {
+			q.Forget(key)
+		}
+		q.Done(key)
+	}
+}
+
+type agent struct {
+	cs     kubernetes.Interface
+	kube   *kube
+	lister corelisters.PodLister
+	sc     *Scenario
+	st     *State
+	dir    string
+	log    io.Writer
+}
+
+func (a *agent) sync(ctx context.Context, key string) error {
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	pod, err := a.lister.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	ann := pod.Annotations
+	if _, ok := ann[AnnoStartAfter]; !ok {
+		rule := matchRule(a.sc, pod, a.st.Config.Fabric)
+		return a.annotate(ctx, pod, plan(a.sc, rule, pod))
+	}
+	if _, ok := ann[AnnoLogs]; ok || pod.Status.PodIP == "" {
+		return nil
+	}
+	file := ""
+	if sample := ann[AnnoSample]; sample != "" {
+		var err error
+		if file, err = a.writeLogs(ctx, pod, sample); err != nil {
+			return err
+		}
+	}
+	if file == "" {
+		file = "none"
+	}
+	return a.annotate(ctx, pod, map[string]string{AnnoLogs: file})
+}
+
+// plan turns a rule into the annotations the stages read, keeping those already set.
+func plan(sc *Scenario, r *Rule, pod *corev1.Pod) map[string]string {
+	t := sc.Timing
+	outcome, sample, exit := "", "", 0
+	if r != nil {
+		t = r.Timing.or(sc.Timing)
+		outcome, sample, exit = r.Outcome, r.Sample, r.ExitCode
+	}
+	if outcome == "" {
+		switch ownerKind(pod) {
+		case "PyTorchJob", "MPIJob", "Job":
+			outcome = "Succeeded"
+		default:
+			outcome = "Running"
+		}
+	}
+	if outcome == "Failed" && exit == 0 {
+		exit = 1
+	}
+	want := map[string]string{
+		AnnoStartAfter:    t.StartAfter.String(),
+		AnnoReadyAfter:    t.ReadyAfter.String(),
+		AnnoCompleteAfter: t.CompleteAfter.String(),
+		AnnoOutcome:       outcome,
+		AnnoExitCode:      strconv.Itoa(exit),
+		AnnoSample:        sample,
+	}
+	for k := range want {
+		if v, ok := pod.Annotations[k]; ok {
+			want[k] = v
+		}
+	}
+	return want
+}
+
+func (a *agent) annotate(ctx context.Context, pod *corev1.Pod, ann map[string]string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	_, err := a.cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "ain-sandbox-agent"})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// writeLogs renders the sample for pod into a CRI-format file and points a kwok Logs object at it.
+func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (string, error) {
+	d := a.sampleData(pod)
+	text, err := RenderSample(sample, d)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(a.dir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "0.log")
+	start := time.Now().UTC()
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.UTC()
+	}
+	if err := os.WriteFile(file, CRILog(text, start), 0o644); err != nil {
+		return "", err
+	}
+	var containers []string
+	for _, c := range pod.Spec.Containers {
+		containers = append(containers, c.Name)
+	}
+	logs := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kwok.x-k8s.io/v1alpha1",
+		"kind":       "Logs",
+		"metadata": map[string]any{
+			"name":      pod.Name,
+			"namespace": pod.Namespace,
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": "v1", "kind": "Pod", "name": pod.Name, "uid": string(pod.UID),
+			}},
+		},
+		"spec": map[string]any{"logs": []any{map[string]any{
+			"containers": toAny(containers),
+			"logsFile":   file,
+			"follow":     false,
+		}}},
+	}}
+	if err := a.kube.apply(ctx, logs); err != nil {
+		return "", err
+	}
+	return file, nil
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// SampleData is what a sample template sees.
+type SampleData struct {
+	Pod, Namespace, Node, PodIP, HostIP string
+	NodeIndex                           int // N of gpu-node-N
+	Job, Role                           string
+	Index                               int // replica index
+	Rank, WorldSize                     int // from the container env (RANK, WORLD_SIZE), else derived
+	Fabric                              string
+	Hosts                               []string // the job's worker pod names, sorted (MPI launchers)
+	NodesOf                             []string // the job's nodes, one per worker
+	Env                                 map[string]string
+	GPUs                                int
+	PID                                 int // a plausible process id, stable per pod
+	Time                                time.Time
+}
+
+func (a *agent) sampleData(pod *corev1.Pod) SampleData {
+	d := SampleData{
+		Pod: pod.Name, Namespace: pod.Namespace, Node: pod.Spec.NodeName,
+		PodIP: pod.Status.PodIP, HostIP: pod.Status.HostIP,
+		Job: pod.Labels[labelJobName], Role: strings.ToLower(pod.Labels[labelReplicaType]),
+		Fabric: a.st.Config.Fabric, Env: map[string]string{}, Time: time.Now().UTC(),
+	}
+	d.Index, _ = strconv.Atoi(pod.Labels[labelReplicaIndex])
+	d.NodeIndex, _ = strconv.Atoi(strings.TrimPrefix(pod.Spec.NodeName, "gpu-node-"))
+	for _, c := range pod.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Value != "" {
+				d.Env[e.Name] = e.Value
+			}
+		}
+		if q, ok := c.Resources.Limits["nvidia.com/gpu"]; ok {
+			d.GPUs += int(q.Value())
+		}
+	}
+	h := 0
+	for _, c := range string(pod.UID) {
+		h = (h*31 + int(c)) % 90000
+	}
+	d.PID = 100 + h
+	if d.Job != "" {
+		sel := labels.SelectorFromSet(labels.Set{labelJobName: d.Job})
+		pods, _ := a.lister.Pods(pod.Namespace).List(sel)
+		type w struct {
+			idx        int
+			name, node string
+		}
+		var ws []w
+		hasMaster := false
+		for _, p := range pods {
+			switch strings.ToLower(p.Labels[labelReplicaType]) {
+			case "worker":
+				i, _ := strconv.Atoi(p.Labels[labelReplicaIndex])
+				ws = append(ws, w{i, p.Name, p.Spec.NodeName})
+			case "master":
+				hasMaster = true
+			}
+		}
+		sort.Slice(ws, func(i, j int) bool { return ws[i].idx < ws[j].idx })
+		for _, x := range ws {
+			d.Hosts = append(d.Hosts, x.name)
+			d.NodesOf = append(d.NodesOf, x.node)
+		}
+		d.WorldSize = len(ws)
+		if hasMaster {
+			d.WorldSize++
+			if d.Role == "worker" {
+				d.Rank = d.Index + 1
+			}
+		} else {
+			d.Rank = d.Index
+		}
+	}
+	if v, err := strconv.Atoi(d.Env["RANK"]); err == nil {
+		d.Rank = v
+	} else if v, err := strconv.Atoi(d.Env["PET_NODE_RANK"]); err == nil {
+		d.Rank = v
+	}
+	if v, err := strconv.Atoi(d.Env["WORLD_SIZE"]); err == nil {
+		d.WorldSize = v
+	} else if v, err := strconv.Atoi(d.Env["PET_NNODES"]); err == nil {
+		d.WorldSize = v
+	}
+	if d.WorldSize == 0 {
+		d.WorldSize = 1
+	}
+	if d.GPUs == 0 {
+		d.GPUs = 1
+	}
+	return d
+}
+
+// ownerKind is the kind of the pod's controller ("none" when it has none).
+func ownerKind(pod *corev1.Pod) string {
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return o.Kind
+		}
+	}
+	if len(pod.OwnerReferences) > 0 {
+		return pod.OwnerReferences[0].Kind
+	}
+	return "none"
+}
+
+// matchRule returns the first rule of sc that fits pod, or nil.
+func matchRule(sc *Scenario, pod *corev1.Pod, fabric string) *Rule {
+	for i := range sc.Rules {
+		if sc.Rules[i].Match.fits(pod, fabric) {
+			return &sc.Rules[i]
+		}
+	}
+	return nil
+}
+
+func (m Match) fits(pod *corev1.Pod, fabric string) bool {
+	if m.Owner != "" && !strings.EqualFold(m.Owner, ownerKind(pod)) {
+		return false
+	}
+	if m.Role != "" && !strings.EqualFold(m.Role, pod.Labels[labelReplicaType]) {
+		return false
+	}
+	if m.Node != "" && m.Node != pod.Spec.NodeName {
+		return false
+	}
+	if m.Fabric != "" && m.Fabric != fabric {
+		return false
+	}
+	if m.Command != "" {
+		found := false
+		for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			if strings.Contains(strings.Join(append(append([]string{}, c.Command...), c.Args...), " "), m.Command) {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for k, v := range m.Env {
+		got := ""
+		for _, c := range pod.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == k && e.Value != "" {
+					got = e.Value
+				}
+			}
+		}
+		if got != v {
+			return false
+		}
+	}
+	hasInit := func(name string) bool {
+		for _, c := range pod.Spec.InitContainers {
+			if c.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if m.InitContainer != "" && !hasInit(m.InitContainer) {
+		return false
+	}
+	if m.NoInitContainer != "" && hasInit(m.NoInitContainer) {
+		return false
+	}
+	for k, v := range m.Labels {
+		if pod.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range m.Annotations {
+		if pod.Annotations[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// RenderSample renders the sample file (relative to samples/) for d.
+func RenderSample(name string, d SampleData) (string, error) {
+	raw, err := samples.ReadFile("samples/" + name)
+	if err != nil {
+		return "", fmt.Errorf("sample %s: %w", name, err)
+	}
+	t, err := template.New(name).Funcs(sampleFuncs).Option("missingkey=zero").Parse(string(raw))
+	if err != nil {
+		return "", fmt.Errorf("sample %s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("sample %s: %w", name, err)
+	}
+	return strings.TrimLeft(b.String(), "\n"), nil
+}
+
+var sampleFuncs = template.FuncMap{
+	"add": func(a, b int) int { return a + b },
+	"mul": func(a, b int) int { return a * b },
+	"sub": func(a, b int) int { return a - b },
+	"mod": func(a, b int) int {
+		if b == 0 {
+			return 0
+		}
+		return a % b
+	},
+	"seq": func(n int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = i
+		}
+		return s
+	},
+	"index0": func(ss []string, i int) string {
+		if i < 0 || i >= len(ss) {
+			return ""
+		}
+		return ss[i]
+	},
+	"or0": func(a, b string) string {
+		if a != "" {
+			return a
+		}
+		return b
+	},
+	"hex": func(i int) string { return fmt.Sprintf("%x", i) },
+}
+
+// CRILog formats text as a container runtime log (one "TIME stdout F line" per line), the
+// format kwok serves logs from.
+func CRILog(text string, start time.Time) []byte {
+	var b bytes.Buffer
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, line := range lines {
+		ts := start.Add(time.Duration(i) * time.Millisecond)
+		b.WriteString(ts.Format("2006-01-02T15:04:05.000000000Z07:00"))
+		b.WriteString(" stdout F ")
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}

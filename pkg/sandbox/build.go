@@ -1,0 +1,372 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Versions of the components the sandbox runs. The binaries are cached per version.
+const (
+	KubernetesVersion       = "v1.37.2"
+	KubernetesStagingVer    = "v0.37.2"
+	EtcdVersion             = "v3.6.16"
+	KwokVersion             = "v0.8.0"
+	TrainingOperatorVersion = "v1.8.1"
+)
+
+// Component is one cached build: a folder of binaries (and manifests copied from its module).
+type Component struct {
+	Name     string
+	Version  string
+	Binaries []string
+	build    func(ctx context.Context, b *builder, dir string) error
+}
+
+// Dir is where this component's binaries live under the cache root.
+func (c Component) Dir(cache string) string {
+	return filepath.Join(cache, c.Name+"-"+c.Version)
+}
+
+// Bin is the path of one of the component's binaries.
+func (c Component) Bin(cache, name string) string { return filepath.Join(c.Dir(cache), name) }
+
+// Built reports whether the component is complete in the cache.
+func (c Component) Built(cache string) bool {
+	_, err := os.Stat(filepath.Join(c.Dir(cache), ".complete"))
+	return err == nil
+}
+
+// Components lists what the sandbox builds, cheapest first.
+func Components() []Component {
+	return []Component{
+		{Name: "etcd", Version: EtcdVersion, Binaries: []string{"etcd"}, build: buildEtcd},
+		{Name: "kwok", Version: KwokVersion, Binaries: []string{"kwok"}, build: buildKwok},
+		{Name: "training-operator", Version: TrainingOperatorVersion, Binaries: []string{"training-operator.v1"}, build: buildTrainingOperator},
+		{Name: "kubernetes", Version: KubernetesVersion, Binaries: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}, build: buildKubernetes},
+	}
+}
+
+func component(name string) Component {
+	for _, c := range Components() {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("unknown component " + name)
+}
+
+// CacheDir is the root of the binary cache: $AIN_SANDBOX_CACHE, else
+// $XDG_CACHE_HOME/ain/sandbox-bin, else ~/.cache/ain/sandbox-bin.
+func CacheDir(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if d := getenv("AIN_SANDBOX_CACHE"); d != "" {
+		return filepath.Abs(d)
+	}
+	if d := getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "ain", "sandbox-bin"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the sandbox cache: %w (set AIN_SANDBOX_CACHE)", err)
+	}
+	return filepath.Join(home, ".cache", "ain", "sandbox-bin"), nil
+}
+
+// BuildError says which component failed to build, with the command and its output.
+type BuildError struct {
+	Component string
+	Cmd       string
+	Output    string
+	Err       error
+}
+
+func (e *BuildError) Error() string {
+	out := strings.TrimSpace(e.Output)
+	if len(out) > 2000 {
+		out = "..." + out[len(out)-2000:]
+	}
+	return fmt.Sprintf("building sandbox component %s: %s: %v\n%s", e.Component, e.Cmd, e.Err, out)
+}
+
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// EnsureBinaries builds every component missing from cache, reporting progress on w.
+// Builds run in temporary wrapper modules (go install refuses modules with replace
+// directives), never in the caller's module.
+func EnsureBinaries(ctx context.Context, cache string, w io.Writer) error {
+	if w == nil {
+		w = io.Discard
+	}
+	var missing []Component
+	for _, c := range Components() {
+		if !c.Built(cache) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return &BuildError{Component: missing[0].Name, Cmd: "go", Err: fmt.Errorf("the Go toolchain is needed to build the sandbox binaries: %w", err)}
+	}
+	fmt.Fprintf(w, "Building %d sandbox component(s) into %s (first use only; takes several minutes cold)\n", len(missing), cache)
+	start := time.Now()
+	for i, c := range missing {
+		t0 := time.Now()
+		fmt.Fprintf(w, "  [%d/%d] %s %s ...\n", i+1, len(missing), c.Name, c.Version)
+		dir := c.Dir(cache)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		b := &builder{w: w, component: c.Name}
+		if err := c.build(ctx, b, dir); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, ".complete"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  [%d/%d] %s %s built in %s\n", i+1, len(missing), c.Name, c.Version, time.Since(t0).Round(time.Second))
+	}
+	fmt.Fprintf(w, "Sandbox components built in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+type builder struct {
+	w         io.Writer
+	component string
+}
+
+// run runs a go command in dir with env added, streaming a line of progress for downloads.
+func (b *builder) run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
+	cmd.Env = append(cmd.Env, env...)
+	var out bytes.Buffer
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		downloads := 0
+		for sc.Scan() {
+			line := sc.Text()
+			out.WriteString(line + "\n")
+			if strings.HasPrefix(line, "go: downloading") {
+				downloads++
+				if downloads%25 == 1 {
+					fmt.Fprintf(b.w, "        downloading modules (%d so far)\n", downloads)
+				}
+			}
+		}
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-done
+	if err != nil {
+		return out.String(), &BuildError{Component: b.component, Cmd: "go " + strings.Join(args, " "), Output: out.String(), Err: err}
+	}
+	return out.String(), nil
+}
+
+// moduleDir downloads a module and returns its folder in the module cache.
+func (b *builder) moduleDir(ctx context.Context, tmp, mod string) (string, string, error) {
+	out, err := b.run(ctx, tmp, nil, "mod", "download", "-json", mod)
+	if err != nil {
+		return "", "", err
+	}
+	var info struct{ Dir, GoMod, Error string }
+	// go mod download -json may print "go: downloading" lines before the JSON object.
+	if i := strings.Index(out, "{"); i >= 0 {
+		out = out[i:]
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		return "", "", fmt.Errorf("reading go mod download output for %s: %w", mod, err)
+	}
+	if info.Error != "" {
+		return "", "", fmt.Errorf("downloading %s: %s", mod, info.Error)
+	}
+	return info.Dir, info.GoMod, nil
+}
+
+func wrapperDir(name string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "ain-sandbox-build-"+name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+func writeWrapper(dir, gomod string, imports []string) error {
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return err
+	}
+	var tools strings.Builder
+	tools.WriteString("//go:build tools\n\n// Package tools pins the commands this wrapper module builds.\npackage tools\n\nimport (\n")
+	for _, imp := range imports {
+		fmt.Fprintf(&tools, "\t_ %q\n", imp)
+	}
+	tools.WriteString(")\n")
+	return os.WriteFile(filepath.Join(dir, "tools.go"), []byte(tools.String()), 0o644)
+}
+
+func buildEtcd(ctx context.Context, b *builder, dir string) error {
+	tmp, cleanup, err := wrapperDir("etcd")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	v := EtcdVersion
+	gomod := fmt.Sprintf(`module ain.local/sandbox/etcd
+
+go 1.26.0
+
+require go.etcd.io/etcd/server/v3 %[1]s
+
+replace (
+	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 %[1]s
+	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 %[1]s
+	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 %[1]s
+	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 %[1]s
+)
+`, v)
+	if err := writeWrapper(tmp, gomod, []string{"go.etcd.io/etcd/server/v3"}); err != nil {
+		return err
+	}
+	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
+		return err
+	}
+	_, err = b.run(ctx, tmp, nil, "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "etcd"), "go.etcd.io/etcd/server/v3")
+	return err
+}
+
+func buildKwok(ctx context.Context, b *builder, dir string) error {
+	tmp, cleanup, err := wrapperDir("kwok")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if _, err := b.run(ctx, tmp, []string{"GOBIN=" + dir}, "install", "-trimpath", "-ldflags", "-s -w", "sigs.k8s.io/kwok/cmd/kwok@"+KwokVersion); err != nil {
+		return err
+	}
+	src, _, err := b.moduleDir(ctx, tmp, "sigs.k8s.io/kwok@"+KwokVersion)
+	if err != nil {
+		return err
+	}
+	return copyYAML(filepath.Join(src, "kustomize", "crd", "bases"), filepath.Join(dir, "crds"))
+}
+
+func buildTrainingOperator(ctx context.Context, b *builder, dir string) error {
+	tmp, cleanup, err := wrapperDir("training-operator")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	mod := "github.com/kubeflow/training-operator"
+	if _, err := b.run(ctx, tmp, []string{"GOBIN=" + dir}, "install", "-trimpath", "-ldflags", "-s -w", mod+"/cmd/training-operator.v1@"+TrainingOperatorVersion); err != nil {
+		return err
+	}
+	src, _, err := b.moduleDir(ctx, tmp, mod+"@"+TrainingOperatorVersion)
+	if err != nil {
+		return err
+	}
+	return copyYAML(filepath.Join(src, "manifests", "base", "crds"), filepath.Join(dir, "crds"))
+}
+
+var replaceLine = regexp.MustCompile(`^\s*(k8s\.io/[A-Za-z0-9._-]+)\s+=>\s+\./staging/`)
+
+func buildKubernetes(ctx context.Context, b *builder, dir string) error {
+	tmp, cleanup, err := wrapperDir("kubernetes")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	// A throwaway module so that "go mod download" has somewhere to run.
+	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module ain.local/sandbox/kubernetes\n\ngo 1.26.0\n"), 0o644); err != nil {
+		return err
+	}
+	_, goModPath, err := b.moduleDir(ctx, tmp, "k8s.io/kubernetes@"+KubernetesVersion)
+	if err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(goModPath)
+	if err != nil {
+		return err
+	}
+	var gomod strings.Builder
+	fmt.Fprintf(&gomod, "module ain.local/sandbox/kubernetes\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n", KubernetesVersion)
+	n := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if m := replaceLine.FindStringSubmatch(line); m != nil {
+			fmt.Fprintf(&gomod, "\t%s => %s %s\n", m[1], m[1], KubernetesStagingVer)
+			n++
+		}
+	}
+	gomod.WriteString(")\n")
+	if n == 0 {
+		return &BuildError{Component: "kubernetes", Cmd: "reading " + goModPath, Err: fmt.Errorf("no staging replace directives found")}
+	}
+	cmds := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+	var imports []string
+	for _, c := range cmds {
+		imports = append(imports, "k8s.io/kubernetes/cmd/"+c)
+	}
+	if err := writeWrapper(tmp, gomod.String(), imports); err != nil {
+		return err
+	}
+	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
+		return err
+	}
+	minor := strings.Split(strings.TrimPrefix(KubernetesVersion, "v"), ".")[1]
+	var ld []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		ld = append(ld,
+			"-X "+pkg+".gitVersion="+KubernetesVersion,
+			"-X "+pkg+".gitMajor=1",
+			"-X "+pkg+".gitMinor="+minor,
+			"-X "+pkg+".gitTreeState=clean",
+			"-X "+pkg+".buildDate=1970-01-01T00:00:00Z")
+	}
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w " + strings.Join(ld, " "), "-o", dir + string(filepath.Separator)}
+	args = append(args, imports...)
+	_, err = b.run(ctx, tmp, nil, args...)
+	return err
+}
+
+// copyYAML copies the *.yaml files of src into dst.
+func copyYAML(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") || e.Name() == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

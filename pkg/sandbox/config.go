@@ -1,0 +1,241 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is what a user chooses with `ain sandbox up`.
+type Config struct {
+	Nodes        int    `json:"nodes"`
+	GPUsPerNode  int    `json:"gpusPerNode"`
+	Fabric       string `json:"fabric"`       // ib or roce
+	Scenario     string `json:"scenario"`     // a name from Scenarios()
+	RDMAResource string `json:"rdmaResource"` // extended resource name of the RDMA device plugin
+	RDMACount    int    `json:"rdmaCount"`
+	// PortForwards route `kubectl port-forward pod/<any sandbox pod> PORT` to a local address, so a
+	// local server (an OpenAI-compatible test server, say) can stand behind simulated pods.
+	PortForwards []PortForward `json:"portForwards,omitempty"`
+}
+
+// PortForward sends a pod port, for every simulated pod, to Target (host:port on this machine).
+type PortForward struct {
+	PodPort int32  `json:"podPort"`
+	Target  string `json:"target"`
+}
+
+// Defaults for Config.
+const (
+	DefaultNodes        = 3
+	DefaultGPUsPerNode  = 8
+	DefaultFabric       = "ib"
+	DefaultScenario     = "healthy"
+	DefaultRDMAResource = "rdma/rdma_shared_device_a"
+	DefaultRDMACount    = 63
+)
+
+// WithDefaults fills the zero fields of c.
+func (c Config) WithDefaults() Config {
+	if c.Nodes == 0 {
+		c.Nodes = DefaultNodes
+	}
+	if c.GPUsPerNode == 0 {
+		c.GPUsPerNode = DefaultGPUsPerNode
+	}
+	if c.Fabric == "" {
+		c.Fabric = DefaultFabric
+	}
+	if c.Scenario == "" {
+		c.Scenario = DefaultScenario
+	}
+	if c.RDMAResource == "" {
+		c.RDMAResource = DefaultRDMAResource
+	}
+	if c.RDMACount == 0 {
+		c.RDMACount = DefaultRDMACount
+	}
+	return c
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Nodes < 1 || c.Nodes > 5000 {
+		errs = append(errs, fmt.Errorf("--nodes must be between 1 and 5000, got %d", c.Nodes))
+	}
+	if c.GPUsPerNode < 0 || c.GPUsPerNode > 64 {
+		errs = append(errs, fmt.Errorf("--gpus-per-node must be between 0 and 64, got %d", c.GPUsPerNode))
+	}
+	if c.Fabric != "ib" && c.Fabric != "roce" {
+		errs = append(errs, fmt.Errorf("--fabric must be ib or roce, got %q", c.Fabric))
+	}
+	if _, err := LoadScenario(c.Scenario); err != nil {
+		errs = append(errs, err)
+	}
+	if !strings.Contains(c.RDMAResource, "/") {
+		errs = append(errs, fmt.Errorf("the RDMA resource %q must be a domain-qualified extended resource name", c.RDMAResource))
+	}
+	for _, pf := range c.PortForwards {
+		if pf.PodPort <= 0 || pf.PodPort > 65535 {
+			errs = append(errs, fmt.Errorf("port-forward pod port %d out of range", pf.PodPort))
+		}
+		if _, _, err := splitHostPort(pf.Target); err != nil {
+			errs = append(errs, fmt.Errorf("port-forward target %q: %w", pf.Target, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ParsePortForward parses "PODPORT=HOST:PORT" (or "PODPORT=PORT" for 127.0.0.1).
+func ParsePortForward(s string) (PortForward, error) {
+	pod, target, ok := strings.Cut(s, "=")
+	if !ok {
+		return PortForward{}, fmt.Errorf("port-forward %q: want PODPORT=HOST:PORT", s)
+	}
+	p, err := strconv.Atoi(pod)
+	if err != nil {
+		return PortForward{}, fmt.Errorf("port-forward %q: pod port: %w", s, err)
+	}
+	if !strings.Contains(target, ":") {
+		target = "127.0.0.1:" + target
+	}
+	pf := PortForward{PodPort: int32(p), Target: target}
+	if _, _, err := splitHostPort(target); err != nil {
+		return PortForward{}, fmt.Errorf("port-forward %q: %w", s, err)
+	}
+	return pf, nil
+}
+
+func splitHostPort(s string) (string, int32, error) {
+	i := strings.LastIndex(s, ":")
+	if i < 0 {
+		return "", 0, fmt.Errorf("want HOST:PORT")
+	}
+	p, err := strconv.Atoi(s[i+1:])
+	if err != nil || p <= 0 || p > 65535 {
+		return "", 0, fmt.Errorf("bad port in %q", s)
+	}
+	return s[:i], int32(p), nil
+}
+
+// Proc is one started process.
+type Proc struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	PID     int      `json:"pid"`
+	Binary  string   `json:"binary"`
+	Args    []string `json:"args"`
+	Log     string   `json:"log"`
+	// Ports this process listens on, by role (all on 127.0.0.1).
+	Ports map[string]int `json:"ports,omitempty"`
+}
+
+// State is what `up` records in the state folder (state.json) for status and down.
+type State struct {
+	Config     Config    `json:"config"`
+	StartedAt  time.Time `json:"startedAt"`
+	Dir        string    `json:"dir"`
+	Kubeconfig string    `json:"kubeconfig"`
+	Server     string    `json:"server"`
+	Procs      []Proc    `json:"procs"`
+	Ports      Ports     `json:"ports"`
+	// Webhook says whether the training-operator's admission webhook is served, and why not.
+	Webhook WebhookState `json:"webhook"`
+}
+
+// WebhookState describes the training-operator webhook of this sandbox.
+type WebhookState struct {
+	On     bool   `json:"on"`
+	URL    string `json:"url,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Ports are the sandbox's listening ports, all on 127.0.0.1.
+type Ports struct {
+	EtcdClient     int `json:"etcdClient"`
+	EtcdPeer       int `json:"etcdPeer"`
+	APIServer      int `json:"apiServer"`
+	ControllerMgr  int `json:"controllerManager"`
+	Scheduler      int `json:"scheduler"`
+	Kwok           int `json:"kwok"`
+	Webhook        int `json:"webhook"`
+	OperatorMetric int `json:"operatorMetrics"`
+	OperatorHealth int `json:"operatorHealth"`
+	AgentHealth    int `json:"agentHealth"`
+}
+
+// StateDir is the sandbox's state folder: $AIN_SANDBOX_STATE, else $XDG_STATE_HOME/ain/sandbox,
+// else ~/.local/state/ain/sandbox.
+func StateDir(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if d := getenv("AIN_SANDBOX_STATE"); d != "" {
+		return filepath.Abs(d)
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "ain", "sandbox"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the sandbox state folder: %w (set AIN_SANDBOX_STATE)", err)
+	}
+	return filepath.Join(home, ".local", "state", "ain", "sandbox"), nil
+}
+
+// Layout names the files in a state folder.
+type Layout struct{ Dir string }
+
+func (l Layout) State() string      { return filepath.Join(l.Dir, "state.json") }
+func (l Layout) Kubeconfig() string { return filepath.Join(l.Dir, "kubeconfig") }
+func (l Layout) PKI() string        { return filepath.Join(l.Dir, "pki") }
+func (l Layout) Logs() string       { return filepath.Join(l.Dir, "logs") }
+func (l Layout) Etcd() string       { return filepath.Join(l.Dir, "etcd") }
+func (l Layout) Config() string     { return filepath.Join(l.Dir, "config") }
+func (l Layout) PodLogs() string    { return filepath.Join(l.Dir, "podlogs") }
+func (l Layout) Lock() string       { return filepath.Join(l.Dir, "lock") }
+
+// LoadState reads the state of the sandbox in dir; it returns os.ErrNotExist when none was started.
+func LoadState(dir string) (*State, error) {
+	data, err := os.ReadFile(Layout{dir}.State())
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", Layout{dir}.State(), err)
+	}
+	return &s, nil
+}
+
+func saveState(s *State) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(Layout{s.Dir}.State(), data, 0o600)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Proc returns the named process of the state, if recorded.
+func (s *State) Proc(name string) *Proc {
+	for i := range s.Procs {
+		if s.Procs[i].Name == name {
+			return &s.Procs[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,542 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SimulatedNote is said once wherever the sandbox shows its workloads.
+const SimulatedNote = "Nodes and containers are simulated (kwok): pods go through their phases and print recorded log samples; no GPU, RDMA device or container runs. The control plane (API server, scheduler, controllers, training-operator and its webhook) is real."
+
+// Options for Up.
+type Options struct {
+	Dir    string // state folder (see StateDir)
+	Cache  string // binary cache (see CacheDir)
+	Config Config
+	// Out receives progress; nil discards it.
+	Out io.Writer
+	// AgentCommand is the argv that runs RunAgent for this sandbox (the state folder is passed
+	// in the environment as AIN_SANDBOX_STATE). The CLI passes `ain sandbox agent`.
+	AgentCommand []string
+	AgentEnv     []string
+	// Timeout bounds the start-up once the binaries are built (default 3 minutes).
+	Timeout time.Duration
+}
+
+// ErrNotRunning is returned for a state folder without a running sandbox.
+var ErrNotRunning = errors.New("no sandbox is running")
+
+// Up builds the binaries if needed and starts the sandbox described by opts. When the sandbox
+// in opts.Dir already runs, it returns its state with running set to true and starts nothing.
+func Up(ctx context.Context, opts Options) (st *State, running bool, err error) {
+	out := opts.Out
+	if out == nil {
+		out = io.Discard
+	}
+	cfg := opts.Config.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, false, err
+	}
+	sc, err := LoadScenario(cfg.Scenario)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(opts.AgentCommand) == 0 {
+		return nil, false, errors.New("sandbox: Options.AgentCommand is required")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, false, err
+	}
+	l := Layout{dir}
+	for _, d := range []string{dir, l.Logs(), l.Config(), l.PodLogs()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, false, err
+		}
+	}
+	unlock, err := lockFile(l.Lock())
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+
+	if old, err := LoadState(dir); err == nil {
+		if healthy(ctx, old) {
+			return old, true, nil
+		}
+		fmt.Fprintln(out, "A previous sandbox here is partly down: stopping what is left and starting again.")
+		stopAll(old, out)
+	}
+
+	if err := EnsureBinaries(ctx, opts.Cache, out); err != nil {
+		return nil, false, err
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	t0 := time.Now()
+	st = &State{Config: cfg, StartedAt: time.Now().UTC(), Dir: dir, Kubeconfig: l.Kubeconfig()}
+	defer func() {
+		if err != nil {
+			stopAll(st, io.Discard)
+			if st.Webhook.On {
+				releaseWebhookCerts(dir)
+			}
+			_ = os.Remove(l.State())
+		}
+	}()
+	p, err := ensurePKI(l.PKI())
+	if err != nil {
+		return st, false, err
+	}
+	ports, err := freePorts(10)
+	if err != nil {
+		return st, false, err
+	}
+	st.Ports = Ports{EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2], ControllerMgr: ports[3],
+		Scheduler: ports[4], Kwok: ports[5], Webhook: ports[6], OperatorMetric: ports[7], OperatorHealth: ports[8], AgentHealth: ports[9]}
+	st.Server = fmt.Sprintf("https://127.0.0.1:%d", st.Ports.APIServer)
+	if err := writeCredentials(l, p, st.Server); err != nil {
+		return st, false, err
+	}
+	step := func(format string, a ...any) {
+		fmt.Fprintf(out, "  %-28s %s\n", fmt.Sprintf(format, a...), time.Since(t0).Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(out, "Starting the sandbox in %s (all on 127.0.0.1)\n", dir)
+
+	start := func(name, version, bin string, args, env []string, ports map[string]int) (*Proc, error) {
+		pr, err := startProc(name, version, bin, args, env, filepath.Join(l.Logs(), name+".log"))
+		if err != nil {
+			return nil, err
+		}
+		pr.Ports = ports
+		st.Procs = append(st.Procs, pr)
+		if err := saveState(st); err != nil {
+			return nil, err
+		}
+		return &st.Procs[len(st.Procs)-1], nil
+	}
+	cache := opts.Cache
+	k8s := component("kubernetes")
+
+	// etcd
+	etcd, err := start("etcd", EtcdVersion, component("etcd").Bin(cache, "etcd"), []string{
+		"--name=ain-sandbox", "--data-dir=" + l.Etcd(),
+		"--listen-client-urls=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdClient),
+		"--advertise-client-urls=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdClient),
+		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdPeer),
+		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdPeer),
+		"--initial-cluster=ain-sandbox=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdPeer),
+		"--unsafe-no-fsync", "--quota-backend-bytes=4294967296", "--log-level=warn",
+	}, nil, map[string]int{"client": st.Ports.EtcdClient, "peer": st.Ports.EtcdPeer})
+	if err != nil {
+		return st, false, err
+	}
+	plain := &http.Client{Timeout: 2 * time.Second}
+	if err := waitHTTP(ctx, etcd, plain, fmt.Sprintf("http://127.0.0.1:%d/health", st.Ports.EtcdClient), nil, 30*time.Second); err != nil {
+		return st, false, err
+	}
+	step("etcd ready")
+
+	// kube-apiserver
+	audit := filepath.Join(l.Config(), "audit-policy.yaml")
+	if err := os.WriteFile(audit, []byte(auditPolicy), 0o600); err != nil {
+		return st, false, err
+	}
+	api, err := start("kube-apiserver", KubernetesVersion, k8s.Bin(cache, "kube-apiserver"), []string{
+		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdClient),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(st.Ports.APIServer),
+		"--tls-cert-file=" + p.path("apiserver.crt"), "--tls-private-key-file=" + p.path("apiserver.key"),
+		"--client-ca-file=" + p.path("ca.crt"),
+		"--token-auth-file=" + filepath.Join(l.Config(), "tokens.csv"),
+		"--authorization-mode=RBAC",
+		"--service-account-key-file=" + p.path("sa.pub"),
+		"--service-account-signing-key-file=" + p.path("sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--allow-privileged=true",
+		"--endpoint-reconciler-type=none",
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-certificate-authority=" + p.path("ca.crt"),
+		"--audit-policy-file=" + audit,
+		"--audit-log-path=" + filepath.Join(l.Logs(), "audit.log"),
+		"--audit-log-maxsize=100", "--audit-log-maxbackup=1",
+		"--profiling=false",
+	}, nil, map[string]int{"https": st.Ports.APIServer})
+	if err != nil {
+		return st, false, err
+	}
+	cfgAdmin, err := restConfig(l.Kubeconfig())
+	if err != nil {
+		return st, false, err
+	}
+	secure := tlsClient(p.ca.Cert)
+	if err := waitHTTP(ctx, api, secure, st.Server+"/readyz", map[string]string{"Authorization": "Bearer " + cfgAdmin.BearerToken}, 120*time.Second); err != nil {
+		return st, false, err
+	}
+	step("kube-apiserver ready")
+
+	k, err := newKube(cfgAdmin)
+	if err != nil {
+		return st, false, err
+	}
+	kwokCRDs := map[string]bool{"logs.kwok.x-k8s.io": true, "clusterlogs.kwok.x-k8s.io": true, "portforwards.kwok.x-k8s.io": true, "clusterportforwards.kwok.x-k8s.io": true}
+	if err := k.applyCRDs(ctx, filepath.Join(component("kwok").Dir(cache), "crds"), func(n string) bool { return kwokCRDs[n] }); err != nil {
+		return st, false, err
+	}
+	if err := k.applyCRDs(ctx, filepath.Join(component("training-operator").Dir(cache), "crds"), nil); err != nil {
+		return st, false, err
+	}
+	if err := k.ensureNodes(ctx, cfg, sc); err != nil {
+		return st, false, err
+	}
+	if err := k.ensurePortForwards(ctx, cfg.PortForwards); err != nil {
+		return st, false, err
+	}
+	step("CRDs and %d nodes created", cfg.Nodes)
+
+	wc, reason := claimWebhookCerts(dir)
+	if wc != nil {
+		st.Webhook = WebhookState{On: true, URL: fmt.Sprintf("https://127.0.0.1:%d/validate-kubeflow-org-v1-pytorchjob", st.Ports.Webhook)}
+		if err := k.ensureOperatorObjects(ctx, wc, st.Ports.Webhook); err != nil {
+			return st, false, err
+		}
+	} else {
+		st.Webhook = WebhookState{Reason: reason}
+	}
+
+	// controller-manager, scheduler
+	cm, err := start("kube-controller-manager", KubernetesVersion, k8s.Bin(cache, "kube-controller-manager"), []string{
+		"--kubeconfig=" + l.kubeconfigFor("controller-manager"),
+		"--authentication-kubeconfig=" + l.kubeconfigFor("controller-manager"),
+		"--authorization-kubeconfig=" + l.kubeconfigFor("controller-manager"),
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(st.Ports.ControllerMgr),
+		"--cert-dir=" + filepath.Join(l.PKI(), "controller-manager"),
+		"--leader-elect=false",
+		"--service-account-private-key-file=" + p.path("sa.key"),
+		"--root-ca-file=" + p.path("ca.crt"),
+		"--use-service-account-credentials=false",
+		"--cluster-name=ain-sandbox",
+		"--controllers=*",
+		"--profiling=false",
+	}, nil, map[string]int{"https": st.Ports.ControllerMgr})
+	if err != nil {
+		return st, false, err
+	}
+	sched, err := start("kube-scheduler", KubernetesVersion, k8s.Bin(cache, "kube-scheduler"), []string{
+		"--kubeconfig=" + l.kubeconfigFor("scheduler"),
+		"--authentication-kubeconfig=" + l.kubeconfigFor("scheduler"),
+		"--authorization-kubeconfig=" + l.kubeconfigFor("scheduler"),
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(st.Ports.Scheduler),
+		"--cert-dir=" + filepath.Join(l.PKI(), "scheduler"),
+		"--leader-elect=false",
+		"--profiling=false",
+	}, nil, map[string]int{"https": st.Ports.Scheduler})
+	if err != nil {
+		return st, false, err
+	}
+
+	// kwok
+	stages, err := stagesYAML()
+	if err != nil {
+		return st, false, err
+	}
+	stagesFile := filepath.Join(l.Config(), "kwok-stages.yaml")
+	if err := os.WriteFile(stagesFile, stages, 0o600); err != nil {
+		return st, false, err
+	}
+	kw, err := start("kwok", KwokVersion, component("kwok").Bin(cache, "kwok"), []string{
+		"--kubeconfig=" + l.kubeconfigFor("kwok"),
+		"--config=" + stagesFile,
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-ip=127.0.0.1", "--node-port=" + strconv.Itoa(st.Ports.Kwok),
+		"--server-address=127.0.0.1:" + strconv.Itoa(st.Ports.Kwok),
+		"--tls-cert-file=" + p.path("kwok.crt"), "--tls-private-key-file=" + p.path("kwok.key"),
+		"--enable-crds=Logs,ClusterLogs,PortForward,ClusterPortForward",
+		"--cidr=10.244.0.0/16",
+	}, nil, map[string]int{"kubelet": st.Ports.Kwok})
+	if err != nil {
+		return st, false, err
+	}
+
+	// training-operator
+	var op *Proc
+	if st.Webhook.On {
+		op, err = start("training-operator", TrainingOperatorVersion, component("training-operator").Bin(cache, "training-operator.v1"), []string{
+			"--webhook-server-port=" + strconv.Itoa(st.Ports.Webhook),
+			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(st.Ports.OperatorMetric),
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(st.Ports.OperatorHealth),
+			"--enable-scheme=pytorchjob", "--enable-scheme=mpijob",
+			"--leader-elect=false",
+		}, []string{"KUBECONFIG=" + l.kubeconfigFor("training-operator")},
+			map[string]int{"webhook": st.Ports.Webhook, "metrics": st.Ports.OperatorMetric, "health": st.Ports.OperatorHealth})
+		if err != nil {
+			return st, false, err
+		}
+	}
+
+	// agent
+	if err := saveState(st); err != nil {
+		return st, false, err
+	}
+	agentEnv := append([]string{"AIN_SANDBOX_STATE=" + dir, "AIN_SANDBOX_AGENT=1"}, opts.AgentEnv...)
+	agentBin, err := filepath.Abs(opts.AgentCommand[0])
+	if err != nil {
+		return st, false, err
+	}
+	agentProc, err := start("agent", "", agentBin, opts.AgentCommand[1:], agentEnv, nil)
+	if err != nil {
+		return st, false, err
+	}
+
+	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := waitHTTP(ctx, cm, insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", st.Ports.ControllerMgr), nil, 60*time.Second); err != nil {
+		return st, false, err
+	}
+	if err := waitHTTP(ctx, sched, insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", st.Ports.Scheduler), nil, 60*time.Second); err != nil {
+		return st, false, err
+	}
+	step("controller-manager, scheduler ready")
+	if err := waitNodesReady(ctx, k, cfg.Nodes, []*Proc{kw, cm}, 90*time.Second); err != nil {
+		return st, false, err
+	}
+	step("%d nodes Ready, untainted", cfg.Nodes)
+	if op != nil {
+		if err := waitHTTP(ctx, op, plain, fmt.Sprintf("http://127.0.0.1:%d/readyz", st.Ports.OperatorHealth), nil, 90*time.Second); err != nil {
+			return st, false, err
+		}
+		if err := waitTCP(ctx, op, st.Ports.Webhook, 30*time.Second); err != nil {
+			return st, false, err
+		}
+		step("training-operator + webhook ready")
+	}
+	if !alive(*agentProc) {
+		return st, false, fmt.Errorf("sandbox agent exited:\n%s", tailFile(agentProc.Log, 20))
+	}
+	if err := saveState(st); err != nil {
+		return st, false, err
+	}
+	fmt.Fprintf(out, "Sandbox up in %s.\n", time.Since(t0).Round(100*time.Millisecond))
+	return st, false, nil
+}
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*"]
+- level: Metadata
+`
+
+func tlsClient(caPEM []byte) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// waitHTTP waits until url answers 200, failing early when p exits.
+func waitHTTP(ctx context.Context, p *Proc, c *http.Client, url string, hdr map[string]string, timeout time.Duration) error {
+	var last string
+	err := poll(ctx, timeout, func() (bool, error) {
+		if !alive(*p) {
+			return false, fmt.Errorf("%s exited during start-up; last lines of %s:\n%s", p.Name, p.Log, tailFile(p.Log, 25))
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		resp.Body.Close()
+		last = resp.Status
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil && !alive(*p) || err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%s not ready at %s after %s (last: %s); last lines of %s:\n%s", p.Name, url, timeout, last, p.Log, tailFile(p.Log, 25))
+	}
+	return nil
+}
+
+func waitTCP(ctx context.Context, p *Proc, port int, timeout time.Duration) error {
+	return poll(ctx, timeout, func() (bool, error) {
+		if !alive(*p) {
+			return false, fmt.Errorf("%s exited; last lines of %s:\n%s", p.Name, p.Log, tailFile(p.Log, 25))
+		}
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err != nil {
+			return false, nil
+		}
+		c.Close()
+		return true, nil
+	})
+}
+
+// waitNodesReady waits until n simulated nodes are Ready and carry no not-ready taint.
+func waitNodesReady(ctx context.Context, k *kube, n int, procs []*Proc, timeout time.Duration) error {
+	var last string
+	err := poll(ctx, timeout, func() (bool, error) {
+		for _, p := range procs {
+			if !alive(*p) {
+				return false, fmt.Errorf("%s exited; last lines of %s:\n%s", p.Name, p.Log, tailFile(p.Log, 25))
+			}
+		}
+		list, err := k.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabelSimulated + "=true"})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for _, node := range list.Items {
+			if nodeReady(&node) && !hasNotReadyTaint(&node) {
+				ready++
+			}
+		}
+		last = fmt.Sprintf("%d/%d nodes ready", ready, n)
+		return ready >= n, nil
+	})
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("nodes not ready after %s (%s)", timeout, last)
+	}
+	return err
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasNotReadyTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if strings.HasPrefix(t.Key, "node.kubernetes.io/not-ready") || strings.HasPrefix(t.Key, "node.kubernetes.io/unreachable") {
+			return true
+		}
+	}
+	return false
+}
+
+// healthy reports whether every recorded process runs and the API server answers.
+func healthy(ctx context.Context, st *State) bool {
+	if len(st.Procs) == 0 {
+		return false
+	}
+	for _, p := range st.Procs {
+		if !alive(p) {
+			return false
+		}
+	}
+	ca, err := os.ReadFile(filepath.Join(Layout{st.Dir}.PKI(), "ca.crt"))
+	if err != nil {
+		return false
+	}
+	resp, err := tlsClient(ca).Get(st.Server + "/livez")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	// 401 without a token still proves it serves.
+	return resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden
+}
+
+// stopAll stops the recorded processes in reverse start order.
+func stopAll(st *State, out io.Writer) []error {
+	var errs []error
+	for i := len(st.Procs) - 1; i >= 0; i-- {
+		p := st.Procs[i]
+		wasAlive := alive(p)
+		if err := stopProc(p, 10*time.Second); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if wasAlive {
+			fmt.Fprintf(out, "  stopped %-24s pid %d\n", p.Name, p.PID)
+		}
+	}
+	return errs
+}
+
+// Down stops every process of the sandbox in dir, by pid. With purge it also removes the state
+// folder (etcd data, certificates, kubeconfig, logs).
+func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
+	if out == nil {
+		out = io.Discard
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	st, err := LoadState(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if st != nil {
+		if errs := stopAll(st, out); len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+		releaseWebhookCerts(dir)
+		st.Procs = nil
+		if err := saveState(st); err != nil && !purge {
+			return err
+		}
+	} else if !purge {
+		return ErrNotRunning
+	}
+	if purge {
+		if _, err := os.Stat(dir); err == nil {
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "  removed %s\n", dir)
+		}
+	}
+	return nil
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
