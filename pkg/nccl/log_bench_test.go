@@ -65,6 +65,11 @@ func BenchmarkAnalyzeLog(b *testing.B) {
 
 // BenchmarkAnalyzeLogFile analyses the file named by $AIN_BENCH_LOG (e.g. a 1 GB log from
 // TestWriteSyntheticLog), to compare with `grep -c 'NET/' FILE` on the same file.
+//
+// Figures on 2 shared vCPUs (2026-12-02), 1 GiB synthetic 16-rank log, 10.1 M lines, page cache warm:
+// this benchmark 3.7 s/op (289 MB/s, 270 allocs, 279 KB allocated per run); `ain doctor nccl-log`
+// 2.3-2.5 s user, 2.7-4.7 s wall, 40 MB max RSS; `grep -c 'NET/'` 0.26-0.31 s user, 0.38-0.53 s
+// wall, 2 MB max RSS. grep only counts one substring; the analyser parses every NCCL line.
 func BenchmarkAnalyzeLogFile(b *testing.B) {
 	path := os.Getenv("AIN_BENCH_LOG")
 	if path == "" {
