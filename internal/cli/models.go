@@ -1,17 +1,128 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
-// modelsCommand is a placeholder until issue #8 lands.
-func (a *App) modelsCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:   "models",
-		Usage:  "(not built yet: issue #8)",
-		Hidden: true,
-		Action: func(*ucli.Context) error { return ainerr.Usagef("ain models is not built yet (issue #8)") },
+// endpointOptions are the flags every command talking to a model server takes
+// (ain models, ain chat, ain chat test, ain bench serve).
+type endpointOptions struct {
+	Endpoint string
+	APIKey   string
+	CAFile   string
+	Insecure bool
+}
+
+func (o *endpointOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "endpoint", Usage: "the OpenAI-compatible server's URL, e.g. https://llm.example.com or http://127.0.0.1:8000 (env AIN_ENDPOINT)", Destination: &o.Endpoint},
+		&ucli.StringFlag{Name: "api-key", Usage: "bearer token, the server's --api-key (prefer env AIN_API_KEY: flags show in the process list)", Destination: &o.APIKey},
+		&ucli.StringFlag{Name: "ca-file", Usage: "PEM file of a private CA to trust, besides the system's, for the server's certificate", Destination: &o.CAFile},
+		&ucli.BoolFlag{Name: "insecure", Usage: "do NOT verify the server's TLS certificate (testing only; never the default)", Destination: &o.Insecure},
 	}
+}
+
+// modelClient builds the client from flags and environment; the endpoint comes from
+// --endpoint, else AIN_ENDPOINT, else discoverEndpoint.
+func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*vllm.Client, error) {
+	endpoint := o.Endpoint
+	if endpoint == "" {
+		endpoint = a.Getenv("AIN_ENDPOINT")
+	}
+	if endpoint == "" {
+		var err error
+		if endpoint, err = a.discoverEndpoint(ctx); err != nil {
+			return nil, err
+		}
+	}
+	key := o.APIKey
+	if key == "" {
+		key = a.Getenv("AIN_API_KEY")
+	}
+	if o.Insecure {
+		fmt.Fprintln(a.Streams.Err, "WARNING: --insecure: the server's TLS certificate is NOT verified; whoever sits on the path can read the API key, the prompts and the answers.")
+	}
+	return vllm.NewClient(vllm.Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, Insecure: o.Insecure, MaxConns: conns})
+}
+
+// discoverEndpoint is the seam for finding what `ain serve` deployed (by label: the ingress
+// URL, or a port-forward when the ingress is not reachable from here). Until that lands an
+// endpoint must be given.
+func (a *App) discoverEndpoint(ctx context.Context) (string, error) {
+	_ = ctx
+	return "", ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT"),
+		"for a vLLM server, the URL of its ingress (https://HOST) or of a port-forward (http://127.0.0.1:8000)")
+}
+
+type modelsOptions struct {
+	endpointOptions
+	Output string
+}
+
+func (a *App) modelsCommand() *ucli.Command {
+	o := &modelsOptions{}
+	return &ucli.Command{
+		Name:  "models",
+		Usage: "list the models an OpenAI-compatible server (vLLM) serves",
+		Description: "Reads GET /v1/models. vLLM answers /health before the model is loaded; a model listed here\n" +
+			"can answer.",
+		Flags:  append(o.flags(), outputFlag(&o.Output, "table", "table or json")),
+		Action: func(c *ucli.Context) error { return a.runModels(c.Context, o) },
+	}
+}
+
+func (a *App) runModels(ctx context.Context, o *modelsOptions) error {
+	if o.Output != "table" && o.Output != "json" {
+		return ainerr.Usagef("-o %s: use table or json", o.Output)
+	}
+	c, err := a.modelClient(ctx, &o.endpointOptions, 0)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	models, err := c.Models(ctx)
+	if err != nil {
+		return err
+	}
+	if o.Output == "json" {
+		if models == nil {
+			models = []vllm.Model{}
+		}
+		return a.writeJSON(map[string]any{"endpoint": c.Endpoint(), "models": models})
+	}
+	if len(models) == 0 {
+		fmt.Fprintf(a.Streams.Err, "%s serves no model yet (still loading?)\n", c.Endpoint())
+		return nil
+	}
+	rows := make([][]string, 0, len(models))
+	for _, m := range models {
+		maxLen := "-"
+		if m.MaxModelLen > 0 {
+			maxLen = strconv.Itoa(m.MaxModelLen)
+		}
+		root := m.Root
+		if root == "" || root == m.ID {
+			root = "-"
+		}
+		rows = append(rows, []string{m.ID, root, maxLen, orDashStr(m.OwnedBy)})
+	}
+	a.table([]string{"MODEL", "ROOT", "MAX LEN", "OWNED BY"}, rows)
+	return nil
+}
+
+func orDashStr(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
 }
