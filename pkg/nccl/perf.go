@@ -164,7 +164,8 @@ func (p *perfParser) line(raw []byte) {
 		return
 	case bytes.Contains(c, []byte("out-of-place")) || bytes.HasPrefix(c, []byte("(B)")) || bytes.HasPrefix(c, []byte("Using devices")):
 		return
-	case bytes.HasPrefix(c, []byte("size ")) && bytes.Contains(c, []byte(" count ")) && bytes.Contains(c, []byte(" time ")):
+	case bytes.HasPrefix(c, []byte("size ")) && bytes.Contains(c, []byte(" count ")) &&
+		(bytes.Contains(c, []byte(" time ")) || bytes.Contains(c, []byte(" cputime "))): // -C 1 prints cputime
 		cols := parsePerfHeader(c)
 		p.startRun()
 		if p.cur != nil {
@@ -183,12 +184,19 @@ func (p *perfParser) line(raw []byte) {
 		return
 	case bytes.HasPrefix(c, []byte("Avg bus bandwidth")):
 		if k := bytes.IndexByte(c, ':'); k >= 0 {
-			v := strings.TrimSpace(string(c[k+1:]))
-			if _, err := strconv.ParseFloat(v, 64); err == nil && isJSONNumber(v) {
-				n := json.Number(v)
-				r := p.run()
+			// "31.605", or "31.605 FAILED"/"31.605 OK" when NCCL_TESTS_MIN_BW is set.
+			f := strings.Fields(string(c[k+1:]))
+			if len(f) == 0 {
+				return
+			}
+			r := p.run()
+			if _, err := strconv.ParseFloat(f[0], 64); err == nil && isJSONNumber(f[0]) {
+				n := json.Number(f[0])
 				r.AvgBusbw = &n
 				r.closed = true
+			}
+			if len(f) > 1 && f[1] == "FAILED" && len(r.Errors) < maxPerfErrors {
+				r.Errors = append(r.Errors, "average bus bandwidth "+f[0]+" GB/s is below NCCL_TESTS_MIN_BW")
 			}
 		}
 		return
@@ -221,14 +229,15 @@ func parsePerfHeader(c []byte) *perfCols {
 	f := bytes.Fields(c)
 	cols := &perfCols{}
 	i := 0
-	for i < len(f) && !bytes.Equal(f[i], []byte("time")) {
+	isTime := func(b []byte) bool { return bytes.Equal(b, []byte("time")) || bytes.Equal(b, []byte("cputime")) }
+	for i < len(f) && !isTime(f[i]) {
 		cols.prefix = append(cols.prefix, string(f[i]))
 		i++
 	}
 	if i < len(f) {
 		cols.half = append(cols.half, "time")
 		i++
-		for i < len(f) && !bytes.Equal(f[i], []byte("time")) {
+		for i < len(f) && !isTime(f[i]) {
 			cols.half = append(cols.half, strings.TrimPrefix(string(f[i]), "#"))
 			i++
 		}

@@ -140,3 +140,23 @@ func TestPerfCSV(t *testing.T) {
 		t.Errorf("row %q", lines[4])
 	}
 }
+
+// TestPerfCPUTimeAndMinBW covers -C 1 (the header says cputime) and NCCL_TESTS_MIN_BW, which
+// appends OK/FAILED to the average line.
+func TestPerfCPUTimeAndMinBW(t *testing.T) {
+	in := "#       size         count      type   redop    root  cputime   algbw   busbw #wrong  cputime   algbw   busbw #wrong\n" +
+		"     1048576        262144     float     sum      -1    66.10   15.86   29.74      0    65.80   15.94   29.88      0\n" +
+		"# Out of bounds values : 0 OK\n" +
+		"# Avg bus bandwidth    : 29.81 FAILED\n"
+	runs, err := ParsePerf(strings.NewReader(in))
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("%v %v", runs, err)
+	}
+	r := runs[0]
+	if r.cols == nil || len(r.cols.half) != 4 || r.Rows[0].IP.Busbw != 29.88 {
+		t.Errorf("cols %+v row %+v", r.cols, r.Rows[0])
+	}
+	if r.AvgBusbw == nil || r.AvgBusbw.String() != "29.81" || len(r.Errors) != 1 {
+		t.Errorf("avg %v errors %q", ptrStr(r.AvgBusbw), r.Errors)
+	}
+}
