@@ -274,8 +274,9 @@ func (p *perfParser) dataRow(c []byte) {
 	rest := f[3:]
 	r := p.run()
 	cols := r.cols
+	// With a header, its columns decide; trailing extras (the -T timestamp) are ignored.
 	if cols != nil && len(cols.prefix) >= 3 && len(cols.half) >= 3 &&
-		(len(f) == len(cols.prefix)+2*len(cols.half) || len(f) == len(cols.prefix)+len(cols.half)) {
+		(len(f) >= len(cols.prefix)+2*len(cols.half) || len(f) == len(cols.prefix)+len(cols.half)) {
 		for i, name := range cols.prefix[3:] {
 			switch name {
 			case "redop":
@@ -360,14 +361,20 @@ func perfCell(t [][]byte, names []string) *PerfCell {
 			name = names[3]
 		}
 		v := t[3]
+		// New nccl-tests print #wrong with %g ("0", "512", "1e+06"); old ones printed a max
+		// error column with %e ("0e+00", "2e-07").
+		isError := name == "error" || (len(names) < 4 && (bytes.IndexByte(v, '.') >= 0 || bytes.Contains(v, []byte("e-"))))
 		switch {
 		case bytes.Equal(v, []byte("N/A")):
-		case name == "error" || bytes.ContainsAny(v, ".eE"):
+		case isError:
 			if e, ok := finite(v); ok {
 				c.Error = &e
 			}
 		default:
 			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+				c.Wrong = &n
+			} else if x, ok := finite(v); ok && x >= 0 && x < math.MaxInt64 {
+				n := int64(x)
 				c.Wrong = &n
 			}
 		}

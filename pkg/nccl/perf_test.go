@@ -160,3 +160,23 @@ func TestPerfCPUTimeAndMinBW(t *testing.T) {
 		t.Errorf("avg %v errors %q", ptrStr(r.AvgBusbw), r.Errors)
 	}
 }
+
+// TestPerfPerIterationColumns covers nccl-tests 2.19's per-iteration columns (i_min i_max i_p99
+// i_cv% in each half), a trailing timestamp, and #wrong printed with %g.
+func TestPerfPerIterationColumns(t *testing.T) {
+	in := "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%  timestamp\n" +
+		"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)  \n" +
+		"     1048576        262144     float     sum      -1    66.10   15.86   29.74       0    64.20    70.10    69.90     2.10    65.80   15.94   29.88   1e+06    64.00    69.00    68.80     1.90  2026-01-02 03:04:05\n" +
+		"# Out of bounds values : 1 FAILED\n# Avg bus bandwidth    : 29.81 \n"
+	runs, err := ParsePerf(strings.NewReader(in))
+	if err != nil || len(runs) != 1 || len(runs[0].Rows) != 1 {
+		t.Fatalf("%v %v", runs, err)
+	}
+	row := runs[0].Rows[0]
+	if row.OOP.TimeUs != 66.10 || row.OOP.Busbw != 29.74 || row.IP.TimeUs != 65.80 || row.IP.Busbw != 29.88 {
+		t.Errorf("row %+v %+v", row.OOP, row.IP)
+	}
+	if row.IP.Wrong == nil || *row.IP.Wrong != 1000000 || row.IP.Error != nil {
+		t.Errorf("wrong %s error %v", ptrStr(row.IP.Wrong), row.IP.Error)
+	}
+}
