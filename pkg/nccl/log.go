@@ -404,6 +404,7 @@ var (
 	bVia          = []byte(" via ")
 	bGDR          = []byte("GPU Direct RDMA")
 	bSetByEnv     = []byte(" set by environment to ")
+	bSetTo        = []byte(" set to ")
 	bBytesAlgo    = []byte(" Bytes -> Algo ")
 	bCouldNotFind = []byte("Could not find")
 	bNoPlugin     = []byte("No plugin found")
@@ -445,7 +446,10 @@ func (a *LogAnalyzer) infoLine(no int, raw, head, msg []byte) {
 	case bytes.Contains(msg, bBytesAlgo):
 		a.tuningLine(msg)
 	case bytes.Contains(msg, bSetByEnv):
-		a.envLine(no, raw, msg)
+		a.envLine(no, raw, msg, bSetByEnv)
+	case bytes.HasPrefix(msg, []byte("NCCL_")) && bytes.Contains(msg, bSetTo):
+		// NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_OOB_NET_IFNAME are echoed as "X set to Y".
+		a.envLine(no, raw, msg, bSetTo)
 	case bytes.HasPrefix(msg, []byte("comm ")) || bytes.HasPrefix(msg, []byte("ncclCommInit")) || bytes.HasPrefix(msg, []byte("Init COMPLETE")):
 		p := a.procFor(head)
 		if r, ok := intAfter(msg, " rank "); ok {
@@ -608,13 +612,13 @@ func (a *LogAnalyzer) gdrLine(no int, raw []byte, p *proc, msg []byte) {
 	}
 }
 
-func (a *LogAnalyzer) envLine(no int, raw []byte, msg []byte) {
-	k := bytes.Index(msg, bSetByEnv)
+func (a *LogAnalyzer) envLine(no int, raw []byte, msg, sep []byte) {
+	k := bytes.Index(msg, sep)
 	name := msg[:k]
 	if sp := bytes.LastIndexByte(name, ' '); sp >= 0 {
 		name = name[sp+1:]
 	}
-	val := trimRightSpace(msg[k+len(bSetByEnv):])
+	val := trimRightSpace(msg[k+len(sep):])
 	val = bytes.TrimSuffix(val, []byte("."))
 	if len(name) == 0 || len(name) > 64 {
 		return
