@@ -1,30 +1,176 @@
 package recipe
 
-// ServingSpec is the serving section (kind Serving): vLLM replicas. The vLLM issue (#8) owns
-// this file and fills it in; for now it holds the fields every serving recipe needs.
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Serving topologies.
+const (
+	// TopologyIndependent is one Deployment of one pod per replica (the default). The course
+	// runs two independent single-GPU replicas: each has its own rollout, progress deadline and
+	// status, so a replica stuck loading weights (a slow NFS mount, a bad GPU) does not hold
+	// back the others, one can be restarted or pinned to a node alone, and `ain serve status`
+	// names the replica that is not ready. The Service spreads requests over all of them.
+	TopologyIndependent = "independent"
+	// TopologyDeployment is one Deployment with `replicas` pods: one object to scale, rolling
+	// updates done by Kubernetes, but one progress deadline for all.
+	TopologyDeployment = "deployment"
+)
+
+// Serving defaults.
+const (
+	DefaultServingPort          = 8000
+	DefaultGPUMemoryUtilization = 0.9
+	DefaultStartupTimeout       = "20m"
+	DefaultServingShm           = "8Gi"
+	DefaultGenerationConfig     = "vllm"
+	DefaultIngressClass         = "nginx"
+	DefaultProxyReadTimeout     = 3600
+)
+
+// ServingSpec is the serving section (kind Serving): vLLM's OpenAI-compatible server on
+// `replicas` pods of `gpusPerReplica` GPUs, a Service and an Ingress.
 type ServingSpec struct {
-	// Image is the vLLM OpenAI-compatible server image.
+	// Image is the vLLM OpenAI-compatible server image (vllm/vllm-openai:TAG).
 	Image string `yaml:"image" json:"image"`
-	// Model is the model path (on the model volume) or name vLLM serves.
+	// ImagePullPolicy is Always, IfNotPresent or Never (default IfNotPresent).
+	ImagePullPolicy string `yaml:"imagePullPolicy,omitempty" json:"imagePullPolicy,omitempty"`
+	// Model is the model path (on the model volume) or Hugging Face name vLLM serves.
 	Model string `yaml:"model" json:"model"`
+	// ServedModelName is the name clients ask for (--served-model-name); default the last
+	// element of model ("Qwen2.5-7B-Instruct").
+	ServedModelName string `yaml:"servedModelName,omitempty" json:"servedModelName,omitempty"`
 	// Replicas is the number of model server replicas.
 	Replicas int `yaml:"replicas" json:"replicas"`
-	// GPUsPerReplica is the GPUs per replica (vLLM's tensor parallel size).
+	// Topology is independent (one Deployment per replica, default) or deployment (one
+	// Deployment with `replicas` pods).
+	Topology string `yaml:"topology,omitempty" json:"topology,omitempty"`
+	// GPUsPerReplica is the GPUs per replica, vLLM's --tensor-parallel-size.
 	GPUsPerReplica int `yaml:"gpusPerReplica" json:"gpusPerReplica"`
-	// Volumes are PersistentVolumeClaims (the shared model disk).
+	// MaxModelLen is --max-model-len (0: the model's own).
+	MaxModelLen int `yaml:"maxModelLen,omitempty" json:"maxModelLen,omitempty"`
+	// GPUMemoryUtilization is --gpu-memory-utilization (default 0.9).
+	GPUMemoryUtilization float64 `yaml:"gpuMemoryUtilization,omitempty" json:"gpuMemoryUtilization,omitempty"`
+	// DType is --dtype (auto, bfloat16, float16); empty leaves vLLM's default.
+	DType string `yaml:"dtype,omitempty" json:"dtype,omitempty"`
+	// GenerationConfig is --generation-config: "vllm" (default) ignores the sampling defaults
+	// in the model's generation_config.json, so a request's temperature 0 gives plain greedy
+	// decoding (answer checks), "auto" applies them.
+	GenerationConfig string `yaml:"generationConfig,omitempty" json:"generationConfig,omitempty"`
+	// ExtraArgs are appended to `vllm serve` (e.g. [--enable-lora, --lora-modules, a=/path]).
+	ExtraArgs []string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
+	// Env is extra container environment (not secrets: see apiKeySecret, hfTokenSecret).
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Resources are the CPU and memory each replica requests.
+	Resources Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
+	// ShmSize sizes the memory-backed /dev/shm (default 8Gi).
+	ShmSize string `yaml:"shmSize,omitempty" json:"shmSize,omitempty"`
+	// Volumes are PersistentVolumeClaims: the shared (NFS) model disk.
 	Volumes []Volume `yaml:"volumes,omitempty" json:"volumes,omitempty"`
+	// HFHome is HF_HOME and HF_HUB_CACHE's parent; it must be on a writable volume because
+	// Hugging Face writes .lock files next to the weights. Default: <first volume>/huggingface.
+	HFHome string `yaml:"hfHome,omitempty" json:"hfHome,omitempty"`
+	// APIKeySecret names the Secret key holding the API key (VLLM_API_KEY); empty: no key.
+	APIKeySecret *SecretRef `yaml:"apiKeySecret,omitempty" json:"apiKeySecret,omitempty"`
+	// HFTokenSecret names the Secret key holding a Hugging Face token (HF_TOKEN).
+	HFTokenSecret *SecretRef `yaml:"hfTokenSecret,omitempty" json:"hfTokenSecret,omitempty"`
+	// StartupTimeout bounds model loading (startupProbe on /health); default 20m.
+	StartupTimeout string `yaml:"startupTimeout,omitempty" json:"startupTimeout,omitempty"`
+	// Ingress exposes the Service over HTTPS.
+	Ingress *ServingIngress `yaml:"ingress,omitempty" json:"ingress,omitempty"`
+}
+
+// SecretRef points at one key of a Secret in the serving namespace.
+type SecretRef struct {
+	Name string `yaml:"name" json:"name"`
+	Key  string `yaml:"key" json:"key"`
+}
+
+// ServingIngress is the HTTPS ingress in front of the replicas.
+type ServingIngress struct {
+	// Host is the DNS name clients use.
+	Host string `yaml:"host" json:"host"`
+	// ClassName is the IngressClass (default nginx: ingress-nginx).
+	ClassName string `yaml:"className,omitempty" json:"className,omitempty"`
+	// TLSSecret is the kubernetes.io/tls Secret with the certificate (default NAME-tls).
+	TLSSecret string `yaml:"tlsSecret,omitempty" json:"tlsSecret,omitempty"`
+	// ProxyReadTimeout is seconds ingress-nginx waits between two reads of a stream
+	// (default 3600: long generations must not be cut).
+	ProxyReadTimeout int `yaml:"proxyReadTimeout,omitempty" json:"proxyReadTimeout,omitempty"`
 }
 
 // defaultServing fills serving defaults.
 func (r *Recipe) defaultServing(s *ServingSpec) {
-	if s.Replicas == 0 {
+	if s.Replicas == 0 && !r.hasField("spec.replicas") {
 		s.Replicas = 1
 		r.noteDefault("spec.replicas", "1")
 	}
-	if s.GPUsPerReplica == 0 {
+	if s.GPUsPerReplica == 0 && !r.hasField("spec.gpusPerReplica") {
 		s.GPUsPerReplica = 1
 		r.noteDefault("spec.gpusPerReplica", "1")
 	}
+	if s.Topology == "" {
+		s.Topology = TopologyIndependent
+		r.noteDefault("spec.topology", TopologyIndependent)
+	}
+	if s.ImagePullPolicy == "" {
+		s.ImagePullPolicy = "IfNotPresent"
+		r.noteDefault("spec.imagePullPolicy", "IfNotPresent")
+	}
+	if s.ServedModelName == "" && s.Model != "" {
+		s.ServedModelName = path.Base(strings.TrimSuffix(s.Model, "/"))
+		r.noteDefault("spec.servedModelName", s.ServedModelName)
+	}
+	if s.GPUMemoryUtilization == 0 {
+		s.GPUMemoryUtilization = DefaultGPUMemoryUtilization
+		r.noteDefault("spec.gpuMemoryUtilization", "0.9")
+	}
+	if s.GenerationConfig == "" {
+		s.GenerationConfig = DefaultGenerationConfig
+		r.noteDefault("spec.generationConfig", DefaultGenerationConfig)
+	}
+	if s.ShmSize == "" {
+		s.ShmSize = DefaultServingShm
+		r.noteDefault("spec.shmSize", DefaultServingShm)
+	}
+	if s.StartupTimeout == "" {
+		s.StartupTimeout = DefaultStartupTimeout
+		r.noteDefault("spec.startupTimeout", DefaultStartupTimeout)
+	}
+	if s.HFHome == "" && len(s.Volumes) > 0 && s.Volumes[0].MountPath != "" && !s.Volumes[0].ReadOnly {
+		s.HFHome = path.Join(s.Volumes[0].MountPath, "huggingface")
+		r.noteDefault("spec.hfHome", s.HFHome)
+	}
+	if in := s.Ingress; in != nil {
+		if in.ClassName == "" {
+			in.ClassName = DefaultIngressClass
+			r.noteDefault("spec.ingress.className", DefaultIngressClass)
+		}
+		if in.TLSSecret == "" && r.Metadata.Name != "" {
+			in.TLSSecret = r.Metadata.Name + "-tls"
+			r.noteDefault("spec.ingress.tlsSecret", in.TLSSecret)
+		}
+		if in.ProxyReadTimeout == 0 {
+			in.ProxyReadTimeout = DefaultProxyReadTimeout
+			r.noteDefault("spec.ingress.proxyReadTimeout", fmt.Sprint(DefaultProxyReadTimeout))
+		}
+	}
+}
+
+func (r *Recipe) hasField(p string) bool { return r.doc != nil && r.doc.Has(p) }
+
+// StartupDuration is StartupTimeout parsed (the default when unset or invalid).
+func (s *ServingSpec) StartupDuration() time.Duration {
+	d, err := time.ParseDuration(s.StartupTimeout)
+	if err != nil || d <= 0 {
+		d, _ = time.ParseDuration(DefaultStartupTimeout)
+	}
+	return d
 }
 
 // validateServing checks the serving section.
@@ -33,5 +179,93 @@ func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 	v.required("spec.model", s.Model)
 	v.min("spec.replicas", s.Replicas, 1)
 	v.min("spec.gpusPerReplica", s.GPUsPerReplica, 1)
+	v.oneOf("spec.topology", s.Topology, TopologyIndependent, TopologyDeployment)
+	v.oneOf("spec.imagePullPolicy", s.ImagePullPolicy, "Always", "IfNotPresent", "Never")
+	if s.ServedModelName != "" && strings.ContainsAny(s.ServedModelName, " \t\n") {
+		v.addf("spec.servedModelName", "%q: no spaces (clients send it as the model name)", s.ServedModelName)
+	}
+	if n := strings.ToLower(s.ServedModelName); strings.HasPrefix(n, "o1") || strings.HasPrefix(n, "o3") || strings.HasPrefix(n, "o4") || strings.HasPrefix(n, "gpt-5") {
+		v.warnf("spec.servedModelName", "%q starts like an OpenAI reasoning model: OpenAI clients (go-openai, ain chat) apply OpenAI-only rules to it", s.ServedModelName)
+	}
+	if s.MaxModelLen < 0 {
+		v.addf("spec.maxModelLen", "must not be negative (0: the model's own)")
+	}
+	if s.GPUMemoryUtilization <= 0 || s.GPUMemoryUtilization > 1 {
+		v.addf("spec.gpuMemoryUtilization", "must be in (0, 1], got %g", s.GPUMemoryUtilization)
+	}
+	if s.DType != "" {
+		v.oneOf("spec.dtype", s.DType, "auto", "half", "float16", "bfloat16", "float", "float32")
+	}
+	v.oneOf("spec.generationConfig", s.GenerationConfig, "vllm", "auto")
+	for i, a := range s.ExtraArgs {
+		for _, owned := range []string{"--host", "--port", "--served-model-name", "--tensor-parallel-size", "--api-key", "--generation-config"} {
+			if a == owned || strings.HasPrefix(a, owned+"=") {
+				v.addf(fmt.Sprintf("spec.extraArgs[%d]", i), "%s is set by ain from the recipe's fields; set the field instead", owned)
+			}
+		}
+	}
+	for _, k := range sortedKeys(s.Env) {
+		if !envNameRE.MatchString(k) {
+			v.addf("spec.env."+k, "%q is not a valid environment variable name", k)
+		}
+		switch k {
+		case "VLLM_API_KEY":
+			v.addf("spec.env."+k, "a secret must not be plain env: use spec.apiKeySecret (a Secret reference)")
+		case "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN":
+			v.addf("spec.env."+k, "a secret must not be plain env: use spec.hfTokenSecret (a Secret reference)")
+		}
+	}
+	v.quantity("spec.resources.cpu", s.Resources.CPU)
+	v.quantity("spec.resources.memory", s.Resources.Memory)
+	v.quantity("spec.shmSize", s.ShmSize)
 	r.validateVolumes(s.Volumes, v)
+	if d, err := time.ParseDuration(s.StartupTimeout); err != nil || d < time.Minute {
+		v.addf("spec.startupTimeout", "%q: want a duration of at least 1m such as 20m (model load time)", s.StartupTimeout)
+	}
+	if s.HFHome != "" {
+		if !path.IsAbs(s.HFHome) {
+			v.addf("spec.hfHome", "%q: want an absolute path", s.HFHome)
+		} else if vol := volumeAt(s.Volumes, s.HFHome); vol == nil {
+			v.warnf("spec.hfHome", "%s is on no volume: downloads are lost with the pod and every replica fetches the model again", s.HFHome)
+		} else if vol.ReadOnly {
+			v.addf("spec.hfHome", "%s is on the read-only volume %q: Hugging Face writes .lock files there", s.HFHome, vol.Name)
+		}
+	}
+	for _, ref := range []struct {
+		p string
+		s *SecretRef
+	}{{"spec.apiKeySecret", s.APIKeySecret}, {"spec.hfTokenSecret", s.HFTokenSecret}} {
+		if ref.s == nil {
+			continue
+		}
+		v.required(ref.p+".name", ref.s.Name)
+		v.required(ref.p+".key", ref.s.Key)
+		if ref.s.Name != "" && len(validation.IsDNS1123Subdomain(ref.s.Name)) > 0 {
+			v.addf(ref.p+".name", "%q is not a valid Secret name", ref.s.Name)
+		}
+	}
+	if in := s.Ingress; in != nil {
+		v.required("spec.ingress.host", in.Host)
+		if in.Host != "" && len(validation.IsDNS1123Subdomain(strings.TrimPrefix(in.Host, "*."))) > 0 {
+			v.addf("spec.ingress.host", "%q is not a DNS name", in.Host)
+		}
+		if in.TLSSecret != "" && len(validation.IsDNS1123Subdomain(in.TLSSecret)) > 0 {
+			v.addf("spec.ingress.tlsSecret", "%q is not a valid Secret name", in.TLSSecret)
+		}
+		if in.ProxyReadTimeout < 0 {
+			v.addf("spec.ingress.proxyReadTimeout", "must not be negative")
+		}
+	}
+}
+
+// volumeAt returns the volume whose mount path holds p.
+func volumeAt(vols []Volume, p string) *Volume {
+	var best *Volume
+	for i := range vols {
+		m := strings.TrimSuffix(vols[i].MountPath, "/")
+		if m != "" && (p == m || strings.HasPrefix(p, m+"/")) && (best == nil || len(m) > len(best.MountPath)) {
+			best = &vols[i]
+		}
+	}
+	return best
 }
