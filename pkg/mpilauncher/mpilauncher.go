@@ -110,11 +110,13 @@ var signatures = []signature{
 	{"orte-daemons", true, contains("ORTE was unable to reliably start one or more daemons")},
 	{"orte-daemons", true, contains("ORTE does not know how to route a message")},
 	{"orte-daemons", true, all("daemon", "died unexpectedly", "while attempting to launch")},
+	{"orte-daemons", true, contains("ORTE has lost communication with a remote daemon")},
 	{"prrte-daemons", true, contains("PRTE has lost communication with a remote daemon")},
 	{"prrte-daemons", true, contains("PRRTE was unable to reliably start one or more daemons")},
 	{"prrte-daemons", true, contains("PRTE was unable to reliably start one or more daemons")},
 	{"prrte-daemons", true, all("prte", "unable to start a daemon")},
 	{"hydra", true, contains("HYDU_sock_connect")},
+	{"hydra", true, all("[mpiexec@", "unable to get host address")},
 	{"hydra", true, all("[mpiexec@", "unable to connect from")},
 	{"hydra", true, all("HYD_", "unable to run proxy")},
 	// Failures of another kind.
