@@ -206,7 +206,7 @@ func (a *App) printNCCLLog(r *nccl.LogReport) {
 	if len(r.Env) > 0 {
 		fmt.Fprintln(w, "\nset by environment:")
 		for _, e := range r.Env {
-			fmt.Fprintf(w, "  %s=%s  (%s)\n", e.Name, e.Value, evRef(e.File, e.Line))
+			fmt.Fprintf(w, "  %s=%q  (%s)\n", e.Name, e.Value, evRef(e.File, e.Line))
 		}
 	}
 }
