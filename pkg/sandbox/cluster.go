@@ -431,3 +431,57 @@ func (k *kube) applyPortForward(ctx context.Context, pf PortForward) error {
 	}}
 	return k.apply(ctx, obj)
 }
+
+// DefaultSharedClaim is the PVC name ain's built-in recipes mount (the shared NFS disk); `up`
+// creates it in namespace default, bound to a placeholder PersistentVolume.
+const DefaultSharedClaim = "nfs-shared"
+
+// EnsureSharedPVC creates the PersistentVolumeClaim namespace/name bound to a placeholder NFS
+// PersistentVolume of its own, so that pods mounting it can be scheduled (nothing is mounted:
+// the pods are simulated).
+func EnsureSharedPVC(ctx context.Context, cfg *rest.Config, namespace, name string) error {
+	k, err := newKube(cfg)
+	if err != nil {
+		return err
+	}
+	return k.ensureSharedPVC(ctx, namespace, name)
+}
+
+func (k *kube) ensureSharedPVC(ctx context.Context, namespace, name string) error {
+	pvName := "ain-sandbox-" + namespace + "-" + name
+	if len(pvName) > 253 {
+		pvName = pvName[:253]
+	}
+	size := resource.MustParse("10Ti")
+	rwx := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{LabelSimulated: "true"}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes: rwx,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{
+				NFS: &corev1.NFSVolumeSource{Server: "127.0.0.1", Path: "/shared"},
+			},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: namespace, Name: name},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "",
+		},
+	}
+	if _, err := k.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("shared volume: %w", err)
+	}
+	empty := ""
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      rwx,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			VolumeName:       pvName,
+			StorageClassName: &empty,
+		},
+	}
+	if _, err := k.cs.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("shared volume claim: %w", err)
+	}
+	return nil
+}

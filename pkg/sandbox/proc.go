@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,9 +22,32 @@ var children = struct {
 	done map[int]chan struct{}
 }{done: map[int]chan struct{}{}}
 
+// spawner starts processes from one goroutine locked to its OS thread, so that Pdeathsig (sent
+// when the thread that started a child exits) fires only when this whole process dies.
+var spawner = struct {
+	once sync.Once
+	reqs chan func()
+}{reqs: make(chan func())}
+
+func onSpawnerThread(f func()) {
+	spawner.once.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for r := range spawner.reqs {
+				r()
+			}
+		}()
+	})
+	done := make(chan struct{})
+	spawner.reqs <- func() { f(); close(done) }
+	<-done
+}
+
 // startProc starts bin in its own session (so a terminal's Ctrl-C does not reach it and it
-// outlives `ain sandbox up`), with stdout and stderr appended to logPath.
-func startProc(name, version, bin string, args, env []string, logPath string) (Proc, error) {
+// outlives `ain sandbox up`), with stdout and stderr appended to logPath. With dieWithParent the
+// kernel kills it when this process dies (tests: no process survives a crashed or timed-out test
+// binary).
+func startProc(name, version, bin string, args, env []string, logPath string, dieWithParent bool) (Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return Proc{}, err
@@ -35,7 +59,13 @@ func startProc(name, version, bin string, args, env []string, logPath string) (P
 	cmd.Stderr = logf
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if dieWithParent {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		onSpawnerThread(func() { err = cmd.Start() })
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		return Proc{}, fmt.Errorf("starting %s: %w", name, err)
 	}
 	done := make(chan struct{})

@@ -36,6 +36,9 @@ type Options struct {
 	AgentEnv     []string
 	// Timeout bounds the start-up once the binaries are built (default 3 minutes).
 	Timeout time.Duration
+	// DieWithParent has the kernel kill every component when the calling process dies (for
+	// tests); the CLI leaves it off so that the sandbox outlives `ain sandbox up`.
+	DieWithParent bool
 }
 
 // ErrNotRunning is returned for a state folder without a running sandbox.
@@ -124,7 +127,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	fmt.Fprintf(out, "Starting the sandbox in %s (all on 127.0.0.1)\n", dir)
 
 	start := func(name, version, bin string, args, env []string, ports map[string]int) (*Proc, error) {
-		pr, err := startProc(name, version, bin, args, env, filepath.Join(l.Logs(), name+".log"))
+		pr, err := startProc(name, version, bin, args, env, filepath.Join(l.Logs(), name+".log"), opts.DieWithParent)
 		if err != nil {
 			return nil, err
 		}
@@ -209,6 +212,14 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	}
 	if err := k.ensureNodes(ctx, cfg, sc); err != nil {
 		return st, false, err
+	}
+	// Namespace default appears shortly after the API server is ready.
+	var pvcErr error
+	if err := poll(ctx, 30*time.Second, func() (bool, error) {
+		pvcErr = k.ensureSharedPVC(ctx, "default", DefaultSharedClaim)
+		return pvcErr == nil, nil
+	}); err != nil {
+		return st, false, fmt.Errorf("%v: %w", err, pvcErr)
 	}
 	if err := k.ensurePortForwards(ctx, cfg.PortForwards); err != nil {
 		return st, false, err
