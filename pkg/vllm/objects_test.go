@@ -1,0 +1,169 @@
+package vllm
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const servingRecipe = `apiVersion: ain.dev/v1alpha1
+kind: Serving
+metadata:
+  name: qwen
+spec:
+  image: vllm/vllm-openai:v0.11.0
+  model: /shared/models/Qwen2.5-7B-Instruct
+  replicas: 2
+  maxModelLen: 8192
+  resources: {cpu: "8", memory: 64Gi}
+  volumes:
+    - {name: shared, claimName: nfs-shared, mountPath: /shared}
+  apiKeySecret: {name: vllm-api-key, key: api-key}
+  hfTokenSecret: {name: hf-token, key: token}
+  ingress:
+    host: llm.course.example
+`
+
+func servingObjects(t *testing.T, sets ...string) *Objects {
+	t.Helper()
+	r, err := recipe.Parse("qwen.yaml", []byte(servingRecipe), sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := BuildObjects(r, profile.Default(), ObjectOptions{Namespace: "llm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func TestServingObjectsGolden(t *testing.T) {
+	for name, sets := range map[string][]string{
+		"serving-independent": nil,
+		"serving-deployment":  {"topology=deployment"},
+	} {
+		objs := servingObjects(t, sets...)
+		got, err := jobs.Encode(objs.All(), "yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join("testdata", "golden", name+".yaml")
+		if *update {
+			if err := os.WriteFile(file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%v (run go test ./pkg/vllm -run Golden -update)", err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs from %s (go test ./pkg/vllm -run Golden -update rewrites it):\n%s", name, file, got)
+		}
+	}
+}
+
+func TestServingObjects(t *testing.T) {
+	objs := servingObjects(t)
+	if len(objs.Deployments) != 2 || objs.Deployments[1].Name != "qwen-1" || *objs.Deployments[0].Spec.Replicas != 1 {
+		t.Fatalf("independent replicas: %d deployments", len(objs.Deployments))
+	}
+	for _, d := range objs.Deployments {
+		c := d.Spec.Template.Spec.Containers[0]
+		args := strings.Join(append(c.Command, c.Args...), " ")
+		for _, want := range []string{"vllm serve /shared/models/Qwen2.5-7B-Instruct", "--host 0.0.0.0", "--port 8000",
+			"--served-model-name Qwen2.5-7B-Instruct", "--tensor-parallel-size 1", "--max-model-len 8192", "--gpu-memory-utilization 0.9", "--generation-config vllm"} {
+			if !strings.Contains(args, want) {
+				t.Errorf("command %q lacks %q", args, want)
+			}
+		}
+		if strings.Contains(args, "api-key") {
+			t.Errorf("the API key is on the command line: %s", args)
+		}
+		gpu := corev1.ResourceName("nvidia.com/gpu")
+		reqGPU, limGPU := c.Resources.Requests[gpu], c.Resources.Limits[gpu]
+		if reqGPU.Cmp(limGPU) != 0 || reqGPU.Value() != 1 {
+			t.Errorf("GPU request %v limit %v", c.Resources.Requests[gpu], c.Resources.Limits[gpu])
+		}
+		for _, e := range c.Env {
+			if (e.Name == "VLLM_API_KEY" || e.Name == "HF_TOKEN") && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+				t.Errorf("%s is not a secretKeyRef: %+v", e.Name, e)
+			}
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if env["HF_HOME"] != "/shared/huggingface" || env["HF_HUB_CACHE"] != "/shared/huggingface/hub" || env["HOME"] == "" {
+			t.Errorf("env %v", env)
+		}
+		if c.StartupProbe.HTTPGet.Path != "/health" || int(c.StartupProbe.FailureThreshold)*int(c.StartupProbe.PeriodSeconds) != 1200 {
+			t.Errorf("startup probe %+v", c.StartupProbe)
+		}
+		for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+			if p.TimeoutSeconds < 5 {
+				t.Errorf("probe timeout %d s", p.TimeoutSeconds)
+			}
+		}
+		if *d.Spec.ProgressDeadlineSeconds < 1200 {
+			t.Errorf("progress deadline %d", *d.Spec.ProgressDeadlineSeconds)
+		}
+	}
+	in := objs.Ingress
+	if in == nil || in.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"] != "off" || in.Annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"] != "3600" ||
+		in.Spec.TLS[0].SecretName != "qwen-tls" || *in.Spec.IngressClassName != "nginx" || in.Spec.Rules[0].Host != "llm.course.example" {
+		t.Fatalf("ingress %+v", in)
+	}
+	if objs.Service.Spec.Selector[LabelComponent] != ComponentServer || objs.Service.Spec.Selector[LabelReplica] != "" {
+		t.Fatalf("service selector %v", objs.Service.Spec.Selector)
+	}
+	one := servingObjects(t, "topology=deployment")
+	if len(one.Deployments) != 1 || *one.Deployments[0].Spec.Replicas != 2 || one.Deployments[0].Spec.Strategy.RollingUpdate.MaxSurge.IntValue() != 0 {
+		t.Fatalf("deployment topology: %+v", one.Deployments)
+	}
+}
+
+func TestServingValidation(t *testing.T) {
+	_, err := recipe.Parse("bad.yaml", []byte(`apiVersion: ain.dev/v1alpha1
+kind: Serving
+metadata: {name: bad}
+spec:
+  image: vllm/vllm-openai:v0.11.0
+  model: /shared/m
+  topology: per-replica
+  gpuMemoryUtilization: 1.5
+  startupTimeout: 10s
+  extraArgs: [--port, "9000"]
+  env: {VLLM_API_KEY: plain}
+  volumes:
+    - {name: shared, claimName: nfs-shared, mountPath: /shared, readOnly: true}
+  hfHome: /shared/hf
+  ingress: {className: nginx}
+`), nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`bad.yaml:7: spec.topology: "per-replica" is not one of independent, deployment`,
+		`bad.yaml:8: spec.gpuMemoryUtilization: must be in (0, 1]`,
+		`bad.yaml:9: spec.startupTimeout: "10s"`,
+		`bad.yaml:10: spec.extraArgs[0]: --port is set by ain`,
+		`bad.yaml:11: spec.env.VLLM_API_KEY: a secret must not be plain env`,
+		`bad.yaml:14: spec.hfHome: /shared/hf is on the read-only volume "shared"`,
+		`bad.yaml:15: spec.ingress.host: required`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
