@@ -231,7 +231,7 @@ func podSpec(s *recipe.ServingSpec, p *profile.Profile) (corev1.PodSpec, error) 
 	args := VLLMArgs(s)
 	probe := func(period, timeout, failures int32) *corev1.Probe {
 		return &corev1.Probe{
-			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString(PortName)}},
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString(PortName)}},
 			PeriodSeconds: period, TimeoutSeconds: timeout, FailureThreshold: failures, SuccessThreshold: 1,
 		}
 	}
