@@ -165,7 +165,7 @@ func (p *parser) port(dev string, n int) *Port {
 }
 
 func (p *parser) line(raw string) {
-	s := strings.TrimSpace(raw)
+	s := stripTag(strings.TrimSpace(raw))
 	if s == "" {
 		return
 	}
@@ -240,6 +240,37 @@ func (p *parser) line(raw string) {
 	case strings.HasPrefix(lk, "gid["):
 		p.devinfoGID(pt, key, val)
 	}
+}
+
+// stripTag removes a collector's tag in front of the tool's output: "[pod/probe-x/c] ",
+// "node-3: " (pdsh/clush), "0: " (srun --label).
+func stripTag(s string) string {
+	if strings.HasPrefix(s, "[") {
+		if i := strings.Index(s, "] "); i > 0 && i < 160 {
+			return strings.TrimSpace(s[i+2:])
+		}
+	}
+	if i := strings.Index(s, ": "); i > 0 && i < 64 && !strings.ContainsAny(s[:i], " \t'[") {
+		rest := strings.TrimSpace(s[i+2:])
+		if strings.HasPrefix(rest, "CA '") || strings.HasPrefix(rest, "hca_id:") || strings.HasPrefix(rest, "Infiniband device '") || tagged(rest) {
+			return rest
+		}
+	}
+	return s
+}
+
+// tagged reports whether s, once a tag is removed, is a line of a port block (a "Key: value"
+// whose key the parser reads), so "State: Active" is not mistaken for a tag "State".
+func tagged(s string) bool {
+	k, _, ok := splitKV(s)
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(k) {
+	case "state", "physical state", "phys_state", "phys state", "link layer", "link_layer", "rate", "port":
+		return true
+	}
+	return strings.HasPrefix(strings.ToLower(k), "port ") || strings.HasPrefix(k, "GID[")
 }
 
 // splitKV splits "Key: value" / "key:\tvalue" / "key:" (value-less).

@@ -185,3 +185,20 @@ func TestSysfsDumpCommand(t *testing.T) {
 		t.Errorf("the dump of this machine did not parse: %s", out)
 	}
 }
+
+// TestTaggedOutput reads ibstat output collected with per-node tags (pdsh, kubectl --prefix).
+func TestTaggedOutput(t *testing.T) {
+	in := "node-3: CA 'mlx5_0'\nnode-3: \tPort 1:\nnode-3: \t\tState: Initializing\nnode-3: \t\tPhysical state: LinkUp\nnode-3: \t\tRate: 400\nnode-3: \t\tLink layer: InfiniBand\n" +
+		"[pod/probe-2/c] CA 'mlx5_1'\n[pod/probe-2/c] \tPort 1:\n[pod/probe-2/c] \t\tState: Active\n[pod/probe-2/c] \t\tPhysical state: LinkUp\n"
+	r, err := Parse(strings.NewReader(in))
+	if err != nil || len(r.Ports) != 2 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if r.Ports[0].Reason != ReasonNoSM || !r.Ports[1].Ready || r.Ports[0].LinkLayer != "InfiniBand" {
+		t.Errorf("ports %+v", r.Ports)
+	}
+	// A plain "State: Active" line is not a tag.
+	if got := stripTag("State: Active"); got != "State: Active" {
+		t.Errorf("stripTag = %q", got)
+	}
+}
