@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+)
+
+func TestServeDryRunClient(t *testing.T) {
+	env := map[string]string{"AIN_API_KEY": "never-print-me"}
+	code, out, errs := runModelCLI(t, env, "", "serve", "vllm", "--model", "/shared/models/Qwen2.5-7B-Instruct", "--replicas", "2",
+		"--host", "llm.example.com", "--api-key-from-env", "--dry-run=client", "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"name: vllm-0", "name: vllm-1", "kind: Service", "kind: Ingress", "proxy-buffering: \"off\"",
+		"host: llm.example.com", "--served-model-name", "Qwen2.5-7B-Instruct", "name: vllm-api-key", "secretKeyRef"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the rendered objects", want)
+		}
+	}
+	if strings.Contains(out+errs, "never-print-me") || strings.Contains(out, "kind: Secret") {
+		t.Fatalf("the API key or its Secret is printed:\n%s\n%s", out, errs)
+	}
+	if !strings.Contains(errs, "Secret vllm-api-key (not printed") {
+		t.Errorf("stderr: %s", errs)
+	}
+	// Flags are validated like recipe fields.
+	code, _, errs = runModelCLI(t, nil, "", "serve", "vllm", "--topology", "per-pod", "--dry-run=client")
+	if code != int(ainerr.Usage) || !strings.Contains(errs, `spec.topology: "per-pod" is not one of independent, deployment`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, _, errs = runModelCLI(t, nil, "", "serve", "qlora", "--dry-run=client")
+	if code != int(ainerr.Usage) || !strings.Contains(errs, "ain train qlora") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

@@ -1,0 +1,253 @@
+package vllm
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
+)
+
+// Cluster applies, inspects and deletes serving deployments in one namespace.
+type Cluster struct {
+	Kube      kubernetes.Interface
+	Dynamic   dynamic.Interface
+	Namespace string
+}
+
+var servingGVRs = map[string]schema.GroupVersionResource{
+	"Deployment": {Group: "apps", Version: "v1", Resource: "deployments"},
+	"Service":    {Version: "v1", Resource: "services"},
+	"Ingress":    {Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
+	"Secret":     {Version: "v1", Resource: "secrets"},
+}
+
+// Apply server-side applies objs (field manager "ain"); dryRun asks the API server (schema,
+// admission webhooks) without persisting. Re-running with the same recipe changes nothing.
+func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		u, err := jobs.ToUnstructured(o)
+		if err != nil {
+			return out, err
+		}
+		if u.GetNamespace() == "" {
+			u.SetNamespace(c.Namespace)
+		}
+		gvr, ok := servingGVRs[u.GetKind()]
+		if !ok {
+			return out, fmt.Errorf("ain serve does not apply %s objects", u.GetKind())
+		}
+		opts := metav1.ApplyOptions{FieldManager: jobs.FieldManager, Force: true}
+		if dryRun {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		applied, err := c.Dynamic.Resource(gvr).Namespace(u.GetNamespace()).Apply(ctx, u.GetName(), u, opts)
+		if err != nil {
+			return out, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		out = append(out, applied)
+	}
+	return out, nil
+}
+
+// PodStatus is one model server pod.
+type PodStatus struct {
+	Name     string `json:"name"`
+	Phase    string `json:"phase"`
+	Ready    bool   `json:"ready"`
+	Node     string `json:"node,omitempty"`
+	Restarts int32  `json:"restarts"`
+	// Reason says why it is not ready (Unschedulable, CrashLoopBackOff, a failing probe...).
+	Reason string `json:"reason,omitempty"`
+}
+
+// ReplicaStatus is one Deployment.
+type ReplicaStatus struct {
+	Deployment string      `json:"deployment"`
+	Desired    int32       `json:"desired"`
+	Ready      int32       `json:"ready"`
+	Pods       []PodStatus `json:"pods"`
+	// Stalled is set when the rollout passed its progress deadline.
+	Stalled string `json:"stalled,omitempty"`
+}
+
+// ServingStatus is a serving deployment as the cluster sees it.
+type ServingStatus struct {
+	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
+	Model     string          `json:"model"`
+	Ready     int32           `json:"ready"`
+	Desired   int32           `json:"desired"`
+	Replicas  []ReplicaStatus `json:"replicas"`
+	// URL is the ingress URL (https://HOST), empty without an ingress.
+	URL string `json:"url,omitempty"`
+	// Service is the in-cluster address.
+	Service string `json:"service"`
+}
+
+// AllReady reports whether every desired pod is ready (the kubelet's /health probes).
+func (s *ServingStatus) AllReady() bool { return s.Desired > 0 && s.Ready == s.Desired }
+
+func runSelector(name string) string {
+	sel := labels.Set(Selector(name))
+	if name == "" {
+		sel = labels.Set{LabelComponent: ComponentServer}
+	}
+	return sel.String()
+}
+
+// Status reads the deployment NAME: its Deployments, their pods, the ingress URL.
+func (c *Cluster) Status(ctx context.Context, name string) (*ServingStatus, error) {
+	all, err := c.List(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, &NotFoundError{Name: name, Namespace: c.Namespace}
+	}
+	return &all[0], nil
+}
+
+// NotFoundError says no serving deployment has that name.
+type NotFoundError struct{ Name, Namespace string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("no model server %q in namespace %s", e.Name, e.Namespace)
+}
+
+// List returns the serving deployments (all, or the one named), sorted by name.
+func (c *Cluster) List(ctx context.Context, name string) ([]ServingStatus, error) {
+	sel := runSelector(name)
+	deps, err := c.Kube.AppsV1().Deployments(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	ings, err := c.Kube.NetworkingV1().Ingresses(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	byRun := map[string]*ServingStatus{}
+	var order []string
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		run := d.Labels[jobs.LabelRun]
+		s, ok := byRun[run]
+		if !ok {
+			s = &ServingStatus{Name: run, Namespace: c.Namespace, Model: d.Annotations[AnnotationModel],
+				Service: fmt.Sprintf("http://%s.%s.svc:%d", run, c.Namespace, 8000)}
+			byRun[run] = s
+			order = append(order, run)
+		}
+		rs := ReplicaStatus{Deployment: d.Name, Ready: d.Status.ReadyReplicas}
+		if d.Spec.Replicas != nil {
+			rs.Desired = *d.Spec.Replicas
+		}
+		for _, cond := range d.Status.Conditions {
+			if cond.Type == appsv1.DeploymentProgressing && cond.Reason == "ProgressDeadlineExceeded" {
+				rs.Stalled = cond.Message
+			}
+		}
+		sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels)
+		for j := range pods.Items {
+			p := &pods.Items[j]
+			if sel.Matches(labels.Set(p.Labels)) {
+				rs.Pods = append(rs.Pods, podStatus(p))
+			}
+		}
+		sort.Slice(rs.Pods, func(a, b int) bool { return rs.Pods[a].Name < rs.Pods[b].Name })
+		s.Replicas = append(s.Replicas, rs)
+		s.Ready += rs.Ready
+		s.Desired += rs.Desired
+	}
+	if ings != nil {
+		for _, in := range ings.Items {
+			if s, ok := byRun[in.Labels[jobs.LabelRun]]; ok && len(in.Spec.Rules) > 0 && in.Spec.Rules[0].Host != "" {
+				scheme := "http"
+				if len(in.Spec.TLS) > 0 {
+					scheme = "https"
+				}
+				s.URL = scheme + "://" + in.Spec.Rules[0].Host
+			}
+		}
+	}
+	sort.Strings(order)
+	out := make([]ServingStatus, 0, len(order))
+	for _, run := range order {
+		s := byRun[run]
+		sort.Slice(s.Replicas, func(a, b int) bool { return s.Replicas[a].Deployment < s.Replicas[b].Deployment })
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+func podStatus(p *corev1.Pod) PodStatus {
+	ps := PodStatus{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName}
+	if p.DeletionTimestamp != nil {
+		ps.Phase = "Terminating"
+	}
+	for _, c := range p.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodReady:
+			ps.Ready = c.Status == corev1.ConditionTrue
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
+			ps.Reason = strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		ps.Restarts += cs.RestartCount
+		if w := cs.State.Waiting; w != nil && ps.Reason == "" {
+			ps.Reason = strings.TrimSuffix(w.Reason+": "+w.Message, ": ")
+		}
+		if !cs.Ready && cs.Started != nil && !*cs.Started && ps.Reason == "" && p.Status.Phase == corev1.PodRunning {
+			ps.Reason = "loading the model (startup probe on /health not passed yet)"
+		}
+	}
+	return ps
+}
+
+// Delete removes what `ain serve` created for NAME: Deployments, Service, Ingress and the
+// Secrets it created (labelled as its own), and returns "Kind/name" of each. Training jobs are
+// not touched (`ain release` ends jobs and keeps services).
+func (c *Cluster) Delete(ctx context.Context, name string) ([]string, error) {
+	sel := labels.Set{jobs.LabelRun: name, jobs.LabelManagedBy: jobs.ManagedByAin}.String()
+	var gone []string
+	prop := metav1.DeletePropagationBackground
+	for _, kind := range []string{"Ingress", "Service", "Deployment", "Secret"} {
+		ri := c.Dynamic.Resource(servingGVRs[kind]).Namespace(c.Namespace)
+		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return gone, err
+		}
+		for _, u := range list.Items {
+			if kind != "Secret" && u.GetLabels()[LabelComponent] != ComponentServer {
+				continue
+			}
+			err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &prop})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return gone, err
+			}
+			gone = append(gone, kind+"/"+u.GetName())
+		}
+	}
+	if len(gone) == 0 {
+		return nil, &NotFoundError{Name: name, Namespace: c.Namespace}
+	}
+	return gone, nil
+}
