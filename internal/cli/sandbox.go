@@ -67,6 +67,23 @@ func (a *App) sandboxCommand() *ucli.Command {
 				Action: func(c *ucli.Context) error { return a.runSandboxUp(c.Context, o) },
 			},
 			{
+				Name:  "build",
+				Usage: "only build the sandbox's binaries into the cache (CI warms it with this)",
+				Action: func(c *ucli.Context) error {
+					cache, err := sandbox.CacheDir(a.Getenv)
+					if err != nil {
+						return err
+					}
+					if err := sandbox.EnsureBinaries(c.Context, cache, a.Streams.Err); err != nil {
+						return err
+					}
+					for _, comp := range sandbox.Components() {
+						fmt.Fprintf(a.Streams.Out, "%s %s\t%s\n", comp.Name, comp.Version, comp.Dir(cache))
+					}
+					return nil
+				},
+			},
+			{
 				Name:   "status",
 				Usage:  "components, pids, ports, versions, nodes with allocatable, webhook",
 				Flags:  []ucli.Flag{stateFlag, outputFlag(&o.Output, "", "json for machines; default a table")},

@@ -74,7 +74,10 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a := &agent{cs: cs, kube: k, sc: sc, st: st, dir: Layout{stateDir}.PodLogs(), log: log}
+	a := &agent{cs: cs, kube: k, sc: sc, st: st, stateDir: stateDir, dir: Layout{stateDir}.PodLogs(), log: log}
+	if fi, err := os.Stat(Layout{stateDir}.State()); err == nil {
+		a.stMod = fi.ModTime()
+	}
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return err
 	}
@@ -116,13 +119,36 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 }
 
 type agent struct {
-	cs     kubernetes.Interface
-	kube   *kube
-	lister corelisters.PodLister
-	sc     *Scenario
-	st     *State
-	dir    string
-	log    io.Writer
+	cs       kubernetes.Interface
+	kube     *kube
+	lister   corelisters.PodLister
+	sc       *Scenario
+	st       *State
+	stateDir string
+	stMod    time.Time
+	dir      string
+	log      io.Writer
+}
+
+// reload picks up a scenario changed by SetScenario (the state file changed).
+func (a *agent) reload() {
+	fi, err := os.Stat(Layout{a.stateDir}.State())
+	if err != nil || !fi.ModTime().After(a.stMod) {
+		return
+	}
+	st, err := LoadState(a.stateDir)
+	if err != nil {
+		return
+	}
+	sc, err := LoadScenario(st.Config.Scenario)
+	if err != nil {
+		fmt.Fprintf(a.log, "sandbox agent: %v\n", err)
+		return
+	}
+	if sc.Name != a.sc.Name {
+		fmt.Fprintf(a.log, "sandbox agent: scenario %s\n", sc.Name)
+	}
+	a.st, a.sc, a.stMod = st, sc, fi.ModTime()
 }
 
 func (a *agent) sync(ctx context.Context, key string) error {
@@ -139,6 +165,7 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	}
 	ann := pod.Annotations
 	if _, ok := ann[AnnoStartAfter]; !ok {
+		a.reload()
 		rule := matchRule(a.sc, pod, a.st.Config.Fabric)
 		return a.annotate(ctx, pod, plan(a.sc, rule, pod))
 	}

@@ -196,3 +196,35 @@ func ForwardPort(ctx context.Context, dir string, pf PortForward) error {
 	st.Config.PortForwards = append(kept, pf)
 	return saveState(st)
 }
+
+// SetScenario switches the running sandbox in dir to another scenario: nodes are updated (RDMA
+// resource per the scenario) and the agent applies the new rules to pods created from now on.
+// Pods already started keep their course.
+func SetScenario(ctx context.Context, dir, name string) error {
+	sc, err := LoadScenario(name)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockFile(Layout{dir}.Lock())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := LoadState(dir)
+	if err != nil {
+		return err
+	}
+	cfg, err := restConfig(st.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	k, err := newKube(cfg)
+	if err != nil {
+		return err
+	}
+	st.Config.Scenario = sc.Name
+	if err := k.ensureNodes(ctx, st.Config, sc); err != nil {
+		return err
+	}
+	return saveState(st)
+}

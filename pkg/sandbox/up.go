@@ -234,6 +234,8 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		}
 	} else {
 		st.Webhook = WebhookState{Reason: reason}
+		// A configuration left by an earlier start would refuse every PyTorchJob.
+		_ = k.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "validator.training-operator.kubeflow.org", metav1.DeleteOptions{})
 	}
 
 	// controller-manager, scheduler

@@ -207,3 +207,19 @@ func (s *Sandbox) ComponentLog(name string, lines int) string {
 	}
 	return strings.Join(all, "\n")
 }
+
+// UseScenario switches the shared sandbox to scenario name for this test (pods created from now
+// on follow it; nodes are updated) and switches back when the test ends. Tests using it must not
+// run in parallel with other sandbox tests.
+func (s *Sandbox) UseScenario(t testing.TB, name string) {
+	t.Helper()
+	prev := s.State.Config.Scenario
+	if err := sandbox.SetScenario(context.Background(), s.Dir, name); err != nil {
+		t.Fatalf("scenario %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := sandbox.SetScenario(context.Background(), s.Dir, prev); err != nil {
+			t.Errorf("restoring scenario %s: %v", prev, err)
+		}
+	})
+}
