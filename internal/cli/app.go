@@ -162,7 +162,7 @@ func reorderArgs(app *ucli.App, args []string) []string {
 		if strings.HasPrefix(arg, "-") && arg != "-" {
 			name, hasVal := splitFlag(arg)
 			takes, ok := globalVal[name]
-			if !ok {
+			if !ok || name == "help" || name == "h" {
 				break
 			}
 			globals = append(globals, arg)
@@ -186,6 +186,20 @@ func reorderArgs(app *ucli.App, args []string) []string {
 		out := append([]string{args[0]}, globals...)
 		out = append(out, head[1:]...)
 		return append(out, args[i:]...)
+	}
+	// urfave/cli v2 shows the parent's help for "ain doctor nccl-log --help": ask for the
+	// leaf's help the way it does handle ("ain doctor help nccl-log").
+	if len(head) > 2 {
+		for _, arg := range args[i:] {
+			if arg == "--" {
+				break
+			}
+			if arg == "--help" || arg == "-h" || arg == "-help" {
+				out := append([]string{args[0]}, globals...)
+				out = append(out, head[1:len(head)-1]...)
+				return append(out, "help", head[len(head)-1])
+			}
+		}
 	}
 	leafVal := flagArity(leaf.Flags)
 	var flags, positional []string
