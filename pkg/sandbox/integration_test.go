@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -24,8 +26,11 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
 
 	"github.com/ain-hpc/ain/internal/cli"
+	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/sandbox"
@@ -432,4 +437,119 @@ func applyYAML(t *testing.T, sb *sandboxtest.Sandbox, ns string, data []byte) st
 		t.Fatal("no job in the rendered output")
 	}
 	return job
+}
+
+// TestIntegrationScenarioProbe switches to ib-port-init and runs the preflight's probe pod on
+// each node: gpu-node-2 reports its IB port INIT (no subnet manager), the others ACTIVE.
+func TestIntegrationScenarioProbe(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	sb.UseScenario(t, "ib-port-init")
+	ns := sb.Namespace(t)
+	cs := sb.Clientset(t)
+	for _, node := range []string{"gpu-node-1", "gpu-node-2"} {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe-" + node, Namespace: ns},
+			Spec: corev1.PodSpec{
+				NodeName:      node,
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "probe", Image: "busybox", Command: []string{"sh", "-c", ibport.SysfsDumpCommand},
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{rdma: resource.MustParse("1")}}}},
+			},
+		}
+		if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		node  string
+		ready bool
+	}{{"gpu-node-1", true}, {"gpu-node-2", false}} {
+		name := "probe-" + c.node
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err == nil && p.Status.Phase == corev1.PodSucceeded {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not succeed: %v %v", name, p.Status.Phase, p.Annotations)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		rep, err := ibport.Parse(strings.NewReader(podLog(t, cs, ns, name)))
+		if err != nil || rep.Ready != c.ready || len(rep.Ports) == 0 {
+			t.Fatalf("%s: %+v %v", name, rep, err)
+		}
+		if !c.ready && rep.Ports[0].Reason != ibport.ReasonNoSM {
+			t.Errorf("%s: reason %s, want %s", name, rep.Ports[0].Reason, ibport.ReasonNoSM)
+		}
+	}
+}
+
+// TestIntegrationPortForward puts a local HTTP server behind every simulated pod's port 8000 and
+// reaches it the way kubectl port-forward does, through the API server and kwok.
+func TestIntegrationPortForward(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	cs := sb.Clientset(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"sim-model"}]}`)
+	}))
+	defer srv.Close()
+	target := strings.TrimPrefix(srv.URL, "http://")
+	if err := sandbox.ForwardPort(context.Background(), sb.Dir, sandbox.PortForward{PodPort: 8000, Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "vllm-0", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: "gpu-node-1", Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai", Command: []string{"vllm", "serve"}}}},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := cs.CoreV1().Pods(ns).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err == nil && got.Status.Phase == corev1.PodRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod not running")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	transport, upgrader, err := spdy.RoundTripperFor(sb.REST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(p.Name).SubResource("portforward").URL()
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, url)
+	stop, ready := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8000"}, stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- fw.ForwardPorts() }()
+	defer close(stop)
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("port-forward: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("port-forward not ready")
+	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) != 1 {
+		t.Fatal(ports, err)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/models", ports[0].Local))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "sim-model") {
+		t.Errorf("through the port-forward: %s", body)
+	}
 }
