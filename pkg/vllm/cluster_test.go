@@ -1,0 +1,123 @@
+package vllm
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
+)
+
+// clusterState marks a built deployment's pods as the cluster would: pod i of each Deployment
+// Running on node gpu-i, ready unless notReady names it.
+func clusterState(t *testing.T, objs *Objects, notReady string) []runtime.Object {
+	t.Helper()
+	var out []runtime.Object
+	for i, d := range objs.Deployments {
+		d := d.DeepCopy()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-abc", Namespace: d.Namespace, Labels: d.Spec.Template.Labels},
+			Spec: corev1.PodSpec{NodeName: "gpu-" + string(rune('0'+i))},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		d.Status.ReadyReplicas = 1
+		if d.Name == notReady {
+			started := false
+			pod.Status.Conditions[0].Status = corev1.ConditionFalse
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, Started: &started}}
+			d.Status.ReadyReplicas = 0
+		}
+		out = append(out, d, pod)
+	}
+	return append(out, objs.Service, objs.Ingress)
+}
+
+func TestClusterStatus(t *testing.T) {
+	objs := servingObjects(t)
+	cl := &Cluster{Kube: fake.NewClientset(clusterState(t, objs, "qwen-1")...), Namespace: "llm"}
+	st, err := cl.Status(context.Background(), "qwen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ready != 1 || st.Desired != 2 || st.AllReady() || st.URL != "https://llm.course.example" || st.Model != "Qwen2.5-7B-Instruct" ||
+		st.Service != "http://qwen.llm.svc:8000" || len(st.Replicas) != 2 {
+		t.Fatalf("status %+v", st)
+	}
+	p := st.Replicas[1].Pods[0]
+	if p.Ready || p.Node != "gpu-1" || p.Reason != "loading the model (startup probe on /health not passed yet)" {
+		t.Fatalf("pod %+v", p)
+	}
+	if _, err := cl.Status(context.Background(), "other"); err == nil {
+		t.Fatal("no error for a missing model server")
+	}
+	all, err := cl.List(context.Background(), "")
+	if err != nil || len(all) != 1 {
+		t.Fatalf("list %v %v", all, err)
+	}
+}
+
+func TestClusterApplyAndDelete(t *testing.T) {
+	objs := servingObjects(t)
+	scheme := runtime.NewScheme()
+	var seed []runtime.Object
+	for _, o := range objs.All() {
+		u, err := jobs.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed = append(seed, u)
+	}
+	// A training job in the same namespace must survive `ain serve delete`.
+	job := &unstructured.Unstructured{}
+	job.SetAPIVersion("apps/v1")
+	job.SetKind("Deployment")
+	job.SetName("other")
+	job.SetNamespace("llm")
+	job.SetLabels(map[string]string{jobs.LabelRun: "qwen", jobs.LabelManagedBy: jobs.ManagedByAin})
+	seed = append(seed, job)
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
+		servingGVRs["Deployment"]: "DeploymentList", servingGVRs["Service"]: "ServiceList",
+		servingGVRs["Ingress"]: "IngressList", servingGVRs["Secret"]: "SecretList",
+	}, seed...)
+	var applied []string
+	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa := a.(k8stesting.PatchAction)
+		if pa.GetPatchType() != types.ApplyPatchType {
+			t.Errorf("patch type %s", pa.GetPatchType())
+		}
+		applied = append(applied, pa.GetResource().Resource+"/"+pa.GetName())
+		u := &unstructured.Unstructured{}
+		_ = u.UnmarshalJSON(pa.GetPatch())
+		return true, u, nil
+	})
+	cl := &Cluster{Dynamic: dyn, Namespace: "llm"}
+	if _, err := cl.Apply(context.Background(), objs.All(), true); err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != 4 || applied[0] != "deployments/qwen-0" || applied[3] != "ingresses/qwen" {
+		t.Fatalf("applied %v", applied)
+	}
+	gone, err := cl.Delete(context.Background(), "qwen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(gone)
+	want := "[Deployment/qwen-0 Deployment/qwen-1 Ingress/qwen Service/qwen]"
+	if got := fmtList(gone); got != want {
+		t.Fatalf("deleted %s, want %s", got, want)
+	}
+	if _, err := cl.Delete(context.Background(), "qwen"); err == nil {
+		t.Fatal("deleting twice: no error")
+	}
+}
+
+func fmtList(s []string) string { return "[" + strings.Join(s, " ") + "]" }
