@@ -27,7 +27,7 @@ func clusterState(t *testing.T, objs *Objects, notReady string) []runtime.Object
 	for i, d := range objs.Deployments {
 		d := d.DeepCopy()
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-abc", Namespace: d.Namespace, Labels: d.Spec.Template.Labels},
-			Spec: corev1.PodSpec{NodeName: "gpu-" + string(rune('0'+i))},
+			Spec:   corev1.PodSpec{NodeName: "gpu-" + string(rune('0'+i))},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 		d.Status.ReadyReplicas = 1
 		if d.Name == notReady {
