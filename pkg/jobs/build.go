@@ -354,6 +354,9 @@ func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubefl
 		lr[k] = q
 	}
 	launcher.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: lr}
+	if WorkerGateEnabled(m) {
+		addWorkerGate(m, &launcher, &worker)
+	}
 	one := int32(1)
 	workers := int32(m.Nodes)
 	slots := int32(max(m.GPUsPerNode, 1))

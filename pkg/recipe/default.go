@@ -45,6 +45,11 @@ func (r *Recipe) Default() {
 			m.Launcher.Resources.Memory = DefaultLauncherMemory
 			r.noteDefault("spec.launcher.resources.memory", DefaultLauncherMemory)
 		}
+		if m.WorkerGate == nil {
+			on := true
+			m.WorkerGate = &on
+			r.noteDefault("spec.workerGate", "true (the launcher waits for Ready workers)")
+		}
 		if t := m.NCCLTests; t != nil {
 			if t.MinBytes == "" {
 				t.MinBytes = DefaultMinBytes

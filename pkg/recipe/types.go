@@ -126,6 +126,10 @@ type MPISpec struct {
 	MPIRunArgs []string `yaml:"mpirunArgs,omitempty" json:"mpirunArgs,omitempty"`
 	// NCCLTests, when set, builds Command from an nccl-tests binary and its flags.
 	NCCLTests *NCCLTests `yaml:"ncclTests,omitempty" json:"ncclTests,omitempty"`
+	// WorkerGate makes the launcher wait (bounded) until every worker is Ready before mpirun
+	// starts, and gives workers a readiness probe (default true). false reproduces the
+	// "launcher started before workers were ready" failure, for the lesson.
+	WorkerGate *bool `yaml:"workerGate,omitempty" json:"workerGate,omitempty"`
 }
 
 // Launcher is the MPI launcher pod's size.
