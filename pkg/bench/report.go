@@ -1,0 +1,438 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/nccl"
+)
+
+// Kind is the "kind" of a saved result file.
+const Kind = "ain.dev/v1alpha1/AllReduceBench"
+
+// Thresholds of the verdict, in percent of line rate at the reference size (1 GiB, else the peak).
+const (
+	HealthyPct  = 80.0 // a healthy RDMA fabric reaches 80-95% of line rate on large messages
+	DegradedPct = 50.0 // below this the fabric, not tuning, is the suspect
+	// ModelFromBytes is the smallest size where the cost model's deviation is judged: the model
+	// knows only the Simple protocol, so it is pessimistic for small, latency-bound messages.
+	ModelFromBytes = 1 << 20
+	// RefBytes is the size the verdict quotes the line-rate percentage at.
+	RefBytes = 1 << 30
+)
+
+// Result is a whole benchmark: its setup, every variant's measurement and output, and what
+// Summarize derives from them. It is what result.json holds.
+type Result struct {
+	Kind      string    `json:"kind"`
+	Name      string    `json:"name"`
+	Recipe    string    `json:"recipe"`
+	Namespace string    `json:"namespace,omitempty"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
+	Seconds   float64   `json:"seconds"`
+
+	Fabric       string   `json:"fabric"`
+	LineRate     string   `json:"lineRate"`     // the profile's NIC rate, e.g. 400Gb
+	LineRateGBps float64  `json:"lineRateGBps"` // per rank: NIC rate / 8, in GB/s
+	Nodes        int      `json:"nodes"`
+	GPUsPerNode  int      `json:"gpusPerNode"`
+	Ranks        int      `json:"ranks"`
+	Command      []string `json:"command,omitempty"`
+	// SameNodes is true when every variant ran on the first variant's nodes.
+	SameNodes bool `json:"sameNodes"`
+
+	Variants []*VariantResult `json:"variants"`
+
+	// Derived by Summarize.
+	Model     *nccl.ModelResult `json:"model,omitempty"`
+	Sizes     []SizeRow         `json:"sizes"`
+	Peaks     []Peak            `json:"peaks"`
+	Deviation *Deviation        `json:"largestDeviation,omitempty"`
+	Crossover *CrossoverResult  `json:"crossover,omitempty"`
+	Valid     bool              `json:"valid"`
+	Problems  []string          `json:"problems"`
+	Verdict   string            `json:"verdict"`
+}
+
+// SizeRow is one message size with a cell per variant (in Variants order; nil where the
+// variant has no row for it).
+type SizeRow struct {
+	Size  int64   `json:"size"`
+	Cells []*Cell `json:"cells"`
+}
+
+// Cell is one variant's measurement at one size (out-of-place, as nccl-tests' headline numbers).
+type Cell struct {
+	Variant     string   `json:"variant"`
+	TimeUs      float64  `json:"timeUs"`
+	Algbw       float64  `json:"algbw"`
+	Busbw       float64  `json:"busbw"`
+	PctLineRate *float64 `json:"pctLineRate"`
+	ModelBusbw  *float64 `json:"modelBusbw"`
+	// Deviation is measured/predicted - 1 (busbw), e.g. -0.06 for 6% below the model.
+	Deviation *float64 `json:"deviation"`
+	Algo      string   `json:"algo,omitempty"` // NCCL's TUNING choice, when printed
+	Proto     string   `json:"proto,omitempty"`
+}
+
+// Peak is a variant's highest busbw and where it is reached.
+type Peak struct {
+	Variant     string   `json:"variant"`
+	Busbw       float64  `json:"busbw"`
+	Size        int64    `json:"size"`
+	PctLineRate *float64 `json:"pctLineRate"`
+	// AtRef is busbw at RefBytes (1 GiB), when measured.
+	AtRef    *float64 `json:"busbwAt1GiB"`
+	AtRefPct *float64 `json:"pctLineRateAt1GiB"`
+}
+
+// Deviation is the largest gap between the cost model and a measurement (sizes >= 1 MiB).
+type Deviation struct {
+	Variant   string  `json:"variant"`
+	Size      int64   `json:"size"`
+	Measured  float64 `json:"measuredBusbw"`
+	Predicted float64 `json:"predictedBusbw"`
+	Deviation float64 `json:"deviation"`
+}
+
+// CrossoverResult compares the measured ring/tree crossover with the model's.
+type CrossoverResult struct {
+	Ring string `json:"ring"`
+	Tree string `json:"tree"`
+	// Measured is the smallest size from which ring is at least as fast as tree at every larger
+	// size; nil when tree is faster at the largest size. TreeWinsBelow is the largest size
+	// below it where tree was faster (nil: ring wins everywhere).
+	Measured      *int64 `json:"measured"`
+	TreeWinsBelow *int64 `json:"treeWinsBelow"`
+	// Predicted is the model's crossover (nil: tree always faster; 0: ring always faster).
+	Predicted *int64 `json:"predicted"`
+}
+
+// Summarize derives the tables, peaks, model comparison, crossover, validity and verdict.
+func (res *Result) Summarize() {
+	res.Kind = Kind
+	if res.Ranks == 0 {
+		res.Ranks = res.Nodes * max(res.GPUsPerNode, 1)
+	}
+	res.Problems = []string{}
+	for _, v := range res.Variants {
+		for _, p := range v.Problems {
+			res.Problems = append(res.Problems, v.Name+": "+p)
+		}
+	}
+	res.Valid = len(res.Problems) == 0 && len(res.Variants) > 0
+	res.model()
+	res.table()
+	res.peaks()
+	res.deviation()
+	res.crossover()
+	res.Verdict = res.verdict()
+}
+
+func (res *Result) model() {
+	res.Model = nil
+	var lo, hi int64
+	for _, v := range res.Variants {
+		if v.Perf == nil {
+			continue
+		}
+		for _, r := range v.Perf.Rows {
+			if lo == 0 || r.Size < lo {
+				lo = r.Size
+			}
+			hi = max(hi, r.Size)
+		}
+	}
+	if lo == 0 || res.Nodes < 2 || !(res.LineRateGBps > 0) {
+		return
+	}
+	m, err := nccl.AllReduceModel(nccl.ModelParams{Nodes: res.Nodes, GPUsPerNode: max(res.GPUsPerNode, 1), LinkGbps: res.LineRateGBps * 8}, lo, hi, 2, "both")
+	if err != nil {
+		return
+	}
+	m.Rows = nil // predictions are kept per cell, at the measured sizes
+	res.Model = m
+}
+
+// predict is the model's busbw for a variant at size: ring or tree when the variant forces
+// one, else the faster of the two (what NCCL's tuner would pick).
+func (res *Result) predict(v *VariantResult, size int64) *float64 {
+	if res.Model == nil {
+		return nil
+	}
+	n := float64(res.Model.NRanks)
+	busFactor := 2 * (n - 1) / n
+	t := 0.0
+	switch v.Algo() {
+	case AlgoRing:
+		t = res.Model.Ring.Time(float64(size))
+	case AlgoTree:
+		t = res.Model.Tree.Time(float64(size))
+	default:
+		t = math.Min(res.Model.Ring.Time(float64(size)), res.Model.Tree.Time(float64(size)))
+	}
+	b := float64(size) / (1000 * t) * busFactor
+	return &b
+}
+
+func (res *Result) pct(busbw float64) *float64 {
+	if !(res.LineRateGBps > 0) {
+		return nil
+	}
+	p := 100 * busbw / res.LineRateGBps
+	return &p
+}
+
+func (res *Result) table() {
+	sizes := map[int64]bool{}
+	for _, v := range res.Variants {
+		if v.Perf != nil {
+			for _, r := range v.Perf.Rows {
+				sizes[r.Size] = true
+			}
+		}
+	}
+	list := make([]int64, 0, len(sizes))
+	for s := range sizes {
+		list = append(list, s)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
+	res.Sizes = make([]SizeRow, 0, len(list))
+	for _, s := range list {
+		row := SizeRow{Size: s, Cells: make([]*Cell, len(res.Variants))}
+		for i, v := range res.Variants {
+			row.Cells[i] = res.cell(v, s)
+		}
+		res.Sizes = append(res.Sizes, row)
+	}
+}
+
+func (res *Result) cell(v *VariantResult, size int64) *Cell {
+	if v.Perf == nil {
+		return nil
+	}
+	for _, r := range v.Perf.Rows {
+		if r.Size != size || r.OOP == nil {
+			continue
+		}
+		c := &Cell{Variant: v.Name, TimeUs: r.OOP.TimeUs, Algbw: r.OOP.Algbw, Busbw: r.OOP.Busbw, PctLineRate: res.pct(r.OOP.Busbw)}
+		if p := res.predict(v, size); p != nil {
+			c.ModelBusbw = p
+			if *p > 0 {
+				d := r.OOP.Busbw / *p - 1
+				c.Deviation = &d
+			}
+		}
+		for _, t := range v.Tuning {
+			if t.Size == size {
+				c.Algo, c.Proto = t.Algo, t.Proto
+			}
+		}
+		return c
+	}
+	return nil
+}
+
+func (res *Result) peaks() {
+	res.Peaks = []Peak{}
+	for i, v := range res.Variants {
+		var pk *Peak
+		for _, row := range res.Sizes {
+			c := row.Cells[i]
+			if c == nil {
+				continue
+			}
+			if pk == nil || c.Busbw > pk.Busbw {
+				pk = &Peak{Variant: v.Name, Busbw: c.Busbw, Size: row.Size, PctLineRate: c.PctLineRate}
+			}
+		}
+		if pk == nil {
+			continue
+		}
+		for _, row := range res.Sizes {
+			if c := row.Cells[i]; c != nil && row.Size == RefBytes {
+				b := c.Busbw
+				pk.AtRef, pk.AtRefPct = &b, c.PctLineRate
+			}
+		}
+		res.Peaks = append(res.Peaks, *pk)
+	}
+}
+
+func (res *Result) deviation() {
+	res.Deviation = nil
+	for i, v := range res.Variants {
+		for _, row := range res.Sizes {
+			c := row.Cells[i]
+			if c == nil || c.Deviation == nil || row.Size < ModelFromBytes {
+				continue
+			}
+			if res.Deviation == nil || math.Abs(*c.Deviation) > math.Abs(res.Deviation.Deviation) {
+				res.Deviation = &Deviation{Variant: v.Name, Size: row.Size, Measured: c.Busbw, Predicted: *c.ModelBusbw, Deviation: *c.Deviation}
+			}
+		}
+	}
+}
+
+// crossover finds the measured ring/tree crossover between a ring and a tree variant that
+// differ in nothing else.
+func (res *Result) crossover() {
+	res.Crossover = nil
+	ri, ti := -1, -1
+	for i, v := range res.Variants {
+		rest := func(x *VariantResult) string {
+			var s []string
+			for _, k := range sortedKeys(x.Env) {
+				if k != "NCCL_ALGO" {
+					s = append(s, k+"="+x.Env[k])
+				}
+			}
+			return strings.Join(s, ",")
+		}
+		for j, w := range res.Variants {
+			if ri < 0 && v.Algo() == AlgoRing && w.Algo() == AlgoTree && rest(v) == rest(w) {
+				ri, ti = i, j
+			}
+		}
+	}
+	if ri < 0 {
+		return
+	}
+	var sizes []int64
+	var ring, tree []float64
+	for _, row := range res.Sizes {
+		r, t := row.Cells[ri], row.Cells[ti]
+		if r == nil || t == nil {
+			continue
+		}
+		sizes = append(sizes, row.Size)
+		ring = append(ring, r.TimeUs)
+		tree = append(tree, t.TimeUs)
+	}
+	cr := &CrossoverResult{Ring: res.Variants[ri].Name, Tree: res.Variants[ti].Name}
+	cr.Measured, cr.TreeWinsBelow = MeasuredCrossover(sizes, ring, tree)
+	if res.Model != nil {
+		c := nccl.Crossover(res.Model.Ring, res.Model.Tree)
+		if c >= 0 {
+			cr.Predicted = &c
+		}
+	}
+	res.Crossover = cr
+}
+
+// MeasuredCrossover returns the smallest size from which ring's time is at most tree's at every
+// larger size (nil when tree is faster at the largest size), and the largest size below it where
+// tree was faster (nil when ring is never slower). Sizes must be ascending.
+func MeasuredCrossover(sizes []int64, ringUs, treeUs []float64) (from, treeBelow *int64) {
+	n := len(sizes)
+	if n == 0 || n != len(ringUs) || n != len(treeUs) {
+		return nil, nil
+	}
+	k := n
+	for k > 0 && ringUs[k-1] <= treeUs[k-1] {
+		k--
+	}
+	if k == n {
+		return nil, nil // tree wins at the largest size
+	}
+	f := sizes[k]
+	from = &f
+	if k > 0 {
+		b := sizes[k-1]
+		treeBelow = &b
+	}
+	return from, treeBelow
+}
+
+// verdict writes the paragraph in the course's words.
+func (res *Result) verdict() string {
+	var s []string
+	if len(res.Variants) == 0 {
+		return "No variant ran: nothing was measured."
+	}
+	for _, v := range res.Variants {
+		for _, p := range v.Problems {
+			if strings.HasPrefix(p, ProblemSocketFallback) {
+				s = append(s, fmt.Sprintf("INVALID: in variant %s NCCL fell back to TCP sockets, so these numbers measure the Ethernet/TCP path, not the RDMA fabric; fix the transport first (`ain doctor nccl-log`, `ain doctor ib-ports`: RDMA resource, IPC_LOCK, NCCL_IB_HCA, an ACTIVE port), then measure again.", v.Name))
+				break
+			}
+		}
+	}
+	if len(s) == 0 && !res.Valid {
+		s = append(s, "INVALID: "+res.Problems[0]+".")
+	}
+	if c := res.Crossover; c != nil {
+		pred := ""
+		switch {
+		case c.Predicted == nil:
+			pred = "the model predicts tree at every size"
+		case *c.Predicted == 0:
+			pred = "the model predicts ring at every size"
+		default:
+			pred = "the model predicts the crossover at " + approxSize(*c.Predicted)
+		}
+		switch {
+		case c.Measured == nil:
+			s = append(s, fmt.Sprintf("Tree is faster even at the largest size (%s); %s.", pred, "ring should win on large messages: check the ring's channels and NCCL_IB_QPS_PER_CONNECTION"))
+		case c.TreeWinsBelow == nil:
+			s = append(s, fmt.Sprintf("Ring is at least as fast as tree at every size (%s).", pred))
+		default:
+			s = append(s, fmt.Sprintf("Tree wins below %s, ring from %s on (%s).", SizeLabel(*c.Measured), SizeLabel(*c.Measured), pred))
+		}
+	}
+	if len(res.Peaks) > 0 {
+		best := res.Peaks[0]
+		for _, p := range res.Peaks[1:] {
+			if p.Busbw > best.Busbw {
+				best = p
+			}
+		}
+		ref, refSize, pct := best.Busbw, best.Size, best.PctLineRate
+		if best.AtRef != nil {
+			ref, refSize, pct = *best.AtRef, RefBytes, best.AtRefPct
+		}
+		line := fmt.Sprintf("Peak busbw %.2f GB/s at %s (%s)", best.Busbw, SizeLabel(best.Size), best.Variant)
+		switch {
+		case pct == nil:
+			s = append(s, line+"; no line rate in the profile to judge it against.")
+		case res.Fabric == "socket":
+			s = append(s, fmt.Sprintf("%s; %.0f%% of the %s line rate at %s over TCP sockets: this is the baseline RDMA must beat (a healthy RDMA fabric reaches %.0f-95%%).", line, *pct, res.LineRate, SizeLabel(refSize), HealthyPct))
+		case !res.Valid:
+			s = append(s, fmt.Sprintf("%s, %.0f%% of line rate at %s, but the run is invalid: do not quote it.", line, *pct, SizeLabel(refSize)))
+		case *pct >= HealthyPct:
+			s = append(s, fmt.Sprintf("%s; %.0f%% of line rate at %s (%.2f of %.2f GB/s per rank): the fabric is healthy.", line, *pct, SizeLabel(refSize), ref, res.LineRateGBps))
+		case *pct >= DegradedPct:
+			s = append(s, fmt.Sprintf("%s; only %.0f%% of line rate at %s (%.2f of %.2f GB/s per rank): the fabric works but is below the %.0f%% a healthy one reaches; check GPUDirect RDMA, NCCL_IB_QPS_PER_CONNECTION, PCIe placement (NIC and GPU on the same switch) and congestion/adaptive routing.", line, *pct, SizeLabel(refSize), ref, res.LineRateGBps, HealthyPct))
+		default:
+			s = append(s, fmt.Sprintf("%s; %.0f%% of line rate at %s (%.2f of %.2f GB/s per rank): far below what the fabric can do; suspect the fabric (link speed/width, errors, a wrong NCCL_IB_HCA, GDR off) or a wrong lineRate in the profile.", line, *pct, SizeLabel(refSize), ref, res.LineRateGBps))
+		}
+	}
+	if d := res.Deviation; d != nil && res.Fabric != "socket" {
+		if math.Abs(d.Deviation) <= 0.2 {
+			s = append(s, fmt.Sprintf("The cost model holds: measurements from 1 MiB are within %.0f%% of it (largest gap %+.0f%%, %s at %s).", math.Abs(d.Deviation)*100, d.Deviation*100, d.Variant, SizeLabel(d.Size)))
+		} else {
+			s = append(s, fmt.Sprintf("The cost model is off by up to %+.0f%% (%s at %s: %.2f measured, %.2f predicted GB/s): %s.", d.Deviation*100, d.Variant, SizeLabel(d.Size), d.Measured, d.Predicted,
+				map[bool]string{true: "faster than predicted, so the profile's lineRate is probably too low", false: "slower than predicted, so something between the GPUs and the wire costs bandwidth"}[d.Deviation > 0]))
+		}
+	}
+	return strings.Join(s, " ")
+}
+
+// approxSize prints a size that need not be a power of two: 813 KiB, 1.5 MiB.
+func approxSize(n int64) string {
+	f := float64(n)
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if f >= 100 || f == math.Trunc(f) {
+		return fmt.Sprintf("%.0f %s", f, units[i])
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}
