@@ -1,0 +1,131 @@
+package preflight
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// DNSProbeMarker is in the DNS probe's command (the sandbox recognises the probe by it).
+const DNSProbeMarker = "ain-dns-probe"
+
+// dnsProbeCommand resolves every $AIN_DNS_<i> and prints "ain-dns: NAME ok|FAIL".
+const dnsProbeCommand = `# ` + DNSProbeMarker + `
+rc=0
+for n in $(env | sed -n 's/^AIN_DNS_[0-9]*=//p'); do
+  if nslookup "$n" >/dev/null 2>&1; then echo "ain-dns: $n ok"; else echo "ain-dns: $n FAIL"; rc=1; fi
+done
+exit $rc`
+
+const labelJobName = "training.kubeflow.org/job-name"
+
+var pytorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
+
+// runningJobs returns the names of o.Job, or of the running ain PyTorchJobs in the namespace.
+func runningJobs(ctx context.Context, o Options) []string {
+	if o.Job != "" {
+		return []string{o.Job}
+	}
+	l, err := o.Dynamic.Resource(pytorchJobs).Namespace(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=ain"})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for i := range l.Items {
+		if isRunning(&l.Items[i]) {
+			out = append(out, l.Items[i].GetName())
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 3 {
+		out = out[:3]
+	}
+	return out
+}
+
+func isRunning(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	last := ""
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["status"] == "True" {
+			last, _ = m["type"].(string)
+		}
+	}
+	return last == "Running"
+}
+
+// checkDNS resolves, from a pod, the headless Service names of the running job(s).
+func checkDNS(ctx context.Context, o Options) []Check {
+	jobs := runningJobs(ctx, o)
+	if len(jobs) == 0 {
+		return nil
+	}
+	var names []string
+	owner := map[string]string{}
+	for _, j := range jobs {
+		svcs, err := o.Kube.CoreV1().Services(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelJobName + "=" + j})
+		if err != nil {
+			continue
+		}
+		for _, s := range svcs.Items {
+			n := s.Name + "." + s.Namespace + ".svc"
+			names = append(names, n)
+			owner[n] = j
+		}
+	}
+	if len(names) == 0 {
+		return []Check{{Name: CheckDNS, Target: strings.Join(jobs, ","), Status: Warn,
+			Message: "the running job has no Service to resolve", Fix: "is the training-operator creating the job's headless Services? kubectl get svc -l " + labelJobName + "=" + jobs[0]}}
+	}
+	sort.Strings(names)
+	o.Progress(fmt.Sprintf("resolving %d Service name(s) from a probe pod", len(names)))
+	var env []corev1.EnvVar
+	for i, n := range names {
+		env = append(env, corev1.EnvVar{Name: "AIN_DNS_" + strconv.Itoa(i), Value: n})
+	}
+	run := runID()
+	pod := probePod(o, run, probeDNS, "ain-dnsprobe-"+run, "", dnsProbeCommand, env, false)
+	outs := runProbes(ctx, o, run, probeDNS, []*corev1.Pod{pod})
+	if ctx.Err() != nil {
+		return nil
+	}
+	out := outs[0]
+	target := strings.Join(jobs, ",")
+	fix := "check CoreDNS (kubectl -n kube-system get pods -l k8s-app=kube-dns) and that the job's pods are Ready: a headless Service publishes only Ready pods"
+	if out.log == nil {
+		return []Check{{Name: CheckDNS, Target: target, Status: Fail, Message: "the DNS probe did not run to the end", Evidence: []string{notRun(out)}, Fix: fix}}
+	}
+	var okN int
+	var bad, ev []string
+	sc := bufio.NewScanner(bytes.NewReader(out.log))
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		rest, found := strings.CutPrefix(l, "ain-dns: ")
+		if !found {
+			continue
+		}
+		ev = append(ev, l)
+		if strings.HasSuffix(rest, " ok") {
+			okN++
+		} else {
+			bad = append(bad, l)
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		return []Check{{Name: CheckDNS, Target: target, Status: Fail, Message: fmt.Sprintf("%d of %d Service name(s) of the running job do not resolve inside the cluster", len(bad), len(names)), Evidence: limit(bad), Fix: fix}}
+	case okN < len(names):
+		return []Check{{Name: CheckDNS, Target: target, Status: Warn, Message: fmt.Sprintf("the DNS probe answered for %d of %d name(s)", okN, len(names)), Evidence: limit(ev), Fix: fix}}
+	}
+	return []Check{{Name: CheckDNS, Target: target, Status: Pass, Message: fmt.Sprintf("%d headless Service name(s) of the running job resolve inside the cluster", len(names)), Evidence: limit(ev)}}
+}

@@ -1,0 +1,211 @@
+// Package preflight checks that a cluster is ready for ain's jobs before anything is submitted:
+// the API answers and the user may do what ain does (SelfSubjectAccessReview), the
+// training-operator's CRDs are served, enough nodes have the profile's GPU and RDMA resources,
+// the Multus networks exist, every candidate node's IB/RoCE ports are ACTIVE (a short-lived
+// probe pod per node dumps sysfs, read with package ibport), and a running job's headless
+// Services resolve inside the cluster. Every check is PASS, WARN or FAIL with its evidence and a
+// fix.
+//
+// The API cost does not grow with the node count except where it must: nodes are listed once
+// (paged), probe pods are watched with one label-selected watch and removed with one
+// DeleteCollection; only the creates and the log reads are per node.
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ain-hpc/ain/pkg/profile"
+)
+
+// Status is a check's outcome.
+type Status string
+
+// Statuses, in increasing severity.
+const (
+	Pass Status = "PASS"
+	Warn Status = "WARN"
+	Fail Status = "FAIL"
+)
+
+// Check names.
+const (
+	CheckAPI       = "api"
+	CheckRBAC      = "rbac"
+	CheckCRDs      = "crds"
+	CheckNodes     = "nodes"
+	CheckNetworks  = "networks"
+	CheckIBPorts   = "ib-ports"
+	CheckDNS       = "dns"
+	maxEvidence    = 12
+	defaultTimeout = 2 * time.Minute
+)
+
+// Check is one result row. The JSON names are a stable interface.
+type Check struct {
+	Name     string   `json:"name"`
+	Target   string   `json:"target,omitempty"` // a node, a network, a job; empty for the cluster
+	Status   Status   `json:"status"`
+	Message  string   `json:"message"`
+	Evidence []string `json:"evidence,omitempty"`
+	Fix      string   `json:"fix,omitempty"`
+}
+
+// Result is a whole preflight run.
+type Result struct {
+	Cluster   string        `json:"cluster"`
+	Namespace string        `json:"namespace"`
+	Profile   string        `json:"profile"`
+	Fabric    string        `json:"fabric"`
+	StartedAt time.Time     `json:"startedAt"`
+	Duration  time.Duration `json:"durationNs"`
+	// Cached is set when the result was read from the cache instead of being run.
+	Cached bool    `json:"cached,omitempty"`
+	Checks []Check `json:"checks"`
+	// Probed lists the nodes an IB port probe ran on.
+	Probed int `json:"probedNodes"`
+}
+
+// Counts returns how many checks have each status.
+func (r *Result) Counts() (pass, warn, fail int) {
+	for _, c := range r.Checks {
+		switch c.Status {
+		case Pass:
+			pass++
+		case Warn:
+			warn++
+		case Fail:
+			fail++
+		}
+	}
+	return
+}
+
+// Failed reports whether any check failed.
+func (r *Result) Failed() bool {
+	_, _, f := r.Counts()
+	return f > 0
+}
+
+// Summary is one line for people: "7 PASS, 1 WARN, 1 FAIL (ib-ports gpu-node-2)".
+func (r *Result) Summary() string {
+	p, w, f := r.Counts()
+	s := fmt.Sprintf("%d PASS, %d WARN, %d FAIL", p, w, f)
+	var failed []string
+	for _, c := range r.Checks {
+		if c.Status == Fail {
+			failed = append(failed, strings.TrimSpace(c.Name+" "+c.Target))
+		}
+	}
+	if len(failed) > 0 {
+		if len(failed) > 5 {
+			failed = append(failed[:5], fmt.Sprintf("and %d more", len(failed)-5))
+		}
+		s += " (" + strings.Join(failed, ", ") + ")"
+	}
+	return s
+}
+
+// Options say what to check and with which clients.
+type Options struct {
+	Kube      kubernetes.Interface
+	Dynamic   dynamic.Interface
+	Namespace string
+	Cluster   string // for the result and the cache key (the API server URL)
+	Profile   *profile.Profile
+	// Nodes and GPUsPerNode are the recipe's shape (0: no recipe, one suitable node is enough).
+	Nodes       int
+	GPUsPerNode int
+	// NodeSelector (a label selector, --nodes) narrows the candidate nodes, on top of the
+	// profile's nodeSelector.
+	NodeSelector string
+	// Job, when set, is a running job whose headless Services the DNS check resolves; empty:
+	// every running ain PyTorchJob in the namespace.
+	Job string
+	// ProbeImage runs the probe pods (any image with sh and grep; default busybox).
+	ProbeImage string
+	// ProbeTimeout bounds the probes (default 2m).
+	ProbeTimeout time.Duration
+	// SkipProbes leaves out the probe pods (IB ports, DNS).
+	SkipProbes bool
+	// Progress, when set, receives one line per step.
+	Progress func(string)
+	Now      func() time.Time
+}
+
+// DefaultProbeImage is the probe pods' image.
+const DefaultProbeImage = "busybox:1.36"
+
+func (o *Options) defaults() {
+	if o.ProbeImage == "" {
+		o.ProbeImage = DefaultProbeImage
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = defaultTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Profile == nil {
+		o.Profile = profile.Default()
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+}
+
+// Run runs every check. It returns an error only when the API server cannot be reached or
+// refuses the credentials (the caller maps that to an exit code); every other problem is a
+// check in the result.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o.defaults()
+	start := o.Now()
+	res := &Result{Cluster: o.Cluster, Namespace: o.Namespace, Profile: profileName(o.Profile), Fabric: o.Profile.Spec.Fabric, StartedAt: start}
+	api, err := checkAPI(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Checks = append(res.Checks, api)
+	o.Progress("checking permissions (SelfSubjectAccessReview)")
+	res.Checks = append(res.Checks, checkRBAC(ctx, o)...)
+	res.Checks = append(res.Checks, checkCRDs(ctx, o))
+	o.Progress("listing nodes")
+	nodeChecks, candidates := checkNodes(ctx, o)
+	res.Checks = append(res.Checks, nodeChecks...)
+	res.Checks = append(res.Checks, checkNetworks(ctx, o)...)
+	if !o.SkipProbes {
+		if o.Profile.RDMA() && len(candidates) > 0 {
+			o.Progress(fmt.Sprintf("probing IB ports on %d node(s)", len(candidates)))
+			ib := probeIBPorts(ctx, o, candidates)
+			res.Probed = len(candidates)
+			res.Checks = append(res.Checks, ib...)
+		}
+		res.Checks = append(res.Checks, checkDNS(ctx, o)...)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	res.Duration = o.Now().Sub(start)
+	return res, nil
+}
+
+func profileName(p *profile.Profile) string {
+	if p.Source != "" {
+		return p.Source
+	}
+	return "built-in " + p.Metadata.Name
+}
+
+// limit keeps at most maxEvidence lines, saying how many were left out.
+func limit(lines []string) []string {
+	if len(lines) <= maxEvidence {
+		return lines
+	}
+	out := append([]string(nil), lines[:maxEvidence]...)
+	return append(out, fmt.Sprintf("... and %d more", len(lines)-maxEvidence))
+}

@@ -1,0 +1,405 @@
+package preflight
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/profile"
+)
+
+// Labels on probe pods: LabelProbe says which probe, LabelProbeRun groups one run's pods (one
+// watch, one DeleteCollection).
+const (
+	LabelProbe    = "ain.dev/probe"
+	LabelProbeRun = "ain.dev/probe-run"
+	AnnotationFor = "ain.dev/probe-node"
+	labelManaged  = "app.kubernetes.io/managed-by"
+	probeIB       = "ib-ports"
+	probeDNS      = "dns"
+	probeParallel = 16
+	// NoSMFix is the fix of a port that is LinkUp but INIT.
+	NoSMFix = "no subnet manager: start opensm/UFM or enable the switch SM (then `sminfo` on a node shows it)"
+)
+
+func runID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// probePod is a pod that runs cmd once on node (or anywhere when node is "").
+func probePod(o Options, run, kind, name, node string, cmd string, env []corev1.EnvVar, rdma bool) *corev1.Pod {
+	zero := int64(0)
+	deadline := int64(o.ProbeTimeout / time.Second)
+	res := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	p := o.Profile
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: o.Namespace,
+			Labels:      map[string]string{labelManaged: "ain", LabelProbe: kind, LabelProbeRun: run},
+			Annotations: map[string]string{},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:         &deadline,
+			TerminationGracePeriodSeconds: &zero,
+			AutomountServiceAccountToken:  new(bool),
+			Containers: []corev1.Container{{
+				Name: "probe", Image: o.ProbeImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"/bin/sh", "-c", cmd}, Env: env, Resources: res,
+			}},
+		},
+	}
+	if node != "" {
+		// Pinned: it must run on this node, whatever its taints say (a probe is read-only).
+		pod.Spec.NodeName = node
+		pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		pod.Annotations[AnnotationFor] = node
+	}
+	if rdma && p.RDMA() {
+		// Request the RDMA resource (and join the Multus networks) so the pod sees exactly the
+		// devices, ports and GIDs a rank would see.
+		q := p.RDMAQuantity()
+		c := &pod.Spec.Containers[0]
+		c.Resources.Requests[corev1.ResourceName(p.Spec.RDMA.Resource)] = q
+		c.Resources.Limits[corev1.ResourceName(p.Spec.RDMA.Resource)] = q
+		if len(p.Spec.Networks) > 0 {
+			pod.Annotations["k8s.v1.cni.cncf.io/networks"] = strings.Join(p.Spec.Networks, ",")
+		}
+	}
+	return pod
+}
+
+// probeOutcome is what a probe pod left behind.
+type probeOutcome struct {
+	pod     *corev1.Pod
+	created bool
+	err     error // creating it
+	log     []byte
+	logErr  error
+}
+
+// runProbes creates the pods, waits (one watch) until each has ended or the timeout, reads the
+// logs of those that ended, and deletes them all (one DeleteCollection), also when ctx is
+// cancelled (Ctrl-C).
+func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.Pod) []*probeOutcome {
+	outs := make([]*probeOutcome, len(pods))
+	for i, p := range pods {
+		outs[i] = &probeOutcome{pod: p}
+	}
+	sel := LabelProbeRun + "=" + run
+	defer cleanupProbes(o, sel, pods)
+	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)
+	defer cancel()
+	w, werr := o.Kube.CoreV1().Pods(o.Namespace).Watch(pctx, metav1.ListOptions{LabelSelector: sel})
+	// Create, probeParallel at a time.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, probeParallel)
+	for _, out := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if pctx.Err() != nil {
+				out.err = pctx.Err()
+				return
+			}
+			created, err := o.Kube.CoreV1().Pods(o.Namespace).Create(pctx, out.pod, metav1.CreateOptions{})
+			if err != nil {
+				out.err = err
+				return
+			}
+			out.created = true
+			out.pod = created
+		}()
+	}
+	wg.Wait()
+	byName := map[string]*probeOutcome{}
+	pending := 0
+	for _, out := range outs {
+		if out.created {
+			byName[out.pod.Name] = out
+			pending++
+		}
+	}
+	done := map[string]bool{}
+	if werr == nil {
+		defer w.Stop()
+		waitProbes(pctx, o, w, sel, byName, done, pending)
+	}
+	// Logs of the pods that ended.
+	sem = make(chan struct{}, probeParallel)
+	for _, out := range outs {
+		if !out.created || !done[out.pod.Name] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			lctx, lcancel := context.WithTimeout(ctx, 20*time.Second)
+			defer lcancel()
+			out.log, out.logErr = o.Kube.CoreV1().Pods(o.Namespace).GetLogs(out.pod.Name, &corev1.PodLogOptions{Container: "probe"}).Do(lctx).Raw()
+		}()
+	}
+	wg.Wait()
+	return outs
+}
+
+// waitProbes follows the run's pods until every created one has ended; the watch is restarted
+// from the last resource version when the server closes it.
+func waitProbes(ctx context.Context, o Options, w watch.Interface, sel string, byName map[string]*probeOutcome, done map[string]bool, pending int) {
+	rv := ""
+	for pending > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				nw, err := o.Kube.CoreV1().Pods(o.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv})
+				if err != nil {
+					return
+				}
+				w = nw
+				continue
+			}
+			pod, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			rv = pod.ResourceVersion
+			out := byName[pod.Name]
+			if out == nil {
+				continue
+			}
+			out.pod = pod
+			if (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) && !done[pod.Name] {
+				done[pod.Name] = true
+				pending--
+			}
+		}
+	}
+}
+
+// cleanupProbes deletes a run's probe pods with a fresh context: it runs after Ctrl-C too.
+func cleanupProbes(o Options, sel string, pods []*corev1.Pod) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zero := int64(0)
+	err := o.Kube.CoreV1().Pods(o.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: sel})
+	if err == nil || !apierrors.IsForbidden(err) {
+		return
+	}
+	for _, p := range pods { // no deletecollection right: one by one
+		_ = o.Kube.CoreV1().Pods(o.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}
+}
+
+// notRun explains a probe that gave no log.
+func notRun(out *probeOutcome) string {
+	if out.err != nil {
+		return "creating the probe pod: " + out.err.Error()
+	}
+	p := out.pod
+	s := "probe pod " + p.Name + " " + string(p.Status.Phase)
+	if p.Status.Phase == "" {
+		s = "probe pod " + p.Name + " not started"
+	}
+	if p.Status.Reason != "" || p.Status.Message != "" {
+		s += ": " + strings.TrimSpace(p.Status.Reason+" "+p.Status.Message)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Status == corev1.ConditionFalse && c.Message != "" {
+			s += "; " + string(c.Type) + ": " + c.Message
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			s += "; " + w.Reason + " " + w.Message
+		}
+	}
+	if out.logErr != nil {
+		s += "; reading its log: " + out.logErr.Error()
+	}
+	return s
+}
+
+// probeIBPorts runs one probe pod per candidate node and reads its sysfs dump.
+func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
+	run := runID()
+	pods := make([]*corev1.Pod, len(nodes))
+	for i, n := range nodes {
+		pods[i] = probePod(o, run, probeIB, fmt.Sprintf("ain-ibprobe-%s-%d", run, i), n.Name, ibport.SysfsDumpCommand, nil, true)
+	}
+	outs := runProbes(ctx, o, run, probeIB, pods)
+	if ctx.Err() != nil {
+		return nil
+	}
+	var checks []Check
+	var ready []string
+	gids := map[int]int{}
+	rates := map[string]bool{}
+	wantGID, gidFixed := -1, false
+	if o.Profile.Spec.Fabric == profile.FabricRoCE && o.Profile.Spec.GIDIndex != "" && o.Profile.Spec.GIDIndex != "auto" {
+		if v, err := strconv.Atoi(o.Profile.Spec.GIDIndex); err == nil && v >= 0 {
+			wantGID, gidFixed = v, true
+		}
+	}
+	for i, out := range outs {
+		node := nodes[i].Name
+		if out.log == nil {
+			checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Fail,
+				Message: "the IB port probe did not run to the end within " + o.ProbeTimeout.String(), Evidence: []string{notRun(out)},
+				Fix: "kubectl describe node " + node + "; the probe requests " + quantity(int64(o.Profile.Spec.RDMA.Count)) + " " + o.Profile.Spec.RDMA.Resource + " and runs " + o.ProbeImage + " (--probe-image to use a mirror)"})
+			continue
+		}
+		rep, err := ibport.Parse(bytes.NewReader(out.log))
+		if err != nil || len(rep.Ports) == 0 {
+			checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Fail,
+				Message:  "no RDMA device visible in a pod that requests " + o.Profile.Spec.RDMA.Resource,
+				Evidence: []string{"probe pod " + out.pod.Name + " printed no /sys/class/infiniband port (" + strconv.Itoa(len(out.log)) + " bytes of log)"},
+				Fix:      "check the node has an HCA (ibstat on the node) and that the RDMA device plugin's config selects it (ifNames/devices/vendors in rdma-shared-dev-plugin's config)"})
+			continue
+		}
+		var bad []ibport.Port
+		for _, p := range rep.Ports {
+			if !p.Ready {
+				bad = append(bad, p)
+			}
+			if p.Rate != nil {
+				rates[p.LinkLayer+", "+*p.Rate] = true
+			}
+		}
+		if len(bad) > 0 {
+			checks = append(checks, badPorts(node, out, bad))
+			continue
+		}
+		if o.Profile.Spec.Fabric == profile.FabricRoCE {
+			if rep.GIDIndex == nil {
+				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Warn,
+					Message:  "RoCE ports ACTIVE, but no single RoCE v2 IPv4 GID index (they differ between ports, or none is RoCE v2)",
+					Evidence: gidLines(out.log), Fix: "leave the profile's gidIndex at auto (NCCL >= 2.21 picks per port), or check the RoCE netdev has an IPv4 address"})
+				continue
+			}
+			gids[*rep.GIDIndex]++
+			if gidFixed && *rep.GIDIndex != wantGID {
+				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Warn,
+					Message:  fmt.Sprintf("RoCE v2 GID index here is %d, the profile's gidIndex (NCCL_IB_GID_INDEX) is %d", *rep.GIDIndex, wantGID),
+					Evidence: gidLines(out.log), Fix: fmt.Sprintf("set gidIndex: %d in the profile, or auto", *rep.GIDIndex)})
+				continue
+			}
+		}
+		ready = append(ready, node)
+	}
+	if len(ready) > 0 {
+		msg := fmt.Sprintf("%d of %d node(s): every IB/RoCE port ACTIVE (LinkUp)", len(ready), len(nodes))
+		if len(rates) > 0 {
+			msg += " (" + strings.Join(sortedKeys(rates), "; ") + ")"
+		}
+		if len(gids) > 0 {
+			var parts []string
+			for _, k := range sortedInts(gids) {
+				parts = append(parts, fmt.Sprintf("%d on %d node(s)", k, gids[k]))
+			}
+			msg += "; RoCE v2 GID index " + strings.Join(parts, ", ")
+		}
+		ev := ready
+		checks = append([]Check{{Name: CheckIBPorts, Status: Pass, Message: msg, Evidence: limit(ev)}}, checks...)
+	}
+	return checks
+}
+
+// badPorts is the FAIL of a node whose ports are not ready, with the sysfs lines as evidence.
+func badPorts(node string, out *probeOutcome, bad []ibport.Port) Check {
+	var names []string
+	reasons := map[string]bool{}
+	want := map[string]bool{}
+	for _, p := range bad {
+		names = append(names, fmt.Sprintf("%s:%d", p.Device, p.Port))
+		reasons[p.Reason] = true
+		base := fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/", p.Device, p.Port)
+		want[base+"state"], want[base+"phys_state"] = true, true
+	}
+	var ev []string
+	sc := bufio.NewScanner(bytes.NewReader(out.log))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		i := strings.Index(line, "/sys/class/infiniband/")
+		if i < 0 {
+			continue
+		}
+		path, _, _ := strings.Cut(line[i:], ":")
+		if want[path] {
+			ev = append(ev, line[i:])
+		}
+	}
+	c := Check{Name: CheckIBPorts, Target: node, Status: Fail, Evidence: limit(ev)}
+	p := bad[0]
+	switch {
+	case reasons[ibport.ReasonNoSM] && p.LinkLayer != "Ethernet":
+		c.Message = fmt.Sprintf("%s: physical state LinkUp but state %s: no subnet manager has brought the port(s) up; NCCL skips them and falls back to sockets", strings.Join(names, ", "), p.State)
+		c.Fix = NoSMFix
+	default:
+		c.Message = fmt.Sprintf("%s not ready: %s (state %s, physical %s)", strings.Join(names, ", "), p.Reason, p.State, orDash(p.PhysState))
+		c.Fix = ibport.Fix(p.Reason, p.LinkLayer)
+	}
+	return c
+}
+
+func gidLines(log []byte) []string {
+	var ev []string
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.Contains(l, "/gid_attrs/types/") && strings.Contains(l, "RoCE v2") {
+			ev = append(ev, strings.TrimSpace(l))
+		}
+	}
+	return limit(ev)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedInts(m map[int]int) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
