@@ -132,6 +132,7 @@ func (a *App) commands() []*ucli.Command {
 		a.serveCommand(),
 		a.modelsCommand(),
 		a.chatCommand(),
+		a.preflightCommand(),
 	}
 }
 

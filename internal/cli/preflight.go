@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+type preflightOptions struct {
+	recipeInput
+	Nodes        string
+	Output       string
+	ProbeImage   string
+	ProbeTimeout time.Duration
+	NoProbes     bool
+	Job          string
+}
+
+func (a *App) preflightCommand() *ucli.Command {
+	o := &preflightOptions{}
+	return &ucli.Command{
+		Name:      "preflight",
+		Usage:     "check the cluster is ready for a recipe: permissions, CRDs, GPU/RDMA nodes, Multus networks, IB ports, DNS",
+		ArgsUsage: "[RECIPE]",
+		Description: "Every check is PASS, WARN or FAIL with its evidence and a fix; a table on a terminal, JSON otherwise.\n" +
+			"IB ports: one short-lived probe pod per candidate node (pinned to it, requesting the RDMA resource) dumps\n" +
+			"/sys/class/infiniband; LinkUp + INIT fails (no subnet manager), RoCE ports report the RoCE v2 GID index.\n" +
+			"Probe pods are deleted afterwards, also on Ctrl-C. With RECIPE, enough nodes must fit its nodes x gpusPerNode.\n" +
+			"`ain train` and `ain bench` run it first (a passing result is reused for 5 minutes; --skip-preflight skips it).\n\n" +
+			"Exit status: 0 when nothing FAILs (WARNs allowed), 4 on any FAIL, 7/8 when the cluster does not answer or\n" +
+			"refuses the credentials.\n\n" +
+			"Examples:\n  ain preflight\n  ain preflight allreduce --set nodes=4 --nodes pool=h100\n  ain preflight --profile roce.yaml -o json",
+		Flags: append(o.recipeInput.flags(),
+			&ucli.StringFlag{Name: "nodes", Usage: "label `SELECTOR` narrowing the candidate nodes (on top of the profile's nodeSelector)", Destination: &o.Nodes},
+			outputFlag(&o.Output, "", "table or json (default: table on a terminal, json otherwise)"),
+			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage},
+			&ucli.DurationFlag{Name: "probe-timeout", Value: 2 * time.Minute, Usage: "how long the probe pods may take", Destination: &o.ProbeTimeout},
+			&ucli.BoolFlag{Name: "no-probes", Usage: "skip the probe pods (IB ports, DNS): API-only checks", Destination: &o.NoProbes},
+			&ucli.StringFlag{Name: "job", Usage: "a running job whose Service names the DNS check resolves (default: every running ain PyTorchJob)", Destination: &o.Job},
+		),
+		Action: func(c *ucli.Context) error { return a.runPreflight(c, o) },
+	}
+}
+
+func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
+	switch o.Output {
+	case "", "table", "json":
+	default:
+		return ainerr.Usagef("-o must be table or json, got %q", o.Output)
+	}
+	if o.Output == "" {
+		o.Output = "json"
+		if a.Streams.IsTTY {
+			o.Output = "table"
+		}
+	}
+	var r *recipe.Recipe
+	var p *profile.Profile
+	var err error
+	if o.File != "" || c.NArg() > 0 {
+		r, p, err = o.load(c, a.Getenv)
+	} else {
+		p, err = o.loadProfile(a.Getenv)
+	}
+	if err != nil {
+		return err
+	}
+	if r != nil && r.Serving != nil {
+		r = nil // serving replicas: the node check needs no recipe shape
+	}
+	kc, err := a.clients()
+	if err != nil {
+		return err
+	}
+	a.sandboxNote(kc)
+	opts := a.preflightOptions(kc, r, p)
+	opts.NodeSelector, opts.Job, opts.SkipProbes = o.Nodes, o.Job, o.NoProbes
+	if o.ProbeImage != "" {
+		opts.ProbeImage = o.ProbeImage
+	}
+	opts.ProbeTimeout = o.ProbeTimeout
+	if a.Streams.IsTTY || a.Global.Verbose > 0 {
+		opts.Progress = func(s string) { fmt.Fprintf(a.Streams.Err, "preflight: %s\n", s) }
+	}
+	res, err := preflight.Run(c.Context, opts)
+	if err != nil {
+		return a.preflightError(c.Context, kc, err)
+	}
+	_ = a.preflightCache().Save(preflight.Key(opts), res)
+	if o.Output == "json" {
+		writeJSON(a.Streams.Out, res)
+	} else {
+		a.printPreflight(res, false)
+	}
+	if res.Failed() {
+		return quiet(ainerr.PreflightFailed)
+	}
+	return nil
+}
+
+// preflightOptions fills the options every preflight run shares.
+func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Profile) preflight.Options {
+	o := preflight.Options{
+		Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Cluster: kc.Server, Profile: p,
+		ProbeImage: a.Getenv("AIN_PROBE_IMAGE"), Now: a.Now,
+	}
+	if r != nil {
+		if w := r.Workload(); w != nil {
+			o.Nodes, o.GPUsPerNode = w.Nodes, w.GPUsPerNode
+		}
+	}
+	return o
+}
+
+func (a *App) preflightCache() preflight.Cache {
+	return preflight.Cache{Dir: preflight.CacheDir(a.Getenv), TTL: preflight.DefaultCacheTTL, Now: a.Now}
+}
+
+func (a *App) preflightError(ctx context.Context, kc *kube.Clients, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted: probe pods deleted"), "")
+	}
+	return kc.Classify(err, "preflight")
+}
+
+// preflightGate runs the preflight before `ain train`/`ain bench` (or says it was skipped). A
+// passing result of the last few minutes for the same cluster, namespace, profile and recipe
+// shape is reused. It prints the WARN/FAIL checks to stderr and returns an *ainerr.Error with
+// PreflightFailed when a check FAILs.
+func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, skip bool) error {
+	w := a.Streams.Err
+	if skip {
+		fmt.Fprintln(w, "preflight: SKIPPED (--skip-preflight): the cluster's readiness was not checked")
+		return nil
+	}
+	opts := a.preflightOptions(kc, r, p)
+	cache := a.preflightCache()
+	key := preflight.Key(opts)
+	if res, age, ok := cache.Load(key); ok {
+		fmt.Fprintf(w, "preflight: %s (cached %s ago; `ain preflight` re-runs it)\n", res.Summary(), age.Round(time.Second))
+		return nil
+	}
+	opts.Progress = func(s string) { fmt.Fprintf(w, "preflight: %s\n", s) }
+	res, err := preflight.Run(ctx, opts)
+	if err != nil {
+		return a.preflightError(ctx, kc, err)
+	}
+	_ = cache.Save(key, res)
+	a.printPreflight(res, true)
+	if res.Failed() {
+		return ainerr.New(ainerr.PreflightFailed, fmt.Errorf("preflight failed: %s", res.Summary()),
+			"fix the FAIL checks above (`ain preflight` shows them all), or submit anyway with --skip-preflight")
+	}
+	return nil
+}
+
+// printPreflight prints a result: the table and every non-PASS check's evidence and fix on
+// stdout, or (brief, for the gate) only the non-PASS checks and the summary on stderr.
+func (a *App) printPreflight(res *preflight.Result, brief bool) {
+	w := a.Streams.Out
+	if brief {
+		w = a.Streams.Err
+	} else {
+		rows := make([][]string, 0, len(res.Checks))
+		for _, c := range res.Checks {
+			rows = append(rows, []string{strings.ToUpper(c.Name), orDash(c.Target), string(c.Status), c.Message})
+		}
+		a.table([]string{"CHECK", "TARGET", "STATUS", "MESSAGE"}, rows)
+	}
+	for _, c := range res.Checks {
+		if c.Status == preflight.Pass {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s", c.Status, c.Name)
+		if c.Target != "" {
+			fmt.Fprintf(w, " %s", c.Target)
+		}
+		fmt.Fprintf(w, ": %s\n", c.Message)
+		for _, e := range c.Evidence {
+			fmt.Fprintf(w, "  evidence: %s\n", e)
+		}
+		if c.Fix != "" {
+			fmt.Fprintf(w, "  fix: %s\n", c.Fix)
+		}
+	}
+	fmt.Fprintf(w, "\npreflight: %s in %s (namespace %s, profile %s, fabric %s, %d node(s) probed)\n",
+		res.Summary(), res.Duration.Round(100*time.Millisecond), res.Namespace, res.Profile, res.Fabric, res.Probed)
+}
