@@ -9,6 +9,7 @@ func (a *App) benchCommand() *ucli.Command {
 		Usage: "measure the fabric (nccl-tests) and serving endpoints",
 		Subcommands: []*ucli.Command{
 			a.benchAllreduceCommand(),
+			a.benchCompareCommand(), a.benchPlotCommand(),
 			a.benchParseCommand(),
 			a.benchModelCommand(),
 			a.benchServeCommand(),

@@ -1,17 +1,456 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
-// benchAllreduceCommand is a placeholder until issue #7 lands.
+// benchPreflight runs before the first variant is submitted unless --skip-preflight is given.
+// It is the seam for the cluster preflight (pkg/preflight, issue 6): assign it to run those
+// checks and return an ainerr.PreflightFailed error. By default it checks nothing.
+var benchPreflight = func(ctx context.Context, a *App, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile) error {
+	return nil
+}
+
+// benchAllreduceOptions are the flags of `ain bench allreduce`.
+type benchAllreduceOptions struct {
+	recipeInput
+	Algo          string
+	Proto         string
+	QPs           string
+	Nodes         int
+	GPUsPerNode   int
+	Min, Max      string
+	Factor        int
+	Iters         int
+	Out           string
+	Name          string
+	Timeout       time.Duration
+	Output        string
+	SkipPreflight bool
+	KeepJobs      bool
+}
+
+func (o *benchAllreduceOptions) flags() []ucli.Flag {
+	return append(o.recipeInput.flags(),
+		&ucli.StringFlag{Name: "algo", Value: "auto", Usage: "NCCL_ALGO variants: auto (NCCL chooses), ring, tree, a list (ring,tree) or all (auto,ring,tree)", Destination: &o.Algo},
+		&ucli.StringFlag{Name: "proto", Usage: "NCCL_PROTO variants: simple, ll, ll128, or a list (default: NCCL chooses)", Destination: &o.Proto},
+		&ucli.StringFlag{Name: "qps", Usage: "NCCL_IB_QPS_PER_CONNECTION sweep, e.g. 1,2,4,8 (course 10.6.2)", Destination: &o.QPs},
+		&ucli.IntFlag{Name: "nodes", Usage: "MPI workers, one per node (default: the recipe's)", Destination: &o.Nodes},
+		&ucli.IntFlag{Name: "gpus-per-node", Usage: "ranks per node (default: the recipe's)", Destination: &o.GPUsPerNode},
+		&ucli.StringFlag{Name: "min", Usage: "smallest message size, -b (8, 1K, 64M; default: the recipe's)", Destination: &o.Min},
+		&ucli.StringFlag{Name: "max", Usage: "largest message size, -e (default: the recipe's, 8G)", Destination: &o.Max},
+		&ucli.IntFlag{Name: "factor", Usage: "size step factor, -f (default: the recipe's, 2)", Destination: &o.Factor},
+		&ucli.IntFlag{Name: "iters", Usage: "timed iterations per size, -n (default: nccl-tests')", Destination: &o.Iters},
+		&ucli.StringFlag{Name: "out", Usage: "result folder, never overwritten (default: ./ain-results/<timestamp>-<name>/)", Destination: &o.Out},
+		&ucli.StringFlag{Name: "name", Usage: "bench name, prefix of the job names (default: the recipe's metadata.name)", Destination: &o.Name},
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", Destination: &o.Timeout},
+		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)"),
+		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight checks before the first job", Destination: &o.SkipPreflight},
+		&ucli.BoolFlag{Name: "keep-jobs", Usage: "keep each variant's MPIJob after reading its output (default: delete it so the next variant gets the nodes)", Destination: &o.KeepJobs},
+	)
+}
+
 func (a *App) benchAllreduceCommand() *ucli.Command {
+	o := &benchAllreduceOptions{}
 	return &ucli.Command{
-		Name:   "allreduce",
-		Usage:  "(not built yet: issue #7)",
-		Hidden: true,
-		Action: func(*ucli.Context) error { return ainerr.Usagef("ain allreduce is not built yet (issue #7)") },
+		Name:      "allreduce",
+		Usage:     "run nccl-tests all_reduce_perf as MPIJobs (algorithm/protocol/QP variants), judge against line rate and the cost model, save and plot",
+		ArgsUsage: "[RECIPE] (default: the built-in allreduce recipe)",
+		Description: "nccl-tests has no algorithm flag: each variant is an MPIJob with its NCCL environment (NCCL_ALGO,\n" +
+			"NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION) on top of the profile's fabric settings. The variants run one after\n" +
+			"another on the same nodes (later jobs are pinned to the first one's nodes; each job is deleted once its\n" +
+			"output is read). For each variant the launcher's output is parsed: the nccl-tests table, the out-of-bounds\n" +
+			"check, the NCCL transport (a socket fallback on an ib/roce fabric makes the result INVALID) and NCCL's\n" +
+			"algorithm/protocol per size (TUNING lines). The report puts the variants side by side per size, gives\n" +
+			"the peak busbw against the profile's line rate (NIC rate / 8 per rank), the cost model's prediction and\n" +
+			"the largest deviation, the ring/tree crossover measured and predicted, and a verdict.\n" +
+			"Results go to --out: result.json (everything, raw output included), result.csv, busbw.png, busbw.svg and\n" +
+			"each variant's launcher log.\n\n" +
+			"Examples:\n" +
+			"  ain bench allreduce --algo ring\n" +
+			"  ain bench allreduce --algo all\n" +
+			"  ain bench allreduce --qps 1,2,4,8\n" +
+			"  ain bench allreduce --proto simple,ll128 --nodes 3 --gpus-per-node 1 --min 8 --max 1G --factor 2 --iters 20\n" +
+			"  ain bench allreduce --fabric socket          # the TCP baseline\n\n" +
+			"Exit status: 0; 3 a job failed; 4 preflight failed; 5 a result is invalid (socket fallback, wrong values,\n" +
+			"unverifiable transport); 6 --timeout; 2 bad flags or recipe.",
+		Flags: o.flags(),
+		Action: func(c *ucli.Context) error {
+			if c.NArg() == 0 && o.File == "" {
+				o.File = "allreduce"
+			}
+			return a.runBenchAllreduce(c, o)
+		},
 	}
+}
+
+// benchPlan is what the flags resolve to before anything is submitted.
+type benchPlan struct {
+	variants []bench.Variant
+	recipes  []*recipe.Recipe // one per variant
+	profile  *profile.Profile
+	name     string
+}
+
+func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, error) {
+	switch o.Output {
+	case "", "text", "json":
+	default:
+		return nil, ainerr.Usagef("-o must be text or json, got %q", o.Output)
+	}
+	qps, err := bench.ParseQPs(o.QPs)
+	if err != nil {
+		return nil, ainerr.Usagef("%v", err)
+	}
+	variants, err := bench.Variants(bench.PlanOptions{Algos: bench.ParseList(o.Algo), Protos: bench.ParseList(o.Proto), QPs: qps})
+	if err != nil {
+		return nil, ainerr.Usagef("%v", err)
+	}
+	user := o.Sets.Value()
+	for _, s := range user {
+		k, _, _ := strings.Cut(s, "=")
+		for flag, name := range map[string]string{"--algo": "NCCL_ALGO", "--proto": "NCCL_PROTO", "--qps": "NCCL_IB_QPS_PER_CONNECTION"} {
+			if strings.TrimSpace(k) == "nccl.env."+name && variants[0].Env[name] != "" {
+				return nil, ainerr.Usagef("--set %s and %s both set %s: use one", s, flag, name)
+			}
+		}
+	}
+	var sets []string
+	// Pods of a finished variant must free their GPUs for the next one even if ain is stopped.
+	if !hasSet(user, "runPolicy.cleanPodPolicy") {
+		sets = append(sets, "runPolicy.cleanPodPolicy=Running")
+	}
+	if o.Nodes != 0 {
+		sets = append(sets, "nodes="+strconv.Itoa(o.Nodes))
+	}
+	if o.GPUsPerNode != 0 {
+		sets = append(sets, "gpusPerNode="+strconv.Itoa(o.GPUsPerNode))
+	}
+	for _, f := range []struct{ flag, val, path string }{{"--min", o.Min, "minBytes"}, {"--max", o.Max, "maxBytes"}} {
+		if f.val == "" {
+			continue
+		}
+		if _, err := parseBytes(f.val); err != nil {
+			return nil, ainerr.Usagef("%s: %v", f.flag, err)
+		}
+		sets = append(sets, "ncclTests."+f.path+"="+f.val)
+	}
+	if o.Factor != 0 {
+		sets = append(sets, "ncclTests.stepFactor="+strconv.Itoa(o.Factor))
+	}
+	if o.Iters != 0 {
+		sets = append(sets, "ncclTests.iters="+strconv.Itoa(o.Iters))
+	}
+	sets = append(sets, user...)
+	plan := &benchPlan{variants: variants}
+	for _, v := range variants {
+		in := o.recipeInput
+		in.Sets = *ucli.NewStringSlice(append(append([]string{}, sets...), v.Sets()...)...)
+		r, p, err := in.load(c, a.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		if r.MPI == nil || r.MPI.NCCLTests == nil || !strings.HasPrefix(path.Base(r.MPI.NCCLTests.Binary), "all_reduce_perf") {
+			return nil, ainerr.Usagef("recipe %s is not an nccl-tests all_reduce_perf MPIJob (kind MPIJob with ncclTests.binary .../all_reduce_perf)", r.Metadata.Name)
+		}
+		plan.recipes = append(plan.recipes, r)
+		plan.profile = p
+	}
+	a.printWarnings(plan.recipes[0])
+	plan.name = o.Name
+	if plan.name == "" {
+		plan.name = plan.recipes[0].Metadata.Name
+	}
+	return plan, nil
+}
+
+func hasSet(sets []string, path string) bool {
+	for _, s := range sets {
+		if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == path {
+			return true
+		}
+	}
+	return false
+}
+
+// jobNameFor names a variant's MPIJob: <name>-<variant>-<MMDDhhmmss>, within the recipe name limit.
+func jobNameFor(name, variant string, now time.Time) string {
+	suffix := "-" + variant + "-" + now.UTC().Format("0102150405")
+	if len(name)+len(suffix) > recipe.MaxNameLen {
+		name = strings.TrimRight(name[:max(recipe.MaxNameLen-len(suffix), 1)], "-")
+	}
+	return strings.ToLower(name + suffix)
+}
+
+func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error {
+	plan, err := a.planBench(c, o)
+	if err != nil {
+		return err
+	}
+	p := plan.profile
+	kc, err := a.clients()
+	if err != nil {
+		return err
+	}
+	cl := a.cluster(kc)
+	a.sandboxNote(kc)
+	parent := c.Context
+	ctx := parent
+	cancel := context.CancelFunc(func() {})
+	if o.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(parent, o.Timeout)
+	}
+	defer cancel()
+	if !o.SkipPreflight {
+		if err := benchPreflight(ctx, a, kc, plan.recipes[0], p); err != nil {
+			return err
+		}
+	}
+	start := a.Now()
+	dir := o.Out
+	if dir == "" {
+		dir = bench.DefaultDir(start, plan.name)
+	}
+	dir, err = bench.MakeDir(dir, o.Out != "")
+	if err != nil {
+		return ainerr.New(ainerr.Usage, fmt.Errorf("--out: %w", err), "")
+	}
+	r0 := plan.recipes[0]
+	w := r0.Workload()
+	res := &bench.Result{
+		Name: plan.name, Recipe: r0.Metadata.Name, Namespace: kc.Namespace, Started: start,
+		Fabric: p.Spec.Fabric, LineRate: p.Spec.LineRate, LineRateGBps: p.LineRateGBps(),
+		Nodes: w.Nodes, GPUsPerNode: w.GPUsPerNode, Command: jobs.MPIProgram(r0.MPI), SameNodes: true,
+	}
+	names := make([]string, len(plan.variants))
+	for i, v := range plan.variants {
+		names[i] = v.Name
+	}
+	t := r0.MPI.NCCLTests
+	errw := a.Streams.Err
+	fmt.Fprintf(errw, "bench %s: %d variant(s) (%s) of all_reduce_perf -b %s -e %s -f %d on %d node(s) x %d GPU, fabric %s, line rate %s = %.4g GB/s per rank\n",
+		plan.name, len(plan.variants), strings.Join(names, ", "), t.MinBytes, t.MaxBytes, t.StepFactor, w.Nodes, w.GPUsPerNode, p.Spec.Fabric, p.Spec.LineRate, p.LineRateGBps())
+	if len(plan.variants) > 1 {
+		fmt.Fprintln(errw, "the variants run one after another on the same nodes: each MPIJob is deleted once its output is read, the next is pinned to the first one's nodes")
+	}
+	fmt.Fprintf(errw, "results: %s\n", dir)
+
+	var runErr error
+	var pinned []string
+	for i, v := range plan.variants {
+		vr, err := a.runVariant(ctx, kc, cl, plan, i, pinned, o.KeepJobs)
+		if vr != nil {
+			res.Variants = append(res.Variants, vr)
+			if i == 0 {
+				pinned = vr.Nodes
+			} else if !sameSet(pinned, vr.Nodes) {
+				res.SameNodes = false
+			}
+		}
+		if err != nil {
+			switch {
+			case parent.Err() != nil:
+				runErr = ainerr.New(ainerr.Cancelled, errors.New("interrupted"), "")
+			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+				runErr = ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached during variant %s", o.Timeout, v.Name), "the partial results are saved; raise --timeout or run fewer variants")
+			default:
+				runErr = err
+			}
+			break
+		}
+		if vr.Phase == jobs.PhaseFailed {
+			runErr = ainerr.New(ainerr.JobFailed, fmt.Errorf("variant %s: MPIJob %s failed; the remaining variants were not run", v.Name, vr.Job), "its launcher output is in "+dir+"/"+v.Name+".log")
+			break
+		}
+	}
+	res.Finished = a.Now()
+	res.Seconds = res.Finished.Sub(res.Started).Seconds()
+	res.Summarize()
+	files, serr := bench.Save(res, dir)
+	if serr != nil {
+		fmt.Fprintf(errw, "warning: saving the results: %v\n", serr)
+	}
+	if o.Output == "json" {
+		_ = a.writeJSON(res)
+	} else {
+		a.printBenchReport(res, files)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if !res.Valid {
+		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("the bench result is INVALID: %s", strings.Join(res.Problems, "; ")),
+			"`ain doctor nccl-log "+dir+"/"+res.Variants[0].Name+".log` explains the transport; fix it and run the bench again")
+	}
+	return nil
+}
+
+// runVariant submits one variant's MPIJob, watches it, reads and analyses the launcher's
+// output and deletes the job (unless keep). The result is nil only when nothing was submitted.
+func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster, plan *benchPlan, i int, pinned []string, keep bool) (*bench.VariantResult, error) {
+	v := plan.variants[i]
+	errw := a.Streams.Err
+	start := a.Now()
+	name := jobNameFor(plan.name, v.Name, start)
+	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.variants), v.Name)
+	b, err := jobs.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace})
+	if err != nil {
+		return nil, ainerr.New(ainerr.Usage, err, "")
+	}
+	if len(pinned) > 0 {
+		if err := bench.PinWorkers(b.Objects[0], pinned); err != nil {
+			return nil, err
+		}
+	}
+	applied, err := cl.Apply(ctx, b.Objects, false)
+	if err != nil {
+		return nil, a.applyError(kc, err)
+	}
+	if applied[0].Unchanged {
+		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("MPIJob %s/%s already exists: its output would be an old run's", kc.Namespace, name), "delete it first: ain delete "+name)
+	}
+	env := "NCCL's own choices"
+	if len(v.Env) > 0 {
+		env = strings.Join(v.Sets(), " ")
+		env = strings.ReplaceAll(env, "nccl.env.", "")
+	}
+	fmt.Fprintf(errw, "%s: applied MPIJob %s/%s (%s)\n", tag, kc.Namespace, name, env)
+	vr := &bench.VariantResult{Variant: v, Job: name, Started: start}
+	cleanup := func() {
+		if keep {
+			return
+		}
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer dcancel()
+		if u, err := cl.Find(dctx, name); err == nil {
+			if _, err := cl.Delete(dctx, u); err == nil {
+				_ = cl.WaitGone(dctx, name, time.Second)
+			}
+		}
+	}
+	view := newJobView(a, start)
+	snap, err := cl.Watch(ctx, "MPIJob", name, jobs.WatchOptions{OnChange: view.update, Explain: explainer(kc)})
+	view.stop()
+	vr.Phase = snap.Phase
+	vr.Nodes = workerNodes(snap.Pods)
+	if err != nil {
+		vr.Finished = a.Now()
+		vr.Seconds = vr.Finished.Sub(start).Seconds()
+		if why := pendingReasons(snap); why != "" {
+			fmt.Fprintln(errw, why)
+		}
+		fmt.Fprintf(errw, "%s: stopped (%s); deleting MPIJob %s\n", tag, snap.Phase, name)
+		keep = false
+		cleanup()
+		if ctx.Err() != nil {
+			return vr, ctx.Err()
+		}
+		return vr, kc.Classify(err, "watching the job")
+	}
+	if snap.Phase == jobs.PhaseDeleted {
+		return vr, ainerr.New(ainerr.JobFailed, fmt.Errorf("MPIJob %s/%s was deleted before it finished", kc.Namespace, name), "")
+	}
+	raw, err := launcherOutput(ctx, cl, name)
+	if err != nil {
+		return vr, kc.Classify(err, "reading the launcher's output")
+	}
+	bench.Analyze(vr, raw, plan.profile.Spec.Fabric)
+	if snap.Phase == jobs.PhaseFailed {
+		vr.Problems = append(vr.Problems, bench.ProblemJobFailed+": the MPIJob failed: "+snap.Message)
+		vr.Valid = false
+		fmt.Fprintf(errw, "%s: MPIJob %s FAILED; the launcher's last lines:\n", tag, name)
+		for _, l := range lastLines(raw, 15) {
+			fmt.Fprintf(errw, "  | %s\n", l)
+		}
+	}
+	cleanup()
+	vr.Finished = a.Now()
+	vr.Seconds = vr.Finished.Sub(start).Seconds()
+	status := "OK"
+	if !vr.Valid {
+		status = "INVALID: " + strings.Join(vr.Problems, "; ")
+	}
+	peak := ""
+	if vr.Perf != nil && vr.Perf.MaxBusbw != nil {
+		peak = fmt.Sprintf(", peak busbw %.2f GB/s", *vr.Perf.MaxBusbw)
+	}
+	fmt.Fprintf(errw, "%s: %s in %s on %s%s, transport %s: %s\n", tag, snap.Phase, (time.Duration(vr.Seconds * float64(time.Second))).Round(time.Second),
+		orDash(strings.Join(vr.Nodes, ",")), peak, orDash(vr.Transport), status)
+	return vr, nil
+}
+
+// launcherOutput reads the launcher pod's whole log (bounded).
+func launcherOutput(ctx context.Context, cl *jobs.Cluster, job string) ([]byte, error) {
+	pods, err := cl.Pods(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		if !strings.EqualFold(p.Labels[kubeflowv1.ReplicaTypeLabel], "launcher") {
+			continue
+		}
+		rc, err := cl.PodLogs(ctx, p.Name, jobs.MPIContainer, -1, false)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return io.ReadAll(io.LimitReader(rc, 256<<20))
+	}
+	return nil, fmt.Errorf("MPIJob %s has no launcher pod left to read (was it cleaned up?)", job)
+}
+
+func workerNodes(pods []jobs.PodInfo) []string {
+	var out []string
+	for _, p := range pods {
+		if strings.EqualFold(p.Replica, "worker") && p.Node != "" {
+			out = append(out, p.Node)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]int{}
+	for _, s := range a {
+		m[s]++
+	}
+	for _, s := range b {
+		m[s]--
+	}
+	for _, n := range m {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func lastLines(raw []byte, n int) []string {
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
 }

@@ -75,7 +75,9 @@ func SeriesOf(results []*Result, sources []string) []Series {
 		func(s Series) string { return s.Variant },
 		func(s Series) string { return s.Fabric + "/" + s.Variant },
 		func(s Series) string { return s.Run + "/" + s.Variant },
-		func(s Series) string { return strings.TrimSuffix(filepath.Base(filepath.Dir(s.Source)), "/") + "/" + s.Variant },
+		func(s Series) string {
+			return strings.TrimSuffix(filepath.Base(filepath.Dir(s.Source)), "/") + "/" + s.Variant
+		},
 	}
 	for _, f := range labels {
 		seen := map[string]int{}

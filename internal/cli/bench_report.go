@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/bench"
+)
+
+// printBenchReport prints a bench result: the variants, the per-size table (compact on a TTY,
+// with a terminal chart; every number otherwise), peaks, the model, the crossover and the verdict.
+func (a *App) printBenchReport(res *bench.Result, files []string) {
+	w := a.Streams.Out
+	fmt.Fprintf(w, "\nall_reduce_perf on %d node(s) x %d GPU = %d ranks, fabric %s, line rate %s = %.4g GB/s per rank\n",
+		res.Nodes, res.GPUsPerNode, res.Ranks, res.Fabric, res.LineRate, res.LineRateGBps)
+	same := "on the same nodes"
+	if !res.SameNodes {
+		same = "NOT all on the same nodes"
+	}
+	fmt.Fprintf(w, "%d variant(s), one after another %s, %s in all\n\n", len(res.Variants), same, secs(res.Seconds))
+	rows := [][]string{}
+	for _, v := range res.Variants {
+		env := strings.ReplaceAll(strings.Join(v.Sets(), " "), "nccl.env.", "")
+		oob := "-"
+		if v.OutOfBoundsOK {
+			oob = "0 OK"
+		} else if v.Perf != nil && v.Perf.OutOfBounds != nil {
+			oob = fmt.Sprintf("%d", *v.Perf.OutOfBounds)
+		}
+		valid := "yes"
+		if !v.Valid {
+			valid = "INVALID"
+		}
+		rows = append(rows, []string{v.Name, orDash(env), v.Job, v.Phase, secs(v.Seconds), orDash(strings.Join(v.Nodes, ",")), orDash(v.Transport), oob, valid})
+	}
+	a.table([]string{"VARIANT", "NCCL ENV", "JOB", "PHASE", "TIME", "NODES", "TRANSPORT", "OUT OF BOUNDS", "VALID"}, rows)
+	for _, v := range res.Variants {
+		for _, p := range v.Problems {
+			fmt.Fprintf(w, "  PROBLEM %s: %s\n", v.Name, p)
+		}
+		for _, p := range v.Warnings {
+			fmt.Fprintf(w, "  warning %s: %s\n", v.Name, p)
+		}
+	}
+	if len(res.Sizes) > 0 {
+		fmt.Fprintln(w)
+		a.printBenchSizes(res)
+	}
+	if a.Streams.IsTTY {
+		if chart := bench.Chart(bench.SeriesOf([]*bench.Result{res}, nil), res.LineRateGBps, 12); chart != "" {
+			fmt.Fprintf(w, "\n%s", chart)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, p := range res.Peaks {
+		pct := ""
+		if p.PctLineRate != nil {
+			pct = fmt.Sprintf(" = %.0f%% of line rate", *p.PctLineRate)
+		}
+		ref := ""
+		if p.AtRef != nil && p.Size != bench.RefBytes {
+			ref = fmt.Sprintf("; %.2f GB/s at 1 GiB (%.0f%%)", *p.AtRef, *p.AtRefPct)
+		}
+		fmt.Fprintf(w, "peak %-12s %.2f GB/s at %s%s%s\n", p.Variant+":", p.Busbw, bench.SizeLabel(p.Size), pct, ref)
+	}
+	if m := res.Model; m != nil {
+		fmt.Fprintf(w, "cost model (Simple protocol, %.4g GB/s per node): ring %.1f us + bytes/%.2f GB/s, tree %.1f us + bytes/%.2f GB/s\n",
+			m.NodeBusBwGBps, m.Ring.LatencyUs, m.Ring.AlgBwGBps, m.Tree.LatencyUs, m.Tree.AlgBwGBps)
+	}
+	if d := res.Deviation; d != nil {
+		fmt.Fprintf(w, "largest deviation from the model (sizes >= 1 MiB): %+.1f%% (%s at %s: %.2f measured, %.2f predicted GB/s)\n",
+			d.Deviation*100, d.Variant, bench.SizeLabel(d.Size), d.Measured, d.Predicted)
+	}
+	if c := res.Crossover; c != nil {
+		meas := "none: tree is faster at the largest size"
+		switch {
+		case c.Measured != nil && c.TreeWinsBelow == nil:
+			meas = "none: ring is at least as fast at every size"
+		case c.Measured != nil:
+			meas = fmt.Sprintf("%s (tree faster up to %s)", bench.SizeLabel(*c.Measured), bench.SizeLabel(*c.TreeWinsBelow))
+		}
+		pred := "-"
+		switch {
+		case c.Predicted == nil:
+			pred = "none (tree always faster)"
+		case *c.Predicted == 0:
+			pred = "none (ring always faster)"
+		default:
+			pred = fmt.Sprintf("%d bytes (%.0f KiB)", *c.Predicted, float64(*c.Predicted)/1024)
+		}
+		fmt.Fprintf(w, "ring/tree crossover (%s vs %s): measured %s; predicted %s\n", c.Ring, c.Tree, meas, pred)
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", res.Verdict)
+	if len(files) > 0 {
+		fmt.Fprintf(w, "\nsaved: %s\n", strings.Join(files, ", "))
+	}
+}
+
+// printBenchSizes prints the per-size table: on a TTY busbw and % of line rate per variant plus
+// NCCL's choice; otherwise time, algbw, busbw, % of line rate and the model per variant.
+func (a *App) printBenchSizes(res *bench.Result) {
+	header := []string{"SIZE"}
+	for _, v := range res.Variants {
+		if a.Streams.IsTTY {
+			header = append(header, v.Name+" BUSBW", "%LINE")
+		} else {
+			header = append(header, v.Name+" TIME(us)", v.Name+" ALGBW", v.Name+" BUSBW", v.Name+" %LINE", v.Name+" MODEL", v.Name+" NCCL")
+		}
+	}
+	if a.Streams.IsTTY {
+		header = append(header, "NCCL CHOICE ("+res.Variants[0].Name+")")
+	}
+	rows := [][]string{}
+	for _, row := range res.Sizes {
+		rec := []string{bench.SizeLabel(row.Size)}
+		for _, c := range row.Cells {
+			if c == nil {
+				if a.Streams.IsTTY {
+					rec = append(rec, "-", "-")
+				} else {
+					rec = append(rec, "-", "-", "-", "-", "-", "-")
+				}
+				continue
+			}
+			pct := "-"
+			if c.PctLineRate != nil {
+				pct = fmt.Sprintf("%.0f%%", *c.PctLineRate)
+			}
+			if a.Streams.IsTTY {
+				rec = append(rec, fmtG(c.Busbw), pct)
+				continue
+			}
+			model := "-"
+			if c.ModelBusbw != nil {
+				model = fmt.Sprintf("%.2f", *c.ModelBusbw)
+			}
+			rec = append(rec, fmtG(c.TimeUs), fmtG(c.Algbw), fmtG(c.Busbw), pct, model, choice(c))
+		}
+		if a.Streams.IsTTY {
+			rec = append(rec, choice(row.Cells[0]))
+		}
+		rows = append(rows, rec)
+	}
+	a.table(header, rows)
+	fmt.Fprintln(a.Streams.Out, "(out-of-place; GB/s; %LINE = busbw / line rate per rank; MODEL = the cost model's busbw; NCCL = algorithm/protocol from TUNING lines)")
+}
+
+func choice(c *bench.Cell) string {
+	if c == nil || c.Algo == "" {
+		return "-"
+	}
+	return c.Algo + "/" + c.Proto
+}
+
+func secs(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
