@@ -92,7 +92,7 @@ func (a *App) doctorNCCLLogCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "nccl-log",
 		Usage:     "which transport NCCL used (IB, RoCE, sockets, a net plugin, none) and why",
-		ArgsUsage: "FILE... (one log per rank, or an interleaved multi-rank log; - for stdin)",
+		ArgsUsage: "FILE... (one log per rank, or an interleaved multi-rank log; - for stdin) | JOB (read every rank's log through the API server)",
 		Description: "Reads NCCL logs of any version from 2.4 to 2.30, with or without launcher prefixes ([1,0]<stdout>:, N:),\n" +
 			"in constant memory. For a full verdict run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING.\n" +
 			"Problems: socket transport, NET/IB : No device found, NCCL_IB_HCA matching nothing, /dev/shm errors, a missing\n" +
@@ -100,6 +100,9 @@ func (a *App) doctorNCCLLogCommand() *ucli.Command {
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
+			if job, ok := jobArg(o.Files); ok {
+				return a.runDoctorNCCLLogJob(c.Context, o, job)
+			}
 			return a.runDoctorNCCLLog(o)
 		},
 	}
@@ -127,7 +130,10 @@ func (a *App) runDoctorNCCLLog(o *doctorOptions) error {
 			return ainerr.New(ainerr.Failure, err, "")
 		}
 	}
-	r := an.Report()
+	return a.reportNCCLLog(o, an.Report())
+}
+
+func (a *App) reportNCCLLog(o *doctorOptions, r *nccl.LogReport) error {
 	if o.Output == "json" {
 		if err := a.writeJSON(r); err != nil {
 			return err
@@ -351,12 +357,15 @@ func (a *App) doctorLauncherCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "launcher",
 		Usage:     "whether an MPI launcher failed because it started before its workers were reachable",
-		ArgsUsage: "FILE (the launcher pod's log; - for stdin)",
+		ArgsUsage: "FILE (the launcher pod's log; - for stdin) | JOB (an MPIJob: read its launcher's log through the API server)",
 		Description: "Verdicts: launcher-before-workers (ssh could not resolve or reach a worker, ORTE/PRRTE/Hydra could not\n" +
 			"start its daemons), healthy, or other (a failure of another kind).\n\n" + doctorExitNote,
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
+			if job, ok := jobArg(o.Files); ok {
+				return a.runDoctorLauncherJob(c.Context, o, job)
+			}
 			return a.runDoctorLauncher(o)
 		},
 	}
@@ -375,6 +384,10 @@ func (a *App) runDoctorLauncher(o *doctorOptions) error {
 	if err != nil {
 		return ainerr.New(ainerr.Failure, err, "")
 	}
+	return a.reportLauncher(o, r)
+}
+
+func (a *App) reportLauncher(o *doctorOptions, r *mpilauncher.Report) error {
 	if o.Output == "json" {
 		if err := a.writeJSON(r); err != nil {
 			return err
@@ -386,6 +399,9 @@ func (a *App) runDoctorLauncher(o *doctorOptions) error {
 			status = "PROBLEM"
 		}
 		fmt.Fprintf(w, "%s: %s", status, r.Verdict)
+		if r.Verdict == mpilauncher.VerdictLauncherBeforeWorkers {
+			fmt.Fprint(w, ": launcher started before workers were ready")
+		}
 		if len(r.Hosts) > 0 {
 			fmt.Fprintf(w, " (unreachable: %s)", strings.Join(r.Hosts, ", "))
 		}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/mpilauncher"
+	"github.com/ain-hpc/ain/pkg/nccl"
+)
+
+// jobArg reports whether the doctor's only argument names a job rather than a file: it is not
+// "-", no such file exists, and it is a valid job name.
+func jobArg(args []string) (string, bool) {
+	if len(args) != 1 || args[0] == "-" {
+		return "", false
+	}
+	if _, err := os.Stat(args[0]); err == nil {
+		return "", false
+	}
+	if len(validation.IsDNS1123Label(args[0])) > 0 {
+		return "", false
+	}
+	return args[0], true
+}
+
+// jobPods finds job name and its pods through the API server.
+func (a *App) jobPods(ctx context.Context, name string) (*kube.Clients, *jobs.Cluster, string, []corev1.Pod, error) {
+	kc, err := a.clients()
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	cl := a.cluster(kc)
+	job, err := cl.Find(ctx, name)
+	if err != nil {
+		if jobs.IsNotFound(err) {
+			return nil, nil, "", nil, ainerr.New(ainerr.Failure, fmt.Errorf("%w (and no file of that name)", err), "`ain list` shows the jobs; give a FILE to read a saved log")
+		}
+		return nil, nil, "", nil, kc.Classify(err, "finding job "+name)
+	}
+	pods, err := cl.Pods(ctx, name)
+	if err != nil {
+		return nil, nil, "", nil, kc.Classify(err, "listing the pods of "+name)
+	}
+	if len(pods) == 0 {
+		return nil, nil, "", nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s %s/%s has no pods (yet, or cleaned up by its cleanPodPolicy)", job.GetKind(), kc.Namespace, name), "")
+	}
+	return kc, cl, job.GetKind(), pods, nil
+}
+
+// runDoctorNCCLLogJob reads every rank's log of a job through the API server (one stream at a
+// time, in constant memory) and gives the transport verdict per rank.
+func (a *App) runDoctorNCCLLogJob(ctx context.Context, o *doctorOptions, name string) error {
+	if err := o.validate(1, 1, "the job"); err != nil {
+		return err
+	}
+	kc, cl, kind, pods, err := a.jobPods(ctx, name)
+	if err != nil {
+		return err
+	}
+	a.sandboxNote(kc)
+	an := nccl.NewLogAnalyzer()
+	container := jobs.MainContainer(kind)
+	for i := range pods {
+		p := &pods[i]
+		cname := container
+		if !podHasContainer(p, cname) {
+			cname = ""
+		}
+		rc, err := cl.PodLogs(ctx, p.Name, cname, -1, false)
+		if err != nil {
+			fmt.Fprintf(a.Streams.Err, "warning: %s: reading its log: %v\n", p.Name, err)
+			continue
+		}
+		err = an.Feed(p.Name, rc)
+		rc.Close()
+		if err != nil {
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", p.Name, err), "")
+		}
+	}
+	return a.reportNCCLLog(o, an.Report())
+}
+
+// runDoctorLauncherJob reads an MPIJob launcher's log through the API server. A launcher that
+// failed in ain's worker gate (its init container timed out) is reported from the gate's log.
+func (a *App) runDoctorLauncherJob(ctx context.Context, o *doctorOptions, name string) error {
+	if err := o.validate(1, 1, "the job"); err != nil {
+		return err
+	}
+	kc, cl, kind, pods, err := a.jobPods(ctx, name)
+	if err != nil {
+		return err
+	}
+	a.sandboxNote(kc)
+	var launcher *corev1.Pod
+	for i := range pods {
+		if strings.EqualFold(pods[i].Labels["training.kubeflow.org/replica-type"], "launcher") {
+			launcher = &pods[i]
+		}
+	}
+	if launcher == nil {
+		return ainerr.Usagef("%s is a %s without a launcher pod: `ain doctor launcher` reads MPIJob launchers", name, kind)
+	}
+	if r := a.gateVerdict(ctx, cl, launcher); r != nil {
+		return a.reportLauncher(o, r)
+	}
+	cname := jobs.MPIContainer
+	if !podHasContainer(launcher, cname) {
+		cname = ""
+	}
+	rc, err := cl.PodLogs(ctx, launcher.Name, cname, -1, false)
+	if err != nil {
+		return kc.Classify(err, "reading the log of "+launcher.Name)
+	}
+	r, err := mpilauncher.Analyze(rc)
+	rc.Close()
+	if err != nil {
+		return ainerr.New(ainerr.Failure, err, "")
+	}
+	return a.reportLauncher(o, r)
+}
+
+// gateVerdict returns a launcher-before-workers verdict when ain's worker gate gave up, nil
+// otherwise.
+func (a *App) gateVerdict(ctx context.Context, cl *jobs.Cluster, launcher *corev1.Pod) *mpilauncher.Report {
+	failed := false
+	for _, s := range launcher.Status.InitContainerStatuses {
+		if s.Name == jobs.GateContainer && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
+			failed = true
+		}
+	}
+	if !failed {
+		return nil
+	}
+	rc, err := cl.PodLogs(ctx, launcher.Name, jobs.GateContainer, 50, false)
+	if err != nil {
+		return nil
+	}
+	defer rc.Close()
+	r := &mpilauncher.Report{Verdict: mpilauncher.VerdictLauncherBeforeWorkers,
+		Fix: "the workers never became Ready within the gate's timeout: `ain status` / kubectl describe pod on them (Pending: resources; not Ready: image, readiness probe), then resubmit"}
+	sc := bufio.NewScanner(io.LimitReader(rc, 1<<20))
+	n := 0
+	for sc.Scan() {
+		n++
+		if strings.Contains(sc.Text(), jobs.GateLogPrefix) {
+			r.Evidence = append(r.Evidence, mpilauncher.Evidence{Line: n, Kind: "worker-gate", Text: sc.Text()})
+		}
+	}
+	r.Lines = n
+	return r
+}
+
+func podHasContainer(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
