@@ -1,0 +1,218 @@
+package preflight
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/profile"
+)
+
+func node(name string, gpu, rdma int64, ready bool, taints ...corev1.Taint) *corev1.Node {
+	st := corev1.ConditionTrue
+	if !ready {
+		st = corev1.ConditionFalse
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "a"}},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(gpu, resource.DecimalSI)},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}},
+		},
+	}
+	if rdma > 0 {
+		n.Status.Allocatable["rdma/rdma_shared_device_a"] = *resource.NewQuantity(rdma, resource.DecimalSI)
+	}
+	return n
+}
+
+func TestCheckNodes(t *testing.T) {
+	cs := fake.NewClientset(
+		node("n1", 8, 63, true), node("n2", 8, 63, true), node("n3", 8, 0, true),
+		node("n4", 4, 63, true), node("n5", 8, 63, false),
+		node("n6", 8, 63, true, corev1.Taint{Key: "gpu", Value: "x", Effect: corev1.TaintEffectNoSchedule}),
+	)
+	lists := 0
+	cs.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) { lists++; return false, nil, nil })
+	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), Nodes: 2, GPUsPerNode: 8}
+	o.defaults()
+	checks, cands := checkNodes(context.Background(), o)
+	if len(cands) != 2 || cands[0].Name != "n1" || cands[1].Name != "n2" {
+		t.Fatalf("candidates %v", names(cands))
+	}
+	if checks[0].Status != Pass || !strings.Contains(checks[0].Message, "2 of 6 node(s)") {
+		t.Errorf("first check %+v", checks[0])
+	}
+	got := map[string]string{}
+	for _, c := range checks[1:] {
+		got[c.Target] = strings.Join(c.Evidence, "|")
+		if c.Status != Warn || c.Fix == "" {
+			t.Errorf("%+v", c)
+		}
+	}
+	for k, want := range map[string]string{"rdma": "n3: rdma/rdma_shared_device_a allocatable 0 (needs 1)", "gpu": "n4: nvidia.com/gpu allocatable 4 (needs 8)", "notready": "n5: not Ready", "taint": "n6: taint gpu=x:NoSchedule"} {
+		if !strings.Contains(got[k], want) {
+			t.Errorf("%s: %q lacks %q", k, got[k], want)
+		}
+	}
+	if lists != 1 {
+		t.Errorf("%d node list calls", lists)
+	}
+	// Three nodes needed: FAIL. A toleration in the profile makes n6 a candidate.
+	o.Nodes = 3
+	checks, _ = checkNodes(context.Background(), o)
+	if checks[0].Status != Fail || !strings.Contains(checks[0].Message, "the recipe needs 3") {
+		t.Errorf("%+v", checks[0])
+	}
+	o.Profile = profile.Default()
+	o.Profile.Spec.Tolerations = []profile.Toleration{{Key: "gpu", Operator: "Exists"}}
+	checks, cands = checkNodes(context.Background(), o)
+	if checks[0].Status != Pass || len(cands) != 3 {
+		t.Errorf("with toleration: %+v %v", checks[0], names(cands))
+	}
+	// --nodes narrows; a bad selector is a FAIL, not a crash.
+	o.NodeSelector = "pool=b"
+	checks, _ = checkNodes(context.Background(), o)
+	if checks[0].Status != Fail || !strings.Contains(checks[0].Message, "no node matching pool=b") {
+		t.Errorf("%+v", checks[0])
+	}
+	o.NodeSelector = "pool in (("
+	checks, _ = checkNodes(context.Background(), o)
+	if checks[0].Status != Fail {
+		t.Errorf("%+v", checks[0])
+	}
+}
+
+func names(ns []corev1.Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+func TestCheckRBAC(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview)
+		ra := r.Spec.ResourceAttributes
+		r.Status.Allowed = !(ra.Resource == "mpijobs" && ra.Verb == "delete") && ra.Resource != "nodes"
+		return true, r, nil
+	})
+	o := Options{Kube: cs, Namespace: "team", Profile: profile.Default()}
+	checks := checkRBAC(context.Background(), o)
+	if len(checks) != 2 || checks[0].Status != Fail || checks[1].Status != Warn {
+		t.Fatalf("%+v", checks)
+	}
+	if checks[0].Evidence[0] != "cannot delete mpijobs.kubeflow.org in namespace team (ain train/status/delete)" {
+		t.Errorf("%q", checks[0].Evidence)
+	}
+	if !strings.Contains(checks[1].Evidence[0], "list nodes (cluster-wide)") {
+		t.Errorf("%q", checks[1].Evidence)
+	}
+}
+
+const initDump = `/sys/class/infiniband/mlx5_0/ports/1/state:2: INIT
+/sys/class/infiniband/mlx5_0/ports/1/phys_state:5: LinkUp
+/sys/class/infiniband/mlx5_0/ports/1/link_layer:InfiniBand
+/sys/class/infiniband/mlx5_0/ports/1/rate:200 Gb/sec (4X HDR)
+/sys/class/infiniband/mlx5_1/ports/1/state:4: ACTIVE
+/sys/class/infiniband/mlx5_1/ports/1/phys_state:5: LinkUp
+/sys/class/infiniband/mlx5_1/ports/1/link_layer:InfiniBand
+`
+
+func TestBadPortsEvidence(t *testing.T) {
+	rep, err := ibport.Parse(strings.NewReader(initDump))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []ibport.Port
+	for _, p := range rep.Ports {
+		if !p.Ready {
+			bad = append(bad, p)
+		}
+	}
+	c := badPorts("gpu-node-2", &probeOutcome{log: []byte(initDump)}, bad)
+	if c.Status != Fail || c.Fix != NoSMFix || !strings.Contains(c.Message, "mlx5_0:1: physical state LinkUp but state INIT") {
+		t.Errorf("%+v", c)
+	}
+	want := []string{"/sys/class/infiniband/mlx5_0/ports/1/state:2: INIT", "/sys/class/infiniband/mlx5_0/ports/1/phys_state:5: LinkUp"}
+	if strings.Join(c.Evidence, "\n") != strings.Join(want, "\n") {
+		t.Errorf("evidence %q", c.Evidence)
+	}
+}
+
+func TestTolerates(t *testing.T) {
+	taint := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		tl   corev1.Toleration
+		want bool
+	}{
+		{corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
+		{corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, true},
+		{corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, false},
+		{corev1.Toleration{Key: "nvidia.com/gpu", Value: "present"}, true},
+		{corev1.Toleration{Key: "nvidia.com/gpu", Value: "other"}, false},
+	} {
+		if got := tolerates(&tc.tl, &taint); got != tc.want {
+			t.Errorf("%+v: %v", tc.tl, got)
+		}
+	}
+}
+
+func TestCache(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c := Cache{Dir: t.TempDir(), TTL: 5 * time.Minute, Now: func() time.Time { return now }}
+	o := Options{Cluster: "https://127.0.0.1:6443", Namespace: "default", Profile: profile.Default(), Nodes: 2, GPUsPerNode: 8}
+	key := Key(o)
+	o2 := o
+	o2.Namespace = "other"
+	if Key(o2) == key {
+		t.Error("key ignores the namespace")
+	}
+	ok := &Result{Checks: []Check{{Name: CheckAPI, Status: Pass}, {Name: CheckNodes, Status: Warn}}}
+	if err := c.Save(key, ok); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(4 * time.Minute)
+	r, age, hit := c.Load(key)
+	if !hit || !r.Cached || age != 4*time.Minute || len(r.Checks) != 2 {
+		t.Errorf("hit %v age %v %+v", hit, age, r)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, _, hit := c.Load(key); hit {
+		t.Error("expired entry used")
+	}
+	// A failing result is never reused, and removes a passing one.
+	now = now.Add(-2 * time.Minute)
+	if err := c.Save(key, &Result{Checks: []Check{{Name: CheckIBPorts, Status: Fail}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, hit := c.Load(key); hit {
+		t.Error("failing result cached")
+	}
+}
+
+func TestSplitNetworkAndSummary(t *testing.T) {
+	for in, want := range map[string]string{"net1": "ns/net1", "other/net2": "other/net2", "net3@ib0": "ns/net3", "x/net4@eth1": "x/net4"} {
+		ns, n := splitNetwork(in, "ns")
+		if ns+"/"+n != want {
+			t.Errorf("%s: %s/%s", in, ns, n)
+		}
+	}
+	r := &Result{Checks: []Check{{Name: "api", Status: Pass}, {Name: "ib-ports", Target: "gpu-node-2", Status: Fail}, {Name: "nodes", Status: Warn}}}
+	if s := r.Summary(); s != "1 PASS, 1 WARN, 1 FAIL (ib-ports gpu-node-2)" || !r.Failed() {
+		t.Errorf("%q", s)
+	}
+}
