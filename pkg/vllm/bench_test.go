@@ -1,11 +1,15 @@
 package vllm
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -231,20 +235,46 @@ func TestBenchFailures(t *testing.T) {
 }
 
 // BenchmarkClientTimingError measures how much the benchmark client itself distorts what
-// it measures: the server records when it flushed each chunk, the client when the bytes
-// arrived; the difference (and the difference of consecutive gaps, i.e. the ITL error) is
-// reported at 16, 256 and 1024 concurrent streams, client and server sharing this machine.
+// it measures. The simulated server runs in a child process (this test binary, re-executed)
+// and records when it flushed each chunk; the client records when the bytes arrived. The
+// difference per chunk (lag) and the difference of consecutive gaps (the ITL error) are
+// reported at 16, 256 and 1024 concurrent streams (64 tokens each, one every 20 ms after a
+// 50 ms first token), with the client process's CPU time per chunk.
 //
 //	go test ./pkg/vllm -run '^$' -bench ClientTimingError -benchtime 1x
 func BenchmarkClientTimingError(b *testing.B) {
-	for _, streams := range []int{16, 256, 1024} {
-		b.Run("streams="+strconv.Itoa(streams), func(b *testing.B) {
+	for _, tc := range []struct {
+		streams int
+		itl     time.Duration
+	}{{16, 20 * time.Millisecond}, {256, 20 * time.Millisecond}, {1024, 20 * time.Millisecond}, {1024, 100 * time.Millisecond}} {
+		b.Run(fmt.Sprintf("streams=%d/itl=%v", tc.streams, tc.itl), func(b *testing.B) {
+			url, stop := childServer(b, 50*time.Millisecond, tc.itl)
+			defer stop()
 			for range b.N {
-				cpu0 := cpuTime()
-				lag, itlErr := timingError(b, streams, 64, 50*time.Millisecond, 20*time.Millisecond)
-				// CPU of client and server together per chunk: what the load costs, whatever
-				// else the machine runs (timing errors also include time others held the CPUs).
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(len(lag)), "cpu-µs/chunk")
+				// The noise floor: how late a goroutine sleeping 5 ms wakes up meanwhile, so a lag
+				// can be told from the machine's own scheduling delays (other processes, CPU quota).
+				stopFloor := make(chan struct{})
+				floor := make(chan []float64)
+				go func() {
+					var late []float64
+					for {
+						select {
+						case <-stopFloor:
+							sort.Float64s(late)
+							floor <- late
+							return
+						default:
+						}
+						t0 := time.Now()
+						time.Sleep(5 * time.Millisecond)
+						late = append(late, (time.Since(t0) - 5*time.Millisecond).Seconds())
+					}
+				}()
+				lag, itlErr, cpu := timingError(b, url, tc.streams, 64)
+				close(stopFloor)
+				late := <-floor
+				b.ReportMetric(percentile(late, 99)*1e6, "sleep-wake-late-p99-µs")
+				b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(len(lag)), "client-cpu-µs/chunk")
 				b.ReportMetric(percentile(lag, 50)*1e6, "lag-p50-µs")
 				b.ReportMetric(percentile(lag, 99)*1e6, "lag-p99-µs")
 				b.ReportMetric(percentile(itlErr, 99)*1e6, "itl-err-p99-µs")
@@ -254,24 +284,69 @@ func BenchmarkClientTimingError(b *testing.B) {
 	}
 }
 
+const childServerEnv = "AIN_VLLMTEST_CHILD"
+
+// TestMain lets the test binary act as the simulated server for BenchmarkClientTimingError.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childServerEnv); spec != "" {
+		first, step, ok := strings.Cut(spec, ",")
+		f, err1 := time.ParseDuration(first)
+		s, err2 := time.ParseDuration(step)
+		if !ok || err1 != nil || err2 != nil {
+			fmt.Fprintln(os.Stderr, "bad", childServerEnv, spec)
+			os.Exit(2)
+		}
+		ready := make(chan string, 1)
+		go func() { fmt.Println(<-ready) }()
+		err := vllmtest.ListenAndServe(context.Background(), "127.0.0.1:0",
+			vllmtest.Options{FirstTokenDelay: f, TokenInterval: s, RecordTimes: true}, ready)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// childServer starts the simulated server in a child process and returns its URL and a stop
+// function that ends that process.
+func childServer(tb testing.TB, first, step time.Duration) (string, func()) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childServerEnv+"="+first.String()+","+step.String())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		tb.Fatalf("child server: %v", err)
+	}
+	return "http://" + strings.TrimSpace(addr), stop
+}
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// timingError runs one benchmark against a scheduled server and returns, sorted, the lag of
-// every chunk (client arrival - server flush, seconds) and the absolute ITL error per gap.
-func timingError(tb testing.TB, streams, tokens int, first, step time.Duration) (lag, itlErr []float64) {
-	srv, url := start(&testing.T{}, vllmtest.Options{FirstTokenDelay: first, TokenInterval: step, RecordTimes: true})
-	_ = srv
+// timingError runs one benchmark against the child server and returns, sorted, the lag of
+// every chunk (client arrival - server flush, seconds), the absolute ITL error per gap, and
+// the client process's CPU time during the run.
+func timingError(tb testing.TB, url string, streams, tokens int) (lag, itlErr []float64, cpu time.Duration) {
 	c, err := NewClient(Options{Endpoint: url, MaxConns: streams})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	cpu0 := cpuTime()
 	res, err := c.RunBench(context.Background(), BenchConfig{
 		Model: "test-model", Requests: streams, InputLen: 8, OutputLen: tokens, IgnoreEOS: true,
 	})
+	cpu = cpuTime() - cpu0
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -279,22 +354,28 @@ func timingError(tb testing.TB, streams, tokens int, first, step time.Duration) 
 		tb.Fatalf("%d failed: %+v", res.Failed, res.Failures)
 	}
 	for i, r := range res.records {
-		sent := srv.ChunkTimes(strconv.Itoa(i))
-		if len(sent) != r.chunks {
-			tb.Fatalf("request %d: server flushed %d chunks, client saw %d", i, len(sent), r.chunks)
+		var sent []int64
+		resp, err := c.HTTPClient().Get(url + "/debug/chunk-times?id=" + strconv.Itoa(i))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&sent)
+		resp.Body.Close()
+		if err != nil || len(sent) != r.chunks {
+			tb.Fatalf("request %d: server flushed %d chunks, client saw %d (%v)", i, len(sent), r.chunks, err)
 		}
 		at := r.start.Add(r.ttft)
 		for k := range sent {
 			if k > 0 {
 				at = at.Add(r.itl[k-1])
-				itlErr = append(itlErr, math.Abs((r.itl[k-1] - sent[k].Sub(sent[k-1])).Seconds()))
+				itlErr = append(itlErr, math.Abs(float64(r.itl[k-1].Nanoseconds()-(sent[k]-sent[k-1]))/1e9))
 			}
-			lag = append(lag, at.Sub(sent[k]).Seconds())
+			lag = append(lag, float64(at.UnixNano()-sent[k])/1e9)
 		}
 	}
 	sort.Float64s(lag)
 	sort.Float64s(itlErr)
-	return lag, itlErr
+	return lag, itlErr, cpu
 }
 
 func TestMetricsDefinitions(t *testing.T) {

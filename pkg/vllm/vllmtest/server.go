@@ -109,6 +109,18 @@ func NewServer(opts Options) *Server {
 	})
 	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
 	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	if opts.RecordTimes {
+		// For a client in another process: the flush times as Unix nanoseconds (wall clock,
+		// which processes share; monotonic readings are per process).
+		s.mux.HandleFunc("GET /debug/chunk-times", func(w http.ResponseWriter, r *http.Request) {
+			ts := s.ChunkTimes(r.URL.Query().Get("id"))
+			ns := make([]int64, len(ts))
+			for i, t := range ts {
+				ns[i] = t.UnixNano()
+			}
+			writeJSON(w, http.StatusOK, ns)
+		})
+	}
 	s.mux.HandleFunc("/v1/", s.auth(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 	}))
