@@ -68,6 +68,7 @@ const (
 // socket) and the TUNING choices. It fills r's measurement fields and validity.
 func Analyze(r *VariantResult, raw []byte, fabric string) {
 	r.Raw = string(raw)
+	r.Perf, r.OutOfBoundsOK, r.Tuning = nil, false, nil
 	r.Problems, r.Warnings = []string{}, []string{}
 	problem := func(code, format string, a ...any) {
 		r.Problems = append(r.Problems, code+": "+fmt.Sprintf(format, a...))

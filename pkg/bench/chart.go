@@ -69,17 +69,31 @@ func Chart(series []Series, lineRateGBps float64, height int) string {
 		fmt.Fprintf(&b, "%6s |%s\n", label, strings.TrimRight(string(grid[r]), " "))
 	}
 	fmt.Fprintf(&b, "%6s +%s\n", "GB/s", strings.Repeat("-", len(sizes)*cw))
-	// Size axis: label every few columns where the label fits.
+	// Size axis: the first size and the powers of 1024 (1KiB, 1MiB, 1GiB) where they fit, else
+	// every size that fits.
 	axis := []byte(strings.Repeat(" ", len(sizes)*cw+12))
-	next := 0
-	for i, s := range sizes {
-		l := strings.ReplaceAll(SizeLabel(s), " ", "")
-		at := i * cw
-		if at < next {
-			continue
+	place := func(only1024 bool) int {
+		for i := range axis {
+			axis[i] = ' '
 		}
-		copy(axis[at:], l)
-		next = at + len(l) + 2
+		next, n := 0, 0
+		for i, s := range sizes {
+			if only1024 && i > 0 && !isPow1024(s) {
+				continue
+			}
+			l := strings.ReplaceAll(SizeLabel(s), " ", "")
+			at := i * cw
+			if at < next {
+				continue
+			}
+			copy(axis[at:], l)
+			next = at + len(l) + 2
+			n++
+		}
+		return n
+	}
+	if place(true) < 3 {
+		place(false)
 	}
 	fmt.Fprintf(&b, "        %s\n", strings.TrimRight(string(axis), " "))
 	var legend []string
@@ -91,4 +105,11 @@ func Chart(series []Series, lineRateGBps float64, height int) string {
 	}
 	fmt.Fprintf(&b, "        %s\n", strings.Join(legend, "   "))
 	return b.String()
+}
+
+func isPow1024(n int64) bool {
+	for n >= 1024 && n%1024 == 0 {
+		n /= 1024
+	}
+	return n == 1
 }
