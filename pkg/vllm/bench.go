@@ -110,7 +110,11 @@ type BenchResult struct {
 	Config                BenchEcho `json:"config"`
 
 	records []reqRecord
+	runID   string
 }
+
+// requestID is the X-Request-Id of measured request i.
+func requestID(runID string, i int) string { return runID + "-" + strconv.Itoa(i) }
 
 // Failure is one reason requests failed, how many, and the first one's index.
 type Failure struct {
@@ -165,13 +169,16 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 		cfg.InputLen = 256
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x61696e))
+	// vLLM takes X-Request-Id as its request id: unique per run, so that two benchmarks
+	// against one server never collide.
+	runID := fmt.Sprintf("ain-bench-%08x", rand.Uint32())
 	bodies := make([][]byte, cfg.Requests)
 	for i := range bodies {
 		bodies[i] = c.benchBody(cfg, benchPrompt(cfg, i, rng))
 	}
 	for i := 0; i < cfg.Warmup; i++ {
 		var rec reqRecord
-		c.benchRequest(ctx, cfg.Now, bodies[i%len(bodies)], "warmup-"+strconv.Itoa(i), &rec, cfg.OutputLen)
+		c.benchRequest(ctx, cfg.Now, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, cfg.OutputLen)
 		if !rec.ok && i == 0 {
 			return nil, fmt.Errorf("warm-up request failed, nothing measured: %w", rec.err)
 		}
@@ -215,7 +222,7 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 					return
 				}
 			}
-			c.benchRequest(ctx, cfg.Now, bodies[i], strconv.Itoa(i), &recs[i], cfg.OutputLen)
+			c.benchRequest(ctx, cfg.Now, bodies[i], requestID(runID, i), &recs[i], cfg.OutputLen)
 			if cfg.Progress != nil {
 				mu.Lock()
 				done++
@@ -233,6 +240,7 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 		return nil, c.explain(err, "bench")
 	}
 	res := c.metrics(recs, dur, cfg.SLO)
+	res.runID = runID
 	res.Config = BenchEcho{Endpoint: c.Endpoint(), Model: cfg.Model, Requests: cfg.Requests, RequestRate: "inf",
 		Burstiness: cfg.Burstiness, MaxConcurrency: cfg.MaxConcurrency, InputLen: cfg.InputLen, OutputLen: cfg.OutputLen, Prompts: "random"}
 	if !math.IsInf(cfg.RequestRate, 1) && cfg.RequestRate > 0 {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -355,7 +354,7 @@ func timingError(tb testing.TB, url string, streams, tokens int) (lag, itlErr []
 	}
 	for i, r := range res.records {
 		var sent []int64
-		resp, err := c.HTTPClient().Get(url + "/debug/chunk-times?id=" + strconv.Itoa(i))
+		resp, err := c.HTTPClient().Get(url + "/debug/chunk-times?id=" + requestID(res.runID, i))
 		if err != nil {
 			tb.Fatal(err)
 		}
