@@ -227,6 +227,13 @@ type chatRequest struct {
 	} `json:"stream_options"`
 }
 
+// usageInfo has vLLM's field order.
+type usageInfo struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
 type message struct {
 	Role    string `json:"role"`
 	Content any    `json:"content"`
@@ -284,7 +291,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	toks, finish := s.tokens(last, maxTok, req.IgnoreEOS)
 	id := fmt.Sprintf("chatcmpl-%d", s.seq.Add(1))
 	created := start.Unix()
-	usage := map[string]int{"prompt_tokens": prompt, "total_tokens": prompt + len(toks), "completion_tokens": len(toks)}
+	usage := usageInfo{PromptTokens: prompt, TotalTokens: prompt + len(toks), CompletionTokens: len(toks)}
 
 	if !req.Stream {
 		s.sleepUntil(r.Context(), start.Add(s.opts.FirstTokenDelay+time.Duration(len(toks))*s.opts.TokenInterval))
