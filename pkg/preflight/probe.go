@@ -124,7 +124,7 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 				out.err = pctx.Err()
 				return
 			}
-			created, err := o.Kube.CoreV1().Pods(o.Namespace).Create(pctx, out.pod, metav1.CreateOptions{})
+			created, err := createPod(o, out.pod)
 			if err != nil {
 				out.err = err
 				return
@@ -165,6 +165,26 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 	}
 	wg.Wait()
 	return outs
+}
+
+// createPod creates a probe pod. Its context is not the caller's: a create cut off by Ctrl-C
+// could still land on the server after the cleanup ran, so every create started is finished
+// (bounded) before the cleanup. A namespace just created may not have its default
+// ServiceAccount yet: that is retried for a few seconds.
+func createPod(o Options, pod *corev1.Pod) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		created, err := o.Kube.CoreV1().Pods(o.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "serviceaccount") || ctx.Err() != nil {
+			return created, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // waitProbes follows the run's pods until every created one has ended; the watch is restarted
