@@ -403,3 +403,36 @@ func TestMetricsDefinitions(t *testing.T) {
 		t.Fatalf("failures %+v", res.Failures)
 	}
 }
+
+func TestLoadPromptsAndFilePrompts(t *testing.T) {
+	dir := t.TempDir()
+	jsonl := dir + "/p.jsonl"
+	_ = os.WriteFile(jsonl, []byte("{\"prompt\": \"What is RoCEv2?\"}\n\n{\"text\": \"capital of France\"}\n"), 0o600)
+	ps, err := LoadPrompts(jsonl)
+	if err != nil || len(ps) != 2 || ps[1] != "capital of France" {
+		t.Fatalf("%q %v", ps, err)
+	}
+	plain := dir + "/p.txt"
+	_ = os.WriteFile(plain, []byte("one\n\ntwo\n"), 0o600)
+	if ps, err := LoadPrompts(plain); err != nil || len(ps) != 2 {
+		t.Fatalf("%q %v", ps, err)
+	}
+	bad := dir + "/bad.jsonl"
+	_ = os.WriteFile(bad, []byte("one\n{\"prompt\": 1}\n"), 0o600)
+	if _, err := LoadPrompts(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2:") {
+		t.Fatalf("err = %v", err)
+	}
+	srv, url := start(t, vllmtest.Options{})
+	c := newClient(t, Options{Endpoint: url})
+	res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 4, OutputLen: 32, Prompts: ps})
+	if err != nil || res.Completed != 4 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	bodies := srv.Bodies()
+	if !strings.Contains(string(bodies[0]), `"content":"one"`) && !strings.Contains(string(bodies[0]), `"content":"two"`) {
+		t.Fatalf("body %s", bodies[0])
+	}
+	if !strings.Contains(string(bodies[0]), `"stream_options":{"include_usage":true}`) || !strings.Contains(string(bodies[0]), `"max_completion_tokens":32`) {
+		t.Fatalf("body %s", bodies[0])
+	}
+}
