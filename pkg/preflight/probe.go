@@ -110,7 +110,13 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 	defer cleanupProbes(o, sel, pods)
 	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)
 	defer cancel()
+	// Follow the run's pods from before the first create: one label-selected watch, read at
+	// once so the server never drops a slow watcher.
+	tr := &podTracker{pods: map[string]*corev1.Pod{}, changed: make(chan struct{}, 1)}
 	w, werr := o.Kube.CoreV1().Pods(o.Namespace).Watch(pctx, metav1.ListOptions{LabelSelector: sel})
+	if werr == nil {
+		go tr.follow(pctx, o, sel, w)
+	}
 	// Create, probeParallel at a time.
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, probeParallel)
@@ -134,18 +140,9 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 		}()
 	}
 	wg.Wait()
-	byName := map[string]*probeOutcome{}
-	pending := 0
-	for _, out := range outs {
-		if out.created {
-			byName[out.pod.Name] = out
-			pending++
-		}
-	}
 	done := map[string]bool{}
 	if werr == nil {
-		defer w.Stop()
-		waitProbes(pctx, o, w, sel, byName, done, pending)
+		tr.wait(pctx, outs, done)
 	}
 	// Logs of the pods that ended.
 	sem = make(chan struct{}, probeParallel)
@@ -187,37 +184,84 @@ func createPod(o Options, pod *corev1.Pod) (*corev1.Pod, error) {
 	}
 }
 
-// waitProbes follows the run's pods until every created one has ended; the watch is restarted
-// from the last resource version when the server closes it.
-func waitProbes(ctx context.Context, o Options, w watch.Interface, sel string, byName map[string]*probeOutcome, done map[string]bool, pending int) {
-	rv := ""
-	for pending > 0 {
+// podTracker keeps the latest state of a run's probe pods, from one watch.
+type podTracker struct {
+	mu      sync.Mutex
+	pods    map[string]*corev1.Pod
+	changed chan struct{}
+}
+
+func (t *podTracker) set(p *corev1.Pod) {
+	t.mu.Lock()
+	t.pods[p.Name] = p
+	t.mu.Unlock()
+	select {
+	case t.changed <- struct{}{}:
+	default:
+	}
+}
+
+// follow reads the watch until ctx ends; when the server closes it, it resyncs with one list
+// and watches again from there.
+func (t *podTracker) follow(ctx context.Context, o Options, sel string, w watch.Interface) {
+	for {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				t.set(p)
+			}
+		}
+		w.Stop()
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			l, err := o.Kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err == nil {
+				for i := range l.Items {
+					t.set(&l.Items[i])
+				}
+				w, err = o.Kube.CoreV1().Pods(o.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: l.ResourceVersion})
+			}
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// wait returns when every created pod has ended (marked in done) or ctx ends; each outcome gets
+// its pod's latest state.
+func (t *podTracker) wait(ctx context.Context, outs []*probeOutcome, done map[string]bool) {
+	for {
+		t.mu.Lock()
+		pending := 0
+		for _, out := range outs {
+			if !out.created {
+				continue
+			}
+			if p := t.pods[out.pod.Name]; p != nil {
+				out.pod = p
+			}
+			ph := out.pod.Status.Phase
+			if ph == corev1.PodSucceeded || ph == corev1.PodFailed {
+				done[out.pod.Name] = true
+			} else {
+				pending++
+			}
+		}
+		t.mu.Unlock()
+		if pending == 0 {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				nw, err := o.Kube.CoreV1().Pods(o.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv})
-				if err != nil {
-					return
-				}
-				w = nw
-				continue
-			}
-			pod, isPod := ev.Object.(*corev1.Pod)
-			if !isPod {
-				continue
-			}
-			rv = pod.ResourceVersion
-			out := byName[pod.Name]
-			if out == nil {
-				continue
-			}
-			out.pod = pod
-			if (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) && !done[pod.Name] {
-				done[pod.Name] = true
-				pending--
-			}
+		case <-t.changed:
 		}
 	}
 }
