@@ -429,7 +429,7 @@ func TestLoadPromptsAndFilePrompts(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	bodies := srv.Bodies()
-	if !strings.Contains(string(bodies[0]), `"content":"one"`) && !strings.Contains(string(bodies[0]), `"content":"two"`) {
+	if !strings.Contains(string(bodies[0]), `"content":"What is RoCEv2?"`) && !strings.Contains(string(bodies[0]), `"content":"capital of France"`) {
 		t.Fatalf("body %s", bodies[0])
 	}
 	if !strings.Contains(string(bodies[0]), `"stream_options":{"include_usage":true}`) || !strings.Contains(string(bodies[0]), `"max_completion_tokens":32`) {
