@@ -121,20 +121,37 @@ func EnsureBinaries(ctx context.Context, cache string, w io.Writer) error {
 	if _, err := exec.LookPath("go"); err != nil {
 		return &BuildError{Component: missing[0].Name, Cmd: "go", Err: fmt.Errorf("the Go toolchain is needed to build the sandbox binaries: %w", err)}
 	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "Building %d sandbox component(s) into %s (first use only; takes several minutes cold)\n", len(missing), cache)
 	start := time.Now()
 	for i, c := range missing {
 		t0 := time.Now()
+		// Another process (a parallel test binary, a user's `ain sandbox up`) may be building the
+		// same component: wait for it rather than build twice.
+		unlock, err := lockFile(filepath.Join(cache, c.Name+"-"+c.Version+".lock"))
+		if err != nil {
+			return err
+		}
+		if c.Built(cache) {
+			unlock()
+			fmt.Fprintf(w, "  [%d/%d] %s %s built by another process\n", i+1, len(missing), c.Name, c.Version)
+			continue
+		}
 		fmt.Fprintf(w, "  [%d/%d] %s %s ...\n", i+1, len(missing), c.Name, c.Version)
 		dir := c.Dir(cache)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
+			unlock()
 			return err
 		}
 		b := &builder{w: w, component: c.Name}
-		if err := c.build(ctx, b, dir); err != nil {
-			return err
+		err = c.build(ctx, b, dir)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, ".complete"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 		}
-		if err := os.WriteFile(filepath.Join(dir, ".complete"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		unlock()
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "  [%d/%d] %s %s built in %s\n", i+1, len(missing), c.Name, c.Version, time.Since(t0).Round(time.Second))
