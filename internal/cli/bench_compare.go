@@ -92,7 +92,7 @@ func (a *App) runBenchCompare(o *benchCompareOptions) error {
 		return cw.Error()
 	}
 	w := a.Streams.Out
-	fmt.Fprintf(w, "baseline: %s; ratio = busbw / baseline busbw at the same size\n", cmp.Baseline)
+	fmt.Fprintf(w, "baseline: %s; X/%s = X's busbw over the baseline's at the same size (from the times: nccl-tests rounds busbw)\n", cmp.Baseline, cmp.Baseline)
 	for _, s := range cmp.Series {
 		valid := ""
 		if !s.Valid {
@@ -105,7 +105,7 @@ func (a *App) runBenchCompare(o *benchCompareOptions) error {
 	for i, s := range cmp.Series {
 		head = append(head, s.Label)
 		if i > 0 {
-			head = append(head, "x"+cmp.Baseline)
+			head = append(head, s.Label+"/"+cmp.Baseline)
 		}
 	}
 	rows := [][]string{}

@@ -18,6 +18,7 @@ type Series struct {
 	Variant      string  `json:"variant"`
 	Fabric       string  `json:"fabric"`
 	LineRateGBps float64 `json:"lineRateGBps"`
+	Ranks        int     `json:"ranks"`
 	Valid        bool    `json:"valid"`
 	Points       []Point `json:"points"`
 }
@@ -59,7 +60,7 @@ func SeriesOf(results []*Result, sources []string) []Series {
 			src = sources[i]
 		}
 		for _, v := range res.Variants {
-			s := Series{Source: src, Run: res.Name, Variant: v.Name, Fabric: res.Fabric, LineRateGBps: res.LineRateGBps, Valid: v.Valid, Points: []Point{}}
+			s := Series{Source: src, Run: res.Name, Variant: v.Name, Fabric: res.Fabric, LineRateGBps: res.LineRateGBps, Ranks: res.Ranks, Valid: v.Valid, Points: []Point{}}
 			if v.Perf != nil {
 				for _, r := range v.Perf.Rows {
 					if r.OOP != nil {
@@ -112,7 +113,8 @@ type Comparison struct {
 	PeakRatio []*float64 `json:"peakRatio"`
 }
 
-// CompareRow is one size: busbw per series and its ratio to the baseline (nil where missing).
+// CompareRow is one size: busbw per series and its ratio to the baseline's (nil where missing;
+// from the times when known, see busbwRatio).
 type CompareRow struct {
 	Size  int64      `json:"size"`
 	Busbw []*float64 `json:"busbw"`
@@ -138,16 +140,17 @@ func Compare(series []Series) (*Comparison, error) {
 	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
 	for _, size := range list {
 		row := CompareRow{Size: size, Busbw: make([]*float64, len(series)), Ratio: make([]*float64, len(series))}
+		pts := make([]*Point, len(series))
 		for i, s := range series {
-			for _, p := range s.Points {
-				if p.Size == size {
+			for j := range s.Points {
+				if p := &s.Points[j]; p.Size == size {
 					b := p.Busbw
-					row.Busbw[i] = &b
+					row.Busbw[i], pts[i] = &b, p
 				}
 			}
 		}
 		for i := range series {
-			row.Ratio[i] = ratio(row.Busbw[i], row.Busbw[0])
+			row.Ratio[i] = busbwRatio(pts[i], pts[0], series[i].Ranks, series[0].Ranks)
 		}
 		c.Rows = append(c.Rows, row)
 	}
@@ -162,6 +165,26 @@ func Compare(series []Series) (*Comparison, error) {
 		c.PeakRatio = append(c.PeakRatio, ratio(&c.Peaks[i], &c.Peaks[0]))
 	}
 	return c, nil
+}
+
+// busbwRatio is a's bus bandwidth over b's at the same size, computed from the times when both
+// are known (nccl-tests rounds busbw to 0.01 GB/s, which makes small-size ratios meaningless):
+// busbw = size/time x 2(n-1)/n, so the ratio is (tb/ta) x (fa/fb).
+func busbwRatio(a, b *Point, na, nb int) *float64 {
+	if a == nil || b == nil {
+		return nil
+	}
+	if a.TimeUs > 0 && b.TimeUs > 0 && na > 0 && nb > 0 {
+		f := func(n int) float64 {
+			if n == 1 {
+				return 1
+			}
+			return 2 * float64(n-1) / float64(n)
+		}
+		r := b.TimeUs / a.TimeUs * f(na) / f(nb)
+		return &r
+	}
+	return ratio(&a.Busbw, &b.Busbw)
 }
 
 // ratio is a/b, nil when either is missing or b is zero (nccl-tests prints 0.00 for tiny sizes).
