@@ -16,6 +16,8 @@ import (
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
+	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/profile"
 )
 
 // jobArg reports whether the doctor's only argument names a job rather than a file: it is not
@@ -87,7 +89,54 @@ func (a *App) runDoctorNCCLLogJob(ctx context.Context, o *doctorOptions, name st
 			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", p.Name, err), "")
 		}
 	}
-	return a.reportNCCLLog(o, an.Report())
+	r := an.Report()
+	err = a.reportNCCLLog(o, r)
+	if r.Transport == nccl.TransportSocket && o.Output != "json" {
+		a.portCause(ctx, kc, pods)
+	}
+	return err
+}
+
+// portCause probes the IB ports of the nodes a socket-fallback job ran on: a port that is not
+// ACTIVE (failure 3) is silently skipped by NCCL and shows in its log only as the fallback.
+func (a *App) portCause(ctx context.Context, kc *kube.Clients, pods []corev1.Pod) {
+	p, err := profile.Load(profile.Options{Getenv: a.Getenv})
+	if err != nil || !p.RDMA() {
+		return
+	}
+	seen := map[string]bool{}
+	var nodes []string
+	for _, pod := range pods {
+		if n := pod.Spec.NodeName; n != "" && !seen[n] {
+			seen[n] = true
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return
+	}
+	w := a.Streams.Out
+	fmt.Fprintf(w, "\nIB ports of the job's nodes (%s), probed now: a port not ACTIVE is skipped by NCCL silently\n", strings.Join(nodes, ", "))
+	opts := a.preflightOptions(kc, nil, p)
+	checks := preflight.ProbeIBPorts(ctx, opts, nodes)
+	bad := 0
+	for _, c := range checks {
+		if c.Status == preflight.Pass {
+			fmt.Fprintf(w, "  ok: %s\n", c.Message)
+			continue
+		}
+		bad++
+		fmt.Fprintf(w, "  cause [%s] %s: %s\n", c.Status, c.Target, c.Message)
+		for _, e := range c.Evidence {
+			fmt.Fprintf(w, "    evidence: %s\n", e)
+		}
+		if c.Fix != "" {
+			fmt.Fprintf(w, "    fix: %s\n", c.Fix)
+		}
+	}
+	if bad == 0 {
+		fmt.Fprintln(w, "  the port state is not the cause: look at the other causes above (RDMA resource, IPC_LOCK, NCCL_IB_HCA, libibverbs)")
+	}
 }
 
 // runDoctorLauncherJob reads an MPIJob launcher's log through the API server. A launcher that

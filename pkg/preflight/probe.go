@@ -467,3 +467,15 @@ func sortedInts(m map[int]int) []int {
 	sort.Ints(out)
 	return out
 }
+
+// ProbeIBPorts runs the IB port probe on the named nodes only (the nodes of a job whose NCCL fell
+// back to sockets, say) and returns its checks: one PASS for the ready nodes, one FAIL or WARN
+// per other node.
+func ProbeIBPorts(ctx context.Context, o Options, nodes []string) []Check {
+	o.defaults()
+	ns := make([]corev1.Node, len(nodes))
+	for i, n := range nodes {
+		ns[i].Name = n
+	}
+	return probeIBPorts(ctx, o, ns)
+}

@@ -138,6 +138,17 @@ func TestIBPortInitFails(t *testing.T) {
 		t.Errorf("no FAIL for gpu-node-2 with LinkUp/INIT evidence: %+v", r.Checks)
 	}
 	noProbePods(t, sb, ns)
+	// Submitted anyway, the rank on gpu-node-2 falls back to sockets (failure 2), and the doctor
+	// names the port state as the cause (failure 3).
+	e := newEnv(t)
+	if code, _, _ := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--timeout", "3m"); code != 0 && code != int(ainerr.CheckFailed) {
+		t.Errorf("train qlora: exit %d", code)
+	}
+	code, out, _ = ain(t, context.Background(), sb, e, ns, "doctor", "nccl-log", "qlora")
+	if code != int(ainerr.CheckFailed) || !strings.Contains(out, "cause [FAIL] gpu-node-2") || !strings.Contains(out, "evidence: /sys/class/infiniband/mlx5_0/ports/1/state:2: INIT") {
+		t.Errorf("doctor nccl-log qlora: exit %d", code)
+	}
+	noProbePods(t, sb, ns)
 }
 
 func TestNoRDMANode(t *testing.T) {
