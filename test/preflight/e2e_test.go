@@ -141,7 +141,7 @@ func TestIBPortInitFails(t *testing.T) {
 	// Submitted anyway, the rank on gpu-node-2 falls back to sockets (failure 2), and the doctor
 	// names the port state as the cause (failure 3).
 	e := newEnv(t)
-	if code, _, _ := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--timeout", "3m"); code != 0 && code != int(ainerr.CheckFailed) {
+	if code, _, _ := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--set", "gpusPerNode=8", "--timeout", "3m"); code != 0 && code != int(ainerr.CheckFailed) {
 		t.Errorf("train qlora: exit %d", code)
 	}
 	code, out, _ = ain(t, context.Background(), sb, e, ns, "doctor", "nccl-log", "qlora")
