@@ -128,8 +128,13 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 	for _, s := range user {
 		k, _, _ := strings.Cut(s, "=")
 		for flag, name := range map[string]string{"--algo": "NCCL_ALGO", "--proto": "NCCL_PROTO", "--qps": "NCCL_IB_QPS_PER_CONNECTION"} {
-			if strings.TrimSpace(k) == "nccl.env."+name && variants[0].Env[name] != "" {
-				return nil, ainerr.Usagef("--set %s and %s both set %s: use one", s, flag, name)
+			if strings.TrimSpace(k) != "nccl.env."+name {
+				continue
+			}
+			for _, v := range variants {
+				if v.Env[name] != "" {
+					return nil, ainerr.Usagef("--set %s and %s both set %s: use one", s, flag, name)
+				}
 			}
 		}
 	}
@@ -161,7 +166,7 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 	}
 	sets = append(sets, user...)
 	plan := &benchPlan{variants: variants}
-	for _, v := range variants {
+	for _, v := range plan.variants {
 		in := o.recipeInput
 		in.Sets = *ucli.NewStringSlice(append(append([]string{}, sets...), v.Sets()...)...)
 		r, p, err := in.load(c, a.Getenv)
@@ -170,6 +175,13 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 		}
 		if r.MPI == nil || r.MPI.NCCLTests == nil || !strings.HasPrefix(path.Base(r.MPI.NCCLTests.Binary), "all_reduce_perf") {
 			return nil, ainerr.Usagef("recipe %s is not an nccl-tests all_reduce_perf MPIJob (kind MPIJob with ncclTests.binary .../all_reduce_perf)", r.Metadata.Name)
+		}
+		// A variable the recipe or --set fixes belongs to the variant too (the report and the
+		// model read the algorithm from it).
+		for _, k := range []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_IB_QPS_PER_CONNECTION"} {
+			if val := r.Workload().NCCL.Env[k]; val != "" && plan.variants[len(plan.recipes)].Env[k] == "" {
+				plan.variants[len(plan.recipes)].Env[k] = val
+			}
 		}
 		plan.recipes = append(plan.recipes, r)
 		plan.profile = p
@@ -296,7 +308,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	if runErr != nil {
 		return runErr
 	}
-	if !res.Valid {
+	if !res.Valid && len(res.Variants) > 0 {
 		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("the bench result is INVALID: %s", strings.Join(res.Problems, "; ")),
 			"`ain doctor nccl-log "+dir+"/"+res.Variants[0].Name+".log` explains the transport; fix it and run the bench again")
 	}
