@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -21,13 +22,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
-
-// benchPreflight runs before the first variant is submitted unless --skip-preflight is given.
-// It is the seam for the cluster preflight (pkg/preflight, issue 6): assign it to run those
-// checks and return an ainerr.PreflightFailed error. By default it checks nothing.
-var benchPreflight = func(ctx context.Context, a *App, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile) error {
-	return nil
-}
 
 // benchAllreduceOptions are the flags of `ain bench allreduce`.
 type benchAllreduceOptions struct {
@@ -63,7 +57,7 @@ func (o *benchAllreduceOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "name", Usage: "bench name, prefix of the job names (default: the recipe's metadata.name)", Destination: &o.Name},
 		&ucli.DurationFlag{Name: "timeout", Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", Destination: &o.Timeout},
 		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)"),
-		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight checks before the first job", Destination: &o.SkipPreflight},
+		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight (`ain preflight`) before the first job", Destination: &o.SkipPreflight},
 		&ucli.BoolFlag{Name: "keep-jobs", Usage: "keep each variant's MPIJob after reading its output (default: delete it so the next variant gets the nodes)", Destination: &o.KeepJobs},
 	)
 }
@@ -90,6 +84,7 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 			"  ain bench allreduce --qps 1,2,4,8\n" +
 			"  ain bench allreduce --proto simple,ll128 --nodes 3 --gpus-per-node 1 --min 8 --max 1G --factor 2 --iters 20\n" +
 			"  ain bench allreduce --fabric socket          # the TCP baseline\n\n" +
+			"The cluster preflight (`ain preflight`: nodes, RDMA resources, IB ports, ...) runs first unless --skip-preflight.\n\n" +
 			"Exit status: 0; 3 a job failed; 4 preflight failed; 5 a result is invalid (socket fallback, wrong values,\n" +
 			"unverifiable transport); 6 --timeout; 2 bad flags or recipe.",
 		Flags: o.flags(),
@@ -231,11 +226,6 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		ctx, cancel = context.WithTimeout(parent, o.Timeout)
 	}
 	defer cancel()
-	if !o.SkipPreflight {
-		if err := benchPreflight(ctx, a, kc, plan.recipes[0], p); err != nil {
-			return err
-		}
-	}
 	start := a.Now()
 	dir := o.Out
 	if dir == "" {
@@ -244,6 +234,11 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	dir, err = bench.MakeDir(dir, o.Out != "")
 	if err != nil {
 		return ainerr.New(ainerr.Usage, fmt.Errorf("--out: %w", err), "")
+	}
+	// The preflight (issue 6) checks the cluster for the first variant's shape; it is the same for all.
+	if err := a.preflightGate(ctx, kc, plan.recipes[0], p, o.SkipPreflight); err != nil {
+		_ = os.Remove(dir) // only if still empty
+		return err
 	}
 	r0 := plan.recipes[0]
 	w := r0.Workload()

@@ -19,11 +19,19 @@ import (
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
-// runBenchCLI runs the command tree in-process with the real clock (variants are timed).
+// runBenchCLI runs the command tree in-process with the real clock (variants are timed) and a
+// private cache folder (the preflight caches its result there).
 func runBenchCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	a := &App{Streams: Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, Now: time.Now, Getenv: func(string) string { return "" }}
+	cache := t.TempDir()
+	getenv := func(k string) string {
+		if k == "XDG_CACHE_HOME" {
+			return cache
+		}
+		return ""
+	}
+	a := &App{Streams: Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, Now: time.Now, Getenv: getenv}
 	code := a.Run(context.Background(), append([]string{"ain"}, args...))
 	return code, out.String(), errb.String()
 }
@@ -63,7 +71,7 @@ func TestBenchAllreduceSandboxAlgoAll(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"3 variant(s) (auto, ring, tree)", "one after another on the same nodes", "[1/3] auto: applied MPIJob " + ns + "/allreduce-auto-",
+	for _, want := range []string{"preflight: ", "3 variant(s) (auto, ring, tree)", "one after another on the same nodes", "[1/3] auto: applied MPIJob " + ns + "/allreduce-auto-",
 		"[3/3] tree: Succeeded in"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
@@ -154,7 +162,7 @@ func TestBenchAllreduceSandboxSocketFallback(t *testing.T) {
 	ns := sb.Namespace(t)
 	out := filepath.Join(t.TempDir(), "socket")
 	// An NCCL_IB_HCA that matches no device: NCCL falls back to TCP sockets and the job succeeds.
-	code, stdout, stderr := runBenchCLI(t, "bench", "allreduce", "--algo", "ring", "--set", "nccl.env.NCCL_IB_HCA==mlx5_99:1", "--profile", benchProfile(t),
+	code, stdout, stderr := runBenchCLI(t, "bench", "allreduce", "--algo", "ring", "--set", "nccl.env.NCCL_IB_HCA==mlx5_99:1", "--profile", benchProfile(t), "--skip-preflight",
 		"--out", out, "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns)
 	if code != int(ainerr.CheckFailed) {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ainerr.CheckFailed, stdout, stderr)
@@ -173,7 +181,7 @@ func TestBenchAllreduceSandboxSocketFallback(t *testing.T) {
 	}
 	// The TCP baseline on purpose (--fabric socket) is a valid measurement, judged as a baseline.
 	out2 := filepath.Join(t.TempDir(), "baseline")
-	code, stdout, stderr = runBenchCLI(t, "bench", "allreduce", "--fabric", "socket", "--profile", benchProfile(t),
+	code, stdout, stderr = runBenchCLI(t, "bench", "allreduce", "--fabric", "socket", "--profile", benchProfile(t), "--skip-preflight",
 		"--out", out2, "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns, "-o", "json")
 	if code != 0 {
 		t.Fatalf("--fabric socket: exit %d\n%s", code, stderr)
