@@ -24,7 +24,7 @@ type endpointOptions struct {
 
 func (o *endpointOptions) flags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringFlag{Name: "endpoint", Usage: "the OpenAI-compatible server's URL, e.g. https://llm.example.com or http://127.0.0.1:8000 (env AIN_ENDPOINT)", Destination: &o.Endpoint},
+		&ucli.StringFlag{Name: "endpoint", Usage: "the OpenAI-compatible server's URL, e.g. https://llm.example.com or http://127.0.0.1:8000 (env AIN_ENDPOINT; default: what ain serve deployed in the namespace, via its ingress or a port-forward)", Destination: &o.Endpoint},
 		&ucli.StringFlag{Name: "api-key", Usage: "bearer token, the server's --api-key (prefer env AIN_API_KEY: flags show in the process list)", Destination: &o.APIKey},
 		&ucli.StringFlag{Name: "ca-file", Usage: "PEM file of a private CA to trust, besides the system's, for the server's certificate", Destination: &o.CAFile},
 		&ucli.BoolFlag{Name: "insecure", Usage: "do NOT verify the server's TLS certificate (testing only; never the default)", Destination: &o.Insecure},
@@ -32,7 +32,7 @@ func (o *endpointOptions) flags() []ucli.Flag {
 }
 
 // modelClient builds the client from flags and environment; the endpoint comes from
-// --endpoint, else AIN_ENDPOINT, else discoverEndpoint.
+// --endpoint, else AIN_ENDPOINT, else what `ain serve` deployed (discoverEndpoint).
 func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*vllm.Client, error) {
 	endpoint := o.Endpoint
 	if endpoint == "" {
@@ -40,7 +40,7 @@ func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*
 	}
 	if endpoint == "" {
 		var err error
-		if endpoint, err = a.discoverEndpoint(ctx); err != nil {
+		if endpoint, err = a.discoverEndpoint(ctx, o); err != nil {
 			return nil, err
 		}
 	}
@@ -54,13 +54,33 @@ func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*
 	return vllm.NewClient(vllm.Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, Insecure: o.Insecure, MaxConns: conns})
 }
 
-// discoverEndpoint is the seam for finding what `ain serve` deployed (by label: the ingress
-// URL, or a port-forward when the ingress is not reachable from here). Until that lands an
-// endpoint must be given.
-func (a *App) discoverEndpoint(ctx context.Context) (string, error) {
-	_ = ctx
-	return "", ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT"),
-		"for a vLLM server, the URL of its ingress (https://HOST) or of a port-forward (http://127.0.0.1:8000)")
+// discoverEndpoint finds what `ain serve` deployed in the namespace (by label): its ingress
+// URL when that answers from here, else a port-forward to a ready replica, open until ctx ends.
+func (a *App) discoverEndpoint(ctx context.Context, o *endpointOptions) (string, error) {
+	kc, err := a.clients()
+	if err != nil {
+		return "", ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT (no cluster to find an `ain serve` deployment in: %v)", err),
+			"for a vLLM server, the URL of its ingress (https://HOST) or of a port-forward (http://127.0.0.1:8000)")
+	}
+	d := &vllm.Discovery{
+		Cluster: &vllm.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace},
+		Config:  kc.Config,
+		Log:     a.Streams.Err,
+		Reachable: func(ctx context.Context, url string) error {
+			c, err := vllm.NewClient(vllm.Options{Endpoint: url, CAFile: o.CAFile, Insecure: o.Insecure})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			return c.Health(ctx)
+		},
+	}
+	url, _, err := d.Endpoint(ctx, "") // the port-forward ends with ctx
+	if err != nil {
+		return "", kc.Classify(err, "finding the model server")
+	}
+	return url, nil
 }
 
 type modelsOptions struct {

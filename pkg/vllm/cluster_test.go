@@ -121,3 +121,35 @@ func TestClusterApplyAndDelete(t *testing.T) {
 }
 
 func fmtList(s []string) string { return "[" + strings.Join(s, " ") + "]" }
+
+func TestDiscovery(t *testing.T) {
+	objs := servingObjects(t)
+	var log strings.Builder
+	d := &Discovery{
+		Cluster:   &Cluster{Kube: fake.NewClientset(clusterState(t, objs, "")...), Namespace: "llm"},
+		Reachable: func(context.Context, string) error { return nil },
+		Log:       &log,
+	}
+	url, stop, err := d.Endpoint(context.Background(), "")
+	stop()
+	if err != nil || url != "https://llm.course.example" || !strings.Contains(log.String(), "the ingress of model server qwen") {
+		t.Fatalf("%q %v %s", url, err, log.String())
+	}
+	// Ingress unreachable from here, no replica ready: an explained error.
+	d.Cluster.Kube = fake.NewClientset(clusterState(t, objs, "qwen-0")...)
+	for _, p := range clusterState(t, objs, "qwen-1") {
+		if pod, ok := p.(*corev1.Pod); ok && pod.Name == "qwen-1-abc" {
+			_, _ = d.Cluster.Kube.CoreV1().Pods("llm").Update(context.Background(), pod, metav1.UpdateOptions{})
+		}
+	}
+	d.Reachable = func(context.Context, string) error { return context.DeadlineExceeded }
+	_, _, err = d.Endpoint(context.Background(), "")
+	if err == nil || !strings.Contains(err.Error(), "has no ready replica") || !strings.Contains(log.String(), "does not answer from here") {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	// Nothing deployed.
+	d.Cluster.Kube = fake.NewClientset()
+	if _, _, err := d.Endpoint(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "no model server deployed in namespace llm") {
+		t.Fatalf("%v", err)
+	}
+}
