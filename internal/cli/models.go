@@ -63,24 +63,29 @@ func (a *App) discoverEndpoint(ctx context.Context, o *endpointOptions) (string,
 			"for a vLLM server, the URL of its ingress (https://HOST) or of a port-forward (http://127.0.0.1:8000)")
 	}
 	d := &vllm.Discovery{
-		Cluster: &vllm.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace},
-		Config:  kc.Config,
-		Log:     a.Streams.Err,
-		Reachable: func(ctx context.Context, url string) error {
-			c, err := vllm.NewClient(vllm.Options{Endpoint: url, CAFile: o.CAFile, Insecure: o.Insecure})
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			return c.Health(ctx)
-		},
+		Cluster:   &vllm.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace},
+		Config:    kc.Config,
+		Log:       a.Streams.Err,
+		Reachable: a.reachable(o),
 	}
 	url, _, err := d.Endpoint(ctx, "") // the port-forward ends with ctx
 	if err != nil {
 		return "", kc.Classify(err, "finding the model server")
 	}
 	return url, nil
+}
+
+// reachable checks that a URL answers GET /health from here, with the TLS settings given.
+func (a *App) reachable(o *endpointOptions) func(context.Context, string) error {
+	return func(ctx context.Context, url string) error {
+		c, err := vllm.NewClient(vllm.Options{Endpoint: url, CAFile: o.CAFile, Insecure: o.Insecure})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		return c.Health(ctx)
+	}
 }
 
 type modelsOptions struct {

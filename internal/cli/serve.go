@@ -229,6 +229,7 @@ func (a *App) waitServing(parent context.Context, kc *kube.Clients, cl *vllm.Clu
 	start := a.Now()
 	last := ""
 	var client *vllm.Client
+	forwarded := false // reached through a port-forward that ends with this command
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
@@ -249,19 +250,19 @@ func (a *App) waitServing(parent context.Context, kc *kube.Clients, cl *vllm.Clu
 				}
 			}
 			if st.AllReady() {
-				endpoint := eo.Endpoint
-				if endpoint == "" {
-					endpoint = a.Getenv("AIN_ENDPOINT")
-				}
-				if endpoint == "" {
-					endpoint = st.URL
-				}
-				if endpoint == "" {
-					fmt.Fprintf(a.Streams.Err, "replicas ready (the kubelet's /health probes). No ingress: to check /v1/models, port-forward:\n"+
-						"  kubectl -n %s port-forward svc/%s 8000:8000 &  ain models --endpoint http://127.0.0.1:8000\n", st.Namespace, name)
-					return nil
-				}
 				if client == nil {
+					endpoint := eo.Endpoint
+					if endpoint == "" {
+						endpoint = a.Getenv("AIN_ENDPOINT")
+					}
+					if endpoint == "" {
+						// The ingress when it answers from here, else a port-forward to a ready replica.
+						d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Log: a.Streams.Err, Reachable: a.reachable(eo)}
+						if endpoint, _, err = d.Endpoint(ctx, name); err != nil {
+							return kc.Classify(err, "reaching the model server")
+						}
+						forwarded = endpoint != st.URL
+					}
 					eo2 := *eo
 					eo2.Endpoint = endpoint
 					if client, err = a.modelClient(ctx, &eo2, 0); err != nil {
@@ -275,6 +276,10 @@ func (a *App) waitServing(parent context.Context, kc *kube.Clients, cl *vllm.Clu
 					for _, m := range models {
 						if m.ID == model {
 							fmt.Fprintf(a.Streams.Err, "ready: %s serves %s (listed by /v1/models) after %s\n", client.Endpoint(), model, fmtElapsed(a.Now().Sub(start)))
+							if forwarded {
+								fmt.Fprintf(a.Streams.Err, "(checked through a port-forward; without an ingress reachable from here, use `ain models`/`ain chat`, which open one)\n")
+								return nil
+							}
 							fmt.Fprintf(a.Streams.Out, "%s\n", strings.TrimSuffix(client.Endpoint(), "/v1"))
 							return nil
 						}
