@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ain-hpc/ain/internal/cli"
 )
@@ -23,6 +24,7 @@ func run(t *testing.T, env map[string]string, args ...string) (stdout, stderr st
 	a := &cli.App{
 		Streams: cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb},
 		Getenv:  func(k string) string { return env[k] },
+		Now:     time.Now,
 	}
 	code = a.Run(context.Background(), append([]string{"ain"}, args...))
 	return out.String(), errb.String(), code

@@ -82,17 +82,24 @@ type Workload struct {
 
 // Resources are per-pod CPU and memory (Kubernetes quantities).
 type Resources struct {
-	CPU    string `yaml:"cpu,omitempty" json:"cpu,omitempty"`
+	// CPU is the CPU request, e.g. "8" or "7500m".
+	CPU string `yaml:"cpu,omitempty" json:"cpu,omitempty"`
+	// Memory is the memory request and limit, e.g. 64Gi (a memory-backed /dev/shm counts against it).
 	Memory string `yaml:"memory,omitempty" json:"memory,omitempty"`
 }
 
 // Volume mounts a PersistentVolumeClaim.
 type Volume struct {
-	Name      string `yaml:"name" json:"name"`
+	// Name of the volume in the pod (a DNS label; "dshm" is reserved).
+	Name string `yaml:"name" json:"name"`
+	// ClaimName is the PersistentVolumeClaim, e.g. the shared NFS disk.
 	ClaimName string `yaml:"claimName" json:"claimName"`
+	// MountPath is where it appears in the container (absolute).
 	MountPath string `yaml:"mountPath" json:"mountPath"`
-	SubPath   string `yaml:"subPath,omitempty" json:"subPath,omitempty"`
-	ReadOnly  bool   `yaml:"readOnly,omitempty" json:"readOnly,omitempty"`
+	// SubPath mounts a folder of the volume instead of its root.
+	SubPath string `yaml:"subPath,omitempty" json:"subPath,omitempty"`
+	// ReadOnly mounts it read-only.
+	ReadOnly bool `yaml:"readOnly,omitempty" json:"readOnly,omitempty"`
 }
 
 // NCCL holds recipe-level NCCL settings.
@@ -103,8 +110,11 @@ type NCCL struct {
 
 // RunPolicy maps onto the training-operator's runPolicy.
 type RunPolicy struct {
-	BackoffLimit            *int32 `yaml:"backoffLimit,omitempty" json:"backoffLimit,omitempty"`
-	ActiveDeadlineSeconds   *int64 `yaml:"activeDeadlineSeconds,omitempty" json:"activeDeadlineSeconds,omitempty"`
+	// BackoffLimit is how many times a failed job is retried.
+	BackoffLimit *int32 `yaml:"backoffLimit,omitempty" json:"backoffLimit,omitempty"`
+	// ActiveDeadlineSeconds ends the job after this long.
+	ActiveDeadlineSeconds *int64 `yaml:"activeDeadlineSeconds,omitempty" json:"activeDeadlineSeconds,omitempty"`
+	// TTLSecondsAfterFinished removes the finished job after this long.
 	TTLSecondsAfterFinished *int32 `yaml:"ttlSecondsAfterFinished,omitempty" json:"ttlSecondsAfterFinished,omitempty"`
 	// CleanPodPolicy is None, Running or All (default None: pods stay so their logs can be read).
 	CleanPodPolicy string `yaml:"cleanPodPolicy,omitempty" json:"cleanPodPolicy,omitempty"`
