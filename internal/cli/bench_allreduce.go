@@ -74,7 +74,8 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 			"output is read). For each variant the launcher's output is parsed: the nccl-tests table, the out-of-bounds\n" +
 			"check, the NCCL transport (a socket fallback on an ib/roce fabric makes the result INVALID) and NCCL's\n" +
 			"algorithm/protocol per size (TUNING lines). The report puts the variants side by side per size, gives\n" +
-			"the peak busbw against the profile's line rate (NIC rate / 8 per rank), the cost model's prediction and\n" +
+			"the peak busbw against the profile's line rate (NIC rate / 8; times the NICs per node: the profile's hcas,\n" +
+			"else one per GPU), the cost model's prediction and\n" +
 			"the largest deviation, the ring/tree crossover measured and predicted, and a verdict.\n" +
 			"Results go to --out: result.json (everything, raw output included), result.csv, busbw.png, busbw.svg and\n" +
 			"each variant's launcher log.\n\n" +
@@ -244,7 +245,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	w := r0.Workload()
 	res := &bench.Result{
 		Name: plan.name, Recipe: r0.Metadata.Name, Namespace: kc.Namespace, Started: start,
-		Fabric: p.Spec.Fabric, LineRate: p.Spec.LineRate, LineRateGBps: p.LineRateGBps(),
+		Fabric: p.Spec.Fabric, LineRate: p.Spec.LineRate, LineRateGBps: p.LineRateGBps(), NICsPerNode: len(p.Spec.HCAs),
 		Nodes: w.Nodes, GPUsPerNode: w.GPUsPerNode, Command: jobs.MPIProgram(r0.MPI), SameNodes: true,
 	}
 	names := make([]string, len(plan.variants))
@@ -253,7 +254,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	t := r0.MPI.NCCLTests
 	errw := a.Streams.Err
-	fmt.Fprintf(errw, "bench %s: %d variant(s) (%s) of all_reduce_perf -b %s -e %s -f %d on %d node(s) x %d GPU, fabric %s, line rate %s = %.4g GB/s per rank\n",
+	fmt.Fprintf(errw, "bench %s: %d variant(s) (%s) of all_reduce_perf -b %s -e %s -f %d on %d node(s) x %d GPU, fabric %s, line rate %s = %.4g GB/s per NIC\n",
 		plan.name, len(plan.variants), strings.Join(names, ", "), t.MinBytes, t.MaxBytes, t.StepFactor, w.Nodes, w.GPUsPerNode, p.Spec.Fabric, p.Spec.LineRate, p.LineRateGBps())
 	if len(plan.variants) > 1 {
 		fmt.Fprintln(errw, "the variants run one after another on the same nodes: each MPIJob is deleted once its output is read, the next is pinned to the first one's nodes")

@@ -12,8 +12,8 @@ import (
 // with a terminal chart; every number otherwise), peaks, the model, the crossover and the verdict.
 func (a *App) printBenchReport(res *bench.Result, files []string) {
 	w := a.Streams.Out
-	fmt.Fprintf(w, "\nall_reduce_perf on %d node(s) x %d GPU = %d ranks, fabric %s, line rate %s = %.4g GB/s per rank\n",
-		res.Nodes, res.GPUsPerNode, res.Ranks, res.Fabric, res.LineRate, res.LineRateGBps)
+	fmt.Fprintf(w, "\nall_reduce_perf on %d node(s) x %d GPU = %d ranks, fabric %s, line rate %s = %.4g GB/s per NIC, %d NIC(s) per node: busbw limit %.4g GB/s\n",
+		res.Nodes, res.GPUsPerNode, res.Ranks, res.Fabric, res.LineRate, res.LineRateGBps, res.NICsPerNode, res.LimitGBps)
 	same := "on the same nodes"
 	if !res.SameNodes {
 		same = "NOT all on the same nodes"
@@ -48,7 +48,7 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 		a.printBenchSizes(res)
 	}
 	if a.Streams.IsTTY {
-		if chart := bench.Chart(bench.SeriesOf([]*bench.Result{res}, nil), res.LineRateGBps, 12); chart != "" {
+		if chart := bench.Chart(bench.SeriesOf([]*bench.Result{res}, nil), res.LimitGBps, 12); chart != "" {
 			fmt.Fprintf(w, "\n%s", chart)
 		}
 	}
@@ -143,7 +143,7 @@ func (a *App) printBenchSizes(res *bench.Result) {
 		rows = append(rows, rec)
 	}
 	a.table(header, rows)
-	fmt.Fprintln(a.Streams.Out, "(out-of-place; GB/s; %LINE = busbw / line rate per rank; MODEL = the cost model's busbw; NCCL = algorithm/protocol from TUNING lines)")
+	fmt.Fprintln(a.Streams.Out, "(out-of-place; GB/s; %LINE = busbw / the busbw limit (NICs per node x line rate / 8); MODEL = the cost model's busbw; NCCL = algorithm/protocol from TUNING lines)")
 }
 
 func choice(c *bench.Cell) string {

@@ -243,11 +243,13 @@ func TestMeasuredCrossover(t *testing.T) {
 	}
 }
 
-// synthetic builds a one-variant result whose busbw at every size is frac x line rate.
+// synthetic builds a one-variant result (2 nodes x 2 GPUs, 2 x 400Gb NICs per node: a 100 GB/s
+// busbw limit) whose busbw at every size is frac x the limit.
 func synthetic(fabric string, frac float64) *Result {
 	rows := []nccl.PerfRow{}
 	for s := int64(1 << 20); s <= 4<<30; s *= 4 {
-		rows = append(rows, nccl.PerfRow{Size: s, OOP: &nccl.PerfCell{TimeUs: float64(s) / (1000 * 50 * frac * 0.75), Algbw: 50 * frac * 0.75, Busbw: 50 * frac}})
+		bus := 100 * frac
+		rows = append(rows, nccl.PerfRow{Size: s, OOP: &nccl.PerfCell{TimeUs: float64(s) / (1000 * bus / 1.5), Algbw: bus / 1.5, Busbw: bus}})
 	}
 	oob := int64(0)
 	v := &VariantResult{Variant: Variant{Name: "auto", Env: map[string]string{}}, Perf: &nccl.PerfRun{Rows: rows, OutOfBounds: &oob},
@@ -263,10 +265,10 @@ func TestVerdictLineRate(t *testing.T) {
 		frac   float64
 		want   string
 	}{
-		{"ib", 0.92, "92% of line rate at 1 GiB (46.00 of 50.00 GB/s per rank): the fabric is healthy"},
+		{"ib", 0.92, "92% of line rate at 1 GiB (92.00 of 100.00 GB/s = 2 NICs x 50.00): the fabric is healthy"},
 		{"ib", 0.80, "80% of line rate at 1 GiB"},
 		{"ib", 0.65, "only 65% of line rate at 1 GiB"},
-		{"roce", 0.30, "30% of line rate at 1 GiB (15.00 of 50.00 GB/s per rank): far below"},
+		{"roce", 0.30, "30% of line rate at 1 GiB (30.00 of 100.00 GB/s = 2 NICs x 50.00): far below"},
 		{"socket", 0.05, "5% of the 400Gb line rate at 1 GiB over TCP sockets: this is the baseline RDMA must beat"},
 	} {
 		res := synthetic(tc.fabric, tc.frac)
@@ -287,15 +289,26 @@ func TestVerdictLineRate(t *testing.T) {
 	for _, row := range res.Sizes {
 		tm := math.Min(ring.Time(float64(row.Size)), tree.Time(float64(row.Size)))
 		want := float64(row.Size) / (1000 * tm) * 1.5
-		if c := row.Cells[0]; math.Abs(*c.ModelBusbw-want) > 1e-9 || math.Abs(*c.Deviation-(46/want-1)) > 1e-9 {
+		if c := row.Cells[0]; math.Abs(*c.ModelBusbw-want) > 1e-9 || math.Abs(*c.Deviation-(92/want-1)) > 1e-9 {
 			t.Errorf("%d: model %v deviation %v, want %v", row.Size, *c.ModelBusbw, *c.Deviation, want)
 		}
 	}
 	if d := res.Deviation; d == nil || d.Size != 1<<20 {
 		t.Errorf("largest deviation should be at the smallest modelled size: %+v", d)
 	}
-	if !strings.Contains(res.Verdict, "The cost model is off by up to") && !strings.Contains(res.Verdict, "The cost model holds") {
-		t.Errorf("verdict says nothing of the model: %s", res.Verdict)
+	if res.NICsPerNode != 2 || res.LimitGBps != 100 || res.AtLargest == nil || res.AtLargest.Size != 4<<30 ||
+		!strings.Contains(res.Verdict, "The cost model holds on large messages (auto at 4 GiB: 92.00 measured,") {
+		t.Errorf("model at the largest size %+v: %s", res.AtLargest, res.Verdict)
+	}
+	// Large messages far from the model: slower (a fabric problem), faster (a wrong lineRate).
+	slow := synthetic("ib", 0.6)
+	fast := synthetic("ib", 0.92)
+	fast.LineRateGBps = 30
+	fast.NICsPerNode = 0
+	fast.Summarize()
+	if !strings.Contains(slow.Verdict, "Large messages are slower than the cost model predicts (auto at 4 GiB: 60.00 measured, 99.92 predicted GB/s, -40%)") ||
+		!strings.Contains(fast.Verdict, "Large messages are faster than the cost model predicts") || !strings.Contains(fast.Verdict, "lineRate is probably too low") {
+		t.Errorf("model verdicts:\n%s\n%s", slow.Verdict, fast.Verdict)
 	}
 	// An invalid variant makes the whole result invalid and the verdict says so first.
 	bad := threeVariants(t, 25)

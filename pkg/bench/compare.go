@@ -17,7 +17,7 @@ type Series struct {
 	Run          string  `json:"run"`
 	Variant      string  `json:"variant"`
 	Fabric       string  `json:"fabric"`
-	LineRateGBps float64 `json:"lineRateGBps"`
+	LineRateGBps float64 `json:"lineRateGBps"` // the busbw limit of its run (Result.LimitGBps)
 	Ranks        int     `json:"ranks"`
 	Valid        bool    `json:"valid"`
 	Points       []Point `json:"points"`
@@ -60,7 +60,7 @@ func SeriesOf(results []*Result, sources []string) []Series {
 			src = sources[i]
 		}
 		for _, v := range res.Variants {
-			s := Series{Source: src, Run: res.Name, Variant: v.Name, Fabric: res.Fabric, LineRateGBps: res.LineRateGBps, Ranks: res.Ranks, Valid: v.Valid, Points: []Point{}}
+			s := Series{Source: src, Run: res.Name, Variant: v.Name, Fabric: res.Fabric, LineRateGBps: res.LimitGBps, Ranks: res.Ranks, Valid: v.Valid, Points: []Point{}}
 			if v.Perf != nil {
 				for _, r := range v.Perf.Rows {
 					if r.OOP != nil {

@@ -92,7 +92,7 @@ func TestPlotSVG(t *testing.T) {
 		t.Errorf("SVG size %s x %s, want 750pt x 450pt", attr["width"], attr["height"])
 	}
 	// One series per variant (4 here: auto, ring, tree and the socket run's auto), each in its
-	// colour and in the legend; the two line rates (25 and 50 GB/s) are drawn.
+	// colour and in the legend; the two line-rate limits (25 and 100 GB/s) are drawn.
 	svg := buf.String()
 	strokes := map[string]bool{}
 	for _, m := range regexp.MustCompile(`stroke:(#[0-9a-fA-F]{6})`).FindAllStringSubmatch(svg, -1) {
@@ -108,7 +108,7 @@ func TestPlotSVG(t *testing.T) {
 		t.Error("an extra series is drawn")
 	}
 	legend := strings.Join(texts, "|")
-	for _, want := range []string{"ib/auto", "ib/ring", "ib/tree", "socket/auto", "line rate 25 GB/s", "line rate 50 GB/s", "1 MiB", "1 GiB"} {
+	for _, want := range []string{"ib/auto", "ib/ring", "ib/tree", "socket/auto", "line rate 25 GB/s", "line rate 100 GB/s", "1 MiB", "1 GiB"} {
 		if !strings.Contains(legend, want) {
 			t.Errorf("SVG text lacks %q: %s", want, legend)
 		}

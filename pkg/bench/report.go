@@ -22,6 +22,9 @@ const (
 	ModelFromBytes = 1 << 20
 	// RefBytes is the size the verdict quotes the line-rate percentage at.
 	RefBytes = 1 << 30
+	// ModelTolerance is how far (relative) a large-message measurement may be from the model
+	// for the verdict to say the model holds.
+	ModelTolerance = 0.2
 )
 
 // Result is a whole benchmark: its setup, every variant's measurement and output, and what
@@ -35,13 +38,19 @@ type Result struct {
 	Finished  time.Time `json:"finished"`
 	Seconds   float64   `json:"seconds"`
 
-	Fabric       string   `json:"fabric"`
-	LineRate     string   `json:"lineRate"`     // the profile's NIC rate, e.g. 400Gb
-	LineRateGBps float64  `json:"lineRateGBps"` // per rank: NIC rate / 8, in GB/s
-	Nodes        int      `json:"nodes"`
-	GPUsPerNode  int      `json:"gpusPerNode"`
-	Ranks        int      `json:"ranks"`
-	Command      []string `json:"command,omitempty"`
+	Fabric       string  `json:"fabric"`
+	LineRate     string  `json:"lineRate"`     // the profile's NIC rate, e.g. 400Gb
+	LineRateGBps float64 `json:"lineRateGBps"` // one NIC: its rate / 8, in GB/s
+	// NICsPerNode is how many NICs NCCL spreads a node's traffic over (the profile's HCAs when
+	// listed, else one per GPU, as on rail-optimised GPU nodes); 0 before Summarize.
+	NICsPerNode int `json:"nicsPerNode"`
+	// LimitGBps is the busbw the network allows: NICsPerNode x LineRateGBps (with one GPU and one
+	// NIC per node, the course's "NIC rate / 8 per rank"). "% of line rate" is busbw over it.
+	LimitGBps   float64  `json:"limitGBps"`
+	Nodes       int      `json:"nodes"`
+	GPUsPerNode int      `json:"gpusPerNode"`
+	Ranks       int      `json:"ranks"`
+	Command     []string `json:"command,omitempty"`
 	// SameNodes is true when every variant ran on the first variant's nodes.
 	SameNodes bool `json:"sameNodes"`
 
@@ -52,10 +61,13 @@ type Result struct {
 	Sizes     []SizeRow         `json:"sizes"`
 	Peaks     []Peak            `json:"peaks"`
 	Deviation *Deviation        `json:"largestDeviation,omitempty"`
-	Crossover *CrossoverResult  `json:"crossover,omitempty"`
-	Valid     bool              `json:"valid"`
-	Problems  []string          `json:"problems"`
-	Verdict   string            `json:"verdict"`
+	// AtLargest compares the model with the bandwidth-bound end of the curve: the largest size
+	// of the ring variant (else the first variant NCCL chose for), where the model is meant to hold.
+	AtLargest *Deviation       `json:"modelAtLargestSize,omitempty"`
+	Crossover *CrossoverResult `json:"crossover,omitempty"`
+	Valid     bool             `json:"valid"`
+	Problems  []string         `json:"problems"`
+	Verdict   string           `json:"verdict"`
 }
 
 // SizeRow is one message size with a cell per variant (in Variants order; nil where the
@@ -125,6 +137,10 @@ func (res *Result) Summarize() {
 		}
 	}
 	res.Valid = len(res.Problems) == 0 && len(res.Variants) > 0
+	if res.NICsPerNode <= 0 {
+		res.NICsPerNode = max(res.GPUsPerNode, 1)
+	}
+	res.LimitGBps = float64(res.NICsPerNode) * res.LineRateGBps
 	res.model()
 	res.table()
 	res.peaks()
@@ -150,7 +166,7 @@ func (res *Result) model() {
 	if lo == 0 || res.Nodes < 2 || !(res.LineRateGBps > 0) {
 		return
 	}
-	m, err := nccl.AllReduceModel(nccl.ModelParams{Nodes: res.Nodes, GPUsPerNode: max(res.GPUsPerNode, 1), LinkGbps: res.LineRateGBps * 8}, lo, hi, 2, "both")
+	m, err := nccl.AllReduceModel(nccl.ModelParams{Nodes: res.Nodes, GPUsPerNode: max(res.GPUsPerNode, 1), NICsPerNode: res.NICsPerNode, LinkGbps: res.LineRateGBps * 8}, lo, hi, 2, "both")
 	if err != nil {
 		return
 	}
@@ -180,10 +196,10 @@ func (res *Result) predict(v *VariantResult, size int64) *float64 {
 }
 
 func (res *Result) pct(busbw float64) *float64 {
-	if !(res.LineRateGBps > 0) {
+	if !(res.LimitGBps > 0) {
 		return nil
 	}
-	p := 100 * busbw / res.LineRateGBps
+	p := 100 * busbw / res.LimitGBps
 	return &p
 }
 
@@ -264,7 +280,24 @@ func (res *Result) peaks() {
 }
 
 func (res *Result) deviation() {
-	res.Deviation = nil
+	res.Deviation, res.AtLargest = nil, nil
+	ref := -1
+	for i, v := range res.Variants {
+		if ref < 0 && v.Perf != nil && (v.Algo() == AlgoRing || v.Algo() == "") {
+			ref = i
+		}
+		if v.Perf != nil && v.Algo() == AlgoRing && res.Variants[max(ref, 0)].Algo() != AlgoRing {
+			ref = i
+		}
+	}
+	if ref >= 0 && len(res.Sizes) > 0 {
+		for k := len(res.Sizes) - 1; k >= 0; k-- {
+			if c := res.Sizes[k].Cells[ref]; c != nil && c.Deviation != nil {
+				res.AtLargest = &Deviation{Variant: c.Variant, Size: res.Sizes[k].Size, Measured: c.Busbw, Predicted: *c.ModelBusbw, Deviation: *c.Deviation}
+				break
+			}
+		}
+	}
 	for i, v := range res.Variants {
 		for _, row := range res.Sizes {
 			c := row.Cells[i]
@@ -404,22 +437,42 @@ func (res *Result) verdict() string {
 		case !res.Valid:
 			s = append(s, fmt.Sprintf("%s, %.0f%% of line rate at %s, but the run is invalid: do not quote it.", line, *pct, SizeLabel(refSize)))
 		case *pct >= HealthyPct:
-			s = append(s, fmt.Sprintf("%s; %.0f%% of line rate at %s (%.2f of %.2f GB/s per rank): the fabric is healthy.", line, *pct, SizeLabel(refSize), ref, res.LineRateGBps))
+			s = append(s, fmt.Sprintf("%s; %.0f%% of line rate at %s (%.2f of %s): the fabric is healthy.", line, *pct, SizeLabel(refSize), ref, res.limitText()))
 		case *pct >= DegradedPct:
-			s = append(s, fmt.Sprintf("%s; only %.0f%% of line rate at %s (%.2f of %.2f GB/s per rank): the fabric works but is below the %.0f%% a healthy one reaches; check GPUDirect RDMA, NCCL_IB_QPS_PER_CONNECTION, PCIe placement (NIC and GPU on the same switch) and congestion/adaptive routing.", line, *pct, SizeLabel(refSize), ref, res.LineRateGBps, HealthyPct))
+			s = append(s, fmt.Sprintf("%s; only %.0f%% of line rate at %s (%.2f of %s): the fabric works but is below the %.0f%% a healthy one reaches; check GPUDirect RDMA, NCCL_IB_QPS_PER_CONNECTION, PCIe placement (NIC and GPU on the same switch) and congestion/adaptive routing.", line, *pct, SizeLabel(refSize), ref, res.limitText(), HealthyPct))
 		default:
-			s = append(s, fmt.Sprintf("%s; %.0f%% of line rate at %s (%.2f of %.2f GB/s per rank): far below what the fabric can do; suspect the fabric (link speed/width, errors, a wrong NCCL_IB_HCA, GDR off) or a wrong lineRate in the profile.", line, *pct, SizeLabel(refSize), ref, res.LineRateGBps))
+			s = append(s, fmt.Sprintf("%s; %.0f%% of line rate at %s (%.2f of %s): far below what the fabric can do; suspect the fabric (link speed/width, errors, a wrong NCCL_IB_HCA, GDR off) or a wrong lineRate in the profile.", line, *pct, SizeLabel(refSize), ref, res.limitText()))
 		}
 	}
-	if d := res.Deviation; d != nil && res.Fabric != "socket" {
-		if math.Abs(d.Deviation) <= 0.2 {
-			s = append(s, fmt.Sprintf("The cost model holds: measurements from 1 MiB are within %.0f%% of it (largest gap %+.0f%%, %s at %s).", math.Abs(d.Deviation)*100, d.Deviation*100, d.Variant, SizeLabel(d.Size)))
-		} else {
-			s = append(s, fmt.Sprintf("The cost model is off by up to %+.0f%% (%s at %s: %.2f measured, %.2f predicted GB/s): %s.", d.Deviation*100, d.Variant, SizeLabel(d.Size), d.Measured, d.Predicted,
-				map[bool]string{true: "faster than predicted, so the profile's lineRate is probably too low", false: "slower than predicted, so something between the GPUs and the wire costs bandwidth"}[d.Deviation > 0]))
+	if l := res.AtLargest; l != nil && res.Fabric != "socket" {
+		m := fmt.Sprintf("(%s at %s: %.2f measured, %.2f predicted GB/s, %+.0f%%)", l.Variant, SizeLabel(l.Size), l.Measured, l.Predicted, l.Deviation*100)
+		switch {
+		case math.Abs(l.Deviation) <= ModelTolerance:
+			s = append(s, "The cost model holds on large messages "+m+".")
+		case l.Deviation < 0:
+			s = append(s, "Large messages are slower than the cost model predicts "+m+": something between the GPUs and the wire costs bandwidth (GDR, PCIe placement, QPs, congestion).")
+		default:
+			s = append(s, "Large messages are faster than the cost model predicts "+m+": the profile's lineRate is probably too low, or NCCL uses more NICs than GPUs.")
+		}
+		if d := res.Deviation; d != nil && (d.Variant != l.Variant || d.Size != l.Size) && math.Abs(d.Deviation) > ModelTolerance {
+			why := "where the model (Simple protocol only"
+			if d.Deviation > 0 {
+				why += ", tree bandwidth 0.46 x the node's) is pessimistic"
+			} else {
+				why += ") is optimistic"
+			}
+			s = append(s, fmt.Sprintf("Its largest gap from 1 MiB on is %+.0f%% (%s at %s), %s.", d.Deviation*100, d.Variant, SizeLabel(d.Size), why))
 		}
 	}
 	return strings.Join(s, " ")
+}
+
+// limitText says what the line-rate limit is made of: "25.00 GB/s" or "100.00 GB/s = 2 NICs x 50.00".
+func (res *Result) limitText() string {
+	if res.NICsPerNode <= 1 {
+		return fmt.Sprintf("%.2f GB/s", res.LimitGBps)
+	}
+	return fmt.Sprintf("%.2f GB/s = %d NICs x %.2f", res.LimitGBps, res.NICsPerNode, res.LineRateGBps)
 }
 
 // approxSize prints a size that need not be a power of two: 813 KiB, 1.5 MiB.
