@@ -42,7 +42,7 @@ func (a *App) benchServeCommand() *ucli.Command {
 			"Percentiles interpolate linearly (numpy's default). Output tokens come from the usage chunk\n" +
 			"(stream_options.include_usage). Failed requests are counted and explained.",
 		Flags: append(o.flags(),
-			&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the only one served)", Destination: &o.Model},
+			&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the only one served; with several, e.g. LoRA adapters, required)", Destination: &o.Model},
 			&ucli.IntFlag{Name: "requests", Value: 200, Usage: "measured requests", Destination: &o.Requests},
 			&ucli.IntFlag{Name: "concurrency", Aliases: []string{"max-concurrency"}, Usage: "most requests in flight (0: no limit)", Destination: &o.Concurrency},
 			&ucli.StringFlag{Name: "request-rate", Value: "inf", Usage: "mean arrivals per second; inf sends every request at once", Destination: &o.RequestRate},

@@ -24,7 +24,7 @@ type chatOptions struct {
 
 func (o *chatOptions) flags() []ucli.Flag {
 	return append(o.endpointOptions.flags(),
-		&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the only one served)", Destination: &o.Model},
+		&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the only one served; with several, e.g. LoRA adapters, required)", Destination: &o.Model},
 		&ucli.StringFlag{Name: "system", Usage: "system prompt", Destination: &o.System},
 		&ucli.IntFlag{Name: "max-tokens", Value: 512, Usage: "longest answer in tokens", Destination: &o.MaxTokens},
 		&ucli.Float64Flag{Name: "temperature", Value: -1, Usage: "sampling temperature; 0 is greedy (sent even though go-openai omits zero); default: the server's", Destination: &o.Temperature},

@@ -177,7 +177,8 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // ResolveModel returns model if the server serves it, the only served model if model is
-// empty, and otherwise a usage error listing what is served.
+// empty, and otherwise a usage error listing what is served (vLLM lists LoRA adapters as
+// models too, so with several there is no safe guess).
 func (c *Client) ResolveModel(ctx context.Context, model string) (string, error) {
 	models, err := c.Models(ctx)
 	if err != nil {
@@ -188,7 +189,15 @@ func (c *Client) ResolveModel(ctx context.Context, model string) (string, error)
 			"the model may still be loading: try again when `ain models` lists it")
 	}
 	if model == "" {
-		return models[0].ID, nil
+		if len(models) == 1 {
+			return models[0].ID, nil
+		}
+		ids := make([]string, len(models))
+		for i, m := range models {
+			ids[i] = m.ID
+		}
+		return "", ainerr.New(ainerr.Usage, fmt.Errorf("%s serves %d models (%s): say which", c.base, len(models), strings.Join(ids, ", ")),
+			fmt.Sprintf("pass --model %s", ids[0]))
 	}
 	for _, m := range models {
 		if m.ID == model {

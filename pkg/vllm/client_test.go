@@ -79,8 +79,11 @@ func TestModels(t *testing.T) {
 	if err := c.Health(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := c.ResolveModel(context.Background(), ""); err != nil || m != "qwen" {
-		t.Fatalf("ResolveModel(\"\") = %q, %v", m, err)
+	if m, err := c.ResolveModel(context.Background(), "qwen-lora"); err != nil || m != "qwen-lora" {
+		t.Fatalf("ResolveModel(qwen-lora) = %q, %v", m, err)
+	}
+	if _, err := c.ResolveModel(context.Background(), ""); ainerr.CodeOf(err) != ainerr.Usage || !strings.Contains(err.Error(), "serves 2 models (qwen, qwen-lora): say which") {
+		t.Fatalf("ResolveModel(\"\") with two served = %v", err)
 	}
 	_, err = c.ResolveModel(context.Background(), "llama")
 	if ainerr.CodeOf(err) != ainerr.Usage || !strings.Contains(err.Error(), "served: qwen, qwen-lora") {
