@@ -47,17 +47,17 @@ func (o *benchAllreduceOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "algo", Value: "auto", Usage: "NCCL_ALGO variants: auto (NCCL chooses), ring, tree, a list (ring,tree) or all (auto,ring,tree)", Destination: &o.Algo},
 		&ucli.StringFlag{Name: "proto", Usage: "NCCL_PROTO variants: simple, ll, ll128, or a list (default: NCCL chooses)", Destination: &o.Proto},
 		&ucli.StringFlag{Name: "qps", Usage: "NCCL_IB_QPS_PER_CONNECTION sweep, e.g. 1,2,4,8 (course 10.6.2)", Destination: &o.QPs},
-		&ucli.IntFlag{Name: "nodes", Usage: "MPI workers, one per node (default: the recipe's)", Destination: &o.Nodes},
-		&ucli.IntFlag{Name: "gpus-per-node", Usage: "ranks per node (default: the recipe's)", Destination: &o.GPUsPerNode},
-		&ucli.StringFlag{Name: "min", Usage: "smallest message size, -b (8, 1K, 64M; default: the recipe's)", Destination: &o.Min},
-		&ucli.StringFlag{Name: "max", Usage: "largest message size, -e (default: the recipe's, 8G)", Destination: &o.Max},
-		&ucli.IntFlag{Name: "factor", Usage: "size step factor, -f (default: the recipe's, 2)", Destination: &o.Factor},
-		&ucli.IntFlag{Name: "iters", Usage: "timed iterations per size, -n (default: nccl-tests')", Destination: &o.Iters},
+		&ucli.IntFlag{Name: "nodes", Usage: "MPI workers, one per node", DefaultText: "the recipe's", Destination: &o.Nodes},
+		&ucli.IntFlag{Name: "gpus-per-node", Usage: "ranks per node", DefaultText: "the recipe's", Destination: &o.GPUsPerNode},
+		&ucli.StringFlag{Name: "min", Usage: "smallest message size, -b (8, 1K, 64M)", DefaultText: "the recipe's, 8", Destination: &o.Min},
+		&ucli.StringFlag{Name: "max", Usage: "largest message size, -e", DefaultText: "the recipe's, 8G", Destination: &o.Max},
+		&ucli.IntFlag{Name: "factor", Usage: "size step factor, -f", DefaultText: "the recipe's, 2", Destination: &o.Factor},
+		&ucli.IntFlag{Name: "iters", Usage: "timed iterations per size, -n", DefaultText: "nccl-tests' 20", Destination: &o.Iters},
 		&ucli.StringFlag{Name: "out", Usage: "result folder, never overwritten (default: ./ain-results/<timestamp>-<name>/)", Destination: &o.Out},
 		&ucli.StringFlag{Name: "name", Usage: "bench name, prefix of the job names (default: the recipe's metadata.name)", Destination: &o.Name},
-		&ucli.DurationFlag{Name: "timeout", Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", Destination: &o.Timeout},
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", DefaultText: "none", Destination: &o.Timeout},
 		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)"),
-		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight (`ain preflight`) before the first job", Destination: &o.SkipPreflight},
+		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight (ain preflight) before the first job", Destination: &o.SkipPreflight},
 		&ucli.BoolFlag{Name: "keep-jobs", Usage: "keep each variant's MPIJob after reading its output (default: delete it so the next variant gets the nodes)", Destination: &o.KeepJobs},
 	)
 }
@@ -74,9 +74,9 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 			"output is read). For each variant the launcher's output is parsed: the nccl-tests table, the out-of-bounds\n" +
 			"check, the NCCL transport (a socket fallback on an ib/roce fabric makes the result INVALID) and NCCL's\n" +
 			"algorithm/protocol per size (TUNING lines). The report puts the variants side by side per size, gives\n" +
-			"the peak busbw against the profile's line rate (NIC rate / 8; times the NICs per node: the profile's hcas,\n" +
-			"else one per GPU), the cost model's prediction and\n" +
-			"the largest deviation, the ring/tree crossover measured and predicted, and a verdict.\n" +
+			"the peak busbw against the line rate (the profile's NIC rate / 8, times the NICs per node: the profile's\n" +
+			"hcas, else one per GPU), the cost model's prediction and the largest deviation, the ring/tree crossover\n" +
+			"measured and predicted, and a verdict.\n" +
 			"Results go to --out: result.json (everything, raw output included), result.csv, busbw.png, busbw.svg and\n" +
 			"each variant's launcher log.\n\n" +
 			"Examples:\n" +
