@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -26,6 +27,8 @@ type serveOptions struct {
 	Host          string
 	APIKeyFromEnv bool
 	HFTokenEnv    bool
+	APIKeyFile    string
+	HFTokenFile   string
 	DryRun        string
 	Output        string
 	NoWait        bool
@@ -41,6 +44,8 @@ func (o *serveOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "host", Usage: "HTTPS ingress host (sets spec.ingress.host)", Destination: &o.Host},
 		&ucli.BoolFlag{Name: "api-key-from-env", Usage: "create Secret NAME-api-key from $AIN_API_KEY and have vLLM require it", Destination: &o.APIKeyFromEnv},
 		&ucli.BoolFlag{Name: "hf-token-from-env", Usage: "create Secret NAME-hf-token from $HF_TOKEN for gated models", Destination: &o.HFTokenEnv},
+		&ucli.StringFlag{Name: "api-key-file", Usage: "create Secret NAME-api-key from this file's content (instead of --api-key-from-env)", Destination: &o.APIKeyFile},
+		&ucli.StringFlag{Name: "hf-token-file", Usage: "create Secret NAME-hf-token from this file's content", Destination: &o.HFTokenFile},
 		&ucli.StringFlag{Name: "dry-run", Usage: "client: print what would be applied; server: ask the API server (schema, webhooks) without creating", Destination: &o.DryRun},
 		outputFlag(&o.Output, "", "with --dry-run: yaml or json"),
 		&ucli.BoolFlag{Name: "no-wait", Usage: "apply and return; check later with ain serve status", Destination: &o.NoWait},
@@ -123,34 +128,47 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	var secrets []runtime.Object
 	name := o.Name
-	if o.APIKeyFromEnv || o.HFTokenEnv {
-		if name == "" {
-			// The Secret is named after the deployment: resolve the name first.
-			r, _, err := o.load(c, a.Getenv)
-			if err != nil {
-				return err
-			}
-			name = r.Metadata.Name
-		}
+	apiKey, hfToken := o.APIKeyFromEnv || o.APIKeyFile != "", o.HFTokenEnv || o.HFTokenFile != ""
+	if o.APIKeyFromEnv && o.APIKeyFile != "" || o.HFTokenEnv && o.HFTokenFile != "" {
+		return ainerr.Usagef("take a credential either from the environment or from a file, not both")
 	}
-	secretOf := func(flag, env, suffix, key, field string) error {
-		v := a.Getenv(env)
+	if (apiKey || hfToken) && name == "" {
+		// The Secret is named after the deployment: resolve the name first.
+		r, _, err := o.load(c, a.Getenv)
+		if err != nil {
+			return err
+		}
+		name = r.Metadata.Name
+	}
+	// secretOf reads a credential from $env or file into a Secret ain creates (labelled as
+	// its own, so ain serve delete removes it) and points the recipe's field at it.
+	secretOf := func(env, file, suffix, key, field string) error {
+		var v string
+		if file != "" {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return ainerr.Usagef("%v", err)
+			}
+			v = strings.TrimRight(string(b), "\r\n")
+		} else if v = a.Getenv(env); v == "" {
+			return ainerr.Usagef("$%s is empty", env)
+		}
 		if v == "" {
-			return ainerr.Usagef("--%s: $%s is empty", flag, env)
+			return ainerr.Usagef("%s is empty", file)
 		}
 		sname := name + "-" + suffix
-		secrets = append(secrets, vllm.APIKeySecret(sname, a.Global.Namespace, key, []byte(v),
+		secrets = append(secrets, vllm.CredentialSecret(sname, a.Global.Namespace, key, []byte(v),
 			map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: name}))
 		sets = append(sets, field+".name="+sname, field+".key="+key)
 		return nil
 	}
-	if o.APIKeyFromEnv {
-		if err := secretOf("api-key-from-env", "AIN_API_KEY", "api-key", "api-key", "apiKeySecret"); err != nil {
+	if apiKey {
+		if err := secretOf("AIN_API_KEY", o.APIKeyFile, "api-key", "api-key", "apiKeySecret"); err != nil {
 			return err
 		}
 	}
-	if o.HFTokenEnv {
-		if err := secretOf("hf-token-from-env", "HF_TOKEN", "hf-token", "token", "hfTokenSecret"); err != nil {
+	if hfToken {
+		if err := secretOf("HF_TOKEN", o.HFTokenFile, "hf-token", "token", "hfTokenSecret"); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -33,6 +34,19 @@ func TestServeDryRunClient(t *testing.T) {
 	}
 	code, _, errs = runModelCLI(t, nil, "", "serve", "qlora", "--dry-run=client")
 	if code != int(ainerr.Usage) || !strings.Contains(errs, "ain train qlora") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+func TestServeSecretFromFile(t *testing.T) {
+	file := t.TempDir() + "/token"
+	_ = os.WriteFile(file, []byte("hf_secret_token\n"), 0o600)
+	code, out, errs := runModelCLI(t, nil, "", "serve", "vllm", "--hf-token-file", file, "--name", "qwen", "--dry-run=client")
+	if code != 0 || !strings.Contains(out, "name: qwen-hf-token") || !strings.Contains(errs, "Secret qwen-hf-token (not printed") || strings.Contains(out+errs, "hf_secret_token") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = runModelCLI(t, nil, "", "serve", "vllm", "--api-key-from-env", "--dry-run=client")
+	if code != int(ainerr.Usage) || !strings.Contains(errs, "$AIN_API_KEY is empty") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }

@@ -343,9 +343,10 @@ func servingResources(s *recipe.ServingSpec, p *profile.Profile) (corev1.Resourc
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
 }
 
-// APIKeySecret is the Secret `ain serve --api-key-from-env` creates. Its data is the key:
-// never print it (dry-run output leaves it out).
-func APIKeySecret(name, namespace, key string, value []byte, labels map[string]string) *corev1.Secret {
+// CredentialSecret is a Secret `ain serve` creates for a credential (--api-key-from-env,
+// --hf-token-file ...). Its data is the credential: never print it (dry-run output leaves it
+// out).
+func CredentialSecret(name, namespace, key string, value []byte, labels map[string]string) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
