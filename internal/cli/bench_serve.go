@@ -149,9 +149,9 @@ func printServeBench(w io.Writer, r *vllm.BenchResult) {
 	line := func(k string, v any) {
 		switch x := v.(type) {
 		case float64:
-			fmt.Fprintf(w, "%-40s%-10.2f\n", k, x)
+			fmt.Fprintf(w, "%-40s%.2f\n", k, x)
 		default:
-			fmt.Fprintf(w, "%-40s%-10v\n", k, x)
+			fmt.Fprintf(w, "%-40s%v\n", k, x)
 		}
 	}
 	head := func(title, fill string) {
