@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
 )
 
@@ -143,5 +144,22 @@ cases:
 		if !strings.Contains(msg, want) {
 			t.Errorf("missing %q in:\n%s", want, msg)
 		}
+	}
+}
+
+// TestQAStopsOnFatalErrors: a wrong key fails every case the same way: the run stops with
+// the explained error instead of reporting N identical failures.
+func TestQAStopsOnFatalErrors(t *testing.T) {
+	s, err := ParseQA("qa.yaml", []byte("cases:\n- question: q\n  contains: [x]\n- question: r\n  contains: [y]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := start(t, vllmtest.Options{APIKey: "k"})
+	c := newClient(t, Options{Endpoint: url, APIKey: "bad"})
+	if _, err := c.RunQA(context.Background(), s, "test-model", 1, nil, nil); ainerr.CodeOf(err) != ainerr.Unauthorized {
+		t.Fatalf("err = %v", err)
+	}
+	if s.Cases[1].Name != "case-2" {
+		t.Errorf("unnamed case named %q", s.Cases[1].Name)
 	}
 }
