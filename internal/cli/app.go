@@ -126,6 +126,7 @@ func (a *App) commands() []*ucli.Command {
 		a.statusCommand(),
 		a.logsCommand(),
 		a.deleteCommand(),
+		a.releaseCommand(),
 		a.sandboxCommand(),
 		a.doctorCommand(),
 		a.benchCommand(),

@@ -428,3 +428,60 @@ func (a *App) deleteCommand() *ucli.Command {
 		},
 	}
 }
+
+// releaseCommand ends ain's training and benchmark jobs in the namespace but keeps what
+// `ain serve` deployed (course 12.4.2: release the GPUs of finished work, keep the service).
+func (a *App) releaseCommand() *ucli.Command {
+	var yes, running bool
+	return &ucli.Command{
+		Name:  "release",
+		Usage: "delete ain's jobs in the namespace (their GPUs and RDMA devices go back), keep ain serve's services",
+		Description: "Examples:\n  ain release --yes             # every ain job, finished or not\n" +
+			"  ain release --finished --yes  # only jobs that Succeeded or Failed",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask", Destination: &yes},
+			&ucli.BoolFlag{Name: "finished", Usage: "only jobs that have ended", Destination: &running},
+		},
+		Action: func(c *ucli.Context) error {
+			kc, err := a.clients()
+			if err != nil {
+				return err
+			}
+			cl := a.cluster(kc)
+			items, err := cl.List(c.Context)
+			if err != nil {
+				return kc.Classify(err, "listing jobs")
+			}
+			var todo []*unstructured.Unstructured
+			for i := range items {
+				if running && !jobs.Terminal(jobs.PhaseOf(&items[i])) {
+					continue
+				}
+				todo = append(todo, &items[i])
+			}
+			if len(todo) == 0 {
+				fmt.Fprintf(a.Streams.Out, "no ain jobs to release in namespace %s; services are kept\n", kc.Namespace)
+				return nil
+			}
+			if !yes {
+				if !a.Streams.InTTY {
+					return ainerr.Usagef("refusing to delete %d job(s) in %s without confirmation: add --yes", len(todo), kc.Namespace)
+				}
+				fmt.Fprintf(a.Streams.Err, "delete %d ain job(s) in %s (services are kept)? [y/N] ", len(todo), kc.Namespace)
+				line, _ := bufio.NewReader(a.Streams.In).ReadString('\n')
+				if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+					return ainerr.New(ainerr.Cancelled, fmt.Errorf("nothing released"), "")
+				}
+			}
+			for _, j := range todo {
+				phase := jobs.PhaseOf(j)
+				if _, err := cl.Delete(c.Context, j); err != nil {
+					return kc.Classify(err, "deleting "+j.GetName())
+				}
+				fmt.Fprintf(a.Streams.Out, "released %s/%s (%s)\n", j.GetKind(), j.GetName(), phase)
+			}
+			fmt.Fprintln(a.Streams.Out, "services deployed by ain serve are kept (ain serve status)")
+			return nil
+		},
+	}
+}
