@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 )
 
 const fieldManager = "ain-sandbox"
@@ -300,7 +301,7 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario) error {
 	api := k.cs.CoreV1().Nodes()
 	for i := 1; i <= c.Nodes; i++ {
 		n := simulatedNode(c, i, !noRDMA[i])
-		old, err := api.Get(ctx, n.Name, metav1.GetOptions{})
+		_, err := api.Get(ctx, n.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			created, err := api.Create(ctx, n, metav1.CreateOptions{})
@@ -314,16 +315,30 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario) error {
 		case err != nil:
 			return err
 		default:
-			old.Labels = n.Labels
-			old.Annotations = n.Annotations
-			upd, err := api.Update(ctx, old, metav1.UpdateOptions{})
-			if err != nil {
+			// kwok heartbeats update the node meanwhile: retry on conflicts.
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				cur, err := api.Get(ctx, n.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				cur.Labels = n.Labels
+				cur.Annotations = n.Annotations
+				_, err = api.Update(ctx, cur, metav1.UpdateOptions{})
 				return err
+			}); err != nil {
+				return fmt.Errorf("updating node %s: %w", n.Name, err)
 			}
-			upd.Status.Capacity = n.Status.Capacity
-			upd.Status.Allocatable = n.Status.Allocatable
-			if _, err := api.UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				cur, err := api.Get(ctx, n.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				cur.Status.Capacity = n.Status.Capacity
+				cur.Status.Allocatable = n.Status.Allocatable
+				_, err = api.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 				return err
+			}); err != nil {
+				return fmt.Errorf("updating node %s status: %w", n.Name, err)
 			}
 		}
 	}
