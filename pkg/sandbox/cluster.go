@@ -293,7 +293,9 @@ func (k *kube) ensureOperatorObjects(ctx context.Context, wc *webhookCerts, port
 func NodeName(i int) string { return "gpu-node-" + strconv.Itoa(i) }
 
 // ensureNodes creates or updates the simulated nodes gpu-node-1..N and removes extra ones.
-func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario) error {
+// kwokPort, when not 0, is where kwok serves the kubelet API (logs, port-forward) now: nodes kept
+// from an earlier start are pointed at it.
+func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort int) error {
 	noRDMA := map[int]bool{}
 	for _, i := range sc.Nodes.WithoutRDMA {
 		noRDMA[i] = true
@@ -309,6 +311,9 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario) error {
 				return fmt.Errorf("creating node %s: %w", n.Name, err)
 			}
 			created.Status = n.Status
+			if kwokPort != 0 {
+				created.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(kwokPort)
+			}
 			if _, err := api.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("node %s status: %w", n.Name, err)
 			}
@@ -335,6 +340,9 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario) error {
 				}
 				cur.Status.Capacity = n.Status.Capacity
 				cur.Status.Allocatable = n.Status.Allocatable
+				if kwokPort != 0 {
+					cur.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(kwokPort)
+				}
 				_, err = api.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 				return err
 			}); err != nil {

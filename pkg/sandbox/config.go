@@ -170,6 +170,15 @@ type Ports struct {
 	AgentHealth    int `json:"agentHealth"`
 }
 
+func (p Ports) allFree() bool {
+	for _, n := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.ControllerMgr, p.Scheduler, p.Kwok, p.Webhook, p.OperatorMetric, p.OperatorHealth} {
+		if !portFree(n) {
+			return false
+		}
+	}
+	return true
+}
+
 // StateDir is the sandbox's state folder: $AIN_SANDBOX_STATE, else $XDG_STATE_HOME/ain/sandbox,
 // else ~/.local/state/ain/sandbox.
 func StateDir(getenv func(string) string) (string, error) {

@@ -223,7 +223,7 @@ func SetScenario(ctx context.Context, dir, name string) error {
 		return err
 	}
 	st.Config.Scenario = sc.Name
-	if err := k.ensureNodes(ctx, st.Config, sc); err != nil {
+	if err := k.ensureNodes(ctx, st.Config, sc, 0); err != nil {
 		return err
 	}
 	return saveState(st)

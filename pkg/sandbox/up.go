@@ -78,7 +78,8 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	}
 	defer unlock()
 
-	if old, err := LoadState(dir); err == nil {
+	old, _ := LoadState(dir)
+	if old != nil {
 		if healthy(ctx, old) {
 			return old, true, nil
 		}
@@ -111,12 +112,17 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	if err != nil {
 		return st, false, err
 	}
-	ports, err := freePorts(10)
-	if err != nil {
-		return st, false, err
+	// Keep the ports of an earlier start when they are free, so kubeconfigs handed out stay valid.
+	if old != nil && old.Ports.allFree() {
+		st.Ports = old.Ports
+	} else {
+		ports, err := freePorts(10)
+		if err != nil {
+			return st, false, err
+		}
+		st.Ports = Ports{EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2], ControllerMgr: ports[3],
+			Scheduler: ports[4], Kwok: ports[5], Webhook: ports[6], OperatorMetric: ports[7], OperatorHealth: ports[8], AgentHealth: ports[9]}
 	}
-	st.Ports = Ports{EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2], ControllerMgr: ports[3],
-		Scheduler: ports[4], Kwok: ports[5], Webhook: ports[6], OperatorMetric: ports[7], OperatorHealth: ports[8], AgentHealth: ports[9]}
 	st.Server = fmt.Sprintf("https://127.0.0.1:%d", st.Ports.APIServer)
 	if err := writeCredentials(l, p, st.Server); err != nil {
 		return st, false, err
@@ -210,7 +216,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	if err := k.applyCRDs(ctx, filepath.Join(component("training-operator").Dir(cache), "crds"), nil); err != nil {
 		return st, false, err
 	}
-	if err := k.ensureNodes(ctx, cfg, sc); err != nil {
+	if err := k.ensureNodes(ctx, cfg, sc, st.Ports.Kwok); err != nil {
 		return st, false, err
 	}
 	// Namespace default appears shortly after the API server is ready.
