@@ -50,7 +50,8 @@ func TestIntegrationServeFlow(t *testing.T) {
 		}
 		return code, out.String(), errb.String()
 	}
-	serve := []string{"serve", "vllm", "--model", "/shared/models/Qwen2.5-7B-Instruct", "--replicas", "2", "--name", "qwen", "--api-key-from-env"}
+	serve := []string{"serve", "vllm", "--model", "/shared/models/Qwen2.5-7B-Instruct", "--replicas", "2", "--name", "qwen", "--api-key-from-env",
+		"--host", "llm.ain-sandbox.invalid"} // an Ingress is created; it does not answer from here
 
 	// The API server (schema, admission) accepts every object.
 	if code, out, errs := run(append(serve, "--dry-run=server", "-o", "yaml")...); code != 0 || !strings.Contains(out, "kind: Deployment") {
@@ -83,7 +84,8 @@ func TestIntegrationServeFlow(t *testing.T) {
 		}
 	}
 
-	if code, out, errs = run("models"); code != 0 || !strings.Contains(out, "Qwen2.5-7B-Instruct") || !strings.Contains(errs, "port-forward to pod qwen-") {
+	if code, out, errs = run("models"); code != 0 || !strings.Contains(out, "Qwen2.5-7B-Instruct") || !strings.Contains(errs, "port-forward to pod qwen-") ||
+		!strings.Contains(errs, "the ingress https://llm.ain-sandbox.invalid does not answer from here") {
 		t.Fatalf("ain models: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, errs = run("chat", "Which UDP port does RoCEv2 use?"); code != 0 || !strings.Contains(out, "4791") {
@@ -105,7 +107,8 @@ func TestIntegrationServeFlow(t *testing.T) {
 		t.Logf("ain serve status:\n%s", out)
 	}
 
-	if code, out, errs = run("serve", "delete", "qwen"); code != 0 || !strings.Contains(out, "deleted Deployment/qwen-0") || !strings.Contains(out, "deleted Secret/qwen-api-key") {
+	if code, out, errs = run("serve", "delete", "qwen"); code != 0 || !strings.Contains(out, "deleted Deployment/qwen-0") ||
+		!strings.Contains(out, "deleted Ingress/qwen") || !strings.Contains(out, "deleted Secret/qwen-api-key") {
 		t.Fatalf("ain serve delete: exit %d\n%s%s", code, out, errs)
 	}
 }
