@@ -55,6 +55,39 @@ func decode(t *testing.T, out string) *preflight.Result {
 	return &r
 }
 
+// useScenario switches the sandbox to name for this test; the switch updates nodes that kwok
+// heartbeats concurrently, so a conflict is retried.
+func useScenario(t *testing.T, sb *sandboxtest.Sandbox, name string) {
+	t.Helper()
+	set := func(n string) error {
+		var err error
+		for i := 0; i < 10; i++ {
+			if err = sandbox.SetScenario(context.Background(), sb.Dir, n); err == nil {
+				return nil
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		return err
+	}
+	if err := set(name); err != nil {
+		t.Fatalf("scenario %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := set(sandbox.DefaultScenario); err != nil {
+			t.Errorf("restoring the default scenario: %v", err)
+		}
+	})
+}
+
+// namespace is a fresh namespace with the course's shared claim (the built-in recipes mount it).
+func namespace(t *testing.T, sb *sandboxtest.Sandbox) string {
+	ns := sb.Namespace(t)
+	if err := sandbox.EnsureSharedPVC(context.Background(), sb.REST, ns, sandbox.DefaultSharedClaim); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
 // noProbePods fails when a probe pod is left in ns.
 func noProbePods(t *testing.T, sb *sandboxtest.Sandbox, ns string) {
 	t.Helper()
@@ -69,8 +102,8 @@ func noProbePods(t *testing.T, sb *sandboxtest.Sandbox, ns string) {
 
 func TestHealthyAllPassAndJobRuns(t *testing.T) {
 	sb := sandboxtest.Get(t)
-	sb.UseScenario(t, "healthy")
-	ns := sb.Namespace(t)
+	useScenario(t, sb, "healthy")
+	ns := namespace(t, sb)
 	e := newEnv(t)
 	code, out, _ := ain(t, context.Background(), sb, e, ns, "preflight", "allreduce")
 	if code != 0 {
@@ -106,8 +139,8 @@ func TestHealthyAllPassAndJobRuns(t *testing.T) {
 
 func TestIBPortInitFails(t *testing.T) {
 	sb := sandboxtest.Get(t)
-	sb.UseScenario(t, "ib-port-init")
-	ns := sb.Namespace(t)
+	useScenario(t, sb, "ib-port-init")
+	ns := namespace(t, sb)
 	code, out, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "-o", "table")
 	if code != int(ainerr.PreflightFailed) {
 		t.Errorf("exit %d, want %d", code, ainerr.PreflightFailed)
@@ -153,8 +186,8 @@ func TestIBPortInitFails(t *testing.T) {
 
 func TestNoRDMANode(t *testing.T) {
 	sb := sandboxtest.Get(t)
-	sb.UseScenario(t, "no-rdma")
-	ns := sb.Namespace(t)
+	useScenario(t, sb, "no-rdma")
+	ns := namespace(t, sb)
 	// No recipe: two good nodes are enough, gpu-node-3 is a WARN; exit 0.
 	code, out, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "-o", "table")
 	if code != 0 || !strings.Contains(out, "WARN nodes rdma: 1 node(s) without the RDMA resource") ||
@@ -171,8 +204,8 @@ func TestNoRDMANode(t *testing.T) {
 
 func TestMultusCRDAbsent(t *testing.T) {
 	sb := sandboxtest.Get(t)
-	sb.UseScenario(t, "healthy")
-	ns := sb.Namespace(t)
+	useScenario(t, sb, "healthy")
+	ns := namespace(t, sb)
 	prof := filepath.Join(t.TempDir(), "profile.yaml")
 	if err := os.WriteFile(prof, []byte("apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nspec:\n  fabric: ib\n  networks: [rdma-net]\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -185,8 +218,8 @@ func TestMultusCRDAbsent(t *testing.T) {
 
 func TestProbePodsGoneOnCancel(t *testing.T) {
 	sb := sandboxtest.Get(t)
-	sb.UseScenario(t, "healthy")
-	ns := sb.Namespace(t)
+	useScenario(t, sb, "healthy")
+	ns := namespace(t, sb)
 	ctx, cancel := context.WithCancel(context.Background())
 	cs := sb.Clientset(t)
 	go func() {
@@ -210,8 +243,8 @@ func TestProbePodsGoneOnCancel(t *testing.T) {
 
 func TestLateWorkersGate(t *testing.T) {
 	sb := sandboxtest.Get(t)
-	sb.UseScenario(t, "late-workers")
-	ns := sb.Namespace(t)
+	useScenario(t, sb, "late-workers")
+	ns := namespace(t, sb)
 	e := newEnv(t)
 	// With ain's worker gate (the default) the launcher waits and the job succeeds.
 	code, _, _ := ain(t, context.Background(), sb, e, ns, "train", "allreduce", "--set", "nodes=2", "--timeout", "3m")
@@ -236,8 +269,8 @@ func TestLateWorkersGate(t *testing.T) {
 
 func TestSocketFallback(t *testing.T) {
 	sb := sandboxtest.Get(t)
-	sb.UseScenario(t, "socket-fallback")
-	ns := sb.Namespace(t)
+	useScenario(t, sb, "socket-fallback")
+	ns := namespace(t, sb)
 	e := newEnv(t)
 	code, out, _ := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--set", "nodes=2", "--require-transport", "ib", "--timeout", "3m")
 	if code != int(ainerr.CheckFailed) || !strings.Contains(out, "socket (TCP): the RDMA fabric was NOT used") {
