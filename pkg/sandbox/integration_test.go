@@ -553,3 +553,96 @@ func TestIntegrationPortForward(t *testing.T) {
 		t.Errorf("through the port-forward: %s", body)
 	}
 }
+
+func mpiJob(ns, name string, workers int32, launcherInits ...string) *kubeflowv1.MPIJob {
+	one := int32(1)
+	launcher := rankTemplate("mpi", []string{"mpirun", "-np", "3", "/opt/nccl_tests/build/all_reduce_perf", "-b", "8", "-e", "8G"}, 0)
+	launcher.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	for _, n := range launcherInits {
+		launcher.Spec.InitContainers = append(launcher.Spec.InitContainers, corev1.Container{Name: n, Image: "busybox", Command: []string{"true"}})
+	}
+	worker := rankTemplate("mpi", []string{"/usr/sbin/sshd", "-De"}, 1)
+	return &kubeflowv1.MPIJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kubeflow.org/v1", Kind: "MPIJob"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kubeflowv1.MPIJobSpec{SlotsPerWorker: &one, MPIReplicaSpecs: map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{
+			kubeflowv1.MPIJobReplicaTypeLauncher: {Replicas: &one, RestartPolicy: kubeflowv1.RestartPolicyNever, Template: launcher},
+			kubeflowv1.MPIJobReplicaTypeWorker:   {Replicas: &workers, RestartPolicy: kubeflowv1.RestartPolicyNever, Template: worker},
+		}},
+	}
+}
+
+// TestIntegrationScenarios runs a job under each failure scenario and checks the outcome and
+// what the logs say, as ain's analysers read them.
+func TestIntegrationScenarios(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	t.Run("job-fails", func(t *testing.T) {
+		sb.UseScenario(t, "job-fails")
+		ns := sb.Namespace(t)
+		if err := apply(t, sb.Dynamic(t), pytorchGVR, pytorchJob(ns, "crash", "pytorch"), false); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitJob(t, sb, pytorchGVR, ns, "crash", 90*time.Second); got != "Failed" {
+			t.Fatalf("job %s, want Failed", got)
+		}
+		for _, p := range jobPods(t, sb.Clientset(t), ns, "crash") {
+			if p.Labels["training.kubeflow.org/replica-type"] != "master" {
+				continue
+			}
+			st := p.Status.ContainerStatuses
+			if p.Status.Phase != corev1.PodFailed || len(st) == 0 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 1 {
+				t.Errorf("%s: %s %+v", p.Name, p.Status.Phase, st)
+			}
+			if log := podLog(t, sb.Clientset(t), ns, p.Name); !strings.Contains(log, "NCCL WARN NET/IB : Got completion from peer") {
+				t.Errorf("%s: no NCCL error in the log", p.Name)
+			}
+		}
+	})
+	t.Run("socket-fallback", func(t *testing.T) {
+		sb.UseScenario(t, "socket-fallback")
+		ns := sb.Namespace(t)
+		if err := apply(t, sb.Dynamic(t), pytorchGVR, pytorchJob(ns, "slow", "pytorch"), false); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitJob(t, sb, pytorchGVR, ns, "slow", 90*time.Second); got != "Succeeded" {
+			t.Fatalf("job %s, want Succeeded", got)
+		}
+		a := nccl.NewLogAnalyzer()
+		for _, p := range jobPods(t, sb.Clientset(t), ns, "slow") {
+			_ = a.Feed(p.Name, strings.NewReader(podLog(t, sb.Clientset(t), ns, p.Name)))
+		}
+		if rep := a.Report(); rep.Transport != nccl.TransportSocket || rep.OK() {
+			t.Errorf("transport %s ok %v, want socket with a problem", rep.Transport, rep.OK())
+		}
+	})
+	t.Run("late-workers", func(t *testing.T) {
+		sb.UseScenario(t, "late-workers")
+		ns := sb.Namespace(t)
+		d := sb.Dynamic(t)
+		// Without a gate the launcher runs before its workers are Ready and fails (failure 1).
+		if err := apply(t, d, mpiGVR, mpiJob(ns, "ungated", 2), false); err != nil {
+			t.Fatal(err)
+		}
+		// With ain's gate (an init container waiting for the workers) the job succeeds.
+		if err := apply(t, d, mpiGVR, mpiJob(ns, "gated", 2, "wait-for-workers"), false); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitJob(t, sb, mpiGVR, ns, "ungated", 90*time.Second); got != "Failed" {
+			t.Errorf("ungated: %s, want Failed", got)
+		}
+		for _, p := range jobPods(t, sb.Clientset(t), ns, "ungated") {
+			if p.Labels["training.kubeflow.org/replica-type"] == "launcher" {
+				rep, _ := mpilauncher.Analyze(strings.NewReader(podLog(t, sb.Clientset(t), ns, p.Name)))
+				if rep.Verdict != mpilauncher.VerdictLauncherBeforeWorkers {
+					t.Errorf("launcher verdict %s", rep.Verdict)
+				}
+			}
+			if p.Labels["training.kubeflow.org/replica-type"] == "worker" && p.Annotations[sandbox.AnnoReadyAfter] != "20s" {
+				t.Errorf("%s: ready-after %q", p.Name, p.Annotations[sandbox.AnnoReadyAfter])
+			}
+		}
+		if got := waitJob(t, sb, mpiGVR, ns, "gated", 90*time.Second); got != "Succeeded" {
+			t.Errorf("gated: %s, want Succeeded", got)
+		}
+	})
+}
