@@ -163,7 +163,7 @@ func (a *App) runStatus(ctx context.Context, name, out string) error {
 	events := jobEvents(ctx, kc, job, pods)
 	var sum *jobs.Summary
 	if jobs.Terminal(snap.Phase) {
-		s := cl.Summarize(ctx, snap, pods, 10)
+		s := cl.Summarize(ctx, snap, pods, 10, nil)
 		sum = &s
 	}
 	if out == "json" {

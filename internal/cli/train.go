@@ -205,7 +205,11 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	start := a.Now()
 	view := newJobView(a, start)
 	defer view.stop()
-	snap, err := cl.Watch(ctx, kind, name, jobs.WatchOptions{OnChange: view.update, Explain: explainer(kc)})
+	col := cl.NewCollector(kind, o.TailLines)
+	snap, err := cl.Watch(ctx, kind, name, jobs.WatchOptions{
+		OnChange: view.update, Explain: explainer(kc),
+		OnPodFinished: func(p corev1.Pod) { col.Collect(parent, p) },
+	})
 	view.stop()
 	if err != nil {
 		switch {
@@ -236,7 +240,7 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	if err != nil {
 		return kc.Classify(err, "reading the job's pods")
 	}
-	sum := cl.Summarize(parent, snap, pods, o.TailLines)
+	sum := cl.Summarize(parent, snap, pods, o.TailLines, col.Wait())
 	if o.SaveLogs != "" {
 		if dir, err := saveLogs(parent, cl, o.SaveLogs, snap, pods); err != nil {
 			fmt.Fprintf(a.Streams.Err, "warning: saving logs: %v\n", err)

@@ -89,3 +89,12 @@ func TestTail(t *testing.T) {
 		t.Errorf("tail: %s", got)
 	}
 }
+
+func TestExplainMissingPVC(t *testing.T) {
+	p := gpuPod("1")
+	p.Namespace = "team"
+	got := ExplainUnschedulable(p, `0/3 nodes are available: persistentvolumeclaim "nfs-shared" not found. not found`, nil)
+	if !strings.Contains(got, `PersistentVolumeClaim "nfs-shared" does not exist in team`) {
+		t.Errorf("missing PVC not explained: %s", got)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
@@ -57,46 +59,112 @@ func MainContainer(kind string) string {
 // (the analyser itself streams; this bounds time on huge logs).
 const maxSummaryLog = 256 << 20
 
-// Summarize reads every replica's log and runs the NCCL transport analyser on it.
-func (c *Cluster) Summarize(ctx context.Context, snap Snapshot, pods []corev1.Pod, tailLines int) Summary {
+// Collector reads finished pods' logs as soon as they finish (see WatchOptions.OnPodFinished),
+// so the summary still has them when the pods are deleted at the job's end.
+type Collector struct {
+	c       *Cluster
+	kind    string
+	tail    int
+	mu      sync.Mutex
+	wg      sync.WaitGroup
+	results map[string]RankResult
+}
+
+// NewCollector returns a collector for a job of kind that keeps the last tail lines of each log.
+func (c *Cluster) NewCollector(kind string, tail int) *Collector {
+	return &Collector{c: c, kind: kind, tail: tail, results: map[string]RankResult{}}
+}
+
+// Collect reads pod's log in the background.
+func (col *Collector) Collect(ctx context.Context, pod corev1.Pod) {
+	col.wg.Add(1)
+	go func() {
+		defer col.wg.Done()
+		rr := col.c.rankResult(ctx, &pod, col.kind, col.tail)
+		col.mu.Lock()
+		col.results[pod.Name] = rr
+		col.mu.Unlock()
+	}()
+}
+
+// Wait waits for the reads in flight and returns what was collected, by pod name.
+func (col *Collector) Wait() map[string]RankResult {
+	if col == nil {
+		return nil
+	}
+	col.wg.Wait()
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	return col.results
+}
+
+// rankResult reads one pod's log through the NCCL analyser.
+func (c *Cluster) rankResult(ctx context.Context, p *corev1.Pod, kind string, tailLines int) RankResult {
+	rr := RankResult{PodInfo: podInfo(p)}
+	cname := MainContainer(kind)
+	if !hasContainer(p, cname) {
+		cname = ""
+	}
+	rc, err := c.PodLogs(ctx, p.Name, cname, -1, false)
+	if err != nil {
+		rr.LogError = err.Error()
+		return rr
+	}
+	defer rc.Close()
+	tail := newTail(tailLines)
+	an := nccl.NewLogAnalyzer()
+	_ = an.Feed(p.Name, io.TeeReader(io.LimitReader(rc, maxSummaryLog), tail))
+	rep := an.Report()
+	rr.LastLines = tail.lines()
+	if rep.NCCLLines > 0 {
+		rr.NCCL = rep
+		rr.Transport, rr.GDR, rr.Devices = rep.Transport, rep.GDR, rep.Devices
+	}
+	return rr
+}
+
+// Summarize reads every replica's log (or takes what a Collector already read, for pods that
+// may be gone) and runs the NCCL transport analyser on it.
+func (c *Cluster) Summarize(ctx context.Context, snap Snapshot, pods []corev1.Pod, tailLines int, collected map[string]RankResult) Summary {
 	s := Summary{Snapshot: snap}
 	if !snap.Started.IsZero() && !snap.Finished.IsZero() {
 		s.Duration = snap.Finished.Sub(snap.Started)
 	} else if !snap.Finished.IsZero() {
 		s.Duration = snap.Finished.Sub(snap.Created)
 	}
-	container := MainContainer(snap.Kind)
-	var transports = map[string]bool{}
+	seen := map[string]bool{}
+	var ranks []RankResult
 	for i := range pods {
 		p := &pods[i]
-		rr := RankResult{PodInfo: podInfo(p)}
-		cname := container
-		if !hasContainer(p, cname) {
-			cname = ""
-		}
-		rc, err := c.PodLogs(ctx, p.Name, cname, -1, false)
-		if err != nil {
-			rr.LogError = err.Error()
-			s.Ranks = append(s.Ranks, rr)
+		seen[p.Name] = true
+		if rr, ok := collected[p.Name]; ok && rr.LogError == "" {
+			ranks = append(ranks, rr)
 			continue
 		}
-		tail := newTail(tailLines)
-		an := nccl.NewLogAnalyzer()
-		_ = an.Feed(p.Name, io.TeeReader(io.LimitReader(rc, maxSummaryLog), tail))
-		rc.Close()
-		rep := an.Report()
-		rr.LastLines = tail.lines()
-		if rep.NCCLLines > 0 {
-			rr.NCCL = rep
-			rr.Transport, rr.GDR, rr.Devices = rep.Transport, rep.GDR, rep.Devices
-			if rep.Transport != nccl.TransportUnknown {
-				transports[rep.Transport] = true
-			}
-			for _, f := range rep.Problems {
-				s.Problems = append(s.Problems, f)
-			}
+		ranks = append(ranks, c.rankResult(ctx, p, snap.Kind, tailLines))
+	}
+	for name, rr := range collected {
+		if !seen[name] {
+			ranks = append(ranks, rr) // the pod is gone; its log was read when it finished
 		}
-		s.Ranks = append(s.Ranks, rr)
+	}
+	sort.SliceStable(ranks, func(i, j int) bool {
+		oi, oj := replicaOrder(ranks[i].Replica), replicaOrder(ranks[j].Replica)
+		if oi != oj {
+			return oi < oj
+		}
+		return ranks[i].Index < ranks[j].Index
+	})
+	s.Ranks = ranks
+	transports := map[string]bool{}
+	for _, rr := range ranks {
+		if rr.NCCL == nil {
+			continue
+		}
+		if rr.Transport != nccl.TransportUnknown {
+			transports[rr.Transport] = true
+		}
+		s.Problems = append(s.Problems, rr.NCCL.Problems...)
 	}
 	switch len(transports) {
 	case 0:
@@ -109,6 +177,7 @@ func (c *Cluster) Summarize(ctx context.Context, snap Snapshot, pods []corev1.Po
 		for t := range transports {
 			ts = append(ts, t)
 		}
+		sort.Strings(ts)
 		s.Transport = "mixed"
 		s.Problems = append(s.Problems, nccl.Finding{Code: nccl.CodeMixedTransport, Message: "ranks used different transports: " + strings.Join(ts, ", ")})
 	}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -124,6 +125,9 @@ type WatchOptions struct {
 	OnChange func(Snapshot)
 	// Explain adds cluster context (node allocatable) to an unschedulable pod's reason.
 	Explain func(ctx context.Context, pod *corev1.Pod) string
+	// OnPodFinished is called once per pod when it reaches Succeeded or Failed, so its log can
+	// be read before the operator or a clean-pod policy deletes it.
+	OnPodFinished func(pod corev1.Pod)
 }
 
 // Watch follows a job and its pods with informers (list once, then watch; the reflector
@@ -167,13 +171,22 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 	}
 	jobFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
-	defer jobFactory.Shutdown()
-	defer podFactory.Shutdown()
+	defer func() {
+		cancel() // stop the informers first: Shutdown waits for them
+		jobFactory.Shutdown()
+		podFactory.Shutdown()
+	}()
+
+	if !cache.WaitForCacheSync(ctx.Done(), jobInf.HasSynced, podInf.HasSynced) {
+		return Snapshot{}, ctx.Err()
+	}
+	poke() // evaluate once after the initial list: a finished job sends no further event
 
 	var last Snapshot
 	lastKey := ""
 	seen := false
 	explained := map[string]string{} // pod/reason -> enriched explanation (computed once)
+	finished := map[string]bool{}
 	var mu sync.Mutex
 	for {
 		select {
@@ -203,7 +216,14 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 		job := obj.(*unstructured.Unstructured)
 		var pods []corev1.Pod
 		for _, p := range podInf.GetStore().List() {
-			pods = append(pods, *p.(*corev1.Pod))
+			pod := *p.(*corev1.Pod)
+			pods = append(pods, pod)
+			if (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) && !finished[pod.Name] {
+				finished[pod.Name] = true
+				if o.OnPodFinished != nil {
+					o.OnPodFinished(pod)
+				}
+			}
 		}
 		snap := SnapshotOf(job, pods)
 		if o.Explain != nil {
@@ -332,6 +352,13 @@ func ExplainUnschedulable(pod *corev1.Pod, schedulerMsg string, nodes []corev1.N
 		}
 		parts = append(parts, s)
 	}
+	if m := missingPVCRE.FindStringSubmatch(schedulerMsg); m != nil {
+		ns := pod.Namespace
+		if ns == "" {
+			ns = "the job's namespace"
+		}
+		parts = append(parts, fmt.Sprintf("the PersistentVolumeClaim %q does not exist in %s: create it (the shared model/data disk) or fix spec.volumes[].claimName", m[1], ns))
+	}
 	if strings.Contains(schedulerMsg, "untolerated taint") {
 		parts = append(parts, "some nodes have taints the pod does not tolerate: add tolerations to the profile")
 	}
@@ -343,6 +370,8 @@ func ExplainUnschedulable(pod *corev1.Pod, schedulerMsg string, nodes []corev1.N
 	}
 	return "unschedulable: " + strings.Join(parts, "; ") + " [scheduler: " + schedulerMsg + "]"
 }
+
+var missingPVCRE = regexp.MustCompile(`persistentvolumeclaim "([^"]+)" not found`)
 
 func hintFor(resource string) string {
 	switch {

@@ -23,6 +23,9 @@ import (
 	"github.com/ain-hpc/ain/pkg/sandbox"
 )
 
+// SandboxClusterName is the cluster name in the kubeconfig `ain sandbox` writes.
+const SandboxClusterName = "ain-sandbox"
+
 // Options select the cluster.
 type Options struct {
 	Kubeconfig string // --kubeconfig
@@ -93,6 +96,9 @@ func Load(o Options) (*Clients, error) {
 	ctxName := o.Context
 	if ctxName == "" {
 		ctxName = raw.CurrentContext
+	}
+	if c, ok := raw.Contexts[ctxName]; ok && c.Cluster == SandboxClusterName {
+		isSandbox = true
 	}
 	ns := o.Namespace
 	if ns == "" {
