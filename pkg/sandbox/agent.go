@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -176,7 +177,13 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	if sample := ann[AnnoSample]; sample != "" {
 		var err error
 		if file, err = a.writeLogs(ctx, pod, sample); err != nil {
-			return err
+			var te *sampleError
+			if !errors.As(err, &te) {
+				return err
+			}
+			// A bad sample name or template: say so once and let the pod go on without logs.
+			fmt.Fprintf(a.log, "sandbox agent: %s/%s: %v\n", pod.Namespace, pod.Name, err)
+			file = ""
 		}
 	}
 	if file == "" {
@@ -234,7 +241,7 @@ func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (
 	d := a.sampleData(pod)
 	text, err := RenderSample(sample, d)
 	if err != nil {
-		return "", err
+		return "", &sampleError{err}
 	}
 	dir := filepath.Join(a.dir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -281,6 +288,11 @@ func toAny(ss []string) []any {
 	}
 	return out
 }
+
+type sampleError struct{ err error }
+
+func (e *sampleError) Error() string { return e.err.Error() }
+func (e *sampleError) Unwrap() error { return e.err }
 
 // SampleData is what a sample template sees.
 type SampleData struct {

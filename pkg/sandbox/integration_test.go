@@ -502,7 +502,7 @@ func TestIntegrationPortForward(t *testing.T) {
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "vllm-0", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: "gpu-node-1", Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai", Command: []string{"vllm", "serve"}}}},
+		Spec:       corev1.PodSpec{NodeName: "gpu-node-1", Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai", Command: []string{"vllm", "serve"}}}},
 	}
 	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
