@@ -167,7 +167,6 @@ type Ports struct {
 	Webhook        int `json:"webhook"`
 	OperatorMetric int `json:"operatorMetrics"`
 	OperatorHealth int `json:"operatorHealth"`
-	AgentHealth    int `json:"agentHealth"`
 }
 
 func (p Ports) allFree() bool {

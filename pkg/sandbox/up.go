@@ -116,12 +116,12 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	if old != nil && old.Ports.allFree() {
 		st.Ports = old.Ports
 	} else {
-		ports, err := freePorts(10)
+		ports, err := freePorts(9)
 		if err != nil {
 			return st, false, err
 		}
 		st.Ports = Ports{EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2], ControllerMgr: ports[3],
-			Scheduler: ports[4], Kwok: ports[5], Webhook: ports[6], OperatorMetric: ports[7], OperatorHealth: ports[8], AgentHealth: ports[9]}
+			Scheduler: ports[4], Kwok: ports[5], Webhook: ports[6], OperatorMetric: ports[7], OperatorHealth: ports[8]}
 	}
 	st.Server = fmt.Sprintf("https://127.0.0.1:%d", st.Ports.APIServer)
 	if err := writeCredentials(l, p, st.Server); err != nil {
