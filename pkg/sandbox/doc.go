@@ -1,10 +1,25 @@
 // Package sandbox runs a local Kubernetes control plane with simulated GPU/RDMA nodes: real
-// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and training-operator (with its
-// validating webhook), and kwok standing in for the kubelets. Only the nodes and what runs in
-// containers are simulated: pods move through their phases by kwok Stages (data files under
-// data/stages) and their logs are recorded samples (samples/), picked per pod by the sandbox
-// agent according to the scenario (data/scenarios).
+// etcd, kube-apiserver (RBAC, token auth, audit log), kube-controller-manager, kube-scheduler and
+// training-operator v1.8.1 (with its validating webhook), and kwok standing in for the kubelets.
+// Only the nodes and what runs in containers are simulated: pods move through their phases by
+// kwok Stages (data/stages) and print recorded samples (samples/), which the sandbox agent
+// (RunAgent, `ain sandbox agent`) picks per pod from the scenario's rules (data/scenarios).
 //
-// The component binaries are built from Go modules on first use into a cache outside the
-// repository (see CacheDir) and every process is started on 127.0.0.1 and stopped by its pid.
+// Binaries are built from Go modules on first use into a cache outside the repository, one
+// folder per component and version (CacheDir, EnsureBinaries). Every process listens on
+// 127.0.0.1 and is stopped by its pid (Down).
+//
+// State folder layout (StateDir, Layout):
+//
+//	state.json         config, pids, ports, webhook state (LoadState)
+//	kubeconfig         admin kubeconfig (token auth, CA pinned)
+//	config/            tokens.csv, one kubeconfig per component, kwok stages, audit policy
+//	pki/               sandbox CA, API server and kwok serving certs, service-account key
+//	etcd/              etcd data (kept across down/up; removed by down --purge)
+//	logs/              one log per component, audit.log
+//	podlogs/           the rendered CRI log of every simulated pod
+//
+// Per-pod behaviour is driven by annotations (AnnoStartAfter, AnnoReadyAfter, AnnoCompleteAfter,
+// AnnoOutcome, AnnoExitCode, AnnoSample) that the agent sets from the scenario unless the pod
+// template already carries them, so a test can ask for, e.g., a 60 s job.
 package sandbox
