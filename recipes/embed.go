@@ -6,5 +6,5 @@ import "embed"
 
 // FS holds the built-in recipes, one NAME.yaml per recipe.
 //
-//go:embed *.yaml
+//go:embed *.yaml qa/*.yaml
 var FS embed.FS

@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/sandbox"
+	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
+	"github.com/ain-hpc/ain/recipes"
+)
+
+// demoStep is one command of the course flow.
+type demoStep struct {
+	title string
+	args  func() []string // built when the step runs (some need files earlier steps wrote)
+	// cluster steps get --kubeconfig of the demo's sandbox appended.
+	cluster bool
+}
+
+type demoOptions struct {
+	StateDir string
+	Out      string
+	Keep     bool
+}
+
+func (a *App) demoCommand() *ucli.Command {
+	o := &demoOptions{}
+	return &ucli.Command{
+		Name:  "demo",
+		Usage: "run the whole course flow on a local simulated cluster: sandbox, preflight, train, bench, serve, chat, release",
+		Description: "Starts its own sandbox (a real Kubernetes control plane and training-operator with simulated GPU/RDMA\n" +
+			"nodes), runs each course step as the ain command a user would type, shows its output, then prints what\n" +
+			"passed and stops everything it started. The workloads, their logs and the model server are simulated.\n\n" +
+			"Example:\n  ain demo\n  ain demo --out ./demo-results --keep",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "state-dir", Usage: "the demo sandbox's state folder (default: a new temporary folder)", Destination: &o.StateDir},
+			&ucli.StringFlag{Name: "out", Usage: "where benchmark results and plots go (default: a new temporary folder)", Destination: &o.Out},
+			&ucli.BoolFlag{Name: "keep", Usage: "leave the demo sandbox running at the end (stop it with ain sandbox down --state-dir DIR)", Destination: &o.Keep},
+		},
+		Action: func(c *ucli.Context) error { return a.runDemo(c.Context, o) },
+	}
+}
+
+func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
+	w := a.Streams.Err
+	var err error
+	if o.StateDir == "" {
+		if o.StateDir, err = os.MkdirTemp("", "ain-demo-sandbox-"); err != nil {
+			return err
+		}
+	}
+	if o.Out == "" {
+		if o.Out, err = os.MkdirTemp("", "ain-demo-results-"); err != nil {
+			return err
+		}
+	}
+	kubeconfig := sandbox.Layout{Dir: o.StateDir}.Kubeconfig()
+	// The course's archived Q&A checks, from the binary.
+	qa, err := fs.ReadFile(recipes.FS, "qa/course-qa.yaml")
+	if err != nil {
+		return err
+	}
+	qaFile := filepath.Join(o.Out, "course-qa.yaml")
+	if err := os.WriteFile(qaFile, qa, 0o644); err != nil {
+		return err
+	}
+	// The simulated model server that the simulated vLLM pods forward to.
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	defer stopSrv()
+	ready := make(chan string, 1)
+	srvErr := make(chan error, 1)
+	go func() {
+		srvErr <- vllmtest.ListenAndServe(srvCtx, "127.0.0.1:0", vllmtest.Options{
+			Models: []string{"Qwen2.5-7B-Instruct"}, Root: "/shared/models/Qwen2.5-7B-Instruct",
+			FirstTokenDelay: 40 * time.Millisecond, TokenInterval: 8 * time.Millisecond,
+		}, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-srvErr:
+		return fmt.Errorf("starting the simulated model server: %w", err)
+	}
+
+	fmt.Fprintf(w, "ain demo: the AIN2027 course flow on a local sandbox.\n"+
+		"SIMULATED: the Kubernetes control plane, scheduler and training-operator are real; the GPU/RDMA nodes,\n"+
+		"what runs in the pods (their logs are recorded samples) and the model server (%s) are simulated.\n"+
+		"sandbox state: %s   results: %s\n\n", addr, o.StateDir, o.Out)
+
+	fixed := func(args ...string) func() []string { return func() []string { return args } }
+	steps := []demoStep{
+		{"start the sandbox (3 GPU nodes, InfiniBand)", fixed("sandbox", "up", "--state-dir", o.StateDir, "--nodes", "3", "--forward", "8000="+addr), false},
+		{"readiness preflight (10.1-10.2, 10.7)", fixed("preflight", "allreduce"), true},
+		{"QLoRA fine-tune, 3 nodes x 1 GPU (12.2.2)", fixed("train", "qlora", "--timeout", "5m"), true},
+		{"allreduce with NCCL_ALGO=Ring (10.3)", fixed("bench", "allreduce", "--algo", "ring", "--out", filepath.Join(o.Out, "ring"), "--timeout", "5m"), true},
+		{"auto vs ring vs tree (10.5)", fixed("bench", "allreduce", "--algo", "all", "--out", filepath.Join(o.Out, "all"), "--timeout", "10m"), true},
+		{"plot busbw by size (10.5.2)", func() []string {
+			args := []string{"bench", "plot"}
+			args = append(args, findJSON(filepath.Join(o.Out, "all"))...)
+			return append(args, "-o", filepath.Join(o.Out, "busbw.png"))
+		}, false},
+		{"two single-GPU vLLM replicas (12.3.1)", fixed("serve", "vllm", "--replicas", "2", "--timeout", "5m"), true},
+		{"list the served models (12.3.3)", fixed("models"), true},
+		{"chat, streaming (12.3.3)", fixed("chat", "What is RoCEv2?", "--max-tokens", "128"), true},
+		{"archived Q&A checks (12.3.4)", fixed("chat", "test", "--golden", qaFile), true},
+		{"serving benchmark", fixed("bench", "serve", "--requests", "50", "--concurrency", "8", "--input-len", "64", "--output-len", "32"), true},
+		{"release the jobs, keep the service (12.4.2)", fixed("release", "--yes"), true},
+	}
+	type result struct {
+		title, cmd string
+		code       int
+		took       time.Duration
+	}
+	var results []result
+	start := time.Now()
+	child := &App{Streams: a.Streams, Now: a.Now, Getenv: func(k string) string {
+		switch k {
+		case "AIN_SANDBOX_STATE":
+			return o.StateDir
+		case "KUBECONFIG", "AIN_ENDPOINT", "AIN_API_KEY", "AIN_PROFILE":
+			return "" // the demo runs on its own sandbox with the built-in profile
+		}
+		return a.Getenv(k)
+	}}
+	runStep := func(s demoStep) result {
+		args := s.args()
+		if s.cluster {
+			args = append(args, "--kubeconfig", kubeconfig)
+		}
+		shown := "ain " + strings.Join(quoteArgs(args), " ")
+		fmt.Fprintf(w, "\n━━ %s\n$ %s\n", s.title, shown)
+		t0 := time.Now()
+		code := child.Run(ctx, append([]string{"ain"}, args...))
+		r := result{title: s.title, cmd: shown, code: code, took: time.Since(t0)}
+		fmt.Fprintf(w, "→ exit %d in %s\n", code, r.took.Round(100*time.Millisecond))
+		return r
+	}
+	stopped := false
+	for i, s := range steps {
+		if ctx.Err() != nil {
+			stopped = true
+			break
+		}
+		r := runStep(s)
+		results = append(results, r)
+		if i == 0 && r.code != 0 {
+			break // no sandbox, no flow
+		}
+	}
+	if !o.Keep {
+		results = append(results, runStep(demoStep{"stop the sandbox", func() []string {
+			return []string{"sandbox", "down", "--state-dir", o.StateDir, "--purge"}
+		}, false}))
+	}
+	stopSrv()
+
+	fmt.Fprintf(w, "\n━━ summary (%s, simulated workloads)\n", time.Since(start).Round(time.Second))
+	rows := [][]string{}
+	failed := 0
+	for _, r := range results {
+		status := "PASS"
+		if r.code != 0 {
+			status = fmt.Sprintf("FAIL (exit %d)", r.code)
+			failed++
+		}
+		rows = append(rows, []string{status, r.took.Round(100 * time.Millisecond).String(), r.title, r.cmd})
+	}
+	a.tableTo(w, []string{"RESULT", "TIME", "STEP", "COMMAND"}, rows)
+	fmt.Fprintf(w, "%d/%d steps passed; results and plots in %s\n", len(results)-failed, len(results), o.Out)
+	if o.Keep {
+		fmt.Fprintf(w, "the sandbox is still running: ain sandbox down --state-dir %s\n", o.StateDir)
+	}
+	switch {
+	case stopped:
+		return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted"), "")
+	case failed > 0:
+		return quiet(ainerr.CheckFailed)
+	}
+	return nil
+}
+
+func findJSON(dir string) []string {
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") && !strings.HasSuffix(p, "course-qa.json") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, s := range args {
+		if strings.ContainsAny(s, " \t\"'$") {
+			s = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+		out[i] = s
+	}
+	return out
+}
