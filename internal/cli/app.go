@@ -134,6 +134,8 @@ func (a *App) commands() []*ucli.Command {
 		a.modelsCommand(),
 		a.chatCommand(),
 		a.preflightCommand(),
+		a.completionCommand(),
+		a.demoCommand(),
 	}
 }
 
