@@ -130,13 +130,12 @@ func start() (*Sandbox, error) {
 	}
 	shared.dir = dir
 	t0 := time.Now()
-	var progress strings.Builder
 	st, _, err := sandbox.Up(context.Background(), sandbox.Options{
 		Dir: dir, Cache: cache, Config: shared.cfg, Out: &lineWriter{prefix: "sandboxtest: "},
 		AgentCommand: []string{exe}, DieWithParent: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w%s", err, progress.String())
+		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "sandboxtest: sandbox up in %s (%s)\n", time.Since(t0).Round(100*time.Millisecond), dir)
 	cfg, err := sandbox.RESTConfigFor(dir)
