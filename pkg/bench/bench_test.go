@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 )
@@ -416,5 +419,35 @@ func TestSaveLoadNeverOverwrites(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(d2, "x.json")); err == nil || !strings.Contains(err.Error(), "not an ain bench allreduce result") {
 		t.Errorf("wrong kind: %v", err)
+	}
+}
+
+func TestPinWorkers(t *testing.T) {
+	job := &kubeflowv1.MPIJob{Spec: kubeflowv1.MPIJobSpec{MPIReplicaSpecs: map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{
+		kubeflowv1.MPIJobReplicaTypeLauncher: {},
+		kubeflowv1.MPIJobReplicaTypeWorker:   {},
+	}}}
+	if err := PinWorkers(job, []string{"gpu-node-1", "gpu-node-2"}); err != nil {
+		t.Fatal(err)
+	}
+	terms := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker].Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	// The API server accepts one value per metadata.name field selector: one term per node.
+	if len(terms) != 2 || len(terms[1].MatchFields) != 1 || terms[1].MatchFields[0].Key != "metadata.name" || len(terms[1].MatchFields[0].Values) != 1 || terms[1].MatchFields[0].Values[0] != "gpu-node-2" {
+		t.Errorf("terms %+v", terms)
+	}
+	if job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec.Affinity != nil {
+		t.Error("launcher pinned")
+	}
+	// Existing terms are kept, each ANDed with each node.
+	zone := corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}
+	w := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]
+	w.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{zone}}}
+	_ = PinWorkers(job, []string{"n1", "n2", "n3"})
+	terms = w.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 3 || len(terms[2].MatchExpressions) != 1 || terms[2].MatchFields[0].Values[0] != "n3" {
+		t.Errorf("terms %+v", terms)
+	}
+	if err := PinWorkers(&corev1.Pod{}, []string{"n1"}); err == nil {
+		t.Error("a Pod pinned")
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// PinWorkers requires the MPIJob's worker pods to run on nodes (required node affinity on the
-// node's name), so that every variant of a bench measures the same nodes as the first one.
+// PinWorkers requires the MPIJob's worker pods to run on nodes, so that every variant of a bench
+// measures the same nodes as the first one. A node field selector takes one value per term, so
+// each node gets its own (ORed) term: metadata.name In [node], ANDed with whatever each existing
+// term already requires.
 func PinWorkers(obj runtime.Object, nodes []string) error {
 	job, ok := obj.(*kubeflowv1.MPIJob)
 	if !ok {
@@ -26,14 +28,22 @@ func PinWorkers(obj runtime.Object, nodes []string) error {
 	if spec.Affinity.NodeAffinity == nil {
 		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
 	}
-	req := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), nodes...)}
 	na := spec.Affinity.NodeAffinity
 	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
 	}
-	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for i := range terms { // terms are ORed: the pin must hold in each
-		terms[i].MatchFields = append(terms[i].MatchFields, req)
+	old := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(old) == 0 {
+		old = []corev1.NodeSelectorTerm{{}}
 	}
+	var terms []corev1.NodeSelectorTerm
+	for _, t := range old {
+		for _, n := range nodes {
+			nt := *t.DeepCopy()
+			nt.MatchFields = append(nt.MatchFields, corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}})
+			terms = append(terms, nt)
+		}
+	}
+	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
 	return nil
 }

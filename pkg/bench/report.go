@@ -455,16 +455,43 @@ func (res *Result) verdict() string {
 			s = append(s, "Large messages are faster than the cost model predicts "+m+": the profile's lineRate is probably too low, or NCCL uses more NICs than GPUs.")
 		}
 		if d := res.Deviation; d != nil && (d.Variant != l.Variant || d.Size != l.Size) && math.Abs(d.Deviation) > ModelTolerance {
-			why := "where the model (Simple protocol only"
+			why := "the model is optimistic there"
 			if d.Deviation > 0 {
-				why += ", tree bandwidth 0.46 x the node's) is pessimistic"
-			} else {
-				why += ") is optimistic"
+				why = "the model is pessimistic there: it knows only the Simple protocol"
+				if c := res.cellAt(d.Variant, d.Size); c != nil && c.Proto != "" && !strings.EqualFold(c.Proto, "SIMPLE") {
+					why += " and NCCL used " + c.Proto
+				}
+				if res.variant(d.Variant) != nil && res.variant(d.Variant).Algo() == AlgoTree {
+					why += ", and its tree bandwidth (0.46 x the node's) is conservative"
+				}
 			}
-			s = append(s, fmt.Sprintf("Its largest gap from 1 MiB on is %+.0f%% (%s at %s), %s.", d.Deviation*100, d.Variant, SizeLabel(d.Size), why))
+			s = append(s, fmt.Sprintf("Its largest gap from 1 MiB on is %+.0f%% (%s at %s): %s.", d.Deviation*100, d.Variant, SizeLabel(d.Size), why))
 		}
 	}
 	return strings.Join(s, " ")
+}
+
+func (res *Result) variant(name string) *VariantResult {
+	for _, v := range res.Variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+func (res *Result) cellAt(variant string, size int64) *Cell {
+	for _, row := range res.Sizes {
+		if row.Size != size {
+			continue
+		}
+		for _, c := range row.Cells {
+			if c != nil && c.Variant == variant {
+				return c
+			}
+		}
+	}
+	return nil
 }
 
 // limitText says what the line-rate limit is made of: "25.00 GB/s" or "100.00 GB/s = 2 NICs x 50.00".
