@@ -35,6 +35,7 @@ type trainOptions struct {
 	SaveLogs          string
 	RequireTransport  string
 	TailLines         int
+	SkipPreflight     bool
 }
 
 func (o *trainOptions) flags() []ucli.Flag {
@@ -48,6 +49,7 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "save-logs", Usage: "save every pod's log under `DIR`/<job>/ when the job ends", Destination: &o.SaveLogs},
 		&ucli.StringFlag{Name: "require-transport", Usage: "exit 5 unless every rank's NCCL used this transport (ib or roce), even if the job succeeded", Destination: &o.RequireTransport},
 		&ucli.IntFlag{Name: "tail", Value: 20, Usage: "log lines shown for a failed replica", Destination: &o.TailLines},
+		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the readiness preflight before submitting (said so in the output)", Destination: &o.SkipPreflight},
 	)
 }
 
@@ -143,6 +145,9 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return a.printObjects(objs, o.Output)
 	}
 	a.sandboxNote(kc)
+	if err := a.preflightGate(ctx, kc, r, p, o.SkipPreflight); err != nil {
+		return err
+	}
 	job := b.Objects[0]
 	name := jobName(r, o.Name)
 	kind := job.GetObjectKind().GroupVersionKind().Kind
