@@ -14,16 +14,19 @@ import (
 
 // The training-operator v1.8.1 reads its webhook serving certificate from this folder, fixed
 // in its code (pkg/cert). Every sandbox on the machine therefore shares one certificate: the
-// first creates it (with the CA key beside it, under webhookAinDir), later ones reuse it, and
+// first creates it (with the CA key beside it, under webhookAinDir()), later ones reuse it, and
 // the last one down removes it. A folder made by anything else is left alone and the sandbox
 // reports that it cannot run the operator.
 const (
-	webhookBaseDir = "/tmp/k8s-webhook-server"
-	webhookCertDir = webhookBaseDir + "/serving-certs"
-	webhookAinDir  = webhookBaseDir + "/ain-sandbox"
-	webhookDNS     = "training-operator.kubeflow.svc"
-	webhookCAName  = "training-operator-ca"
+	webhookDNS    = "training-operator.kubeflow.svc"
+	webhookCAName = "training-operator-ca"
 )
+
+// webhookBaseDir is a variable only so that tests can point it elsewhere.
+var webhookBaseDir = "/tmp/k8s-webhook-server"
+
+func webhookCertDir() string { return filepath.Join(webhookBaseDir, "serving-certs") }
+func webhookAinDir() string  { return filepath.Join(webhookBaseDir, "ain-sandbox") }
 
 // webhookCerts is the material of the training-operator's Secret.
 type webhookCerts struct {
@@ -32,7 +35,7 @@ type webhookCerts struct {
 
 // lockWebhookDir serialises sandboxes of this machine while they claim or release the folder.
 func lockWebhookDir() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "ain-sandbox-webhook.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(webhookBaseDir), "ain-sandbox-webhook.lock"), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, err
 	}
@@ -59,16 +62,16 @@ func claimWebhookCerts(stateDir string) (*webhookCerts, string) {
 		return nil, "cannot lock the webhook cert folder: " + err.Error()
 	}
 	defer unlock()
-	_, errCerts := os.Stat(webhookCertDir)
-	_, errAin := os.Stat(filepath.Join(webhookAinDir, "ca.key"))
+	_, errCerts := os.Stat(webhookCertDir())
+	_, errAin := os.Stat(filepath.Join(webhookAinDir(), "ca.key"))
 	switch {
 	case errCerts == nil && errAin != nil && !errors.Is(errAin, os.ErrNotExist):
 		return nil, fmt.Sprintf("%s belongs to another user's sandbox (%v)", webhookBaseDir, errAin)
 	case errCerts == nil && errAin != nil:
-		return nil, fmt.Sprintf("%s is used by another program (not an ain sandbox); the training-operator reads its webhook certificate from this fixed path", webhookCertDir)
+		return nil, fmt.Sprintf("%s is used by another program (not an ain sandbox); the training-operator reads its webhook certificate from this fixed path", webhookCertDir())
 	case errCerts != nil:
 		if err := createWebhookCerts(); err != nil {
-			os.RemoveAll(webhookAinDir)
+			os.RemoveAll(webhookAinDir())
 			return nil, "cannot create the webhook certificate: " + err.Error()
 		}
 	}
@@ -77,10 +80,10 @@ func claimWebhookCerts(stateDir string) (*webhookCerts, string) {
 		dst  *[]byte
 		path string
 	}{
-		{&wc.CACert, filepath.Join(webhookCertDir, "ca.crt")},
-		{&wc.CAKey, filepath.Join(webhookAinDir, "ca.key")},
-		{&wc.TLSCert, filepath.Join(webhookCertDir, "tls.crt")},
-		{&wc.TLSKey, filepath.Join(webhookCertDir, "tls.key")},
+		{&wc.CACert, filepath.Join(webhookCertDir(), "ca.crt")},
+		{&wc.CAKey, filepath.Join(webhookAinDir(), "ca.key")},
+		{&wc.TLSCert, filepath.Join(webhookCertDir(), "tls.crt")},
+		{&wc.TLSKey, filepath.Join(webhookCertDir(), "tls.key")},
 	} {
 		data, err := os.ReadFile(f.path)
 		if err != nil {
@@ -88,7 +91,7 @@ func claimWebhookCerts(stateDir string) (*webhookCerts, string) {
 		}
 		*f.dst = data
 	}
-	users := filepath.Join(webhookAinDir, "users")
+	users := filepath.Join(webhookAinDir(), "users")
 	if err := os.MkdirAll(users, 0o700); err != nil {
 		return nil, err.Error()
 	}
@@ -99,10 +102,10 @@ func claimWebhookCerts(stateDir string) (*webhookCerts, string) {
 }
 
 func createWebhookCerts() error {
-	if err := os.MkdirAll(webhookCertDir, 0o700); err != nil {
+	if err := os.MkdirAll(webhookCertDir(), 0o700); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(webhookAinDir, 0o700); err != nil {
+	if err := os.MkdirAll(webhookAinDir(), 0o700); err != nil {
 		return err
 	}
 	ca, err := newCA(webhookCAName)
@@ -117,11 +120,11 @@ func createWebhookCerts() error {
 		path string
 		data []byte
 	}{
-		{filepath.Join(webhookCertDir, "ca.crt"), ca.Cert},
-		{filepath.Join(webhookCertDir, "tls.crt"), srv.Cert},
-		{filepath.Join(webhookCertDir, "tls.key"), srv.Key},
+		{filepath.Join(webhookCertDir(), "ca.crt"), ca.Cert},
+		{filepath.Join(webhookCertDir(), "tls.crt"), srv.Cert},
+		{filepath.Join(webhookCertDir(), "tls.key"), srv.Key},
 		// Written last: its presence marks the folder as the sandbox's.
-		{filepath.Join(webhookAinDir, "ca.key"), ca.Key},
+		{filepath.Join(webhookAinDir(), "ca.key"), ca.Key},
 	} {
 		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
 			return err
@@ -138,7 +141,7 @@ func releaseWebhookCerts(stateDir string) {
 		return
 	}
 	defer unlock()
-	users := filepath.Join(webhookAinDir, "users")
+	users := filepath.Join(webhookAinDir(), "users")
 	os.Remove(filepath.Join(users, userID(stateDir)))
 	entries, err := os.ReadDir(users)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -157,7 +160,7 @@ func releaseWebhookCerts(stateDir string) {
 		}
 		os.Remove(filepath.Join(users, e.Name()))
 	}
-	if _, err := os.Stat(filepath.Join(webhookAinDir, "ca.key")); err == nil {
+	if _, err := os.Stat(filepath.Join(webhookAinDir(), "ca.key")); err == nil {
 		os.RemoveAll(webhookBaseDir)
 	}
 }
