@@ -108,11 +108,12 @@ func run(t *testing.T, sb *sandboxtest.Sandbox, ua string, args ...string) (*pre
 	code := a.Run(context.Background(), append([]string{"ain", "--kubeconfig", sb.Kubeconfig, "-n", "default", "preflight", "-o", "json", "--probe-timeout", "5m"}, args...))
 	wall := time.Since(t0)
 	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+		// Still measured: a stuck probe pod is a FAIL of its node, not of the measurement.
+		t.Errorf("%s: exit %d\n%s", ua, code, errb.String())
 	}
 	var r preflight.Result
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
 	}
 	return &r, wall
 }
@@ -132,9 +133,11 @@ func TestPreflight200Nodes(t *testing.T) {
 	if rFew.Probed != 10 || rAll.Probed != nodes {
 		t.Errorf("probed %d and %d nodes", rFew.Probed, rAll.Probed)
 	}
-	for _, c := range rAll.Checks {
-		if c.Status != preflight.Pass {
-			t.Errorf("not PASS: %+v", c)
+	for _, r := range []*preflight.Result{rFew, rAll} {
+		for _, c := range r.Checks {
+			if c.Status != preflight.Pass {
+				t.Errorf("not PASS: %+v", c)
+			}
 		}
 	}
 	cFew, cAll := audited(t, sb, uaFew), audited(t, sb, uaAll)
