@@ -276,8 +276,12 @@ func pendingReasons(s jobs.Snapshot) string {
 			lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Why))
 		}
 	}
-	if len(s.Pods) == 0 && s.Phase == jobs.PhasePending {
-		lines = append(lines, "  no pods yet: is the training-operator running? (ain preflight)")
+	if len(s.Pods) == 0 {
+		if s.Message != "" && strings.HasPrefix(s.Message, "no pods: ") {
+			lines = append(lines, "  "+s.Message)
+		} else if s.Phase == jobs.PhasePending {
+			lines = append(lines, "  no pods yet: is the training-operator running? (ain preflight)")
+		}
 	}
 	return strings.Join(lines, "\n")
 }
@@ -445,8 +449,8 @@ func (v *jobView) update(s jobs.Snapshot) {
 	}
 	el := clock(v.a.Now().Sub(v.start))
 	w := v.a.Streams.Err
-	if s.Phase != v.phase {
-		v.phase = s.Phase
+	if s.Phase+s.Message != v.phase {
+		v.phase = s.Phase + s.Message
 		msg := ""
 		if s.Message != "" {
 			msg = ": " + s.Message
@@ -492,6 +496,9 @@ func (v *jobView) redraw() {
 	now := v.a.Now()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s/%s  %s  %s\n", s.Kind, s.Namespace, s.Name, s.Phase, clock(now.Sub(v.start)))
+	if s.Message != "" && len(s.Pods) == 0 {
+		fmt.Fprintf(&b, "  %s\n", s.Message)
+	}
 	fmt.Fprintf(&b, "  %-12s %-32s %-10s %-14s %-8s %s\n", "REPLICA", "POD", "PHASE", "NODE", "RESTARTS", "AGE")
 	for _, p := range s.Pods {
 		ph := p.Phase

@@ -54,6 +54,7 @@ type Snapshot struct {
 func (s *Snapshot) Key() string {
 	var b strings.Builder
 	b.WriteString(s.Phase)
+	b.WriteString("|" + s.Message)
 	for _, p := range s.Pods {
 		fmt.Fprintf(&b, "|%s:%s:%s:%v:%d:%s:%s", p.Name, p.Phase, p.Node, p.Ready, p.Restarts, p.State, p.Why)
 	}
@@ -182,6 +183,13 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 	}
 	poke() // evaluate once after the initial list: a finished job sends no further event
 
+	// A job that has no pods a while after creation is usually one the operator cannot make
+	// pods for (invalid pod spec, quota, missing service account): its reason is only in the
+	// job's events. Look at them then, at most every stuckCheck, and only while stuck.
+	stuck := time.NewTicker(stuckCheck)
+	defer stuck.Stop()
+	stuckWhy := ""
+
 	var last Snapshot
 	lastKey := ""
 	seen := false
@@ -193,6 +201,10 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 		case <-ctx.Done():
 			return last, ctx.Err()
 		case <-changed:
+		case <-stuck.C:
+			if !last.Created.IsZero() && len(last.Pods) == 0 && !Terminal(last.Phase) && time.Since(last.Created) > stuckCheck {
+				stuckWhy = c.jobWarning(ctx, kind, name)
+			}
 		}
 		if !jobInf.HasSynced() || !podInf.HasSynced() {
 			continue
@@ -226,6 +238,9 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 			}
 		}
 		snap := SnapshotOf(job, pods)
+		if len(snap.Pods) == 0 && stuckWhy != "" {
+			snap.Message = "no pods: " + stuckWhy
+		}
 		if o.Explain != nil {
 			for i := range snap.Pods {
 				pi := &snap.Pods[i]
@@ -262,6 +277,26 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 			return snap, nil
 		}
 	}
+}
+
+// stuckCheck is how long a job may have no pods before ain looks at its events.
+const stuckCheck = 15 * time.Second
+
+// jobWarning returns the latest Warning event of the job (e.g. the operator's FailedCreatePod).
+func (c *Cluster) jobWarning(ctx context.Context, kind, name string) string {
+	l, err := c.Kube.CoreV1().Events(c.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": name, "involvedObject.kind": kind, "type": corev1.EventTypeWarning}.String(),
+	})
+	if err != nil || len(l.Items) == 0 {
+		return ""
+	}
+	ev := l.Items[0]
+	for _, e := range l.Items[1:] {
+		if e.LastTimestamp.After(ev.LastTimestamp.Time) {
+			ev = e
+		}
+	}
+	return fmt.Sprintf("%s: %s", ev.Reason, firstLine(ev.Message))
 }
 
 // ExplainPod says in a sentence why a pod is not progressing, from its own status only
