@@ -397,8 +397,14 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 		status = "INVALID: " + strings.Join(vr.Problems, "; ")
 	}
 	peak := ""
-	if vr.Perf != nil && vr.Perf.MaxBusbw != nil {
-		peak = fmt.Sprintf(", peak busbw %.2f GB/s", *vr.Perf.MaxBusbw)
+	if vr.Perf != nil {
+		best := -1.0
+		for _, row := range vr.Perf.Rows {
+			if row.OOP != nil && row.OOP.Busbw > best {
+				best = row.OOP.Busbw
+				peak = fmt.Sprintf(", peak busbw %.2f GB/s at %s", best, bench.SizeLabel(row.Size))
+			}
+		}
 	}
 	fmt.Fprintf(errw, "%s: %s in %s on %s%s, transport %s: %s\n", tag, snap.Phase, (time.Duration(vr.Seconds * float64(time.Second))).Round(time.Second),
 		orDash(strings.Join(vr.Nodes, ",")), peak, orDash(vr.Transport), status)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -68,8 +69,11 @@ func Plot(w io.Writer, series []Series, o PlotOptions) error {
 	p.Y.Label.Text = "busbw (GB/s, out-of-place)"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks{}
-	p.Legend.Top = true
-	p.Legend.Left = true
+	// Bottom right is empty on a busbw curve (large sizes sit near the top).
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Legend.XOffs = -vg.Points(40)
+	p.Y.Tick.Marker = linearTicks{}
 	p.Add(plotter.NewGrid())
 	var lo, hi, top float64
 	n := 0
@@ -138,6 +142,7 @@ func Plot(w io.Writer, series []Series, o PlotOptions) error {
 	}
 	wpt := vg.Length(float64(o.Width) * 72 / plotDPI)
 	hpt := vg.Length(float64(o.Height) * 72 / plotDPI)
+	p.Legend.YOffs = hpt * 0.2 // above the TCP baseline's plateau, below the RDMA curves
 	var c interface {
 		vg.CanvasSizer
 		io.WriterTo
@@ -185,6 +190,31 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 			t.Label = SizeLabel(int64(t.Value))
 		}
 		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
+// linearTicks labels about six round values (1, 2 or 5 x 10^k apart).
+type linearTicks struct{}
+
+func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: fmt.Sprintf("%g", lo)}}
+	}
+	raw := (hi - lo) / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	decimals := max(0, int(-math.Floor(math.Log10(step))))
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step); i*step <= hi+step*1e-9 && len(ticks) < 50; i++ {
+		v := i * step
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
 	}
 	return ticks
 }
