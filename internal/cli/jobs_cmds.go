@@ -131,21 +131,9 @@ func (a *App) statusCommand() *ucli.Command {
 }
 
 func (a *App) runStatus(ctx context.Context, name, out string) error {
-	kc, err := a.clients()
+	kc, cl, job, pods, err := a.jobAndPods(ctx, name)
 	if err != nil {
 		return err
-	}
-	cl := a.cluster(kc)
-	job, err := cl.Find(ctx, name)
-	if err != nil {
-		if jobs.IsNotFound(err) {
-			return ainerr.New(ainerr.Usage, err, "ain list shows the jobs in this namespace; -n selects another")
-		}
-		return kc.Classify(err, "reading the job")
-	}
-	pods, err := cl.Pods(ctx, name)
-	if err != nil {
-		return kc.Classify(err, "reading the job's pods")
 	}
 	snap := jobs.SnapshotOf(job, pods)
 	ex := explainer(kc)
@@ -211,6 +199,27 @@ func (a *App) runStatus(ctx context.Context, name, out string) error {
 		}
 	}
 	return nil
+}
+
+// jobAndPods finds job name (PyTorchJob or MPIJob) and its pods, mapping errors to exit codes.
+func (a *App) jobAndPods(ctx context.Context, name string) (*kube.Clients, *jobs.Cluster, *unstructured.Unstructured, []corev1.Pod, error) {
+	kc, err := a.clients()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cl := a.cluster(kc)
+	job, err := cl.Find(ctx, name)
+	if err != nil {
+		if jobs.IsNotFound(err) {
+			return nil, nil, nil, nil, ainerr.New(ainerr.Usage, err, "ain list shows the jobs in this namespace; -n selects another")
+		}
+		return nil, nil, nil, nil, kc.Classify(err, "reading the job")
+	}
+	pods, err := cl.Pods(ctx, name)
+	if err != nil {
+		return nil, nil, nil, nil, kc.Classify(err, "reading the job's pods")
+	}
+	return kc, cl, job, pods, nil
 }
 
 type eventLine struct {
@@ -295,21 +304,9 @@ func (a *App) logsCommand() *ucli.Command {
 }
 
 func (a *App) runLogs(ctx context.Context, name string, o *logsOptions) error {
-	kc, err := a.clients()
+	kc, cl, job, pods, err := a.jobAndPods(ctx, name)
 	if err != nil {
 		return err
-	}
-	cl := a.cluster(kc)
-	job, err := cl.Find(ctx, name)
-	if err != nil {
-		if jobs.IsNotFound(err) {
-			return ainerr.New(ainerr.Usage, err, "ain list shows the jobs in this namespace")
-		}
-		return kc.Classify(err, "reading the job")
-	}
-	pods, err := cl.Pods(ctx, name)
-	if err != nil {
-		return kc.Classify(err, "reading the job's pods")
 	}
 	if len(pods) == 0 {
 		return ainerr.Newf(ainerr.Failure, "%s has no pods (yet, or they were cleaned up): ain status %s", name, name)
