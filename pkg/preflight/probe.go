@@ -144,10 +144,11 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 	if werr == nil {
 		tr.wait(pctx, outs, done)
 	}
-	// Logs of the pods that ended.
+	// Logs of the pods that ended, and of those still Running at the timeout: the dump is
+	// printed at once, so a pod that did not exit in time has usually said all it had to.
 	sem = make(chan struct{}, probeParallel)
 	for _, out := range outs {
-		if !out.created || !done[out.pod.Name] {
+		if !out.created || (!done[out.pod.Name] && out.pod.Status.Phase != corev1.PodRunning) {
 			continue
 		}
 		wg.Add(1)
