@@ -104,7 +104,8 @@ func TestBenchAllreduceSandboxAlgoAll(t *testing.T) {
 		}
 		for j, row := range want.Rows {
 			c := res.Sizes[j].Cells[i]
-			if res.Sizes[j].Size != row.Size || c.TimeUs != row.OOP.TimeUs || c.Algbw != row.OOP.Algbw || c.Busbw != row.OOP.Busbw || *v.Perf.Rows[j].IP != *row.IP {
+			if res.Sizes[j].Size != row.Size || c.TimeUs != row.OOP.TimeUs || c.Algbw != row.OOP.Algbw || c.Busbw != row.OOP.Busbw ||
+				v.Perf.Rows[j].IP.TimeUs != row.IP.TimeUs || v.Perf.Rows[j].IP.Busbw != row.IP.Busbw || *v.Perf.Rows[j].IP.Wrong != *row.IP.Wrong {
 				t.Errorf("%s at %d: report %+v, sample %+v", v.Name, row.Size, c, row.OOP)
 			}
 		}
