@@ -142,6 +142,21 @@ func TestTrainQLoRAEndToEnd(t *testing.T) {
 		t.Errorf("logs of one worker: exit %d\n%.500s", code, out)
 	}
 
+	// Following the log of a finished job ends by itself.
+	followed := make(chan int, 1)
+	go func() {
+		_, _, code := c.ain(t, "logs", "qlora", "-f")
+		followed <- code
+	}()
+	select {
+	case code := <-followed:
+		if code != 0 {
+			t.Errorf("logs -f: exit %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("logs -f of a finished job did not end")
+	}
+
 	// delete: nothing labelled with the run is left.
 	out, errOut, code = c.ain(t, "delete", "qlora")
 	if code != 2 || !strings.Contains(errOut, "--yes") {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -340,11 +341,25 @@ func (a *App) runLogs(ctx context.Context, name string, o *logsOptions) error {
 	out := &lockedWriter{w: a.Streams.Out, mu: &mu}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(sel))
+	// Following ends when the pod finishes: some log servers keep a finished pod's stream open.
+	streamCtx := map[string]context.Context{}
+	if o.Follow {
+		cancels := map[string]context.CancelFunc{}
+		for _, p := range sel {
+			streamCtx[p.Name], cancels[p.Name] = context.WithCancel(ctx)
+		}
+		go endFollowWhenDone(ctx, kc, name, cancels)
+	}
 	for _, p := range sel {
 		wg.Add(1)
 		go func(p corev1.Pod) {
 			defer wg.Done()
-			rc, err := cl.PodLogs(ctx, p.Name, container, o.Tail, o.Follow)
+			sctx, follow := ctx, o.Follow
+			if follow {
+				sctx = streamCtx[p.Name]
+				follow = p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+			}
+			rc, err := cl.PodLogs(sctx, p.Name, container, o.Tail, follow)
 			if err != nil {
 				errs <- kc.Classify(err, "reading the log of "+p.Name)
 				return
@@ -364,11 +379,30 @@ func (a *App) runLogs(ctx context.Context, name string, o *logsOptions) error {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
 	}
 	return nil
+}
+
+// endFollowWhenDone watches the job's pods and cancels a pod's log stream once it has finished
+// (after a short grace so the last lines arrive).
+func endFollowWhenDone(ctx context.Context, kc *kube.Clients, job string, cancels map[string]context.CancelFunc) {
+	w, err := kc.Kube.CoreV1().Pods(kc.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: kubeflowv1.JobNameLabel + "=" + job})
+	if err != nil {
+		return
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		if cancel, ok := cancels[p.Name]; ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			time.AfterFunc(2*time.Second, cancel)
+		}
+	}
 }
 
 type lockedWriter struct {
