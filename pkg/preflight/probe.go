@@ -113,7 +113,7 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 	// Follow the run's pods from before the first create: one label-selected watch, read at
 	// once so the server never drops a slow watcher.
 	tr := &podTracker{pods: map[string]*corev1.Pod{}, changed: make(chan struct{}, 1)}
-	w, werr := o.Kube.CoreV1().Pods(o.Namespace).Watch(pctx, metav1.ListOptions{LabelSelector: sel})
+	w, werr := o.Kube.CoreV1().Pods(o.Namespace).Watch(pctx, metav1.ListOptions{LabelSelector: sel, AllowWatchBookmarks: true})
 	if werr == nil {
 		go tr.follow(pctx, o, sel, w)
 	}
@@ -202,12 +202,20 @@ func (t *podTracker) set(p *corev1.Pod) {
 	}
 }
 
-// follow reads the watch until ctx ends; when the server closes it, it resyncs with one list
-// and watches again from there.
+// follow reads the watch until ctx ends. When the server closes it (a busy server drops slow
+// watchers), it watches again from the last resource version seen; only when that is too old
+// does it resync with one list.
 func (t *podTracker) follow(ctx context.Context, o Options, sel string, w watch.Interface) {
+	rv := ""
 	for {
 		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok {
+			switch p, ok := ev.Object.(*corev1.Pod); {
+			case ev.Type == watch.Error:
+				rv = "" // 410 Gone and friends: resync
+			case ok && ev.Type == watch.Bookmark:
+				rv = p.ResourceVersion
+			case ok:
+				rv = p.ResourceVersion
 				t.set(p)
 			}
 		}
@@ -216,12 +224,21 @@ func (t *podTracker) follow(ctx context.Context, o Options, sel string, w watch.
 			if ctx.Err() != nil {
 				return
 			}
-			l, err := o.Kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err == nil {
-				for i := range l.Items {
-					t.set(&l.Items[i])
+			var err error
+			if rv != "" {
+				w, err = o.Kube.CoreV1().Pods(o.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
+				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					rv = ""
 				}
-				w, err = o.Kube.CoreV1().Pods(o.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: l.ResourceVersion})
+			} else {
+				var l *corev1.PodList
+				if l, err = o.Kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
+					for i := range l.Items {
+						t.set(&l.Items[i])
+					}
+					rv = l.ResourceVersion
+					w, err = o.Kube.CoreV1().Pods(o.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
+				}
 			}
 			if err == nil {
 				break
