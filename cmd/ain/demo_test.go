@@ -1,0 +1,46 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/sandbox"
+)
+
+// TestDemoFlow runs the README's first command, `ain demo`: the whole course flow on its own
+// sandbox, end to end, so it cannot rot. It must pass every step and leave nothing running.
+func TestDemoFlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts a sandbox (run without -short)")
+	}
+	env := map[string]string{}
+	for _, k := range []string{"HOME", "XDG_CACHE_HOME", "AIN_SANDBOX_CACHE", "PATH", "TMPDIR"} {
+		env[k] = os.Getenv(k)
+	}
+	state := filepath.Join(t.TempDir(), "sandbox")
+	results := t.TempDir()
+	t0 := time.Now()
+	out, errOut, code := run(t, env, "demo", "--state-dir", state, "--out", results)
+	t.Logf("ain demo: exit %d in %s\n%s\n%s", code, time.Since(t0).Round(time.Second), out, errOut)
+	if code != 0 {
+		t.Fatalf("ain demo: exit %d, want 0", code)
+	}
+	for _, want := range []string{"SIMULATED", "steps passed", "ain train qlora", "ain bench allreduce --algo all", "ain chat test", "ain release --yes", "ain sandbox down"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the demo output lacks %q", want)
+		}
+	}
+	if strings.Contains(errOut, "FAIL (exit") {
+		t.Error("a step failed")
+	}
+	if _, err := sandbox.LoadState(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the demo must stop and remove its sandbox: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(results, "busbw.png")); err != nil {
+		t.Errorf("no busbw plot: %v", err)
+	}
+}
