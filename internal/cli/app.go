@@ -33,6 +33,9 @@ type App struct {
 	Now     func() time.Time
 	Getenv  func(string) string
 	Global  Global
+
+	// sandboxNoted: the "workloads are simulated" note was already shown (once is enough).
+	sandboxNoted bool
 }
 
 // Run builds the command tree, runs it on args (args[0] is the program name) and returns the exit code.

@@ -27,7 +27,8 @@ func (a *App) cluster(kc *kube.Clients) *jobs.Cluster {
 
 // sandboxNote says once, clearly, that the sandbox simulates workloads.
 func (a *App) sandboxNote(kc *kube.Clients) {
-	if kc.Sandbox {
+	if kc.Sandbox && !a.sandboxNoted {
+		a.sandboxNoted = true
 		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: the control plane is real, the GPU nodes and what runs in the pods are simulated (logs are recorded samples)")
 	}
 }

@@ -130,7 +130,7 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 			return "" // the demo runs on its own sandbox with the built-in profile
 		}
 		return a.Getenv(k)
-	}}
+	}, sandboxNoted: true} // the banner above already says what is simulated
 	runStep := func(s demoStep) result {
 		args := s.args()
 		if s.cluster {
