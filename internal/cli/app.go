@@ -46,6 +46,7 @@ func Run(ctx context.Context, streams Streams, args []string) int {
 
 // Run runs the command tree with this App's dependencies.
 func (a *App) Run(ctx context.Context, args []string) int {
+	a.Global = Global{} // flags of an earlier Run on this App must not leak into this one
 	app := a.newApp()
 	args = reorderArgs(app, args)
 	err := app.RunContext(ctx, args)
