@@ -171,10 +171,16 @@ func TestIBPortInitFails(t *testing.T) {
 		t.Errorf("no FAIL for gpu-node-2 with LinkUp/INIT evidence: %+v", r.Checks)
 	}
 	noProbePods(t, sb, ns)
+	// ain train runs the preflight first: failure 3 is caught before anything is submitted.
+	e := newEnv(t)
+	code, _, errOut := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--set", "gpusPerNode=8", "--timeout", "3m")
+	if code != int(ainerr.PreflightFailed) || !strings.Contains(errOut, "FAIL ib-ports gpu-node-2") || !strings.Contains(errOut, "--skip-preflight") {
+		t.Errorf("train qlora: exit %d, want %d", code, ainerr.PreflightFailed)
+	}
+	noProbePods(t, sb, ns)
 	// Submitted anyway, the rank on gpu-node-2 falls back to sockets (failure 2), and the doctor
 	// names the port state as the cause (failure 3).
-	e := newEnv(t)
-	if code, _, _ := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--set", "gpusPerNode=8", "--timeout", "3m"); code != 0 && code != int(ainerr.CheckFailed) {
+	if code, _, _ := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--set", "gpusPerNode=8", "--skip-preflight", "--timeout", "3m"); code != 0 && code != int(ainerr.CheckFailed) {
 		t.Errorf("train qlora: exit %d", code)
 	}
 	code, out, _ = ain(t, context.Background(), sb, e, ns, "doctor", "nccl-log", "qlora")
