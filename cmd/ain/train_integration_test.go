@@ -199,8 +199,14 @@ func TestTrainFailedJob(t *testing.T) {
 
 func TestTrainUnschedulableExplained(t *testing.T) {
 	c := newCluster(t)
-	t0 := time.Now()
+	// The preflight catches it before anything is submitted...
 	_, errOut, code := c.ain(t, "train", "qlora", "--name", "too-big", "--set", "gpusPerNode=16", "--timeout", "15s")
+	if code != 4 || !strings.Contains(errOut, "only 0 of 3 node(s)") {
+		t.Errorf("the preflight must refuse a job no node can hold: exit %d\n%s", code, errOut)
+	}
+	// ...and when submitted anyway, Pending is explained in a sentence within seconds.
+	t0 := time.Now()
+	_, errOut, code = c.ain(t, "train", "qlora", "--name", "too-big", "--set", "gpusPerNode=16", "--timeout", "15s", "--skip-preflight")
 	t.Logf("exit %d after %s\n%s", code, time.Since(t0).Round(time.Millisecond), errOut)
 	if code != 6 {
 		t.Errorf("--timeout must exit 6, got %d", code)
@@ -208,8 +214,8 @@ func TestTrainUnschedulableExplained(t *testing.T) {
 	if !strings.Contains(errOut, "0/3 nodes have 16 free nvidia.com/gpu") {
 		t.Errorf("Pending not explained in a sentence:\n%s", errOut)
 	}
-	if !strings.Contains(errOut, "keeps running") {
-		t.Error("a timeout must say the job keeps running")
+	if !strings.Contains(errOut, "keeps running") || !strings.Contains(errOut, "SKIPPED (--skip-preflight)") {
+		t.Error("a timeout must say the job keeps running; a skipped preflight must be said")
 	}
 }
 
