@@ -19,6 +19,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
@@ -373,6 +374,19 @@ func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
 		}
 	}
 	if s.Phase == jobs.PhaseFailed {
+		for _, r := range s.Ranks {
+			if r.Replica != "launcher" {
+				continue
+			}
+			// Failure 1 of the course (10.7.1): mpirun started before its workers were ready.
+			if rep, err := mpilauncher.Analyze(strings.NewReader(strings.Join(r.LastLines, "\n"))); err == nil && rep.Verdict == mpilauncher.VerdictLauncherBeforeWorkers {
+				fmt.Fprintf(w, "\nlauncher started before workers were ready (%s):\n", strings.Join(rep.Hosts, ", "))
+				for _, e := range rep.Evidence {
+					fmt.Fprintf(w, "  | %s\n", e.Text)
+				}
+				fmt.Fprintf(w, "  fix: %s\n", rep.Fix)
+			}
+		}
 		for _, r := range s.Ranks {
 			if r.ExitCode == nil || *r.ExitCode == 0 {
 				if r.Phase != "Failed" {
