@@ -176,7 +176,7 @@ func (a *App) runStatus(ctx context.Context, name, out string) error {
 		if p.Why != "" {
 			st += " (" + p.Why + ")"
 		}
-		rows = append(rows, []string{fmt.Sprintf("%s-%d", p.Replica, p.Index), p.Name, p.Phase, fmt.Sprint(p.Ready), p.Node, fmt.Sprint(p.Restarts), st})
+		rows = append(rows, []string{replicaLabel(p), p.Name, p.Phase, fmt.Sprint(p.Ready), p.Node, fmt.Sprint(p.Restarts), st})
 	}
 	a.table([]string{"REPLICA", "POD", "PHASE", "READY", "NODE", "RESTARTS", "STATE"}, rows)
 	if len(events) > 0 {

@@ -353,7 +353,7 @@ func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
 		if t == "" {
 			t = "-"
 		}
-		rows = append(rows, []string{fmt.Sprintf("%s-%d", r.Replica, r.Index), r.Name, r.Node, result, t, gdr, strings.Join(r.Devices, ",")})
+		rows = append(rows, []string{replicaLabel(r.PodInfo), r.Name, r.Node, result, t, gdr, strings.Join(r.Devices, ",")})
 	}
 	a.table([]string{"REPLICA", "POD", "NODE", "RESULT", "TRANSPORT", "GDR", "DEVICES"}, rows)
 	switch {
@@ -379,7 +379,7 @@ func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
 				continue
 			}
 			// Failure 1 of the course (10.7.1): mpirun started before its workers were ready.
-			if rep, err := mpilauncher.Analyze(strings.NewReader(strings.Join(r.LastLines, "\n"))); err == nil && rep.Verdict == mpilauncher.VerdictLauncherBeforeWorkers {
+			if rep := r.Launcher; rep != nil && rep.Verdict == mpilauncher.VerdictLauncherBeforeWorkers {
 				fmt.Fprintf(w, "\nlauncher started before workers were ready (%s):\n", strings.Join(rep.Hosts, ", "))
 				for _, e := range rep.Evidence {
 					fmt.Fprintf(w, "  | %s\n", e.Text)
@@ -399,6 +399,14 @@ func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
 			}
 		}
 	}
+}
+
+// replicaLabel is "master-0", "worker-1", or "launcher" (which has no index).
+func replicaLabel(p jobs.PodInfo) string {
+	if p.Index < 0 {
+		return p.Replica
+	}
+	return fmt.Sprintf("%s-%d", p.Replica, p.Index)
 }
 
 func describeTransport(t string) string {
@@ -523,7 +531,7 @@ func (v *jobView) redraw() {
 		if !p.Started.IsZero() {
 			a = age(now.Sub(p.Started))
 		}
-		fmt.Fprintf(&b, "  %-12s %-32s %-10s %-14s %-8d %s\n", fmt.Sprintf("%s-%d", p.Replica, p.Index), p.Name, ph, p.Node, p.Restarts, a)
+		fmt.Fprintf(&b, "  %-12s %-32s %-10s %-14s %-8d %s\n", replicaLabel(p), p.Name, ph, p.Node, p.Restarts, a)
 		if p.Why != "" {
 			fmt.Fprintf(&b, "      %s\n", p.Why)
 		}

@@ -13,6 +13,7 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
 )
 
@@ -33,6 +34,8 @@ type RankResult struct {
 	Devices   []string        `json:"devices,omitempty"`
 	NCCL      *nccl.LogReport `json:"nccl,omitempty"`
 	LastLines []string        `json:"lastLines,omitempty"`
+	// Launcher is the launcher-log verdict of a failed MPI launcher (failure 1 of the course).
+	Launcher *mpilauncher.Report `json:"launcher,omitempty"`
 	LogError  string          `json:"logError,omitempty"`
 }
 
@@ -116,6 +119,15 @@ func (c *Cluster) rankResult(ctx context.Context, p *corev1.Pod, kind string, ta
 	_ = an.Feed(p.Name, io.TeeReader(io.LimitReader(rc, maxSummaryLog), tail))
 	rep := an.Report()
 	rr.LastLines = tail.lines()
+	if rr.Replica == "launcher" && p.Status.Phase == corev1.PodFailed {
+		// The launcher's failure signature is usually well above its last lines: read it again.
+		if rc2, err := c.PodLogs(ctx, p.Name, cname, -1, false); err == nil {
+			if lr, err := mpilauncher.Analyze(io.LimitReader(rc2, maxSummaryLog)); err == nil {
+				rr.Launcher = lr
+			}
+			rc2.Close()
+		}
+	}
 	if rep.NCCLLines > 0 {
 		rr.NCCL = rep
 		rr.Transport, rr.GDR, rr.Devices = rep.Transport, rep.GDR, rep.Devices

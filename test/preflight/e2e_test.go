@@ -258,9 +258,12 @@ func TestLateWorkersGate(t *testing.T) {
 		t.Errorf("with the gate: exit %d", code)
 	}
 	// Without it (the lesson), the launcher fails and ain names failure 1 with its evidence.
-	code, _, _ = ain(t, context.Background(), sb, e, ns, "train", "allreduce", "--set", "nodes=2", "--set", "workerGate=false", "--name", "nogate", "--timeout", "3m")
+	code, trainOut, _ := ain(t, context.Background(), sb, e, ns, "train", "allreduce", "--set", "nodes=2", "--set", "workerGate=false", "--name", "nogate", "--timeout", "3m")
 	if code != int(ainerr.JobFailed) {
 		t.Errorf("without the gate: exit %d, want %d", code, ainerr.JobFailed)
+	}
+	if !strings.Contains(trainOut, "launcher started before workers were ready") {
+		t.Errorf("the train summary must name failure 1:\n%s", trainOut)
 	}
 	code, out, _ := ain(t, context.Background(), sb, e, ns, "doctor", "launcher", "nogate")
 	if code != int(ainerr.CheckFailed) {
