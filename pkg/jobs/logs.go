@@ -36,7 +36,7 @@ type RankResult struct {
 	LastLines []string        `json:"lastLines,omitempty"`
 	// Launcher is the launcher-log verdict of a failed MPI launcher (failure 1 of the course).
 	Launcher *mpilauncher.Report `json:"launcher,omitempty"`
-	LogError  string          `json:"logError,omitempty"`
+	LogError string              `json:"logError,omitempty"`
 }
 
 // Summary is the end-of-run report.
