@@ -80,3 +80,16 @@ func TestInvalidCorpus(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderServing: a serving recipe renders the objects `ain serve` applies.
+func TestRenderServing(t *testing.T) {
+	out, errOut, code := run(t, map[string]string{"HOME": t.TempDir()}, "render", "vllm", "-o", "yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"kind: Deployment", "kind: Service", "- serve", "nvidia.com/gpu"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render vllm lacks %q", want)
+		}
+	}
+}

@@ -2,9 +2,11 @@ package cli
 
 import (
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
 type renderOptions struct {
@@ -43,11 +45,23 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 		return err
 	}
 	a.printWarnings(r)
-	b, err := jobs.Build(r, p, jobs.Options{Name: o.Name, Namespace: a.Global.Namespace})
-	if err != nil {
-		return ainerr.New(ainerr.Usage, err, "")
+	var objs []runtime.Object
+	if r.Serving != nil {
+		// A serving recipe renders what `ain serve` applies (Secrets it would create hold
+		// credentials and are never rendered).
+		so, err := vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace})
+		if err != nil {
+			return ainerr.New(ainerr.Usage, err, "")
+		}
+		objs = so.All()
+	} else {
+		b, err := jobs.Build(r, p, jobs.Options{Name: o.Name, Namespace: a.Global.Namespace})
+		if err != nil {
+			return ainerr.New(ainerr.Usage, err, "")
+		}
+		objs = b.Objects
 	}
-	out, err := jobs.Encode(b.Objects, o.Output)
+	out, err := jobs.Encode(objs, o.Output)
 	if err != nil {
 		return err
 	}
