@@ -93,3 +93,23 @@ func TestRenderServing(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageErrors: a bad flag is one line with a pointer to the command's help, not a help page;
+// a flag missing its value is named rather than swallowing the next argument.
+func TestUsageErrors(t *testing.T) {
+	env := map[string]string{"HOME": t.TempDir()}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"render", "qlora", "--bogus"}, "error: flag provided but not defined: -bogus\nhint: see `ain render --help`\n"},
+		{[]string{"train", "merge", "--nope"}, "hint: see `ain train merge --help`"},
+		{[]string{"render", "qlora", "--set"}, "error: flag --set needs a value (e.g. --set=VALUE)\n"},
+		{[]string{"--kubeconfig"}, "error: flag --kubeconfig needs a value"},
+	} {
+		out, errOut, code := run(t, env, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) || out != "" || strings.Contains(errOut, "USAGE:") {
+			t.Errorf("ain %s: exit %d\nstdout: %q\nstderr: %q\nwant stderr containing %q", strings.Join(c.args, " "), code, out, errOut, c.want)
+		}
+	}
+}

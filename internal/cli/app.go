@@ -48,8 +48,12 @@ func Run(ctx context.Context, streams Streams, args []string) int {
 func (a *App) Run(ctx context.Context, args []string) int {
 	a.Global = Global{} // flags of an earlier Run on this App must not leak into this one
 	app := a.newApp()
-	args = reorderArgs(app, args)
-	err := app.RunContext(ctx, args)
+	args, err := reorderArgs(app, args)
+	if err != nil {
+		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
+		return int(ainerr.Usage)
+	}
+	err = app.RunContext(ctx, args)
 	if err == nil {
 		return 0
 	}
@@ -115,7 +119,25 @@ func (a *App) newApp() *ucli.App {
 			// Run maps errors to exit codes in one place.
 		},
 	}
+	app.OnUsageError = usageError("ain")
+	setUsageErrors(app.Commands, "ain")
 	return app
+}
+
+// usageError reports a flag the command does not take in one line with a pointer to its help,
+// instead of urfave/cli's whole help page.
+func usageError(path string) ucli.OnUsageErrorFunc {
+	return func(_ *ucli.Context, err error, _ bool) error {
+		return ainerr.New(ainerr.Usage, err, "see `"+path+" --help`")
+	}
+}
+
+func setUsageErrors(cmds []*ucli.Command, parent string) {
+	for _, c := range cmds {
+		path := parent + " " + c.Name
+		c.OnUsageError = usageError(path)
+		setUsageErrors(c.Subcommands, path)
+	}
 }
 
 // commands lists the command groups; each lives in its own file.
@@ -151,9 +173,9 @@ func outputFlag(dest *string, def, usage string) *ucli.StringFlag {
 // reorderArgs lets flags follow positional arguments ("ain render qlora -o yaml"), which the
 // standard flag package urfave/cli v2 uses does not allow: for the command path found in args,
 // global flags move before the first command and the leaf's flags right after the leaf's name.
-func reorderArgs(app *ucli.App, args []string) []string {
+func reorderArgs(app *ucli.App, args []string) ([]string, error) {
 	if len(args) < 2 {
-		return args
+		return args, nil
 	}
 	globalVal := flagArity(app.Flags)
 	var head, globals []string
@@ -174,7 +196,10 @@ func reorderArgs(app *ucli.App, args []string) []string {
 				break
 			}
 			globals = append(globals, arg)
-			if takes && !hasVal && i+1 < len(args) {
+			if takes && !hasVal && i+1 >= len(args) {
+				return nil, fmt.Errorf("flag %s needs a value (e.g. %s=VALUE)", arg, arg)
+			}
+			if takes && !hasVal {
 				globals = append(globals, args[i+1])
 				i++
 			}
@@ -193,7 +218,7 @@ func reorderArgs(app *ucli.App, args []string) []string {
 	if leaf == nil || leaf.SkipFlagParsing {
 		out := append([]string{args[0]}, globals...)
 		out = append(out, head[1:]...)
-		return append(out, args[i:]...)
+		return append(out, args[i:]...), nil
 	}
 	// urfave/cli v2 shows the parent's help for "ain doctor nccl-log --help": ask for the
 	// leaf's help the way it does handle ("ain doctor help nccl-log").
@@ -205,7 +230,7 @@ func reorderArgs(app *ucli.App, args []string) []string {
 			if arg == "--help" || arg == "-h" || arg == "-help" {
 				out := append([]string{args[0]}, globals...)
 				out = append(out, head[1:len(head)-1]...)
-				return append(out, "help", head[len(head)-1])
+				return append(out, "help", head[len(head)-1]), nil
 			}
 		}
 	}
@@ -221,7 +246,10 @@ func reorderArgs(app *ucli.App, args []string) []string {
 			name, hasVal := splitFlag(arg)
 			if takes, ok := leafVal[name]; ok {
 				flags = append(flags, arg)
-				if takes && !hasVal && i+1 < len(args) {
+				if takes && !hasVal && i+1 >= len(args) {
+				return nil, fmt.Errorf("flag %s needs a value (e.g. %s=VALUE)", arg, arg)
+			}
+			if takes && !hasVal {
 					flags = append(flags, args[i+1])
 					i++
 				}
@@ -230,7 +258,10 @@ func reorderArgs(app *ucli.App, args []string) []string {
 			}
 			if takes, ok := globalVal[name]; ok {
 				globals = append(globals, arg)
-				if takes && !hasVal && i+1 < len(args) {
+				if takes && !hasVal && i+1 >= len(args) {
+				return nil, fmt.Errorf("flag %s needs a value (e.g. %s=VALUE)", arg, arg)
+			}
+			if takes && !hasVal {
 					globals = append(globals, args[i+1])
 					i++
 				}
@@ -252,7 +283,7 @@ func reorderArgs(app *ucli.App, args []string) []string {
 		out = append(out, "--")
 		out = append(out, positional...)
 	}
-	return out
+	return out, nil
 }
 
 func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
