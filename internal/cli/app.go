@@ -247,9 +247,9 @@ func reorderArgs(app *ucli.App, args []string) ([]string, error) {
 			if takes, ok := leafVal[name]; ok {
 				flags = append(flags, arg)
 				if takes && !hasVal && i+1 >= len(args) {
-				return nil, fmt.Errorf("flag %s needs a value (e.g. %s=VALUE)", arg, arg)
-			}
-			if takes && !hasVal {
+					return nil, fmt.Errorf("flag %s needs a value (e.g. %s=VALUE)", arg, arg)
+				}
+				if takes && !hasVal {
 					flags = append(flags, args[i+1])
 					i++
 				}
@@ -259,9 +259,9 @@ func reorderArgs(app *ucli.App, args []string) ([]string, error) {
 			if takes, ok := globalVal[name]; ok {
 				globals = append(globals, arg)
 				if takes && !hasVal && i+1 >= len(args) {
-				return nil, fmt.Errorf("flag %s needs a value (e.g. %s=VALUE)", arg, arg)
-			}
-			if takes && !hasVal {
+					return nil, fmt.Errorf("flag %s needs a value (e.g. %s=VALUE)", arg, arg)
+				}
+				if takes && !hasVal {
 					globals = append(globals, args[i+1])
 					i++
 				}
