@@ -463,7 +463,7 @@ func (a *App) deleteCommand() *ucli.Command {
 // releaseCommand ends ain's training and benchmark jobs in the namespace but keeps what
 // `ain serve` deployed (course 12.4.2: release the GPUs of finished work, keep the service).
 func (a *App) releaseCommand() *ucli.Command {
-	var yes, running bool
+	var yes, finishedOnly bool
 	return &ucli.Command{
 		Name:  "release",
 		Usage: "delete ain's jobs in the namespace (their GPUs and RDMA devices go back), keep ain serve's services",
@@ -471,7 +471,7 @@ func (a *App) releaseCommand() *ucli.Command {
 			"  ain release --finished --yes  # only jobs that Succeeded or Failed",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask", Destination: &yes},
-			&ucli.BoolFlag{Name: "finished", Usage: "only jobs that have ended", Destination: &running},
+			&ucli.BoolFlag{Name: "finished", Usage: "only jobs that have ended", Destination: &finishedOnly},
 		},
 		Action: func(c *ucli.Context) error {
 			kc, err := a.clients()
@@ -485,7 +485,7 @@ func (a *App) releaseCommand() *ucli.Command {
 			}
 			var todo []*unstructured.Unstructured
 			for i := range items {
-				if running && !jobs.Terminal(jobs.PhaseOf(&items[i])) {
+				if finishedOnly && !jobs.Terminal(jobs.PhaseOf(&items[i])) {
 					continue
 				}
 				todo = append(todo, &items[i])

@@ -13,7 +13,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
@@ -224,8 +223,10 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 			if o.DeleteOnInterrupt {
 				dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer dcancel()
-				if deleted, derr := cl.Delete(dctx, mustFind(dctx, cl, name)); derr == nil {
-					fmt.Fprintf(a.Streams.Err, "--delete-on-interrupt: deleted %s\n", strings.Join(deleted, ", "))
+				if job, ferr := cl.Find(dctx, name); ferr == nil {
+					if deleted, derr := cl.Delete(dctx, job); derr == nil {
+						fmt.Fprintf(a.Streams.Err, "--delete-on-interrupt: deleted %s\n", strings.Join(deleted, ", "))
+					}
 				}
 			}
 			return ainerr.New(ainerr.Cancelled, errors.New("interrupted"), "")
@@ -260,14 +261,6 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 		a.printSummary(sum, kc)
 	}
 	return outcome(sum, o.RequireTransport, name)
-}
-
-func mustFind(ctx context.Context, cl *jobs.Cluster, name string) *unstructured.Unstructured {
-	u, err := cl.Find(ctx, name)
-	if err != nil {
-		return nil
-	}
-	return u
 }
 
 func pendingReasons(s jobs.Snapshot) string {
@@ -388,10 +381,8 @@ func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
 			}
 		}
 		for _, r := range s.Ranks {
-			if r.ExitCode == nil || *r.ExitCode == 0 {
-				if r.Phase != "Failed" {
-					continue
-				}
+			if failed := r.Phase == "Failed" || (r.ExitCode != nil && *r.ExitCode != 0); !failed {
+				continue
 			}
 			fmt.Fprintf(w, "\n%s (%s on %s) failed; its last %d lines:\n", r.Name, r.State, r.Node, len(r.LastLines))
 			for _, l := range r.LastLines {

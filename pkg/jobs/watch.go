@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
@@ -195,7 +194,6 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 	seen := false
 	explained := map[string]string{} // pod/reason -> enriched explanation (computed once)
 	finished := map[string]bool{}
-	var mu sync.Mutex
 	for {
 		select {
 		case <-ctx.Done():
@@ -248,18 +246,14 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 					continue
 				}
 				key := pi.Name + "/" + pi.Why
-				mu.Lock()
 				e, ok := explained[key]
-				mu.Unlock()
 				if !ok {
 					for j := range pods {
 						if pods[j].Name == pi.Name {
 							e = o.Explain(ctx, &pods[j])
 						}
 					}
-					mu.Lock()
 					explained[key] = e
-					mu.Unlock()
 				}
 				if e != "" {
 					pi.Why = e

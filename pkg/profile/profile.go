@@ -172,14 +172,15 @@ func Load(o Options) (*Profile, error) {
 		p = Default()
 	} else {
 		data, err := os.ReadFile(path)
-		if err != nil {
-			if explicit || !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("profile %s: %w", path, err)
+		switch {
+		case err == nil:
+			if p, err = Parse(path, data); err != nil {
+				return nil, err
 			}
-		}
-		p, err = Parse(path, data)
-		if err != nil {
-			return nil, err
+		case !explicit && errors.Is(err, os.ErrNotExist):
+			p = Default() // the default file went away between Stat and ReadFile
+		default:
+			return nil, fmt.Errorf("profile %s: %w", path, err)
 		}
 	}
 	if o.Fabric != "" {

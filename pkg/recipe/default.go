@@ -26,9 +26,6 @@ func (r *Recipe) noteDefault(path, value string) {
 
 // Default fills unset optional fields. It is idempotent.
 func (r *Recipe) Default() {
-	if r.Metadata.Name == "" && r.Source != "" {
-		// Leave it: Validate reports a missing name, with the file's line.
-	}
 	if w := r.Workload(); w != nil {
 		r.defaultWorkload(w)
 	}

@@ -7,7 +7,6 @@ package strict
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -456,6 +455,3 @@ func levenshtein(a, b string) int {
 // Nodes are unique per Doc, so a package-level map keyed by node pointer is safe enough for a
 // CLI; it is guarded for concurrent use below.
 var setSource = newNodeMap()
-
-// ErrBadSet is returned for a malformed --set argument.
-var ErrBadSet = errors.New("expected --set path=value")
