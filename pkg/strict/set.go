@@ -4,30 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 )
-
-type nodeMap struct {
-	mu sync.Mutex
-	m  map[*yaml.Node]string
-}
-
-func newNodeMap() *nodeMap { return &nodeMap{m: map[*yaml.Node]string{}} }
-
-func (nm *nodeMap) get(n *yaml.Node) (string, bool) {
-	nm.mu.Lock()
-	defer nm.mu.Unlock()
-	s, ok := nm.m[n]
-	return s, ok
-}
-
-func (nm *nodeMap) put(n *yaml.Node, s string) {
-	nm.mu.Lock()
-	defer nm.mu.Unlock()
-	nm.m[n] = s
-}
 
 // Set applies one "path=value" override. Path segments are separated by dots, list elements
 // addressed as name[i]; prefix is prepended to paths that do not start with one of roots
@@ -50,7 +29,7 @@ func (d *Doc) Set(arg, prefix string, roots []string) error {
 		v = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}}}
 	}
 	val := v.Content[0]
-	markSet(val, src)
+	d.markSet(val, src)
 	segs, err := splitPath(path)
 	if err != nil {
 		return Problems{{Source: src, Msg: err.Error()}}
@@ -69,7 +48,7 @@ func (d *Doc) Set(arg, prefix string, roots []string) error {
 			if s.index >= len(n.Content) {
 				if s.index == len(n.Content) {
 					child := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-					markSet(child, src)
+					d.markSet(child, src)
 					n.Content = append(n.Content, child)
 				} else {
 					return Problems{{Source: src, Path: s.path, Msg: fmt.Sprintf("index %d is past the end of the list (%d elements; use [%d] to append)", s.index, len(n.Content), len(n.Content))}}
@@ -101,7 +80,7 @@ func (d *Doc) Set(arg, prefix string, roots []string) error {
 				n.Content[found+1] = val
 			} else {
 				k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.key}
-				markSet(k, src)
+				d.markSet(k, src)
 				n.Content = append(n.Content, k, val)
 			}
 			return nil
@@ -112,8 +91,8 @@ func (d *Doc) Set(arg, prefix string, roots []string) error {
 			if segs[i+1].index >= 0 {
 				child = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 			}
-			markSet(k, src)
-			markSet(child, src)
+			d.markSet(k, src)
+			d.markSet(child, src)
 			n.Content = append(n.Content, k, child)
 			n = child
 		} else {
@@ -123,10 +102,15 @@ func (d *Doc) Set(arg, prefix string, roots []string) error {
 	return nil
 }
 
-func markSet(n *yaml.Node, src string) {
-	setSource.put(n, src)
+// markSet records that n (and what it holds) came from a --set flag, so problems in it name
+// the flag rather than a file line.
+func (d *Doc) markSet(n *yaml.Node, src string) {
+	if d.setBy == nil {
+		d.setBy = map[*yaml.Node]string{}
+	}
+	d.setBy[n] = src
 	for _, c := range n.Content {
-		markSet(c, src)
+		d.markSet(c, src)
 	}
 }
 

@@ -70,6 +70,7 @@ type Doc struct {
 	Source string
 	root   *yaml.Node
 	pos    map[string]Pos
+	setBy  map[*yaml.Node]string // nodes made by Set, with the flag that made them
 }
 
 // Parse parses one YAML document. A syntax error is returned as Problems with its line.
@@ -203,7 +204,7 @@ func (d *Doc) record(path string, n *yaml.Node) {
 		return
 	}
 	src := d.Source
-	if s, ok := setSource.get(n); ok {
+	if s, ok := d.setBy[n]; ok {
 		src = s
 		d.pos[path] = Pos{Source: src}
 		return
@@ -213,7 +214,7 @@ func (d *Doc) record(path string, n *yaml.Node) {
 
 func (d *Doc) problem(ps *Problems, n *yaml.Node, path, format string, args ...any) {
 	src, line := d.Source, n.Line
-	if s, ok := setSource.get(n); ok {
+	if s, ok := d.setBy[n]; ok {
 		src, line = s, 0
 	}
 	*ps = append(*ps, Problem{Source: src, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
@@ -450,8 +451,3 @@ func levenshtein(a, b string) int {
 	}
 	return prev[len(b)]
 }
-
-// setSource marks nodes created by Set so problems name the --set flag, not a file line.
-// Nodes are unique per Doc, so a package-level map keyed by node pointer is safe enough for a
-// CLI; it is guarded for concurrent use below.
-var setSource = newNodeMap()
