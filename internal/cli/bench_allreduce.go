@@ -350,7 +350,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 		defer dcancel()
 		if u, err := cl.Find(dctx, name); err == nil {
 			if _, err := cl.Delete(dctx, u); err == nil {
-				_ = cl.WaitGone(dctx, name, time.Second)
+				_ = cl.WaitGone(dctx, name)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
@@ -319,20 +320,47 @@ func (c *Cluster) Delete(ctx context.Context, job *unstructured.Unstructured) ([
 	return deleted, nil
 }
 
-// WaitGone waits until no pod of the job is left, or ctx ends.
-func (c *Cluster) WaitGone(ctx context.Context, name string, poll time.Duration) error {
+// WaitGone waits until no pod of the job is left, or ctx ends: one list, then a watch from
+// that list's resource version (re-listed only if the watch closes).
+func (c *Cluster) WaitGone(ctx context.Context, name string) error {
+	sel := metav1.ListOptions{LabelSelector: kubeflowv1.JobNameLabel + "=" + name}
 	for {
-		pods, err := c.Pods(ctx, name)
+		l, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, sel)
 		if err != nil {
 			return err
 		}
-		if len(pods) == 0 {
+		left := map[string]bool{}
+		for _, p := range l.Items {
+			left[p.Name] = true
+		}
+		if len(left) == 0 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(poll):
+		wo := sel
+		wo.ResourceVersion = l.ResourceVersion
+		w, err := c.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, wo)
+		if err != nil {
+			return err
+		}
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				delete(left, p.Name)
+			case watch.Added:
+				left[p.Name] = true
+			}
+			if len(left) == 0 {
+				w.Stop()
+				return nil
+			}
+		}
+		w.Stop()
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 }
