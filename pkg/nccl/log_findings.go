@@ -1,0 +1,183 @@
+// The findings: problems and warnings with their evidence and fixes, and the one-line summary.
+
+package nccl
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+func (a *LogAnalyzer) envValue(name string) (string, bool) {
+	if i, ok := a.envIdx[name]; ok {
+		return a.env[i].Value, true
+	}
+	return "", false
+}
+
+func (a *LogAnalyzer) envEvidence(name string) []Evidence {
+	if i, ok := a.envIdx[name]; ok {
+		e := a.env[i]
+		return []Evidence{{File: e.File, Line: e.Line, Text: e.text}}
+	}
+	return nil
+}
+
+const fixNoDevice = "check, in this order: (1) the pod requests the RDMA resource (e.g. rdma/rdma_shared_device_a: 1) and " +
+	"/dev/infiniband is present; (2) securityContext.capabilities.add includes IPC_LOCK; (3) NCCL_IB_HCA, if set, " +
+	"names devices that exist (`ibv_devices`); (4) the image has libibverbs and the provider (libmlx5); " +
+	"(5) the port is ACTIVE: NCCL skips INIT/ARMED ports silently, so run `ain doctor ib-ports` on the node"
+
+func (a *LogAnalyzer) findings(r *LogReport) {
+	hca, hcaSet := a.envValue("NCCL_IB_HCA")
+	ibDisable, _ := a.envValue("NCCL_IB_DISABLE")
+	switch {
+	case len(a.noDevice) > 0 && hcaSet:
+		r.Problems = append(r.Problems, Finding{
+			Code:    CodeIBHCANoMatch,
+			Message: fmt.Sprintf("NCCL_IB_HCA=%s matched no usable IB device, so NCCL found none", hca),
+			Fix: "list the devices and ports with `ibv_devinfo` (or `ain doctor ib-ports`) and set NCCL_IB_HCA to them, e.g. " +
+				"`=mlx5_0:1,mlx5_1:1` (`=` for exact names: without it `mlx5_1` also matches mlx5_10..19; `^` excludes); " +
+				"also check that the matched ports are ACTIVE",
+			Lines: append(a.envEvidence("NCCL_IB_HCA"), a.noDevice...),
+		})
+	case len(a.noDevice) > 0:
+		r.Problems = append(r.Problems, Finding{
+			Code:    CodeNoIBDevice,
+			Message: "NCCL found no usable InfiniBand/RoCE device (`NET/IB : No device found`)",
+			Fix:     fixNoDevice,
+			Lines:   a.noDevice,
+		})
+	}
+	if ibDisable == "1" {
+		r.Warnings = append(r.Warnings, Finding{
+			Code:    CodeIBDisabled,
+			Message: "NCCL_IB_DISABLE=1 turns the IB/RoCE transport off: NCCL uses sockets on purpose",
+			Fix:     "unset NCCL_IB_DISABLE unless sockets are what you want",
+			Lines:   a.envEvidence("NCCL_IB_DISABLE"),
+		})
+	}
+	if r.Transport == TransportSocket {
+		f := Finding{
+			Code:    CodeSocketFallback,
+			Message: "NCCL moved data over TCP sockets, not RDMA: expect a fraction of the fabric's bandwidth",
+			Fix:     fixNoDevice,
+		}
+		if len(a.noDevice) > 0 || ibDisable == "1" {
+			f.Fix = "fix the cause above; sockets are NCCL's fallback when no IB/RoCE device is usable"
+		}
+		for _, e := range a.evidence {
+			if strings.Contains(e.Text, "Socket") && len(f.Lines) < maxEvidencePerKind {
+				f.Lines = append(f.Lines, e)
+			}
+		}
+		r.Problems = append(r.Problems, f)
+	}
+	if len(a.netMissing) > 0 {
+		name := a.netMissingName
+		f := Finding{
+			Code:    CodeNetNotFound,
+			Message: fmt.Sprintf("the network NCCL was told to use (%q, from NCCL_NET) is not available, so communicator init failed", name),
+			Fix:     "install the net plugin in the image (aws-ofi-nccl for \"AWS Libfabric\"/EFA/Slingshot: libnccl-net-ofi.so or libnccl-net.so on LD_LIBRARY_PATH) or unset NCCL_NET to let NCCL choose",
+			Lines:   append(append([]Evidence{}, a.pluginMiss...), a.netMissing...),
+		}
+		if name == "" {
+			f.Message = "the network NCCL was told to use is not available, so communicator init failed"
+		}
+		r.Problems = append(r.Problems, f)
+	} else if len(a.pluginMiss) > 0 {
+		r.Warnings = append(r.Warnings, Finding{
+			Code:    CodePluginNotFound,
+			Message: "no external net plugin was loaded; NCCL uses its internal IB/Socket transports",
+			Fix:     "fine on InfiniBand/RoCE; on EFA, Slingshot or TCPX/TCPXO the plugin must be in the image and on LD_LIBRARY_PATH",
+			Lines:   a.pluginMiss,
+		})
+	}
+	if len(a.shm) > 0 {
+		r.Problems = append(r.Problems, Finding{
+			Code:    CodeShm,
+			Message: "NCCL could not create its shared-memory segment in /dev/shm (containers get 64 MiB by default)",
+			Fix:     "mount a memory-backed /dev/shm in the pod: volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}] with volumeMounts: [{name: dshm, mountPath: /dev/shm}] (docker: --shm-size=8g)",
+			Lines:   a.shm,
+		})
+	}
+	if len(a.ibCompl) > 0 {
+		r.Problems = append(r.Problems, Finding{
+			Code:    CodeIBCompletion,
+			Message: "an IB work request completed with an error (status 12 = transport retry exceeded: the peer or the path went away)",
+			Fix:     "check the peer rank's log and the ports on both nodes (`ain doctor ib-ports`); on RoCE check NCCL_IB_GID_INDEX/NCCL_IB_TC and PFC/ECN on the switches; consider NCCL_IB_TIMEOUT=22",
+			Lines:   a.ibCompl,
+		})
+	}
+	if r.GDR != nil && !*r.GDR && (r.Transport == TransportIB || r.Transport == TransportRoCE) {
+		f := Finding{
+			Code:    CodeGDRDisabled,
+			Message: "GPUDirect RDMA is not used: data goes through host memory, costing bandwidth and CPU",
+			Fix:     "load nvidia-peermem (or use DMA-BUF with an open kernel module), keep GPU and NIC under the same PCIe switch, and check NCCL_NET_GDR_LEVEL (e.g. SYS)",
+			Lines:   a.gdrOff,
+		}
+		r.Warnings = append(r.Warnings, f)
+	}
+	if a.warnCount > 0 {
+		msg := fmt.Sprintf("%d other NCCL WARN line(s)", a.warnCount)
+		r.Warnings = append(r.Warnings, Finding{Code: CodeNCCLWarn, Message: msg, Lines: a.warnLines[:min(len(a.warnLines), maxEvidencePerKind)]})
+	}
+	if r.Transport == TransportNone && len(a.netMissing) == 0 {
+		r.Warnings = append(r.Warnings, Finding{
+			Code:    CodeSingleNode,
+			Message: "no network transport was used: all peers were reached over P2P/SHM (a single-node run)",
+		})
+	}
+	if r.Transport == TransportUnknown {
+		r.Warnings = append(r.Warnings, Finding{
+			Code:    CodeNoEvidence,
+			Message: "the log does not say which transport NCCL used",
+			Fix:     "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING (the default subsystems print no NET or channel lines)",
+		})
+	}
+}
+
+func (r *LogReport) hasProblem(code string) bool {
+	for _, f := range r.Problems {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Verdict is a one-line summary for humans.
+func (r *LogReport) Verdict() string {
+	var b strings.Builder
+	switch {
+	case r.Transport == TransportIB:
+		b.WriteString("NCCL used InfiniBand (RDMA)")
+	case r.Transport == TransportRoCE:
+		b.WriteString("NCCL used RoCE (RDMA over Ethernet)")
+	case r.Transport == TransportSocket:
+		b.WriteString("NCCL used TCP sockets, not RDMA")
+	case r.Transport == TransportNone && r.hasProblem(CodeNetNotFound):
+		b.WriteString("NCCL found no usable network: the requested net plugin is missing")
+	case r.Transport == TransportNone:
+		b.WriteString("NCCL used no network (P2P/SHM only)")
+	case strings.HasPrefix(r.Transport, pluginPrefix):
+		b.WriteString("NCCL used the external net plugin " + strings.TrimPrefix(r.Transport, pluginPrefix))
+	default:
+		b.WriteString("transport unknown")
+	}
+	if r.GDR != nil {
+		if *r.GDR {
+			b.WriteString(", GPUDirect RDMA on")
+		} else {
+			b.WriteString(", GPUDirect RDMA off")
+		}
+	}
+	if r.NCCLVersion != nil {
+		b.WriteString(" (NCCL " + *r.NCCLVersion)
+		if r.Ranks != nil {
+			b.WriteString(", " + strconv.Itoa(*r.Ranks) + " ranks")
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
