@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,40 +11,50 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
 // endpointOptions are the flags every command talking to a model server takes
 // (ain models, ain chat, ain chat test, ain bench serve).
 type endpointOptions struct {
-	Endpoint string
-	APIKey   string
-	CAFile   string
-	Insecure bool
+	Endpoint    string
+	APIKey      string
+	CAFile      string
+	Insecure    bool
+	ConnectTo   string
+	PortForward bool
+
+	// via says how the endpoint was reached once resolved ("endpoint", "ingress",
+	// "port-forward"), for what a benchmark says it measured.
+	via string
 }
 
 func (o *endpointOptions) flags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringFlag{Name: "endpoint", Usage: "the OpenAI-compatible server's URL, e.g. https://llm.example.com or http://127.0.0.1:8000 (env AIN_ENDPOINT; default: what ain serve deployed in the namespace, via its ingress or a port-forward)", Destination: &o.Endpoint},
+		&ucli.StringFlag{Name: "endpoint", Usage: "the OpenAI-compatible server's URL, e.g. https://llm.example.com or http://127.0.0.1:8000 (env AIN_ENDPOINT; default: the HTTPS ingress of what ain serve deployed in the namespace)", Destination: &o.Endpoint},
 		&ucli.StringFlag{Name: "api-key", Usage: "bearer token, the server's --api-key (prefer env AIN_API_KEY: flags show in the process list)", Destination: &o.APIKey},
 		&ucli.StringFlag{Name: "ca-file", Usage: "PEM file of a private CA to trust, besides the system's, for the server's certificate", Destination: &o.CAFile},
 		&ucli.BoolFlag{Name: "insecure", Usage: "do NOT verify the server's TLS certificate (testing only; never the default)", Destination: &o.Insecure},
+		&ucli.StringFlag{Name: "connect-to", Usage: "HOST:PORT to connect to instead of resolving the endpoint's host, still verifying its certificate for that name (like curl --connect-to): an ingress whose DNS record is not there yet", Destination: &o.ConnectTo},
+		&ucli.BoolFlag{Name: "port-forward", Usage: "when the ingress does not answer, reach ONE pod through an API-server port-forward: for a quick look, not for measuring (it bypasses the ingress and the Service)", Destination: &o.PortForward},
 	}
 }
 
 // modelClient builds the client from flags and environment; the endpoint comes from
 // --endpoint, else AIN_ENDPOINT, else what `ain serve` deployed (discoverEndpoint).
 func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*vllm.Client, error) {
-	endpoint := o.Endpoint
-	if endpoint == "" {
-		endpoint = a.Getenv("AIN_ENDPOINT")
+	ep := vllm.Endpoint{URL: o.Endpoint, Via: "endpoint"}
+	if ep.URL == "" {
+		ep.URL = a.Getenv("AIN_ENDPOINT")
 	}
-	if endpoint == "" {
+	if ep.URL == "" {
 		var err error
-		if endpoint, err = a.discoverEndpoint(ctx, o); err != nil {
+		if ep, err = a.discoverEndpoint(ctx, o); err != nil {
 			return nil, err
 		}
 	}
+	o.via = ep.Via
 	key := o.APIKey
 	if key == "" {
 		key = a.Getenv("AIN_API_KEY")
@@ -51,34 +62,74 @@ func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*
 	if o.Insecure {
 		fmt.Fprintln(a.Streams.Err, "WARNING: --insecure: the server's TLS certificate is NOT verified; whoever sits on the path can read the API key, the prompts and the answers.")
 	}
-	return vllm.NewClient(vllm.Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, Insecure: o.Insecure, MaxConns: conns})
+	c, err := vllm.NewClient(o.clientOptions(ep, key, conns))
+	return c, endpointError(err)
 }
 
-// discoverEndpoint finds what `ain serve` deployed in the namespace (by label): its ingress
-// URL when that answers from here, else a port-forward to a ready replica, open until ctx ends.
-func (a *App) discoverEndpoint(ctx context.Context, o *endpointOptions) (string, error) {
+func (o *endpointOptions) clientOptions(ep vllm.Endpoint, key string, conns int) vllm.Options {
+	return vllm.Options{Endpoint: ep.URL, APIKey: key, CAFile: o.CAFile, CAPEM: ep.CAPEM, CAName: ep.CAName,
+		Insecure: o.Insecure, ConnectTo: o.ConnectTo, MaxConns: conns}
+}
+
+// endpointError maps the client library's typed errors to usage errors naming the flag.
+func endpointError(err error) error {
+	var cf *vllm.CAFileError
+	var ee *vllm.EndpointError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &cf):
+		return ainerr.New(ainerr.Usage, fmt.Errorf("--ca-file %s: %v", cf.Path, cf.Err), "give a PEM file with the CA that signed the server's certificate")
+	case errors.As(err, &ee) && ee.Endpoint == "":
+		return ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT"),
+			"for a server deployed with `ain serve`, run `ain serve status` to see its URL")
+	case errors.As(err, &ee):
+		return ainerr.New(ainerr.Usage, fmt.Errorf("--endpoint/--connect-to: %v", ee), "")
+	}
+	return err
+}
+
+// discoverEndpoint finds what `ain serve` deployed in the namespace (by label): its ingress,
+// or with --port-forward a port-forward to a ready replica, open until ctx ends.
+func (a *App) discoverEndpoint(ctx context.Context, o *endpointOptions) (vllm.Endpoint, error) {
 	kc, err := a.clients()
 	if err != nil {
-		return "", ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT (no cluster to find an `ain serve` deployment in: %v)", err),
+		return vllm.Endpoint{}, ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT (no cluster to find an `ain serve` deployment in: %v)", err),
 			"for a vLLM server, the URL of its ingress (https://HOST) or of a port-forward (http://127.0.0.1:8000)")
 	}
 	d := &vllm.Discovery{
-		Cluster:   &vllm.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace},
-		Config:    kc.Config,
-		Log:       a.Streams.Err,
-		Reachable: a.reachable(o),
+		Cluster:          &vllm.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace},
+		Config:           kc.Config,
+		Log:              a.Streams.Err,
+		Reachable:        a.reachable(o),
+		AllowPortForward: o.PortForward,
 	}
-	url, _, err := d.Endpoint(ctx, "") // the port-forward ends with ctx
+	ep, err := d.Endpoint(ctx, "") // the port-forward ends with ctx
 	if err != nil {
-		return "", kc.Classify(err, "finding the model server")
+		return ep, discoveryError(kc, err, "finding the model server")
 	}
-	return url, nil
+	return ep, nil
 }
 
-// reachable checks that a URL answers GET /health from here, with the TLS settings given.
-func (a *App) reachable(o *endpointOptions) func(context.Context, string) error {
-	return func(ctx context.Context, url string) error {
-		c, err := vllm.NewClient(vllm.Options{Endpoint: url, CAFile: o.CAFile, Insecure: o.Insecure})
+// discoveryError maps Discovery's typed errors to exit codes and hints.
+func discoveryError(kc *kube.Clients, err error, what string) error {
+	var ie *vllm.IngressUnreachableError
+	var nr *vllm.NoReadyReplicaError
+	switch {
+	case errors.As(err, &ie):
+		return ainerr.New(ainerr.Unreachable, err,
+			"check that the ingress host resolves to the ingress controller (or pass --connect-to ADDR:443 to reach it by address), "+
+				"or pass --port-forward to reach one pod through the API server instead (a quick look, not a measurement)")
+	case errors.As(err, &nr):
+		return ainerr.New(ainerr.Unreachable, err, "`ain serve status "+nr.Name+"` shows what the pods are doing")
+	}
+	return kc.Classify(err, what)
+}
+
+// reachable checks that an endpoint answers GET /health from here, with the TLS settings given.
+func (a *App) reachable(o *endpointOptions) func(context.Context, vllm.Endpoint) error {
+	return func(ctx context.Context, ep vllm.Endpoint) error {
+		c, err := vllm.NewClient(o.clientOptions(ep, "", 0))
 		if err != nil {
 			return err
 		}

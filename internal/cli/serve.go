@@ -156,6 +156,11 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		if v == "" {
 			return ainerr.Usagef("%s is empty", file)
 		}
+		if env == "AIN_API_KEY" && o.APIKey == "" {
+			// The readiness check must send the key the server now requires, wherever it
+			// came from (--api-key-file used to deploy, then fail the check with 401).
+			o.APIKey = v
+		}
 		sname := name + "-" + suffix
 		secrets = append(secrets, vllm.CredentialSecret(sname, a.Global.Namespace, key, []byte(v),
 			map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: name}))
@@ -196,8 +201,38 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return err
 	}
 	ctx := c.Context
+	s := r.Serving
+	if objs.Ingress != nil {
+		// Checked (or created) before the Ingress that names it: a bad Secret makes
+		// ingress-nginx serve its fake certificate, which clients misreport as an unknown CA.
+		in := s.Ingress
+		lbl := map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: objs.Name}
+		t, err := cl.EnsureTLS(ctx, vllm.TLSSecretName(in, objs.Name), in.Host, in.ClusterIssuer, lbl, a.Now(), o.DryRun == "server")
+		var tp *vllm.TLSProblem
+		switch {
+		case errors.As(err, &tp):
+			return ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set ingress.tlsSecret=NAME, or let cert-manager issue it with --set ingress.clusterIssuer=ISSUER")
+		case err != nil:
+			return kc.Classify(err, "checking the ingress's TLS Secret")
+		case t.Issuer != "":
+			fmt.Fprintf(a.Streams.Err, "TLS: cert-manager ClusterIssuer %s issues Secret %s for the ingress\n", t.Issuer, t.Secret)
+		case t.Created && o.DryRun == "server":
+			fmt.Fprintf(a.Streams.Err, "TLS: Secret %s does not exist; ain would create a self-signed certificate\n", t.Secret)
+		case t.Created:
+			fmt.Fprintf(a.Streams.Err, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
+				t.Secret, orDashStr(in.Host), t.Secret)
+		default:
+			fmt.Fprintf(a.Streams.Err, "TLS: Secret %s holds a valid certificate for %s\n", t.Secret, orDashStr(in.Host))
+		}
+	}
+	var rest []runtime.Object
+	rest = append(rest, secrets...)
+	rest = append(rest, objs.Service)
+	if objs.Ingress != nil {
+		rest = append(rest, objs.Ingress)
+	}
 	if o.DryRun == "server" {
-		applied, err := cl.Apply(ctx, append(secrets, objs.All()...), true)
+		applied, err := cl.Apply(ctx, append(rest, deploymentObjects(objs)...), true)
 		if err != nil {
 			return kc.Classify(err, "applying the model server")
 		}
@@ -211,24 +246,39 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return a.printObjects(shown, o.Output)
 	}
 	a.sandboxNote(kc)
-	applied, err := cl.Apply(ctx, append(secrets, objs.All()...), false)
+	applied, err := cl.Apply(ctx, rest, false)
 	if err != nil {
 		return kc.Classify(err, "applying the model server")
 	}
-	s := r.Serving
 	for _, u := range applied {
 		fmt.Fprintf(a.Streams.Err, "applied %s %s/%s\n", u.GetKind(), u.GetNamespace(), u.GetName())
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = s.StartupDuration() + 5*time.Minute
+	}
+	progress := func(line string) { fmt.Fprintf(a.Streams.Err, "%s\n", line) }
+	deps, err := cl.ApplyRolling(ctx, objs.Deployments, vllm.RollOptions{ReplicaTimeout: timeout, Progress: progress})
+	for _, d := range deps {
+		fmt.Fprintf(a.Streams.Err, "applied Deployment %s/%s\n", cl.Namespace, objName(d))
+	}
+	if err != nil {
+		return a.waitError(kc, err, objs.Name)
 	}
 	fmt.Fprintf(a.Streams.Err, "model %s as %q: %d replica(s) x %d GPU (%s)\n", s.Model, s.ServedModelName, s.Replicas, s.GPUsPerReplica, s.Topology)
 	if o.NoWait {
 		fmt.Fprintf(a.Streams.Err, "check it with: ain serve status %s\n", objs.Name)
 		return nil
 	}
-	timeout := o.Timeout
-	if timeout == 0 {
-		timeout = s.StartupDuration() + 5*time.Minute
-	}
 	return a.waitServing(ctx, kc, cl, objs.Name, s.ServedModelName, &o.endpointOptions, timeout)
+}
+
+func deploymentObjects(objs *vllm.Objects) []runtime.Object {
+	out := make([]runtime.Object, len(objs.Deployments))
+	for i, d := range objs.Deployments {
+		out[i] = d
+	}
+	return out
 }
 
 func objName(o runtime.Object) string {
@@ -239,114 +289,63 @@ func objName(o runtime.Object) string {
 	return u.GetName()
 }
 
-// waitServing follows the replicas until every pod is ready, then until the endpoint's
-// /v1/models lists the model, printing each change of state.
-func (a *App) waitServing(parent context.Context, kc *kube.Clients, cl *vllm.Cluster, name, model string, eo *endpointOptions, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	start := a.Now()
-	last := ""
-	var client *vllm.Client
-	forwarded := false // reached through a port-forward that ends with this command
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		st, err := cl.Status(ctx, name)
-		if err != nil && ctx.Err() == nil {
-			return kc.Classify(err, "reading the model server's status")
-		}
-		if st != nil {
-			line := servingProgress(st)
-			if line != last {
-				fmt.Fprintf(a.Streams.Err, "[%s] %s\n", fmtElapsed(a.Now().Sub(start)), line)
-				last = line
-			}
-			for _, r := range st.Replicas {
-				if r.Stalled != "" {
-					return ainerr.New(ainerr.JobFailed, fmt.Errorf("replica %s did not become ready: %s", r.Deployment, r.Stalled),
-						"`ain serve status "+name+"` shows each pod; `kubectl logs` the pod for vLLM's own error")
-				}
-			}
-			if st.AllReady() {
-				if client == nil {
-					endpoint := eo.Endpoint
-					if endpoint == "" {
-						endpoint = a.Getenv("AIN_ENDPOINT")
-					}
-					if endpoint == "" {
-						// The ingress when it answers from here, else a port-forward to a ready replica.
-						d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Log: a.Streams.Err, Reachable: a.reachable(eo)}
-						if endpoint, _, err = d.Endpoint(ctx, name); err != nil {
-							return kc.Classify(err, "reaching the model server")
-						}
-						forwarded = endpoint != st.URL
-					}
-					eo2 := *eo
-					eo2.Endpoint = endpoint
-					if client, err = a.modelClient(ctx, &eo2, 0); err != nil {
-						return err
-					}
-				}
-				pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-				models, err := client.Models(pctx)
-				pcancel()
-				if err == nil {
-					for _, m := range models {
-						if m.ID == model {
-							fmt.Fprintf(a.Streams.Err, "ready: %s serves %s (listed by /v1/models) after %s\n", client.Endpoint(), model, fmtElapsed(a.Now().Sub(start)))
-							if forwarded {
-								fmt.Fprintf(a.Streams.Err, "(checked through a port-forward; without an ingress reachable from here, use `ain models`/`ain chat`, which open one)\n")
-								return nil
-							}
-							fmt.Fprintf(a.Streams.Out, "%s\n", strings.TrimSuffix(client.Endpoint(), "/v1"))
-							return nil
-						}
-					}
-					err = fmt.Errorf("/v1/models does not list %s yet", model)
-				}
-				if ainerr.CodeOf(err) == ainerr.Unauthorized {
-					return err
-				}
-				if msg := "replicas ready; waiting for the endpoint: " + err.Error(); msg != last {
-					fmt.Fprintf(a.Streams.Err, "[%s] %s\n", fmtElapsed(a.Now().Sub(start)), msg)
-					last = msg
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if parent.Err() != nil {
-				return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "ain serve status "+name+"   ain serve delete "+name)
-			}
-			return ainerr.New(ainerr.Timeout, fmt.Errorf("the model server was not ready within %s (last: %s)", timeout, last),
-				"it keeps starting: `ain serve status "+name+"`; a big model may need a longer spec.startupTimeout")
-		case <-tick.C:
-		}
+// waitError maps pkg/vllm's wait errors to exit codes and hints.
+func (a *App) waitError(kc *kube.Clients, err error, name string) error {
+	var se *vllm.StalledError
+	var te *vllm.WaitTimeoutError
+	switch {
+	case errors.As(err, &se):
+		return ainerr.New(ainerr.JobFailed, err, "`ain serve status "+name+"` shows each pod; `kubectl logs` the pod for vLLM's own error")
+	case errors.As(err, &te):
+		return ainerr.New(ainerr.Timeout, err, "it keeps starting: `ain serve status "+name+"`; a big model may need a longer spec.startupTimeout")
+	case errors.Is(err, context.Canceled):
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "ain serve status "+name+"   ain serve delete "+name)
+	case ainerr.CodeOf(err) != ainerr.Failure:
+		return err
 	}
+	return discoveryError(kc, err, "waiting for the model server")
 }
 
-// servingProgress is one line: ready/total and each pod's state.
-func servingProgress(st *vllm.ServingStatus) string {
-	var pods []string
-	for _, r := range st.Replicas {
-		for _, p := range r.Pods {
-			s := p.Name + " " + p.Phase
-			if p.Ready {
-				s += " ready"
+// waitServing waits (vllm.WaitReady) until every replica is ready and the endpoint lists the
+// model, printing each change of state, then prints the endpoint on stdout.
+func (a *App) waitServing(ctx context.Context, kc *kube.Clients, cl *vllm.Cluster, name, model string, eo *endpointOptions, timeout time.Duration) error {
+	via := ""
+	client, err := cl.WaitReady(ctx, vllm.WaitOptions{
+		Name: name, Model: model, Timeout: timeout, Now: a.Now,
+		Progress: func(el time.Duration, line string) {
+			fmt.Fprintf(a.Streams.Err, "[%s] %s\n", fmtElapsed(el), line)
+		},
+		Connect: func(ctx context.Context, st *vllm.ServingStatus) (*vllm.Client, error) {
+			ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
+			if ep.URL == "" {
+				ep.URL = a.Getenv("AIN_ENDPOINT")
 			}
-			if p.Node != "" {
-				s += " on " + p.Node
+			if ep.URL == "" {
+				d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Log: a.Streams.Err, Reachable: a.reachable(eo), AllowPortForward: eo.PortForward}
+				var err error
+				if ep, err = d.Endpoint(ctx, name); err != nil {
+					return nil, err
+				}
 			}
-			if p.Reason != "" {
-				s += " (" + p.Reason + ")"
+			via = ep.Via
+			key := eo.APIKey
+			if key == "" {
+				key = a.Getenv("AIN_API_KEY")
 			}
-			pods = append(pods, s)
-		}
+			c, err := vllm.NewClient(eo.clientOptions(ep, key, 0))
+			return c, endpointError(err)
+		},
+	})
+	if err != nil {
+		return a.waitError(kc, err, name)
 	}
-	if len(pods) == 0 {
-		pods = append(pods, "no pods yet")
+	fmt.Fprintf(a.Streams.Err, "ready: %s serves %s (listed by /v1/models)\n", client.Endpoint(), model)
+	if via == "port-forward" {
+		fmt.Fprintf(a.Streams.Err, "(checked through a port-forward, which ends with this command; the ingress did not answer from here)\n")
+		return nil
 	}
-	return fmt.Sprintf("%d/%d replicas ready: %s", st.Ready, st.Desired, strings.Join(pods, "; "))
+	fmt.Fprintf(a.Streams.Out, "%s\n", strings.TrimSuffix(client.Endpoint(), "/v1"))
+	return nil
 }
 
 func fmtElapsed(d time.Duration) string {

@@ -28,9 +28,17 @@ const (
 	DefaultGPUMemoryUtilization = 0.9
 	DefaultStartupTimeout       = "20m"
 	DefaultServingShm           = "8Gi"
-	DefaultGenerationConfig     = "vllm"
-	DefaultIngressClass         = "nginx"
-	DefaultProxyReadTimeout     = 3600
+	// DefaultGenerationConfig keeps vLLM's own default ("auto": the model's
+	// generation_config.json sampling defaults apply). ain's deterministic checks send their
+	// sampling per request instead of forcing it on every client of the server.
+	DefaultGenerationConfig = "auto"
+	// DefaultServingCPU and DefaultServingMemory are each replica's requests: without them the
+	// pods are BestEffort, the first evicted under node memory pressure. vLLM holds the
+	// tokenizer, the scheduler and, while loading, the weights' pages in host memory.
+	DefaultServingCPU       = "4"
+	DefaultServingMemory    = "32Gi"
+	DefaultIngressClass     = "nginx"
+	DefaultProxyReadTimeout = 3600
 )
 
 // ServingSpec is the serving section (kind Serving): vLLM's OpenAI-compatible server on
@@ -58,15 +66,18 @@ type ServingSpec struct {
 	GPUMemoryUtilization float64 `yaml:"gpuMemoryUtilization,omitempty" json:"gpuMemoryUtilization,omitempty"`
 	// DType is --dtype (auto, bfloat16, float16); empty leaves vLLM's default.
 	DType string `yaml:"dtype,omitempty" json:"dtype,omitempty"`
-	// GenerationConfig is --generation-config: "vllm" (default) ignores the sampling defaults
-	// in the model's generation_config.json, so a request's temperature 0 gives plain greedy
-	// decoding (answer checks), "auto" applies them.
+	// GenerationConfig is --generation-config: "auto" (default, vLLM's own) applies the
+	// sampling defaults in the model's generation_config.json to requests that do not set them;
+	// "vllm" ignores them server-wide. ain's answer checks send every sampling field they rely
+	// on per request, so they do not need "vllm".
 	GenerationConfig string `yaml:"generationConfig,omitempty" json:"generationConfig,omitempty"`
 	// ExtraArgs are appended to `vllm serve` (e.g. [--enable-lora, --lora-modules, a=/path]).
 	ExtraArgs []string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
 	// Env is extra container environment (not secrets: see apiKeySecret, hfTokenSecret).
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
-	// Resources are the CPU and memory each replica requests.
+	// Resources are the CPU and memory each replica requests (default 4 CPUs, 32Gi). The
+	// memory limit is the request plus shmSize: pages of a memory-backed /dev/shm are charged
+	// to the container's memory cgroup, so a limit without them would OOM-kill a busy replica.
 	Resources Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
 	// ShmSize sizes the memory-backed /dev/shm (default 8Gi).
 	ShmSize string `yaml:"shmSize,omitempty" json:"shmSize,omitempty"`
@@ -91,14 +102,24 @@ type SecretRef struct {
 	Key  string `yaml:"key" json:"key"`
 }
 
-// ServingIngress is the HTTPS ingress in front of the replicas.
+// ServingIngress is the HTTPS ingress in front of the replicas. It routes only the API (/v1)
+// and the health check (/health) to vLLM: vLLM's API key guards /v1 alone, so /invocations,
+// /tokenize, /pooling, /score or /metrics must not be reachable from outside.
 type ServingIngress struct {
-	// Host is the DNS name clients use.
-	Host string `yaml:"host" json:"host"`
+	// Host is the DNS name clients use (--host). Empty: the rule matches any host on the
+	// ingress controller's address, and a certificate can name no host: set it for real use.
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
 	// ClassName is the IngressClass (default nginx: ingress-nginx).
 	ClassName string `yaml:"className,omitempty" json:"className,omitempty"`
-	// TLSSecret is the kubernetes.io/tls Secret with the certificate (default NAME-tls).
+	// TLSSecret is the kubernetes.io/tls Secret with the certificate (default: the
+	// deployment's name, as given by --name, plus "-tls"). ain checks it before applying
+	// (type, certificate, expiry, host) and, when it is missing and no clusterIssuer is set,
+	// creates a self-signed one whose CA it keeps in the Secret's ca.crt.
 	TLSSecret string `yaml:"tlsSecret,omitempty" json:"tlsSecret,omitempty"`
+	// ClusterIssuer, when set, is the cert-manager ClusterIssuer that issues the certificate
+	// into TLSSecret (annotation cert-manager.io/cluster-issuer); ain then leaves the Secret
+	// to cert-manager.
+	ClusterIssuer string `yaml:"clusterIssuer,omitempty" json:"clusterIssuer,omitempty"`
 	// ProxyReadTimeout is seconds ingress-nginx waits between two reads of a stream
 	// (default 3600: long generations must not be cut).
 	ProxyReadTimeout int `yaml:"proxyReadTimeout,omitempty" json:"proxyReadTimeout,omitempty"`
@@ -134,6 +155,14 @@ func (r *Recipe) defaultServing(s *ServingSpec) {
 		s.GenerationConfig = DefaultGenerationConfig
 		r.noteDefault("spec.generationConfig", DefaultGenerationConfig)
 	}
+	if s.Resources.CPU == "" {
+		s.Resources.CPU = DefaultServingCPU
+		r.noteDefault("spec.resources.cpu", DefaultServingCPU)
+	}
+	if s.Resources.Memory == "" {
+		s.Resources.Memory = DefaultServingMemory
+		r.noteDefault("spec.resources.memory", DefaultServingMemory+" (the limit adds spec.shmSize)")
+	}
 	if s.ShmSize == "" {
 		s.ShmSize = DefaultServingShm
 		r.noteDefault("spec.shmSize", DefaultServingShm)
@@ -150,10 +179,6 @@ func (r *Recipe) defaultServing(s *ServingSpec) {
 		if in.ClassName == "" {
 			in.ClassName = DefaultIngressClass
 			r.noteDefault("spec.ingress.className", DefaultIngressClass)
-		}
-		if in.TLSSecret == "" && r.Metadata.Name != "" {
-			in.TLSSecret = r.Metadata.Name + "-tls"
-			r.noteDefault("spec.ingress.tlsSecret", in.TLSSecret)
 		}
 		if in.ProxyReadTimeout == 0 {
 			in.ProxyReadTimeout = DefaultProxyReadTimeout
@@ -245,12 +270,17 @@ func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 		}
 	}
 	if in := s.Ingress; in != nil {
-		v.required("spec.ingress.host", in.Host)
 		if in.Host != "" && len(validation.IsDNS1123Subdomain(strings.TrimPrefix(in.Host, "*."))) > 0 {
 			v.addf("spec.ingress.host", "%q is not a DNS name", in.Host)
 		}
 		if in.TLSSecret != "" && len(validation.IsDNS1123Subdomain(in.TLSSecret)) > 0 {
 			v.addf("spec.ingress.tlsSecret", "%q is not a valid Secret name", in.TLSSecret)
+		}
+		if in.ClusterIssuer != "" && len(validation.IsDNS1123Subdomain(in.ClusterIssuer)) > 0 {
+			v.addf("spec.ingress.clusterIssuer", "%q is not a valid ClusterIssuer name", in.ClusterIssuer)
+		}
+		if in.Host == "" {
+			v.warnf("spec.ingress.host", "no host: the Ingress answers for any name on the controller's address, and no certificate can be verified for it; pass --host NAME (a DNS name pointing at the ingress controller)")
 		}
 		if in.ProxyReadTimeout < 0 {
 			v.addf("spec.ingress.proxyReadTimeout", "must not be negative")

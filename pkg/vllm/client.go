@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -30,6 +31,14 @@ type Options struct {
 	APIKey string
 	// CAFile is a PEM bundle of extra CAs to trust (a private CA signing the ingress certificate).
 	CAFile string
+	// CAPEM is more PEM CAs to trust, e.g. the ca.crt of the self-signed TLS Secret `ain serve`
+	// created; CAName says where it came from (for error messages).
+	CAPEM  []byte
+	CAName string
+	// ConnectTo, when set (HOST:PORT), is where every connection goes instead of the
+	// endpoint's own address; TLS still verifies the endpoint's host name (curl --connect-to).
+	// It reaches an ingress whose DNS name does not resolve from here yet.
+	ConnectTo string
 	// Insecure skips TLS certificate verification. Never the default.
 	Insecure bool
 	// Timeout bounds a non-streaming request (0: none); streams are bounded by their context.
@@ -66,25 +75,40 @@ func NewClient(opts Options) (*Client, error) {
 	tr.DisableCompression = true
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	caNames := "the system's trusted CAs"
-	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
-		if err != nil {
-			return nil, ainerr.Usagef("--ca-file: %v", err)
-		}
+	if opts.CAFile != "" || len(opts.CAPEM) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, ainerr.Usagef("--ca-file %s: no PEM certificate found in it", opts.CAFile)
+		if opts.CAFile != "" {
+			pem, err := os.ReadFile(opts.CAFile)
+			if err != nil {
+				return nil, &CAFileError{Path: opts.CAFile, Err: err}
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, &CAFileError{Path: opts.CAFile, Err: errors.New("no PEM certificate found in it")}
+			}
+			caNames += " and --ca-file " + opts.CAFile
+		}
+		if len(opts.CAPEM) > 0 && pool.AppendCertsFromPEM(opts.CAPEM) {
+			caNames += " and " + opts.CAName
 		}
 		tlsCfg.RootCAs = pool
-		caNames = "the system's trusted CAs and --ca-file " + opts.CAFile
+	}
+	if opts.ConnectTo != "" {
+		if _, _, err := net.SplitHostPort(opts.ConnectTo); err != nil {
+			return nil, &EndpointError{Endpoint: opts.ConnectTo, Reason: "connect-to address: want HOST:PORT"}
+		}
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, opts.ConnectTo)
+		}
 	}
 	if opts.Insecure {
 		tlsCfg.InsecureSkipVerify = true //nolint:gosec // explicit, loud --insecure
 	}
 	tr.TLSClientConfig = tlsCfg
+
 	hc := &http.Client{Transport: &fieldsTransport{next: tr}, Timeout: opts.Timeout}
 	cfg := openai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = strings.TrimSuffix(base.String(), "/")
@@ -92,18 +116,39 @@ func NewClient(opts Options) (*Client, error) {
 	return &Client{opts: opts, base: base, http: hc, openai: openai.NewClientWithConfig(cfg), caNames: caNames}, nil
 }
 
+// CAFileError is a CA bundle that cannot be read or holds no certificate.
+type CAFileError struct {
+	Path string
+	Err  error
+}
+
+func (e *CAFileError) Error() string { return fmt.Sprintf("CA file %s: %v", e.Path, e.Err) }
+func (e *CAFileError) Unwrap() error { return e.Err }
+
+// EndpointError is an endpoint URL (or address) that cannot be used.
+type EndpointError struct {
+	Endpoint string
+	Reason   string
+}
+
+func (e *EndpointError) Error() string {
+	if e.Endpoint == "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("endpoint %q: %s", e.Endpoint, e.Reason)
+}
+
 // ParseEndpoint checks an endpoint URL and returns it ending in /v1.
 func ParseEndpoint(s string) (*url.URL, error) {
 	if s == "" {
-		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT"),
-			"for a server deployed with `ain serve`, run `ain serve status` to see its URL")
+		return nil, &EndpointError{Reason: "no endpoint given"}
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, ainerr.Usagef("endpoint %q: want http(s)://HOST[:PORT][/v1]", s)
+		return nil, &EndpointError{Endpoint: s, Reason: "want http(s)://HOST[:PORT][/v1]"}
 	}
 	if u.User != nil {
-		return nil, ainerr.Usagef("endpoint %q: put credentials in --api-key or AIN_API_KEY, not in the URL", u.Redacted())
+		return nil, &EndpointError{Endpoint: u.Redacted(), Reason: "credentials belong in the API key, not in the URL"}
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	if !strings.HasSuffix(u.Path, "/v1") {
@@ -224,6 +269,9 @@ func (c *Client) authorize(req *http.Request) {
 
 // dialAddr is the host:port a request to the endpoint connects to.
 func (c *Client) dialAddr() string {
+	if c.opts.ConnectTo != "" {
+		return c.opts.ConnectTo + " (--connect-to for " + c.base.Host + ")"
+	}
 	if c.base.Port() != "" {
 		return c.base.Host
 	}

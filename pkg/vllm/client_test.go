@@ -3,16 +3,27 @@ package vllm
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
@@ -50,8 +61,9 @@ func TestParseEndpoint(t *testing.T) {
 	}
 	for _, bad := range []string{"", "127.0.0.1:8000", "ftp://h", "https://user:secret@h"} {
 		_, err := ParseEndpoint(bad)
-		if ainerr.CodeOf(err) != ainerr.Usage {
-			t.Errorf("ParseEndpoint(%q) = %v, want a usage error", bad, err)
+		var ee *EndpointError
+		if !errors.As(err, &ee) {
+			t.Errorf("ParseEndpoint(%q) = %v, want an *EndpointError", bad, err)
 		}
 		if strings.Contains(errString(err), "secret") {
 			t.Errorf("error prints the password: %v", err)
@@ -159,7 +171,8 @@ func TestTLS(t *testing.T) {
 	// A CA file without certificates is a usage error.
 	bad := filepath.Join(t.TempDir(), "bad.pem")
 	_ = os.WriteFile(bad, []byte("not pem"), 0o600)
-	if _, err := NewClient(Options{Endpoint: ts.URL, CAFile: bad}); ainerr.CodeOf(err) != ainerr.Usage {
+	var cfe *CAFileError
+	if _, err := NewClient(Options{Endpoint: ts.URL, CAFile: bad}); !errors.As(err, &cfe) || cfe.Path != bad {
 		t.Fatalf("bad CA file: %v", err)
 	}
 	// Plain HTTP server, https endpoint.
@@ -239,5 +252,72 @@ func TestChatModelNotFound(t *testing.T) {
 		if ainerr.CodeOf(err) != ainerr.Usage || !strings.Contains(err.Error(), `model "zzz" is not served here; served: a, b`) {
 			t.Fatalf("stream=%v: err = %v", stream, err)
 		}
+	}
+}
+
+// The self-signed certificate `ain serve` puts in NAME-tls serves HTTPS for the host, a client
+// trusting the Secret's ca.crt verifies it, and --connect-to reaches the server by address
+// while verifying the host name (an ingress whose DNS record is not there yet).
+func TestSelfSignedTLSAndConnectTo(t *testing.T) {
+	now := time.Now()
+	sec, err := SelfSignedTLS("qwen-tls", "llm", "llm.ain.test", nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckTLSSecret(sec, "llm.ain.test", now); err != nil {
+		t.Fatal(err)
+	}
+	var tp *TLSProblem
+	if _, err := CheckTLSSecret(sec, "other.example", now); !errors.As(err, &tp) || !strings.Contains(err.Error(), "does not cover host other.example") {
+		t.Fatalf("wrong host: %v", err)
+	}
+	if _, err := CheckTLSSecret(sec, "llm.ain.test", now.Add(400*24*time.Hour)); err == nil || !strings.Contains(err.Error(), "expires") {
+		t.Fatalf("expired: %v", err)
+	}
+	opaque := sec.DeepCopy()
+	opaque.Type = corev1.SecretTypeOpaque
+	if _, err := CheckTLSSecret(opaque, "", now); err == nil || !strings.Contains(err.Error(), "kubernetes.io/tls") {
+		t.Fatalf("opaque: %v", err)
+	}
+	cert, err := tls.X509KeyPair(sec.Data["tls.crt"], sec.Data["tls.key"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(vllmtest.NewServer(vllmtest.Options{}))
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.StartTLS()
+	defer ts.Close()
+	addr := strings.TrimPrefix(ts.URL, "https://")
+	_, port, _ := net.SplitHostPort(addr)
+	c := newClient(t, Options{Endpoint: "https://llm.ain.test:" + port, ConnectTo: addr, CAPEM: sec.Data["ca.crt"], CAName: "the ca.crt of Secret qwen-tls"})
+	if _, err := c.Models(context.Background()); err != nil {
+		t.Fatalf("self-signed via connect-to: %v", err)
+	}
+	// Without the CA: an unknown authority, explained with the CAs that were trusted.
+	c = newClient(t, Options{Endpoint: "https://llm.ain.test:" + port, ConnectTo: addr})
+	if _, err := c.Models(context.Background()); !strings.Contains(errString(err), "not signed by a CA trusted here") || !strings.Contains(errString(err), "--connect-to") {
+		t.Fatalf("no CA: %v", err)
+	}
+}
+
+// ingress-nginx's fake default certificate means the Ingress's own Secret was not used: the
+// error says so instead of asking for a CA file.
+func TestIngressFakeCertificateNamed(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Kubernetes Ingress Controller Fake Certificate", Organization: []string{"Acme Co"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"ingress.local"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(vllmtest.NewServer(vllmtest.Options{}))
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.StartTLS()
+	defer ts.Close()
+	_, err = newClient(t, Options{Endpoint: ts.URL}).Models(context.Background())
+	if !strings.Contains(errString(err), "fake default certificate") || strings.Contains(ainerr.HintOf(err), "--ca-file") {
+		t.Fatalf("fake cert: %v (hint %q)", err, ainerr.HintOf(err))
 	}
 }

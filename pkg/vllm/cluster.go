@@ -92,8 +92,11 @@ type ServingStatus struct {
 	Ready     int32           `json:"ready"`
 	Desired   int32           `json:"desired"`
 	Replicas  []ReplicaStatus `json:"replicas"`
-	// URL is the ingress URL (https://HOST), empty without an ingress.
+	// URL is the ingress URL (https://HOST, or the controller's address for a host-less
+	// rule), empty without an ingress or before the controller gave it an address.
 	URL string `json:"url,omitempty"`
+	// TLSSecret is the Secret the Ingress takes its certificate from.
+	TLSSecret string `json:"tlsSecret,omitempty"`
 	// Service is the in-cluster address.
 	Service string `json:"service"`
 }
@@ -178,12 +181,29 @@ func (c *Cluster) List(ctx context.Context, name string) ([]ServingStatus, error
 	}
 	if ings != nil {
 		for _, in := range ings.Items {
-			if s, ok := byRun[in.Labels[jobs.LabelRun]]; ok && len(in.Spec.Rules) > 0 && in.Spec.Rules[0].Host != "" {
-				scheme := "http"
-				if len(in.Spec.TLS) > 0 {
-					scheme = "https"
+			s, ok := byRun[in.Labels[jobs.LabelRun]]
+			if !ok || len(in.Spec.Rules) == 0 {
+				continue
+			}
+			scheme := "http"
+			if len(in.Spec.TLS) > 0 {
+				scheme = "https"
+				s.TLSSecret = in.Spec.TLS[0].SecretName
+			}
+			host := in.Spec.Rules[0].Host
+			if host == "" {
+				// A host-less rule: the controller's address, once it has published one.
+				for _, lb := range in.Status.LoadBalancer.Ingress {
+					if host = lb.Hostname; host == "" {
+						host = lb.IP
+					}
+					if host != "" {
+						break
+					}
 				}
-				s.URL = scheme + "://" + in.Spec.Rules[0].Host
+			}
+			if host != "" {
+				s.URL = scheme + "://" + host
 			}
 		}
 	}

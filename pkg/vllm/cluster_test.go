@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -127,13 +128,13 @@ func TestDiscovery(t *testing.T) {
 	var log strings.Builder
 	d := &Discovery{
 		Cluster:   &Cluster{Kube: fake.NewClientset(clusterState(t, objs, "")...), Namespace: "llm"},
-		Reachable: func(context.Context, string) error { return nil },
+		Reachable: func(context.Context, Endpoint) error { return nil },
 		Log:       &log,
 	}
-	url, stop, err := d.Endpoint(context.Background(), "")
-	stop()
-	if err != nil || url != "https://llm.course.example" || !strings.Contains(log.String(), "the ingress of model server qwen") {
-		t.Fatalf("%q %v %s", url, err, log.String())
+	ep, err := d.Endpoint(context.Background(), "")
+	ep.Stop()
+	if err != nil || ep.URL != "https://llm.course.example" || ep.Via != "ingress" || !strings.Contains(log.String(), "the ingress of model server qwen") {
+		t.Fatalf("%+v %v %s", ep, err, log.String())
 	}
 	// Ingress unreachable from here, no replica ready: an explained error.
 	d.Cluster.Kube = fake.NewClientset(clusterState(t, objs, "qwen-0")...)
@@ -142,14 +143,21 @@ func TestDiscovery(t *testing.T) {
 			_, _ = d.Cluster.Kube.CoreV1().Pods("llm").Update(context.Background(), pod, metav1.UpdateOptions{})
 		}
 	}
-	d.Reachable = func(context.Context, string) error { return context.DeadlineExceeded }
-	_, _, err = d.Endpoint(context.Background(), "")
+	d.Reachable = func(context.Context, Endpoint) error { return context.DeadlineExceeded }
+	// Without --port-forward, an unreachable ingress is the error: no silent fallback to a
+	// path that measures something else.
+	var ie *IngressUnreachableError
+	if _, err = d.Endpoint(context.Background(), ""); !errors.As(err, &ie) || ie.URL != "https://llm.course.example" {
+		t.Fatalf("no port-forward allowed: %v", err)
+	}
+	d.AllowPortForward = true
+	_, err = d.Endpoint(context.Background(), "")
 	if err == nil || !strings.Contains(err.Error(), "has no ready replica") || !strings.Contains(log.String(), "does not answer from here") {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	// Nothing deployed.
 	d.Cluster.Kube = fake.NewClientset()
-	if _, _, err := d.Endpoint(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "no model server deployed in namespace llm") {
+	if _, err := d.Endpoint(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "no model server deployed in namespace llm") {
 		t.Fatalf("%v", err)
 	}
 }

@@ -14,67 +14,122 @@ import (
 	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
-// Discovery finds the endpoint of a model server `ain serve` deployed: its ingress URL when
-// that answers from here, else a port-forward to one of its ready pods.
+// Discovery finds the endpoint of a model server `ain serve` deployed: its HTTPS ingress, the
+// way clients are meant to reach it. A port-forward to one pod is used only when the caller
+// allows it (AllowPortForward): it goes through the API server to a single replica, so it
+// measures neither the ingress nor the Service's balancing (kubernetes#78446: port-forward is
+// not built for load).
 type Discovery struct {
 	Cluster *Cluster
 	Config  *rest.Config
-	// Reachable checks a candidate URL (GET /health through the client's TLS settings).
-	Reachable func(ctx context.Context, url string) error
+	// Reachable checks a candidate endpoint (GET /health with the client's TLS settings).
+	Reachable func(ctx context.Context, ep Endpoint) error
+	// AllowPortForward permits the fallback to a port-forward when the ingress does not answer.
+	AllowPortForward bool
 	// Log receives one line saying which way was taken and why.
 	Log io.Writer
 }
 
-// Endpoint returns the URL for the model server name ("" picks the only one) and a function
-// that ends the port-forward, if one was opened.
-func (d *Discovery) Endpoint(ctx context.Context, name string) (string, func(), error) {
-	noop := func() {}
+// Endpoint is where a model server was found.
+type Endpoint struct {
+	URL string
+	// Via is "ingress" or "port-forward".
+	Via string
+	// Pod is the one pod a port-forward reaches.
+	Pod string
+	// CAPEM is the CA of the self-signed certificate `ain serve` created for the ingress (the
+	// TLS Secret's ca.crt), to trust besides the system's; CAName says where it is from.
+	CAPEM  []byte
+	CAName string
+	// Stop ends the port-forward (a no-op otherwise).
+	Stop func()
+}
+
+// NoReadyReplicaError is a model server none of whose replicas is ready.
+type NoReadyReplicaError struct {
+	Name           string
+	Ready, Desired int32
+}
+
+func (e *NoReadyReplicaError) Error() string {
+	return fmt.Sprintf("model server %s has no ready replica (%d/%d)", e.Name, e.Ready, e.Desired)
+}
+
+// IngressUnreachableError says the ingress did not answer and no port-forward was allowed.
+type IngressUnreachableError struct {
+	Name, URL string
+	Err       error
+}
+
+func (e *IngressUnreachableError) Error() string {
+	if e.URL == "" {
+		return fmt.Sprintf("model server %s has no ingress address yet", e.Name)
+	}
+	return fmt.Sprintf("the ingress %s of model server %s does not answer from here: %v", e.URL, e.Name, e.Err)
+}
+func (e *IngressUnreachableError) Unwrap() error { return e.Err }
+
+// Endpoint returns where to reach the model server name ("" picks the only one).
+func (d *Discovery) Endpoint(ctx context.Context, name string) (Endpoint, error) {
+	ep := Endpoint{Stop: func() {}}
 	all, err := d.Cluster.List(ctx, name)
 	if err != nil {
-		return "", noop, err
+		return ep, err
 	}
 	switch {
 	case len(all) == 0 && name != "":
-		return "", noop, ainerr.New(ainerr.Usage, &NotFoundError{Name: name, Namespace: d.Cluster.Namespace}, "`ain serve status` lists the model servers")
+		return ep, ainerr.New(ainerr.Usage, &NotFoundError{Name: name, Namespace: d.Cluster.Namespace}, "`ain serve status` lists the model servers")
 	case len(all) == 0:
-		return "", noop, ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: no model server deployed in namespace %s, and no --endpoint / AIN_ENDPOINT", d.Cluster.Namespace),
+		return ep, ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: no model server deployed in namespace %s, and no --endpoint / AIN_ENDPOINT", d.Cluster.Namespace),
 			"deploy one with `ain serve vllm`, or pass --endpoint URL for any OpenAI-compatible server")
 	case len(all) > 1:
 		names := make([]string, len(all))
 		for i, s := range all {
 			names[i] = s.Name
 		}
-		return "", noop, ainerr.New(ainerr.Usage, fmt.Errorf("several model servers in namespace %s (%s): say which", d.Cluster.Namespace, strings.Join(names, ", ")),
+		return ep, ainerr.New(ainerr.Usage, fmt.Errorf("several model servers in namespace %s (%s): say which", d.Cluster.Namespace, strings.Join(names, ", ")),
 			"pass --endpoint (`ain serve status` shows each URL)")
 	}
 	st := all[0]
-	if st.URL != "" && d.Reachable != nil {
-		err := d.Reachable(ctx, st.URL)
-		if err == nil {
-			d.logf("endpoint: %s (the ingress of model server %s)\n", st.URL, st.Name)
-			return st.URL, noop, nil
+	var ingErr error
+	if st.URL != "" {
+		cand := Endpoint{URL: st.URL, Via: "ingress", Stop: ep.Stop}
+		if st.TLSSecret != "" {
+			if ca := d.Cluster.IngressCA(ctx, st.TLSSecret); len(ca) > 0 {
+				cand.CAPEM, cand.CAName = ca, "the ca.crt of Secret "+st.TLSSecret
+			}
 		}
-		d.logf("note: the ingress %s does not answer from here (%v); using a port-forward\n", st.URL, err)
+		if d.Reachable == nil {
+			return cand, nil
+		}
+		if ingErr = d.Reachable(ctx, cand); ingErr == nil {
+			d.logf("endpoint: %s (the ingress of model server %s)\n", st.URL, st.Name)
+			return cand, nil
+		}
 	}
-	pod := ""
+	if !d.AllowPortForward {
+		return ep, &IngressUnreachableError{Name: st.Name, URL: st.URL, Err: ingErr}
+	}
+	if st.URL != "" {
+		d.logf("note: the ingress %s does not answer from here (%v); using a port-forward\n", st.URL, ingErr)
+	}
 	for _, r := range st.Replicas {
 		for _, p := range r.Pods {
-			if p.Ready && pod == "" {
-				pod = p.Name
+			if p.Ready && ep.Pod == "" {
+				ep.Pod = p.Name
 			}
 		}
 	}
-	if pod == "" {
-		return "", noop, ainerr.New(ainerr.Unreachable, fmt.Errorf("model server %s has no ready replica (%d/%d)", st.Name, st.Ready, st.Desired),
-			"`ain serve status "+st.Name+"` shows what the pods are doing")
+	if ep.Pod == "" {
+		return ep, &NoReadyReplicaError{Name: st.Name, Ready: st.Ready, Desired: st.Desired}
 	}
-	local, stop, err := d.forward(ctx, pod)
+	local, stop, err := d.forward(ctx, ep.Pod)
 	if err != nil {
-		return "", noop, fmt.Errorf("port-forward to pod %s: %w", pod, err)
+		return ep, fmt.Errorf("port-forward to pod %s: %w", ep.Pod, err)
 	}
-	url := "http://" + local
-	d.logf("endpoint: %s (port-forward to pod %s of %s; this reaches one replica, not the Service's balancing)\n", url, pod, st.Name)
-	return url, stop, nil
+	ep.URL, ep.Via, ep.Stop = "http://"+local, "port-forward", stop
+	d.logf("endpoint: %s (port-forward through the API server to pod %s of %s: one replica, not the ingress nor the Service's balancing)\n", ep.URL, ep.Pod, st.Name)
+	return ep, nil
 }
 
 func (d *Discovery) logf(format string, args ...any) {

@@ -120,7 +120,20 @@ func (c *Client) explain(err error, op string) error {
 		return fmt.Errorf("%s %s: %s", op, c.base, he.Error())
 	}
 	addr := c.dialAddr()
+	var fake *x509.Certificate
 	var uae x509.UnknownAuthorityError
+	var hne x509.HostnameError
+	if errors.As(err, &uae) && uae.Cert != nil && isIngressFakeCert(uae.Cert) {
+		fake = uae.Cert
+	} else if errors.As(err, &hne) && hne.Certificate != nil && isIngressFakeCert(hne.Certificate) {
+		// It names ingress.local only, so the host check fails before the CA check.
+		fake = hne.Certificate
+	}
+	if fake != nil {
+		return ainerr.New(ainerr.Unreachable,
+			fmt.Errorf("TLS to %s: the ingress controller answered with its own fake default certificate (%q), not the Ingress's: its TLS Secret is missing, invalid, or not for this host", addr, fake.Subject.CommonName),
+			"`ain serve` checks and creates NAME-tls; `kubectl describe ingress` and the controller's log say why it rejected the Secret (a CA file does not help here)")
+	}
 	if errors.As(err, &uae) {
 		issuer := ""
 		if uae.Cert != nil {
@@ -130,7 +143,6 @@ func (c *Client) explain(err error, op string) error {
 			fmt.Errorf("TLS to %s: the server's certificate%s is not signed by a CA trusted here (%s)", addr, issuer, c.caNames),
 			"pass --ca-file with the CA that signed the ingress certificate (--insecure skips verification: never for real traffic)")
 	}
-	var hne x509.HostnameError
 	if errors.As(err, &hne) {
 		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: %v", addr, hne),
 			"use the host name the certificate was issued for in --endpoint")
@@ -168,6 +180,14 @@ func (c *Client) explain(err error, op string) error {
 			"a proxy may have cut the stream (ingress read timeouts) or the model server restarted")
 	}
 	return fmt.Errorf("%s %s: %w", op, c.base, err)
+}
+
+// ingressNginxFakeCN is the subject of the certificate ingress-nginx serves when an Ingress's
+// own certificate is missing or unusable (its "default SSL certificate").
+const ingressNginxFakeCN = "Kubernetes Ingress Controller Fake Certificate"
+
+func isIngressFakeCert(c *x509.Certificate) bool {
+	return c.Subject.CommonName == ingressNginxFakeCN || c.Issuer.CommonName == ingressNginxFakeCN
 }
 
 // fatal reports whether err would fail every further request too.

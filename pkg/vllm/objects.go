@@ -130,36 +130,70 @@ func BuildObjects(r *recipe.Recipe, p *profile.Profile, o ObjectOptions) (*Objec
 		},
 	}
 	if in := s.Ingress; in != nil {
-		im := meta(name, nil)
-		timeout := strconv.Itoa(in.ProxyReadTimeout)
-		im.Annotations[nginxProxyBuffering] = "off"
-		im.Annotations[nginxProxyRequestBuffering] = "off"
-		im.Annotations[nginxProxyReadTimeout] = timeout
-		im.Annotations[nginxProxySendTimeout] = timeout
-		im.Annotations[nginxProxyBodySize] = "32m"
-		prefix := networkingv1.PathTypePrefix
-		class := in.ClassName
-		out.Ingress = &networkingv1.Ingress{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
-			ObjectMeta: im,
-			Spec: networkingv1.IngressSpec{
-				IngressClassName: &class,
-				TLS:              []networkingv1.IngressTLS{{Hosts: []string{in.Host}, SecretName: in.TLSSecret}},
-				Rules: []networkingv1.IngressRule{{
-					Host: in.Host,
-					IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-						Paths: []networkingv1.HTTPIngressPath{{
-							Path: "/", PathType: &prefix,
-							Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-								Name: name, Port: networkingv1.ServiceBackendPort{Name: PortName},
-							}},
-						}},
-					}},
-				}},
-			},
-		}
+		out.Ingress = ingress(in, meta(name, nil), name)
 	}
 	return out, nil
+}
+
+// Paths the Ingress routes to vLLM. vLLM's API key middleware (vllm/entrypoints/openai/
+// api_server.py, `if not url_path.startswith("/v1"): return await call_next(request)`) guards
+// /v1 only: /invocations (full inference), /tokenize, /detokenize, /pooling, /score, /metrics,
+// /load and the profiler routes answer without the key. The Ingress therefore routes the API
+// prefix and the exact health path, nothing else; everything else gets the controller's 404.
+const (
+	IngressAPIPath    = "/v1"
+	IngressHealthPath = "/health"
+)
+
+// AnnotationClusterIssuer asks cert-manager's ingress-shim to issue the Ingress's TLS
+// certificate from that ClusterIssuer into the Secret the Ingress names.
+const AnnotationClusterIssuer = "cert-manager.io/cluster-issuer"
+
+// TLSSecretName is the Secret with the Ingress's certificate: spec.ingress.tlsSecret, else
+// the deployment's name (after --name) plus "-tls".
+func TLSSecretName(in *recipe.ServingIngress, name string) string {
+	if in.TLSSecret != "" {
+		return in.TLSSecret
+	}
+	return name + "-tls"
+}
+
+func ingress(in *recipe.ServingIngress, im metav1.ObjectMeta, name string) *networkingv1.Ingress {
+	timeout := strconv.Itoa(in.ProxyReadTimeout)
+	im.Annotations[nginxProxyBuffering] = "off"
+	im.Annotations[nginxProxyRequestBuffering] = "off"
+	im.Annotations[nginxProxyReadTimeout] = timeout
+	im.Annotations[nginxProxySendTimeout] = timeout
+	im.Annotations[nginxProxyBodySize] = "32m"
+	if in.ClusterIssuer != "" {
+		im.Annotations[AnnotationClusterIssuer] = in.ClusterIssuer
+	}
+	prefix, exact := networkingv1.PathTypePrefix, networkingv1.PathTypeExact
+	backend := networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+		Name: name, Port: networkingv1.ServiceBackendPort{Name: PortName},
+	}}
+	class := in.ClassName
+	tls := networkingv1.IngressTLS{SecretName: TLSSecretName(in, name)}
+	if in.Host != "" {
+		tls.Hosts = []string{in.Host}
+	}
+	return &networkingv1.Ingress{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
+		ObjectMeta: im,
+		Spec: networkingv1.IngressSpec{
+			IngressClassName: &class,
+			TLS:              []networkingv1.IngressTLS{tls},
+			Rules: []networkingv1.IngressRule{{
+				Host: in.Host,
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{
+						{Path: IngressAPIPath, PathType: &prefix, Backend: backend},
+						{Path: IngressHealthPath, PathType: &exact, Backend: backend},
+					},
+				}},
+			}},
+		},
+	}
 }
 
 // VLLMArgs is the `vllm serve` command line of a replica. The API key is not on it: vLLM
@@ -171,7 +205,10 @@ func VLLMArgs(s *recipe.ServingSpec) []string {
 		"--served-model-name", s.ServedModelName,
 		"--tensor-parallel-size", strconv.Itoa(s.GPUsPerReplica),
 		"--gpu-memory-utilization", strconv.FormatFloat(s.GPUMemoryUtilization, 'f', -1, 64),
-		"--generation-config", s.GenerationConfig,
+	}
+	if s.GenerationConfig != "" && s.GenerationConfig != "auto" {
+		// "auto" is vLLM's default: left off the command line.
+		args = append(args, "--generation-config", s.GenerationConfig)
 	}
 	if s.MaxModelLen > 0 {
 		args = append(args, "--max-model-len", strconv.Itoa(s.MaxModelLen))
@@ -319,8 +356,10 @@ func servingEnv(s *recipe.ServingSpec) []corev1.EnvVar {
 	return env
 }
 
-// servingResources: GPUs as request = limit, CPU and memory as requests, memory also as the
-// limit (so the memory-backed /dev/shm is bounded by it).
+// servingResources: GPUs as request = limit, CPU and memory as requests, and a memory limit of
+// the request plus shmSize: a memory-backed emptyDir's pages are charged to the container's
+// memory cgroup (Kubernetes docs, "emptyDir ... medium: Memory ... counts against the
+// container's memory limit"), so the limit must leave room for a full /dev/shm.
 func servingResources(s *recipe.ServingSpec, p *profile.Profile) (corev1.ResourceRequirements, error) {
 	gpu := *resource.NewQuantity(int64(s.GPUsPerReplica), resource.DecimalSI)
 	req := corev1.ResourceList{corev1.ResourceName(p.Spec.GPUResource): gpu}
@@ -338,7 +377,11 @@ func servingResources(s *recipe.ServingSpec, p *profile.Profile) (corev1.Resourc
 			return corev1.ResourceRequirements{}, fmt.Errorf("spec.resources.memory: %w", err)
 		}
 		req[corev1.ResourceMemory] = q
-		lim[corev1.ResourceMemory] = q
+		limit := q.DeepCopy()
+		if shm, err := resource.ParseQuantity(s.ShmSize); err == nil {
+			limit.Add(shm)
+		}
+		lim[corev1.ResourceMemory] = limit
 	}
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
 }

@@ -82,10 +82,20 @@ func TestServingObjects(t *testing.T) {
 		c := d.Spec.Template.Spec.Containers[0]
 		args := strings.Join(append(c.Command, c.Args...), " ")
 		for _, want := range []string{"vllm serve /shared/models/Qwen2.5-7B-Instruct", "--host 0.0.0.0", "--port 8000",
-			"--served-model-name Qwen2.5-7B-Instruct", "--tensor-parallel-size 1", "--max-model-len 8192", "--gpu-memory-utilization 0.9", "--generation-config vllm"} {
+			"--served-model-name Qwen2.5-7B-Instruct", "--tensor-parallel-size 1", "--max-model-len 8192", "--gpu-memory-utilization 0.9"} {
 			if !strings.Contains(args, want) {
 				t.Errorf("command %q lacks %q", args, want)
 			}
+		}
+		if strings.Contains(args, "--generation-config") {
+			// vLLM's default (auto) is kept; ain's checks send their sampling per request.
+			t.Errorf("the server's generation config is forced: %s", args)
+		}
+		// Requests make the pod Burstable, not BestEffort; the memory limit leaves room for a
+		// full memory-backed /dev/shm (8Gi default) on top of the 64Gi request.
+		memReq, memLim := c.Resources.Requests[corev1.ResourceMemory], c.Resources.Limits[corev1.ResourceMemory]
+		if memReq.String() != "64Gi" || memLim.String() != "72Gi" || c.Resources.Requests.Cpu().String() != "8" {
+			t.Errorf("resources %+v", c.Resources)
 		}
 		if strings.Contains(args, "api-key") {
 			t.Errorf("the API key is on the command line: %s", args)
@@ -124,6 +134,15 @@ func TestServingObjects(t *testing.T) {
 		in.Spec.TLS[0].SecretName != "qwen-tls" || *in.Spec.IngressClassName != "nginx" || in.Spec.Rules[0].Host != "llm.course.example" {
 		t.Fatalf("ingress %+v", in)
 	}
+	// Only the API and the health check are routed: vLLM's key guards /v1 alone, so
+	// /invocations, /tokenize, /metrics... must not be reachable through the ingress.
+	var paths []string
+	for _, p := range in.Spec.Rules[0].HTTP.Paths {
+		paths = append(paths, p.Path+" "+string(*p.PathType)+" -> "+p.Backend.Service.Name)
+	}
+	if got := strings.Join(paths, ", "); got != "/v1 Prefix -> qwen, /health Exact -> qwen" {
+		t.Fatalf("ingress paths: %s", got)
+	}
 	if objs.Service.Spec.Selector[LabelComponent] != ComponentServer || objs.Service.Spec.Selector[LabelReplica] != "" {
 		t.Fatalf("service selector %v", objs.Service.Spec.Selector)
 	}
@@ -160,10 +179,44 @@ spec:
 		`bad.yaml:10: spec.extraArgs[0]: --port is set by ain`,
 		`bad.yaml:11: spec.env.VLLM_API_KEY: a secret must not be plain env`,
 		`bad.yaml:14: spec.hfHome: /shared/hf is on the read-only volume "shared"`,
-		`bad.yaml:15: spec.ingress.host: required`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
 	}
+}
+
+// The TLS Secret follows --name (two deployments of one recipe must not share, or fight
+// over, one Secret), and a cert-manager issuer becomes the ingress-shim annotation.
+func TestIngressTLSNamingAndIssuer(t *testing.T) {
+	r, err := recipe.Parse("qwen.yaml", []byte(servingRecipe), []string{"ingress.clusterIssuer=letsencrypt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := BuildObjects(r, profile.Default(), ObjectOptions{Name: "qwen-b", Namespace: "llm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := objs.Ingress
+	if in.Spec.TLS[0].SecretName != "qwen-b-tls" || in.Annotations[AnnotationClusterIssuer] != "letsencrypt" || in.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name != "qwen-b" {
+		t.Fatalf("tls %+v annotations %v", in.Spec.TLS, in.Annotations)
+	}
+	// The course recipe itself renders the HTTPS entry.
+	course, err := recipe.Parse("vllm.yaml", mustRead(t, "../../recipes/vllm.yaml"), []string{"ingress.host=llm.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cobjs, err := BuildObjects(course, profile.Default(), ObjectOptions{})
+	if err != nil || cobjs.Ingress == nil || cobjs.Ingress.Spec.TLS[0].SecretName != "vllm-tls" || len(cobjs.Ingress.Spec.Rules[0].HTTP.Paths) != 2 {
+		t.Fatalf("course recipe: %v %+v", err, cobjs)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
