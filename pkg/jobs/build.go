@@ -23,12 +23,19 @@ import (
 
 // Labels and annotations ain puts on what it creates, so later commands find their own objects.
 const (
-	LabelManagedBy   = "app.kubernetes.io/managed-by"
-	ManagedByAin     = "ain"
-	LabelRecipe      = "ain.dev/recipe"
-	LabelRun         = "ain.dev/run"
-	LabelKind        = "ain.dev/kind"
-	AnnotationFabric = "ain.dev/fabric"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByAin   = "ain"
+	LabelRecipe    = "ain.dev/recipe"
+	LabelRun       = "ain.dev/run"
+	LabelKind      = "ain.dev/kind"
+	// LabelRole tells a run's GPU ranks (RoleRank: master, workers) from its MPI launcher; the
+	// ranks' anti-affinity selects on it.
+	LabelRole    = "ain.dev/role"
+	RoleRank     = "rank"
+	RoleLauncher = "launcher"
+	// HostnameTopologyKey is the node label that makes "one rank per node" a scheduling rule.
+	HostnameTopologyKey = "kubernetes.io/hostname"
+	AnnotationFabric    = "ain.dev/fabric"
 	// MultusAnnotation is where Multus reads a pod's secondary networks.
 	MultusAnnotation = "k8s.v1.cni.cncf.io/networks"
 
@@ -148,19 +155,36 @@ func podTemplate(r *recipe.Recipe, p *profile.Profile, name, container string, c
 			Name: v.Name, MountPath: v.MountPath, SubPath: v.SubPath, ReadOnly: v.ReadOnly,
 		})
 	}
+	labels := Labels(r, name)
+	labels[LabelRole] = RoleRank
 	t := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: Labels(r, name)},
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{
 			Containers:   []corev1.Container{c},
 			Volumes:      vols,
 			NodeSelector: copyMap(p.Spec.NodeSelector),
 			Tolerations:  tolerations(p),
+			Affinity:     onePerNode(name),
 		},
 	}
 	if p.RDMA() && len(p.Spec.Networks) > 0 {
 		t.Annotations = map[string]string{MultusAnnotation: strings.Join(p.Spec.Networks, ",")}
 	}
 	return t, nil
+}
+
+// onePerNode is the rule behind "nodes: N, one pod per node": a required pod anti-affinity on
+// the hostname against the run's other ranks. Without it the scheduler may put three 1-GPU ranks
+// on one 8-GPU node, and an "inter-node" benchmark measures NVLink/SHM instead of the fabric. It
+// is required, not preferred: a rank that cannot get a node of its own stays Pending with the
+// scheduler saying so ("didn't match pod anti-affinity rules"), which is the honest outcome.
+func onePerNode(name string) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: name, LabelRole: RoleRank}},
+			TopologyKey:   HostnameTopologyKey,
+		}},
+	}}
 }
 
 // rankResources: GPUs and RDMA as request = limit (extended resources cannot be overcommitted),
@@ -200,7 +224,10 @@ func rankResources(w *recipe.Workload, p *profile.Profile, gpus int) (corev1.Res
 // the recipe's nccl.env (which wins), sorted by name.
 func Env(r *recipe.Recipe, p *profile.Profile) []corev1.EnvVar {
 	w := r.Workload()
-	merged := nccl.FabricEnv(p.NCCLFabric())
+	f := p.NCCLFabric()
+	// TUNING (one line per collective call) only where the run is a benchmark.
+	f.Bench = r.MPI != nil && r.MPI.NCCLTests != nil
+	merged := nccl.FabricEnv(f)
 	for k, v := range w.Env {
 		merged[k] = v
 	}
@@ -292,6 +319,17 @@ func MPIRunCommand(r *recipe.Recipe, p *profile.Profile) []string {
 		"--bind-to", "none", "--map-by", "slot",
 		"-mca", "pml", "ob1", "-mca", "btl", "self,tcp",
 	}
+	// MPI's own TCP traffic (bootstrap, NCCL's unique id) must not try loopback or a bridge
+	// (Open MPI's default exclusion list is replaced, so lo is named again); with a socket
+	// interface in the profile, MPI uses that one. HCOLL (HPC-X images) is turned off: it
+	// probes the HCAs itself and fails or warns in pods; NCCL, not MPI, carries the data.
+	// Both as in public nccl-tests manifests (Azure/OCI HPC-X runs, AWS samples).
+	if ifn := p.Spec.SocketIfname; ifn != "" && !strings.ContainsAny(ifn, "^=") {
+		cmd = append(cmd, "-mca", "btl_tcp_if_include", ifn, "-mca", "oob_tcp_if_include", ifn)
+	} else {
+		cmd = append(cmd, "-mca", "btl_tcp_if_exclude", "lo,docker0", "-mca", "oob_tcp_if_exclude", "lo,docker0")
+	}
+	cmd = append(cmd, "-mca", "coll_hcoll_enable", "0")
 	for _, e := range Env(r, p) {
 		cmd = append(cmd, "-x", e.Name)
 	}
@@ -327,8 +365,15 @@ func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubefl
 	if err != nil {
 		return nil, err
 	}
+	// The launcher runs mpirun only: no GPU, so none of the GPU nodes' placement. The profile's
+	// nodeSelector is not copied: on arm64 GPU nodes (GH200, GB200) it would put the launcher
+	// and the operator's kubectl-delivery init container (kubeflow/kubectl-delivery, built for
+	// amd64) there. The tolerations are kept (they allow, never require, a node), so a cluster of
+	// tainted GPU nodes only still runs it; amd64 is preferred, not required.
+	ll := Labels(r, name)
+	ll[LabelRole] = RoleLauncher
 	launcher := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: Labels(r, name)},
+		ObjectMeta: metav1.ObjectMeta{Labels: ll},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
 				Name:            MPIContainer,
@@ -338,8 +383,15 @@ func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubefl
 				WorkingDir:      m.WorkingDir,
 				Env:             Env(r, p),
 			}},
-			NodeSelector: copyMap(p.Spec.NodeSelector),
-			Tolerations:  tolerations(p),
+			Tolerations: tolerations(p),
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+					Weight: 100,
+					Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+						Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"},
+					}}},
+				}},
+			}},
 		},
 	}
 	lr := corev1.ResourceList{}

@@ -45,11 +45,21 @@ const (
 	mpiConfigPath   = "/etc/mpi"
 )
 
-// GateScript is the wait-for-workers init container's program (POSIX sh).
+// GateScript is the wait-for-workers init container's program (POSIX sh, sed and awk: busybox is
+// enough).
+//
+// Readiness is read from the pod's parsed status.conditions, never by matching the JSON as text:
+// from Kubernetes 1.34 (KEP-5067, PodObservedGenerationTracking, locked on in 1.35) the kubelet
+// writes {"type":"Ready","observedGeneration":1,"status":"True",...}, with a key between type and
+// status, and a gate that grepped for "type":"Ready","status":"True" never saw a Ready worker.
+// gateReadyAwk walks the JSON's structure (strings, objects, arrays) and looks only at the objects
+// of the top-level status.conditions array, whatever the order of their keys or the spacing.
+// The paths of the service-account directory and the hostfile can be moved with AIN_GATE_SA_DIR
+// and AIN_GATE_HOSTFILE, so tests run this exact script as a local process; pods never set them.
 const GateScript = `set -u
 t="${` + GateTimeoutEnv + `:-600}"
-sa=/var/run/secrets/kubernetes.io/serviceaccount
-hf=/etc/mpi/hostfile
+sa="${AIN_GATE_SA_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}"
+hf="${AIN_GATE_HOSTFILE:-/etc/mpi/hostfile}"
 log() { echo "` + GateLogPrefix + ` $*"; }
 if [ ! -r "$hf" ]; then log "no $hf: not an MPIJob launcher, not waiting"; exit 0; fi
 workers=$(awk '{print $1}' "$hf" | grep -- '-worker-[0-9][0-9]*$')
@@ -61,13 +71,18 @@ get() {
     wget -q -T 5 -O - --no-check-certificate --header "Authorization: Bearer $(cat "$sa/token")" "$api/$1"
   fi
 }
+# ready: stdin is one pod's JSON; exit 0 when its Ready condition has status True. Escaped
+# backslashes and quotes are blanked first, so every '"' left delimits a string.
+ready() {
+  sed 's/\\\\/__/g; s/\\"/__/g' | awk -F'"' -v RS='\001' '` + gateReadyAwk + `'
+}
 n=$(echo $workers | wc -w)
 log "waiting up to ${t}s for $n worker(s) to be Ready: $(echo $workers)"
 start=$(date +%s)
 while :; do
   pending=""
   for w in $workers; do
-    get "$w" 2>/dev/null | tr -d ' \n' | grep -q '"type":"Ready","status":"True"' || pending="$pending $w"
+    get "$w" 2>/dev/null | ready || pending="$pending $w"
   done
   el=$(( $(date +%s) - start ))
   if [ -z "$pending" ]; then log "all $n worker(s) Ready after ${el}s: starting mpirun"; exit 0; fi
@@ -75,6 +90,33 @@ while :; do
   sleep 2
 done
 `
+
+// gateReadyAwk is the awk program of the gate's ready(): fields split on '"' alternate between
+// JSON outside strings (odd fields: punctuation, numbers, literals) and string contents (even
+// fields). A string followed by ':' is a key. d is the nesting depth and k[d] the key that opened
+// level d, so the objects of status.conditions are those at depth 4 under k[2]=="status",
+// k[3]=="conditions".
+const gateReadyAwk = `{
+  d = 0; pk = ""; t = ""; st = ""; ok = 0
+  for (f = 1; f <= NF; f++) {
+    if (f % 2 == 0) {
+      nx = $(f + 1); sub(/^[ \t\r\n]*/, "", nx)
+      if (substr(nx, 1, 1) == ":") pk = $f
+      else if (d == 4 && k[2] == "status" && k[3] == "conditions") { if (pk == "type") t = $f; else if (pk == "status") st = $f }
+      continue
+    }
+    n = length($f)
+    for (i = 1; i <= n; i++) {
+      c = substr($f, i, 1)
+      if (c == "{" || c == "[") { d++; k[d] = pk; pk = ""; if (d == 4) { t = ""; st = "" } }
+      else if (c == "}" || c == "]") {
+        if (d == 4 && k[2] == "status" && k[3] == "conditions" && t == "Ready" && st == "True") ok = 1
+        d--; pk = ""
+      }
+    }
+  }
+}
+END { exit ok ? 0 : 1 }`
 
 // WorkerGateEnabled reports whether an MPI recipe asks for the worker gate (the default).
 func WorkerGateEnabled(m *recipe.MPISpec) bool { return m.WorkerGate == nil || *m.WorkerGate }

@@ -18,12 +18,22 @@ type Fabric struct {
 	TrafficClass *int     // RoCE traffic class (NCCL_IB_TC)
 	SocketIfname string   // bootstrap/socket interface (NCCL_SOCKET_IFNAME)
 	GDRLevel     string   // NCCL_NET_GDR_LEVEL when set
+	// AddrRange is the RoCE network's subnet (192.168.100.0/24): NCCL then picks, per device, the
+	// RoCE v2 GID whose address is in it (NCCL_IB_ADDR_FAMILY + NCCL_IB_ADDR_RANGE), which is the
+	// GID of the pod's own interface when the RDMA NIC is a Multus secondary network.
+	AddrRange string
+	// Bench adds TUNING to NCCL_DEBUG_SUBSYS: one line per collective call, right for a benchmark
+	// or a diagnosis, noise for a training run.
+	Bench bool
 }
 
-// Debug settings ain always sets, so the transport can be verified from the logs.
+// Debug settings ain always sets, so the transport can be verified from the logs: INIT and NET
+// print the network chosen and the per-channel transport ("via NET/IB/0"), GRAPH the topology.
+// TUNING prints one line per collective call (the algorithm/protocol chosen): benchmarks only.
 const (
-	DebugLevel  = "INFO"
-	DebugSubsys = "INIT,ENV,NET,GRAPH,TUNING"
+	DebugLevel       = "INFO"
+	DebugSubsys      = "INIT,ENV,NET,GRAPH"
+	DebugSubsysBench = DebugSubsys + ",TUNING"
 )
 
 // FabricEnv returns the NCCL environment for a fabric, as name → value.
@@ -31,6 +41,9 @@ func FabricEnv(f Fabric) map[string]string {
 	env := map[string]string{
 		"NCCL_DEBUG":        DebugLevel,
 		"NCCL_DEBUG_SUBSYS": DebugSubsys,
+	}
+	if f.Bench {
+		env["NCCL_DEBUG_SUBSYS"] = DebugSubsysBench
 	}
 	if f.SocketIfname != "" {
 		env["NCCL_SOCKET_IFNAME"] = f.SocketIfname
@@ -47,13 +60,20 @@ func FabricEnv(f Fabric) map[string]string {
 			env["NCCL_NET_GDR_LEVEL"] = f.GDRLevel
 		}
 		if f.Kind == "roce" {
-			// RoCE needs the GID of the RoCE v2 IPv4 entry. "auto" is -1, NCCL's own
-			// auto-selection (NCCL >= 2.21); older NCCL needs the number (ain doctor ib-ports).
-			gid := f.GIDIndex
-			if gid == "" || gid == "auto" {
-				gid = "-1"
+			// RoCE needs the GID of the RoCE v2 IPv4 entry of the pod's interface. A number is
+			// rendered as given. "auto" renders no NCCL_IB_GID_INDEX: NCCL >= 2.21 selects by
+			// itself, and NCCL < 2.21 rejects -1. With the network's subnet known, NCCL's
+			// address-based selection finds the GID on the pod's interface on every device.
+			if gid := f.GIDIndex; gid != "" && gid != "auto" {
+				env["NCCL_IB_GID_INDEX"] = gid
 			}
-			env["NCCL_IB_GID_INDEX"] = gid
+			if f.AddrRange != "" {
+				env["NCCL_IB_ADDR_FAMILY"] = "AF_INET"
+				if strings.Contains(f.AddrRange, ":") {
+					env["NCCL_IB_ADDR_FAMILY"] = "AF_INET6"
+				}
+				env["NCCL_IB_ADDR_RANGE"] = f.AddrRange
+			}
 			if f.TrafficClass != nil {
 				env["NCCL_IB_TC"] = strconv.Itoa(*f.TrafficClass)
 			}

@@ -28,6 +28,10 @@ spec:
   # RoCE only: the GID index of the RoCE v2 IPv4 entry (ibv_devinfo -v "GID[  3]: ..., RoCE v2"),
   # or auto (NCCL >= 2.21 picks it). ain doctor ib-ports prints it.
   gidIndex: auto
+  # RoCE only: the subnet of the RoCE network (the Multus network's IPAM range). NCCL then picks on
+  # each device the RoCE v2 GID whose address is in it: the pod's own interface (net1), never a
+  # host NIC's GID, which is outside the pod's network namespace (QP setup fails with errno 19).
+  # addrRange: 192.168.100.0/24
   # RoCE only: traffic class for lossless RDMA traffic (e.g. 106 = DSCP 26 << 2 | ECN).
   # trafficClass: 106
   # The interface for NCCL bootstrap and socket traffic (NCCL_SOCKET_IFNAME), e.g. eth0 or net1.

@@ -9,6 +9,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,6 +68,10 @@ type Spec struct {
 	HCAs []string `yaml:"hcas,omitempty" json:"hcas,omitempty"`
 	// GIDIndex is the RoCE GID index ("auto" or a number; RoCE v2 IPv4 is often 3).
 	GIDIndex string `yaml:"gidIndex,omitempty" json:"gidIndex,omitempty"`
+	// AddrRange is the RoCE network's subnet (e.g. 192.168.100.0/24, the Multus network's IPAM
+	// range). NCCL then picks the RoCE v2 GID whose address is in it (NCCL_IB_ADDR_FAMILY and
+	// NCCL_IB_ADDR_RANGE), i.e. the pod's own interface's GID, not a host netdev's.
+	AddrRange string `yaml:"addrRange,omitempty" json:"addrRange,omitempty"`
 	// TrafficClass is the RoCE traffic class (NCCL_IB_TC), e.g. 106 for DSCP 26 lossless.
 	TrafficClass *int `yaml:"trafficClass,omitempty" json:"trafficClass,omitempty"`
 	// SocketIfname is the interface for bootstrap and socket traffic (NCCL_SOCKET_IFNAME).
@@ -219,7 +224,7 @@ func Parse(source string, data []byte) (*Profile, error) {
 // fieldPaths are the spec fields `ain profile show` reports origins for.
 var fieldPaths = []string{
 	"spec.fabric", "spec.gpuResource", "spec.rdma.resource", "spec.rdma.count", "spec.networks",
-	"spec.hcas", "spec.gidIndex", "spec.trafficClass", "spec.socketIfname", "spec.gdrLevel",
+	"spec.hcas", "spec.gidIndex", "spec.addrRange", "spec.trafficClass", "spec.socketIfname", "spec.gdrLevel",
 	"spec.lineRate", "spec.nodeSelector", "spec.tolerations",
 }
 
@@ -285,6 +290,11 @@ func (p *Profile) Validate(doc *strict.Doc) error {
 	if s.GIDIndex != "auto" {
 		if n, err := strconv.Atoi(s.GIDIndex); err != nil || n < 0 || n > 255 {
 			add("spec.gidIndex", "%q: use auto or a GID index 0-255 (the RoCE v2 IPv4 entry; `ain doctor ib-ports` finds it)", s.GIDIndex)
+		}
+	}
+	if s.AddrRange != "" {
+		if pf, err := netip.ParsePrefix(s.AddrRange); err != nil || pf.Masked() != pf {
+			add("spec.addrRange", "%q: give the RoCE network's subnet as address/length with the host bits zero, e.g. 192.168.100.0/24", s.AddrRange)
 		}
 	}
 	if s.TrafficClass != nil && (*s.TrafficClass < 0 || *s.TrafficClass > 255) {
@@ -386,7 +396,7 @@ func (p *Profile) RDMA() bool { return p.Spec.Fabric == FabricIB || p.Spec.Fabri
 // NCCLFabric is the profile as input for nccl.FabricEnv.
 func (p *Profile) NCCLFabric() nccl.Fabric {
 	return nccl.Fabric{
-		Kind: p.Spec.Fabric, HCAs: p.Spec.HCAs, GIDIndex: p.Spec.GIDIndex,
+		Kind: p.Spec.Fabric, HCAs: p.Spec.HCAs, GIDIndex: p.Spec.GIDIndex, AddrRange: p.Spec.AddrRange,
 		TrafficClass: p.Spec.TrafficClass, SocketIfname: p.Spec.SocketIfname, GDRLevel: p.Spec.GDRLevel,
 	}
 }

@@ -13,11 +13,16 @@ const (
 	DefaultShmSize         = "16Gi"
 	DefaultImagePullPolicy = "IfNotPresent"
 	DefaultCleanPodPolicy  = "None"
-	DefaultLauncherCPU     = "1"
-	DefaultLauncherMemory  = "2Gi"
-	DefaultMinBytes        = "8"
-	DefaultMaxBytes        = "8G"
-	DefaultStepFactor      = 2
+	// DefaultMPICleanPodPolicy: MPI workers run `sleep 365d` (the operator's default command) and
+	// would hold their GPUs and RDMA devices after the launcher ends; Running deletes the pods
+	// still running when the job finishes (the workers) and keeps the launcher, whose log has
+	// every rank's output (training-operator v1.8.1 pkg/controller.v1/common/job.go).
+	DefaultMPICleanPodPolicy = "Running"
+	DefaultLauncherCPU       = "1"
+	DefaultLauncherMemory    = "2Gi"
+	DefaultMinBytes          = "8"
+	DefaultMaxBytes          = "8G"
+	DefaultStepFactor        = 2
 )
 
 func (r *Recipe) noteDefault(path, value string) {
@@ -94,6 +99,10 @@ func (r *Recipe) defaultWorkload(w *Workload) {
 			w.ShmSize = roundGi(half)
 		}
 		r.noteDefault("spec.shmSize", w.ShmSize+" (memory-backed /dev/shm)")
+	}
+	if w.RunPolicy.CleanPodPolicy == "" && r.MPI != nil {
+		w.RunPolicy.CleanPodPolicy = DefaultMPICleanPodPolicy
+		r.noteDefault("spec.runPolicy.cleanPodPolicy", DefaultMPICleanPodPolicy+" (the idle workers are deleted when the job ends; the launcher and its log stay)")
 	}
 	if w.RunPolicy.CleanPodPolicy == "" {
 		w.RunPolicy.CleanPodPolicy = DefaultCleanPodPolicy

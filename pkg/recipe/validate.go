@@ -216,6 +216,9 @@ func (r *Recipe) validateWorkload(w *Workload, v *validator) {
 	r.validateVolumes(w.Volumes, v)
 	rp := w.RunPolicy
 	v.oneOf("spec.runPolicy.cleanPodPolicy", rp.CleanPodPolicy, "None", "Running", "All")
+	if r.MPI != nil && rp.CleanPodPolicy == "None" {
+		v.warnf("spec.runPolicy.cleanPodPolicy", "None keeps the MPI workers (sleep 365d) holding their GPUs and RDMA devices after the launcher ends; use Running (the default: the launcher and its log stay)")
+	}
 	if rp.BackoffLimit != nil && *rp.BackoffLimit < 0 {
 		v.addf("spec.runPolicy.backoffLimit", "must not be negative")
 	}

@@ -1,0 +1,160 @@
+package jobs
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+
+	"github.com/ain-hpc/ain/pkg/nccl"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+// Tests for what the 2026-12 field review found would break on a real cluster (issue 14).
+
+// Defect 3: "one pod per node" is a scheduling rule, not a promise: every rank carries a
+// required anti-affinity on the hostname against the run's other ranks, and the MPI launcher
+// (no GPU) is not one of them.
+func TestRanksOnePerNode(t *testing.T) {
+	for _, name := range []string{"qlora", "allreduce"} {
+		b := render(t, name, "ib")
+		for _, pod := range rankPods(t, b) {
+			a := pod.Spec.Affinity
+			if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
+				t.Fatalf("%s: rank without required anti-affinity: %+v", name, a)
+			}
+			term := a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0]
+			if term.TopologyKey != "kubernetes.io/hostname" {
+				t.Errorf("%s: topologyKey %q", name, term.TopologyKey)
+			}
+			sel := term.LabelSelector.MatchLabels
+			for k, v := range sel {
+				if pod.Labels[k] != v {
+					t.Errorf("%s: the selector %v does not select the rank itself (labels %v)", name, sel, pod.Labels)
+				}
+			}
+			if sel[LabelRun] != name {
+				t.Errorf("%s: selector %v must be limited to this run", name, sel)
+			}
+		}
+	}
+	j := render(t, "allreduce", "ib").Objects[0].(*kubeflowv1.MPIJob)
+	l := j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template
+	sel := rankPods(t, render(t, "allreduce", "ib"))[0].Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchLabels
+	matches := true
+	for k, v := range sel {
+		matches = matches && l.Labels[k] == v
+	}
+	if matches {
+		t.Errorf("the launcher's labels %v match the ranks' anti-affinity %v: it could not share a node with a worker", l.Labels, sel)
+	}
+}
+
+// Defect 6: MPI workers run sleep 365d; cleanPodPolicy Running removes them when the job ends.
+func TestMPICleanPodPolicyRunning(t *testing.T) {
+	j := render(t, "allreduce", "ib").Objects[0].(*kubeflowv1.MPIJob)
+	if p := j.Spec.RunPolicy.CleanPodPolicy; p == nil || *p != kubeflowv1.CleanPodPolicyRunning {
+		t.Errorf("MPIJob cleanPodPolicy %v, want Running", p)
+	}
+	// A PyTorchJob's ranks exit on their own; None keeps every rank's log.
+	pj := render(t, "qlora", "ib").Objects[0].(*kubeflowv1.PyTorchJob)
+	if p := pj.Spec.RunPolicy.CleanPodPolicy; p == nil || *p != kubeflowv1.CleanPodPolicyNone {
+		t.Errorf("PyTorchJob cleanPodPolicy %v, want None", p)
+	}
+}
+
+// Defect 10: the launcher does not inherit the GPU nodes' nodeSelector.
+func TestLauncherOffGPUNodeSelector(t *testing.T) {
+	p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-GH200-480GB", "kubernetes.io/arch": "arm64"}
+	p.Spec.Tolerations = []profile.Toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
+	j := buildWith(t, "allreduce", p).(*kubeflowv1.MPIJob)
+	l := j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec
+	w := j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker].Template.Spec
+	if len(l.NodeSelector) != 0 {
+		t.Errorf("launcher nodeSelector %v: the GPU nodes' placement must not be copied", l.NodeSelector)
+	}
+	if w.NodeSelector["kubernetes.io/arch"] != "arm64" {
+		t.Errorf("workers keep the profile's nodeSelector, got %v", w.NodeSelector)
+	}
+	if len(l.Tolerations) != 1 {
+		t.Errorf("launcher tolerations %v: kept so that a cluster of tainted nodes still runs it", l.Tolerations)
+	}
+	na := l.Affinity.NodeAffinity
+	if na == nil || na.RequiredDuringSchedulingIgnoredDuringExecution != nil || len(na.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		na.PreferredDuringSchedulingIgnoredDuringExecution[0].Preference.MatchExpressions[0].Values[0] != "amd64" {
+		t.Errorf("launcher node affinity %+v: want amd64 preferred, nothing required", na)
+	}
+}
+
+// Defect 4: gidIndex auto renders no NCCL_IB_GID_INDEX; a subnet renders NCCL's address-based
+// GID selection; a number renders the number.
+func TestRoCEGIDEnv(t *testing.T) {
+	for _, tc := range []struct {
+		gid, addrRange string
+		want           map[string]string
+		absent         []string
+	}{
+		{"auto", "", nil, []string{"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE"}},
+		{"auto", "192.168.100.0/24", map[string]string{"NCCL_IB_ADDR_FAMILY": "AF_INET", "NCCL_IB_ADDR_RANGE": "192.168.100.0/24"}, []string{"NCCL_IB_GID_INDEX"}},
+		{"auto", "fd00:100::/64", map[string]string{"NCCL_IB_ADDR_FAMILY": "AF_INET6", "NCCL_IB_ADDR_RANGE": "fd00:100::/64"}, nil},
+		{"5", "", map[string]string{"NCCL_IB_GID_INDEX": "5"}, []string{"NCCL_IB_ADDR_RANGE"}},
+	} {
+		env := nccl.FabricEnv(nccl.Fabric{Kind: "roce", GIDIndex: tc.gid, AddrRange: tc.addrRange})
+		for k, v := range tc.want {
+			if env[k] != v {
+				t.Errorf("gid %s range %s: %s=%q, want %q", tc.gid, tc.addrRange, k, env[k], v)
+			}
+		}
+		for _, k := range tc.absent {
+			if _, ok := env[k]; ok {
+				t.Errorf("gid %s range %s: %s=%q rendered", tc.gid, tc.addrRange, k, env[k])
+			}
+		}
+		if env["NCCL_IB_GID_INDEX"] == "-1" {
+			t.Errorf("NCCL_IB_GID_INDEX=-1 rendered")
+		}
+	}
+	p, err := profile.Load(profile.Options{Fabric: "roce", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.AddrRange = "192.168.100.0/24"
+	j := buildWith(t, "allreduce", p).(*kubeflowv1.MPIJob)
+	cmd := j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec.Containers[0].Command
+	if !slices.Contains(cmd, "NCCL_IB_ADDR_RANGE") || !slices.Contains(cmd, "NCCL_IB_ADDR_FAMILY") {
+		t.Errorf("mpirun does not export the address selection: %s", strings.Join(cmd, " "))
+	}
+}
+
+// Defect 9 (mpirun): with a socket interface in the profile MPI's TCP uses it.
+func TestMPIRunTCPInterface(t *testing.T) {
+	p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.SocketIfname = "eth0"
+	j := buildWith(t, "allreduce", p).(*kubeflowv1.MPIJob)
+	cmd := strings.Join(j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec.Containers[0].Command, " ")
+	if !strings.Contains(cmd, "-mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0") || strings.Contains(cmd, "if_exclude") {
+		t.Errorf("mpirun %s", cmd)
+	}
+}
+
+func buildWith(t *testing.T, name string, p *profile.Profile) any {
+	t.Helper()
+	r, err := recipe.Load(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(r, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Objects[0]
+}
