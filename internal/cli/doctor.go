@@ -31,6 +31,7 @@ func (a *App) doctorCommand() *ucli.Command {
 			a.doctorNCCLLogCommand(),
 			a.doctorIBPortsCommand(),
 			a.doctorLauncherCommand(),
+			a.doctorTopoCommand(),
 		},
 	}
 }

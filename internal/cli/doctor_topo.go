@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/topo"
+)
+
+func (a *App) doctorTopoCommand() *ucli.Command {
+	o := &doctorOptions{}
+	return &ucli.Command{
+		Name:      "topo",
+		Usage:     "GPU/NIC topology: nearest NIC per GPU, ideal vs constrained layout, GPUDirect RDMA pairs, NCCL_IB_HCA",
+		ArgsUsage: "FILE (output of `nvidia-smi topo -m`, or NCCL's topology dump from NCCL_TOPO_DUMP_FILE; - for stdin)",
+		Description: "Path classes, nearest first: PIX (same PCIe switch), PXB (several bridges, no host bridge), PHB (through\n" +
+			"the CPU's host bridge), NODE (between host bridges of one NUMA node), SYS (cross-socket).\n" +
+			"Per GPU: the nearest NIC (on ties the first in matrix order; the others are listed) and the path class.\n" +
+			"GPUDirect RDMA: NCCL uses it at PIX or PXB (default NCCL_NET_GDR_LEVEL=PXB) when the NIC and GPU support it.\n" +
+			"Layout: ideal when every GPU has a NIC of its own at PIX or PXB; constrained when GPUs share a NIC, reach\n" +
+			"it only through the CPU (PHB/NODE) or the other socket (SYS), or there are fewer NICs than GPUs.\n" +
+			"Rails: each GPU gets a distinct NIC among its nearest where possible; NCCL_IB_HCA lists those NICs.\n\n" +
+			"Exit status: 0 for an ideal layout, 5 (check failed) for a constrained one or no NIC, 2 on bad arguments,\n" +
+			"1 when the file cannot be read or holds no topology.",
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Action: func(c *ucli.Context) error {
+			o.Files = c.Args().Slice()
+			return a.runDoctorTopo(o)
+		},
+	}
+}
+
+func (a *App) runDoctorTopo(o *doctorOptions) error {
+	if err := o.validate(1, 1, "topology (`nvidia-smi topo -m` output or an NCCL topology dump)"); err != nil {
+		return err
+	}
+	rc, err := a.openInput(o.Files[0])
+	if err != nil {
+		return err
+	}
+	t, err := topo.Parse(rc)
+	rc.Close()
+	if err != nil {
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", o.Files[0], err), "")
+	}
+	r := topo.Analyze(t)
+	if o.Output == "json" {
+		if err := a.writeJSON(r); err != nil {
+			return err
+		}
+	} else {
+		a.printTopo(r)
+	}
+	if r.Layout != topo.LayoutIdeal {
+		return checkFailed()
+	}
+	return nil
+}
+
+func (a *App) printTopo(r *topo.Report) {
+	w := a.Streams.Out
+	status := "OK"
+	if r.Layout != topo.LayoutIdeal {
+		status = "PROBLEM"
+	}
+	fmt.Fprintf(w, "%s: %s (from %s)\n\n", status, r.Summary(), r.Source)
+	rail := map[int]topo.Rail{}
+	for _, rl := range r.Rails {
+		rail[rl.GPU] = rl
+	}
+	rows := make([][]string, 0, len(r.GPUs))
+	for _, g := range r.GPUs {
+		nic, dev, path := "-", "-", "-"
+		if g.NIC != nil {
+			nic, path = *g.NIC, *g.Path
+		}
+		if g.Device != nil {
+			dev = *g.Device
+		}
+		if len(g.Ties) > 1 {
+			nic += " (ties: " + strings.Join(g.Ties, ",") + ")"
+		}
+		gdr := "no"
+		if g.GDR {
+			gdr = "yes"
+		}
+		rl := "-"
+		if x, ok := rail[g.GPU]; ok {
+			rl = x.NIC
+			if x.Device != nil && *x.Device != x.NIC {
+				rl += " (" + *x.Device + ")"
+			}
+			if x.Shared {
+				rl += " shared"
+			}
+		}
+		numa := orDash(g.NUMAAffinity)
+		rows = append(rows, []string{fmt.Sprintf("GPU%d", g.GPU), nic, dev, path, gdr, rl, numa})
+	}
+	a.table([]string{"GPU", "NEAREST NIC", "DEVICE", "PATH", "GDR", "RAIL", "NUMA"}, rows)
+	if r.NCCLIBHCA != "" {
+		fmt.Fprintf(w, "\nNCCL_IB_HCA=%s  (the rails' NICs; '=' matches names exactly, so mlx5_1 does not also select mlx5_10)\n", r.NCCLIBHCA)
+	}
+	var unused []string
+	for _, n := range r.NICs {
+		used := false
+		for _, rl := range r.Rails {
+			used = used || rl.NIC == n.NIC
+		}
+		if !used {
+			name := n.NIC
+			if n.Device != nil && *n.Device != n.NIC {
+				name += " (" + *n.Device + ")"
+			}
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) > 0 && len(r.Rails) > 0 {
+		fmt.Fprintf(w, "not on any GPU's rail: %s\n", strings.Join(unused, ", "))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if r.Layout == topo.LayoutConstrained {
+		fmt.Fprintln(w, "\nfix: a constrained layout is a property of the server: expect less than line rate per GPU on shared or\n"+
+			"  far NICs. Keep NCCL_IB_HCA to the rails' NICs, leave NCCL_NET_GDR_LEVEL at its default unless you measured\n"+
+			"  better, and pin each rank to its GPU's NUMA node.")
+	}
+}

@@ -1,0 +1,41 @@
+// Package golden compares a value's JSON with a checked-in golden file, for the parsers' tests:
+// one encoder setting (indent, no HTML escaping, as `-o json` prints) and one -update flow.
+package golden
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// JSON encodes got as indented JSON and compares it with testdata/golden/NAME.json; with update
+// set it rewrites the file instead.
+func JSON(t testing.TB, name string, got any, update bool) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(got); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "golden", name+".json")
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(want, buf.Bytes()) {
+		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, buf.Bytes())
+	}
+}

@@ -1,0 +1,231 @@
+package topo
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var (
+	gpuName    = regexp.MustCompile(`^GPU(\d+)$`)
+	nicLegend  = regexp.MustCompile(`(?:^|\s)(NIC\d+)\s*:\s*(\S+)\s*$`)
+	nvLinks    = regexp.MustCompile(`^NV(\d+)$`)
+	affinities = [][]string{{"CPU", "Affinity"}, {"NUMA", "Affinity"}, {"GPU", "NUMA", "ID"}}
+)
+
+// ParseMatrix reads the output of `nvidia-smi topo -m` (or -mp): the header row (GPU0 ... NIC0 ...
+// or mlx5_0 ... from older drivers, then the CPU Affinity, NUMA Affinity and GPU NUMA ID columns
+// where printed), a row per device, and the "NIC Legend" that names the NICs. Columns may be
+// separated by tabs or spaces, lines may carry a prefix (a shell prompt, kubectl --prefix), and
+// the legend and anything after the matrix (topo -p2p, lspci) are ignored. Old drivers printed SOC
+// for what is now SYS; it is read as SYS.
+func ParseMatrix(r io.Reader) (*Topology, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var (
+		cols     []string // device columns, in order
+		extra    []string // affinity columns after the devices
+		colIndex map[string]int
+		rows     = map[string][]string{}
+		rowExtra = map[string][]string{}
+		headerAt int
+		done     bool
+		legend   = map[string]string{}
+		inLegend bool
+		lineNo   int
+	)
+	for sc.Scan() {
+		lineNo++
+		line := strings.TrimRight(sc.Text(), "\r")
+		if m := nicLegend.FindStringSubmatch(line); m != nil && (inLegend || cols != nil) {
+			legend[m[1]] = m[2]
+			continue
+		}
+		if strings.Contains(line, "NIC Legend") {
+			inLegend = true
+			continue
+		}
+		f := strings.Fields(line)
+		if cols == nil {
+			if c, e, ok := parseHeader(f); ok {
+				cols, extra, headerAt = c, e, lineNo
+				colIndex = make(map[string]int, len(cols))
+				for i, c := range cols {
+					colIndex[c] = i
+				}
+			}
+			continue
+		}
+		if done {
+			continue
+		}
+		if len(f) == 0 {
+			if len(rows) > 0 {
+				done = true
+			}
+			continue
+		}
+		// A row: a column's name, then one cell per column with X on the diagonal.
+		k := -1
+		for i, t := range f {
+			if _, ok := colIndex[t]; ok {
+				k = i
+				break
+			}
+		}
+		if k < 0 {
+			if len(rows) > 0 && (strings.HasPrefix(strings.TrimSpace(line), "Legend") || strings.Contains(line, "=")) {
+				done = true
+			}
+			continue
+		}
+		name := f[k]
+		cells := f[k+1:]
+		if len(cells) < len(cols) {
+			if _, dup := rows[name]; dup {
+				done = true // a second, smaller matrix (topo -p2p) reuses the names
+				continue
+			}
+			if len(rows) > 0 {
+				return nil, fmt.Errorf("line %d: row %s has %d cells, the header (line %d) has %d columns: is the matrix cut or wrapped? paste it whole", lineNo, name, len(cells), headerAt, len(cols))
+			}
+			continue
+		}
+		if self := cells[colIndex[name]]; self != "X" {
+			return nil, fmt.Errorf("line %d: row %s has %q in its own column %d, want X: columns out of step with the header (line %d)", lineNo, name, self, colIndex[name]+1, headerAt)
+		}
+		if _, dup := rows[name]; dup {
+			done = true // a second matrix (topo -p2p) starts with the same names
+			continue
+		}
+		rows[name] = cells[:len(cols)]
+		rowExtra[name] = cells[len(cols):]
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
+	}
+	if cols == nil {
+		return nil, fmt.Errorf("no topology matrix found: want the output of `nvidia-smi topo -m` (a header row GPU0 GPU1 ... and a row per GPU) or an NCCL topology dump (NCCL_TOPO_DUMP_FILE)")
+	}
+	t := &Topology{Source: SourceNvidiaSMI}
+	var nicCols []int
+	for i, c := range cols {
+		if gpuName.MatchString(c) {
+			continue
+		}
+		nicCols = append(nicCols, i)
+		n := NICInfo{Name: c}
+		if d, ok := legend[c]; ok {
+			d := d
+			n.Device = &d
+		} else if !strings.HasPrefix(c, "NIC") {
+			d := c // older drivers name the column by its RDMA device
+			n.Device = &d
+		}
+		t.NICs = append(t.NICs, n)
+	}
+	for _, c := range cols {
+		m := gpuName.FindStringSubmatch(c)
+		if m == nil {
+			continue
+		}
+		cells, ok := rows[c]
+		if !ok {
+			return nil, fmt.Errorf("line %d: the header names %s but no row for it follows: paste the whole matrix", headerAt, c)
+		}
+		idx, _ := strconv.Atoi(m[1])
+		g := GPUInfo{Index: idx}
+		for i, v := range rowExtra[c] {
+			if i >= len(extra) {
+				break
+			}
+			switch extra[i] {
+			case "CPU Affinity":
+				g.CPUAffinity = v
+			case "NUMA Affinity":
+				g.NUMAAffinity = v
+			case "GPU NUMA ID":
+				g.GPUNUMAID = v
+			}
+		}
+		for i, other := range cols {
+			if mm := gpuName.FindStringSubmatch(other); mm != nil {
+				if nv := nvLinks.FindStringSubmatch(cells[i]); nv != nil {
+					if g.NVLinks == nil {
+						g.NVLinks = map[int]int{}
+					}
+					j, _ := strconv.Atoi(mm[1])
+					g.NVLinks[j], _ = strconv.Atoi(nv[1])
+				}
+			}
+		}
+		path := make([]string, len(nicCols))
+		for j, ci := range nicCols {
+			p := cells[ci]
+			if p == "SOC" {
+				p = PathSYS
+			}
+			path[j] = p
+		}
+		t.GPUs = append(t.GPUs, g)
+		t.Path = append(t.Path, path)
+	}
+	return t, nil
+}
+
+// parseHeader recognises the header row: device names starting with GPU0, then the affinity
+// columns. Anything before GPU0 (a prompt, a prefix) is ignored.
+func parseHeader(f []string) (cols, extra []string, ok bool) {
+	start := -1
+	for i, t := range f {
+		if t == "GPU0" {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return nil, nil, false
+	}
+	i := start
+	for ; i < len(f); i++ {
+		if f[i] == "CPU" || f[i] == "NUMA" || f[i] == "GPU" {
+			break
+		}
+		cols = append(cols, f[i])
+	}
+	for i < len(f) {
+		matched := false
+		for _, a := range affinities {
+			if i+len(a) <= len(f) && equalFold(f[i:i+len(a)], a) {
+				extra = append(extra, strings.Join(a, " "))
+				i += len(a)
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			extra = append(extra, f[i])
+			i++
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range cols {
+		if seen[c] {
+			return nil, nil, false
+		}
+		seen[c] = true
+	}
+	return cols, extra, true
+}
+
+func equalFold(a, b []string) bool {
+	for i := range a {
+		if !strings.EqualFold(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
