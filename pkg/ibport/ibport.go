@@ -173,6 +173,9 @@ func (p *parser) line(raw string) {
 		p.sysfsLine(s[i:])
 		return
 	}
+	if p.rdmaLinkLine(s) {
+		return
+	}
 	// Block headers.
 	switch {
 	case strings.HasPrefix(s, "CA '"):
