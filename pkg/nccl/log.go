@@ -49,6 +49,8 @@ const (
 	CodeNoEvidence       = "no-transport-evidence"
 	CodeSingleNode       = "single-node"
 	CodeDebugSubsysLimit = "debug-subsys"
+	CodeVerbsMissing     = "ib-verbs-missing"
+	CodeNoNCCLLines      = "no-nccl-lines"
 )
 
 // Limits that keep the analyser's memory constant whatever the log size.

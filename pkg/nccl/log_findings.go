@@ -57,13 +57,32 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 			Lines:   a.envEvidence("NCCL_IB_DISABLE"),
 		})
 	}
+	if len(a.verbsMissing) > 0 {
+		f := Finding{
+			Code: CodeVerbsMissing,
+			Message: "NCCL could not load libibverbs (the RDMA userspace library), so it never tried InfiniBand/RoCE: " +
+				"the image lacks it, whatever the node has",
+			Fix: "install rdma-core's libibverbs and the provider in the image (Debian/Ubuntu: libibverbs1 ibverbs-providers; " +
+				"RHEL: libibverbs; or start from an NGC/CUDA image that has them), then check the pod gets /dev/infiniband " +
+				"(the RDMA device-plugin resource) and IPC_LOCK",
+			Lines: a.verbsMissing,
+		}
+		if r.Transport == TransportSocket || r.Transport == TransportUnknown {
+			r.Problems = append(r.Problems, f)
+		} else {
+			// A net plugin (aws-ofi on EFA) was used: libibverbs was not needed by this run.
+			f.Message = "NCCL could not load libibverbs; this run used " + r.Transport + ", which does not need it"
+			f.Fix = "nothing to do unless you expected NCCL's own IB/RoCE transport"
+			r.Warnings = append(r.Warnings, f)
+		}
+	}
 	if r.Transport == TransportSocket {
 		f := Finding{
 			Code:    CodeSocketFallback,
 			Message: "NCCL moved data over TCP sockets, not RDMA: expect a fraction of the fabric's bandwidth",
 			Fix:     fixNoDevice,
 		}
-		if len(a.noDevice) > 0 || ibDisable == "1" {
+		if len(a.noDevice) > 0 || ibDisable == "1" || len(a.verbsMissing) > 0 {
 			f.Fix = "fix the cause above; sockets are NCCL's fallback when no IB/RoCE device is usable"
 		}
 		for _, e := range a.evidence {
@@ -128,6 +147,24 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 			Message: "no network transport was used: all peers were reached over P2P/SHM (a single-node run)",
 		})
 	}
+	if a.ncclLines == 0 {
+		// Not an NCCL log at all: say so as a problem rather than "transport unknown".
+		f := Finding{
+			Code: CodeNoNCCLLines,
+			Message: fmt.Sprintf("the input holds no NCCL line (%d line(s) read): it is not an NCCL log, or NCCL_DEBUG was not set "+
+				"when it was written", a.lines),
+			Fix: "pass the ranks' stdout/stderr (kubectl logs, the launcher's log) of a run with NCCL_DEBUG=INFO " +
+				"NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING; NCCL prints nothing at its default level",
+		}
+		switch {
+		case a.lines == 0:
+			f.Message = "the input is empty: there is no NCCL log to read"
+		case a.binary != "":
+			f.Message = fmt.Sprintf("%s is binary data (it holds NUL bytes), not a text log; no NCCL line in %d line(s)", a.binary, a.lines)
+		}
+		r.Problems = append(r.Problems, f)
+		return
+	}
 	if r.Transport == TransportUnknown {
 		r.Warnings = append(r.Warnings, Finding{
 			Code:    CodeNoEvidence,
@@ -150,6 +187,8 @@ func (r *LogReport) hasProblem(code string) bool {
 func (r *LogReport) Verdict() string {
 	var b strings.Builder
 	switch {
+	case r.hasProblem(CodeNoNCCLLines):
+		return "not an NCCL log: no NCCL line in the input"
 	case r.Transport == TransportIB:
 		b.WriteString("NCCL used InfiniBand (RDMA)")
 	case r.Transport == TransportRoCE:

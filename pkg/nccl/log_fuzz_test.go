@@ -12,6 +12,8 @@ import (
 // report always marshals to JSON.
 func FuzzAnalyzeLog(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "logs", "*.log"))
+	old, _ := filepath.Glob(filepath.Join("testdata", "logs", "old", "*.log"))
+	files = append(files, old...)
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)

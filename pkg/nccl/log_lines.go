@@ -8,22 +8,25 @@ import (
 )
 
 var (
-	bVersion      = []byte("NCCL version ")
-	bUsingNetwork = []byte("Using network ")
-	bNET          = []byte("NET/")
-	bNoDevice     = []byte("No device found")
-	bVia          = []byte(" via ")
-	bGDR          = []byte("GPU Direct RDMA")
-	bSetByEnv     = []byte(" set by environment to ")
-	bSetTo        = []byte(" set to ")
-	bBytesAlgo    = []byte(" Bytes -> Algo ")
-	bCouldNotFind = []byte("Could not find")
-	bNoPlugin     = []byte("No plugin found")
-	bPluginLoad   = []byte("Plugin load")
-	bGDRDMA       = []byte("/GDRDMA")
-	bOFI          = []byte("NET/OFI")
-	bChannel      = []byte("Channel ")
-	bRing         = []byte("Ring ")
+	bVersion        = []byte("NCCL version ")
+	bUsingNetwork   = []byte("Using network ")
+	bNET            = []byte("NET/")
+	bNoDevice       = []byte("No device found")
+	bVia            = []byte(" via ")
+	bGDR            = []byte("GPU Direct RDMA")
+	bSetByEnv       = []byte(" set by environment to ")
+	bSetTo          = []byte(" set to ")
+	bBytesAlgo      = []byte(" Bytes -> Algo ")
+	bCouldNotFind   = []byte("Could not find")
+	bNoPlugin       = []byte("No plugin found")
+	bPluginLoad     = []byte("Plugin load")
+	bGDRDMA         = []byte("/GDRDMA")
+	bOFI            = []byte("NET/OFI")
+	bChannel        = []byte("Channel ")
+	bRing           = []byte("Ring ")
+	bNetIBOld       = []byte("Net/IB")
+	bVerbsOpen      = []byte("Failed to open libibverbs")
+	bInternalSocket = []byte("Using internal Network Socket")
 )
 
 // infoLine dispatches on the message; head (the "host:pid:tid [dev]" part) is resolved to its
@@ -54,6 +57,18 @@ func (a *LogAnalyzer) infoLine(no int, raw, head, msg []byte) {
 		a.addEvidence("ofi", no, raw)
 	case bytes.HasPrefix(msg, bNET):
 		a.netLine(no, raw, a.procFor(head), msg)
+	case bytes.HasPrefix(msg, bNetIBOld):
+		// NCCL 2.3: "Net/IB: call to devices() returned 0 devices." is 2.4's "NET/IB : No device found".
+		if bytes.Contains(msg, []byte("returned 0 devices")) {
+			a.noIBDeviceLine(no, raw, a.procFor(head))
+		}
+	case bytes.HasPrefix(msg, bVerbsOpen):
+		a.verbsMissingLine(no, raw, a.procFor(head))
+	case bytes.HasPrefix(msg, bInternalSocket):
+		// NCCL 2.3: "Using internal Network Socket" is the later "Using network Socket".
+		p := a.procFor(head)
+		p.usingNet = "Socket"
+		a.addEvidence2("using:", p.usingNet, no, raw)
 	case bytes.Contains(msg, bBytesAlgo):
 		a.tuningLine(msg)
 	case bytes.Contains(msg, bSetByEnv):
@@ -134,10 +149,17 @@ func (a *LogAnalyzer) netLine(no int, raw []byte, p *proc, msg []byte) {
 		}
 	case bytes.Contains(body, bNoDevice):
 		if bytes.HasPrefix(name, []byte("IB")) {
-			p.noIBDevice = true
-			a.noDevice = appendBounded(a.noDevice, a.ev(no, raw))
+			a.noIBDeviceLine(no, raw, p)
+			return
 		}
 		a.addEvidence("nodev", no, raw)
+	case bytes.Equal(name, []byte("Socket")) && bytes.Contains(body, []byte("interfaces found")):
+		// NCCL 2.3: "NET/Socket : 3 interfaces found", printed at init whatever the transport.
+		p.initSocket = true
+		a.addEvidence("init:socket", no, raw)
+	case bytes.HasPrefix(body, []byte("Using interface")):
+		// NCCL 2.3: "NET/IB : Using interface eth0 for sideband communication" names the
+		// out-of-band interface, not an IB device: it says nothing about the transport.
 	case bytes.Contains(body, bGDR):
 		a.gdrLine(no, raw, p, msg)
 	case bytes.HasPrefix(body, []byte("Using")):
@@ -356,9 +378,10 @@ func (a *LogAnalyzer) warnLine(no int, raw []byte, p *proc, msg []byte) {
 		a.addEvidence("iberr", no, raw)
 		return
 	case bytes.Contains(msg, bNoDevice) && bytes.Contains(msg, []byte("NET/IB")):
-		p.noIBDevice = true
-		a.noDevice = appendBounded(a.noDevice, e)
-		a.addEvidence("nodev", no, raw)
+		a.noIBDeviceLine(no, raw, p)
+		return
+	case bytes.HasPrefix(msg, bVerbsOpen):
+		a.verbsMissingLine(no, raw, p)
 		return
 	}
 	a.warnCount++
@@ -368,4 +391,16 @@ func (a *LogAnalyzer) warnLine(no int, raw []byte, p *proc, msg []byte) {
 	a.addEvidence("warn", no, raw)
 }
 
-// transport decides one process's transport from the strongest evidence it printed:
+func (a *LogAnalyzer) noIBDeviceLine(no int, raw []byte, p *proc) {
+	p.noIBDevice = true
+	a.noDevice = appendBounded(a.noDevice, a.ev(no, raw))
+	a.addEvidence("nodev", no, raw)
+}
+
+// verbsMissingLine reads "Failed to open libibverbs.so[.1]" (a WARN up to 2.1x, an INFO since):
+// the image lacks the RDMA userspace library, so NCCL never tried IB/RoCE.
+func (a *LogAnalyzer) verbsMissingLine(no int, raw []byte, p *proc) {
+	p.verbsMissing = true
+	a.verbsMissing = appendBounded(a.verbsMissing, a.ev(no, raw))
+	a.addEvidence("verbs", no, raw)
+}

@@ -37,6 +37,9 @@ type LogAnalyzer struct {
 	pluginMiss     []Evidence
 	ibCompl        []Evidence
 	noDevice       []Evidence
+	verbsMissing   []Evidence
+	binary         string // the first input that held NUL bytes (not a text log)
+	binarySeen     bool
 	gdrOff         []Evidence
 	lines          int64
 	ncclLines      int64
@@ -50,23 +53,24 @@ type proc struct {
 	pid                    int
 	rank, nranks, nnodes   int
 
-	usingNet    string // "Using network X"
-	chanNet     string // first "via NET/X" name
-	chanNetAlt  string // another NET name on channels (mixed within a process)
-	initIB      bool   // NET/IB : Using [...]
-	initOther   string // NET/<plugin> : Using [...] (IBext, ...)
-	noIBDevice  bool
-	initSocket  bool
-	ofi         bool
-	netNotFound bool
-	intraOnly   bool // channels via P2P/SHM seen
-	ibLinkIB    int
-	ibLinkRoCE  int
-	gdrOn       bool
-	gdrOff      bool
-	chanGDR     int
-	chanNoGDR   int
-	devices     []string
+	usingNet     string // "Using network X"
+	chanNet      string // first "via NET/X" name
+	chanNetAlt   string // another NET name on channels (mixed within a process)
+	initIB       bool   // NET/IB : Using [...]
+	initOther    string // NET/<plugin> : Using [...] (IBext, ...)
+	noIBDevice   bool
+	initSocket   bool // NET/Socket : Using / N interfaces found: also NCCL 2.3-2.5's bootstrap net init, so weak
+	verbsMissing bool // Failed to open libibverbs.so: IB/RoCE was never tried
+	ofi          bool
+	netNotFound  bool
+	intraOnly    bool // channels via P2P/SHM seen
+	ibLinkIB     int
+	ibLinkRoCE   int
+	gdrOn        bool
+	gdrOff       bool
+	chanGDR      int
+	chanNoGDR    int
+	devices      []string
 }
 
 // NewLogAnalyzer returns an empty analyser.
@@ -114,6 +118,12 @@ func (a *LogAnalyzer) Feed(name string, r io.Reader) error {
 		if len(line) > 0 {
 			lineNo++
 			a.lines++
+			if lineNo <= 16 && !a.binarySeen && bytes.IndexByte(line, 0) >= 0 {
+				a.binary, a.binarySeen = "the "+displayName(name), true
+				if name != "" {
+					a.binary = name
+				}
+			}
 			a.line(lineNo, line)
 		}
 		if err == io.EOF {

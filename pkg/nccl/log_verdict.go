@@ -8,6 +8,7 @@ import (
 	"strings"
 )
 
+// transport decides one process's transport from the strongest evidence it printed:
 // channels actually connected over NET/<x> beat "Using network <x>", which beats init lines.
 func (p *proc) transport() string {
 	switch {
@@ -23,12 +24,21 @@ func (p *proc) transport() string {
 		return pluginPrefix + "aws-ofi"
 	case p.initIB:
 		return p.netTransport("IB")
-	case p.initSocket || p.noIBDevice:
+	case p.initSocket || p.noIBDevice || p.verbsMissing:
 		return TransportSocket
 	case p.intraOnly || p.nnodes == 1:
 		return TransportNone
 	}
 	return TransportUnknown
+}
+
+// weakSocket reports whether the process's socket verdict rests only on "NET/Socket : Using" or
+// "NET/Socket : N interfaces found". NCCL 2.3-2.5 print those on every rank at init, IB or not
+// (nv_peer_memory#56: `NET/Socket : Using [0]ib0` next to `NET/IB : Using [0]mlx5_0:1/IB`), so a
+// rank whose IB line was cut off the log must not read as a socket fallback when others used IB.
+func (p *proc) weakSocket() bool {
+	return p.chanNet == "" && p.usingNet == "" && !p.netNotFound && p.initOther == "" && !p.ofi &&
+		!p.initIB && !p.noIBDevice && !p.verbsMissing && p.initSocket
 }
 
 func (p *proc) netTransport(name string) string {
@@ -112,8 +122,18 @@ func (a *LogAnalyzer) Report() *LogReport {
 	nranks, nnodes := -1, -1
 	var gdrTrue, gdrFalse bool
 	multi := len(procs) > 1
+	strongNet := false // a process proved a network other than sockets
+	for _, p := range procs {
+		if t := p.transport(); t != TransportUnknown && t != TransportSocket && t != TransportNone {
+			strongNet = true
+			break
+		}
+	}
 	for _, p := range procs {
 		t := p.transport()
+		if strongNet && p.weakSocket() {
+			t = TransportUnknown
+		}
 		counts[t]++
 		nranks = max(nranks, p.nranks)
 		nnodes = max(nnodes, p.nnodes)
