@@ -17,9 +17,9 @@ func TestDoctorTopo(t *testing.T) {
 		t.Fatalf("ideal layout: exit %d\n%s", code, out)
 	}
 	var r struct {
-		GPUs []map[string]any `json:"gpus"`
-		Layout string         `json:"layout"`
-		HCA    string         `json:"ncclIbHca"`
+		GPUs   []map[string]any `json:"gpus"`
+		Layout string           `json:"layout"`
+		HCA    string           `json:"ncclIbHca"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
