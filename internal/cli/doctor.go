@@ -357,10 +357,13 @@ func (a *App) doctorLauncherCommand() *ucli.Command {
 	o := &doctorOptions{}
 	return &ucli.Command{
 		Name:      "launcher",
-		Usage:     "whether an MPI launcher failed because it started before its workers were reachable",
+		Usage:     "why an MPI launcher failed: started before its workers, host:slots given to ssh, ssh throttling, a worker lost mid-job",
 		ArgsUsage: "FILE (the launcher pod's log; - for stdin) | JOB (an MPIJob: read its launcher's log through the API server)",
 		Description: "Verdicts: launcher-before-workers (ssh could not resolve or reach a worker, ORTE/PRRTE/Hydra could not\n" +
-			"start its daemons), healthy, or other (a failure of another kind).\n\n" + doctorExitNote,
+			"start its daemons, no job output before), config-error (ssh asked to resolve \"host:N\": the slots syntax reached ssh),\n" +
+			"ssh-throttled (\"exchange_identification: Connection closed by remote host\": sshd MaxStartups, not a worker that is\n" +
+			"not up: that one refuses), worker-lost (the daemon was lost after the job printed output: a worker died mid-job),\n" +
+			"healthy, or other (a failure of another kind).\n\n" + doctorExitNote,
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
@@ -400,11 +403,22 @@ func (a *App) reportLauncher(o *doctorOptions, r *mpilauncher.Report) error {
 			status = "PROBLEM"
 		}
 		fmt.Fprintf(w, "%s: %s", status, r.Verdict)
-		if r.Verdict == mpilauncher.VerdictLauncherBeforeWorkers {
+		switch r.Verdict {
+		case mpilauncher.VerdictLauncherBeforeWorkers:
 			fmt.Fprint(w, ": launcher started before workers were ready")
+		case mpilauncher.VerdictConfigError:
+			fmt.Fprint(w, ": the host:slots syntax reached ssh as a host name")
+		case mpilauncher.VerdictSSHThrottled:
+			fmt.Fprint(w, ": sshd on a worker throttled the launcher's connections")
+		case mpilauncher.VerdictWorkerLost:
+			fmt.Fprint(w, ": a worker died mid-job, after the launch succeeded")
 		}
 		if len(r.Hosts) > 0 {
-			fmt.Fprintf(w, " (unreachable: %s)", strings.Join(r.Hosts, ", "))
+			what := "unreachable"
+			if r.Verdict == mpilauncher.VerdictWorkerLost {
+				what = "lost"
+			}
+			fmt.Fprintf(w, " (%s: %s)", what, strings.Join(r.Hosts, ", "))
 		}
 		fmt.Fprintln(w)
 		if len(r.Evidence) > 0 {

@@ -11,8 +11,21 @@
 // daemons` (PRRTE: `PRTE has lost communication with a remote daemon` and friends, Hydra:
 // `HYDU_sock_connect`/`unable to connect`).
 //
-// Verdicts: launcher-before-workers, healthy (no failure signature), other (a failure, but not
-// this one: the evidence lines say which).
+// Verdicts, each with the evidence that separates it from its neighbours:
+//
+//   - launcher-before-workers: ssh could not resolve or reach a worker (DNS failure, Connection
+//     refused/timed out, No route to host) or the daemons never started, with no job output before.
+//   - config-error: ssh was asked to resolve "host:N" (`ssh: Could not resolve hostname w-0:8`):
+//     the slots syntax reached ssh as a host name, which no wait fixes. Separated from a DNS race by
+//     the ":<digits>" suffix of the name.
+//   - ssh-throttled: `ssh_exchange_identification`/`kex_exchange_identification: Connection closed
+//     by remote host`: sshd accepted the TCP connection and dropped it before its banner, which is
+//     sshd's MaxStartups throttling (or PerSourcePenalties, hosts.deny), not a worker that is not up
+//     yet (that one refuses the connection). Only when no DNS/refused/timeout line is present.
+//   - worker-lost: `ORTE/PRTE has lost communication with a remote daemon` after the job printed
+//     output and without any ssh/DNS failure: the workers were reached and a worker (its pod or
+//     node) died mid-job; the launcher is not the culprit.
+//   - healthy (no failure signature), other (a failure of another kind: the evidence lines say which).
 package mpilauncher
 
 import (
@@ -27,7 +40,13 @@ const (
 	VerdictLauncherBeforeWorkers = "launcher-before-workers"
 	VerdictHealthy               = "healthy"
 	VerdictOther                 = "other"
+	VerdictConfigError           = "config-error"
+	VerdictSSHThrottled          = "ssh-throttled"
+	VerdictWorkerLost            = "worker-lost"
 )
+
+// Verdicts lists every verdict Analyze returns.
+var Verdicts = []string{VerdictHealthy, VerdictLauncherBeforeWorkers, VerdictConfigError, VerdictSSHThrottled, VerdictWorkerLost, VerdictOther}
 
 // Limits that keep memory constant.
 const (
@@ -54,6 +73,14 @@ type Report struct {
 	Hosts []string `json:"hosts,omitempty"`
 	Lines int      `json:"lines"`
 }
+
+// Evidence kinds that are not plain signature families.
+const (
+	kindHostSlots  = "host-slots"
+	kindThrottled  = "ssh-throttled"
+	kindSSHClosed  = "ssh-closed"
+	kindJobStarted = "job-started"
+)
 
 // OK reports whether the verdict is healthy.
 func (r *Report) OK() bool { return r.Verdict == VerdictHealthy }
@@ -98,6 +125,8 @@ func sshPort22(prefix string) func(s, lower string) bool {
 
 // signatures are checked in order; the first that matches a line names it.
 var signatures = []signature{
+	// sshd dropping a connection before its banner: throttling, not a worker that is not up.
+	{kindThrottled, true, all("exchange_identification", "Connection closed by remote host")},
 	{"dns", true, contains("Could not resolve hostname")},
 	{"dns", true, all("ssh:", "Name or service not known")},
 	{"dns", true, all("ssh:", "Temporary failure in name resolution")},
@@ -105,13 +134,15 @@ var signatures = []signature{
 	{"ssh-refused", true, all("ssh:", "connect to host", "Connection refused")},
 	{"ssh-refused", true, all("ssh:", "connect to host", "No route to host")},
 	{"ssh-refused", true, all("ssh:", "connect to host", "Connection timed out")},
-	{"ssh-refused", true, sshPort22("Connection closed by ")},
+	{kindSSHClosed, true, sshPort22("Connection closed by ")},
 	{"ssh-refused", true, sshPort22("Connection reset by ")},
 	{"orte-daemons", true, contains("ORTE was unable to reliably start one or more daemons")},
 	{"orte-daemons", true, contains("ORTE does not know how to route a message")},
 	{"orte-daemons", true, all("daemon", "died unexpectedly", "while attempting to launch")},
 	{"orte-daemons", true, contains("ORTE has lost communication with a remote daemon")},
+	{"orte-daemons", true, contains("ORTE has lost communication with its daemon")},
 	{"prrte-daemons", true, contains("PRTE has lost communication with a remote daemon")},
+	{"prrte-daemons", true, contains("prterun was unable to reliably start one or more daemons")},
 	{"prrte-daemons", true, contains("PRRTE was unable to reliably start one or more daemons")},
 	{"prrte-daemons", true, contains("PRTE was unable to reliably start one or more daemons")},
 	{"prrte-daemons", true, all("prte", "unable to start a daemon")},
@@ -139,7 +170,19 @@ var signatures = []signature{
 func Analyze(r io.Reader) (*Report, error) {
 	rep := &Report{Verdict: VerdictHealthy, Evidence: []Evidence{}}
 	perKind := map[string]int{}
-	early, other := 0, 0
+	var (
+		strong, closed, throttled, slots, daemons, other int
+		lost, lostAfterOutput                            bool
+		firstOutput                                      *Evidence
+		inHelp                                           bool // inside a "-----" help block of mpirun
+		lostHosts                                        []string
+	)
+	add := func(kind string, line int, s string) {
+		if perKind[kind] < maxPerKind && len(rep.Evidence) < maxEvidence {
+			perKind[kind]++
+			rep.Evidence = append(rep.Evidence, Evidence{Line: line, Kind: kind, Text: clip(s)})
+		}
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
 	for sc.Scan() {
@@ -148,45 +191,162 @@ func Analyze(r io.Reader) (*Report, error) {
 		if s == "" {
 			continue
 		}
+		if strings.Trim(s, "-") == "" && len(s) >= 10 {
+			inHelp = !inHelp
+			continue
+		}
 		lower := strings.ToLower(s)
+		if lost && inHelp {
+			// "Remote daemon: [[43015,0],20] on node <pod>" / "hostname:  <host>" name the lost worker.
+			if h := lostHost(s); h != "" && len(lostHosts) < maxHostsKept && !has(lostHosts, h) {
+				lostHosts = append(lostHosts, h)
+			}
+		}
+		matched := false
 		for _, sig := range signatures {
 			if !sig.match(s, lower) {
 				continue
 			}
+			matched = true
+			kind := sig.kind
+			switch {
+			case kind == kindThrottled:
+				throttled++
+			case kind == kindSSHClosed:
+				closed++
+			case kind == "dns" && isHostSlots(s):
+				kind = kindHostSlots
+				slots++
+			case kind == "orte-daemons" || kind == "prrte-daemons":
+				daemons++
+				if strings.Contains(lower, "has lost communication with") {
+					if !lost {
+						lostAfterOutput = firstOutput != nil
+					}
+					lost = true
+				}
+			case sig.early:
+				strong++
+			default:
+				other++
+			}
 			if sig.early {
-				early++
 				if h := hostOf(s); h != "" && len(rep.Hosts) < maxHostsKept && !has(rep.Hosts, h) {
 					rep.Hosts = append(rep.Hosts, h)
 				}
-			} else {
-				other++
 			}
-			if perKind[sig.kind] < maxPerKind && len(rep.Evidence) < maxEvidence {
-				perKind[sig.kind]++
-				t := s
-				if len(t) > maxTextLen {
-					t = t[:maxTextLen]
-				}
-				rep.Evidence = append(rep.Evidence, Evidence{Line: rep.Lines, Kind: sig.kind, Text: t})
-			}
+			add(kind, rep.Lines, s)
 			break
+		}
+		if !matched && !inHelp && firstOutput == nil && jobOutput(s) {
+			firstOutput = &Evidence{Line: rep.Lines, Kind: kindJobStarted, Text: clip(s)}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading launcher log: %w", err)
 	}
 	switch {
-	case early > 0:
-		rep.Verdict = VerdictLauncherBeforeWorkers
-		rep.Fix = FixLauncherBeforeWorkers
+	case slots > 0:
+		rep.Verdict, rep.Fix = VerdictConfigError, FixHostSlots
+	case strong > 0 || (closed > 0 && throttled == 0):
+		rep.Verdict, rep.Fix = VerdictLauncherBeforeWorkers, FixLauncherBeforeWorkers
+	case throttled > 0:
+		rep.Verdict, rep.Fix = VerdictSSHThrottled, FixSSHThrottled
+	case lost && lostAfterOutput:
+		rep.Verdict, rep.Fix = VerdictWorkerLost, FixWorkerLost
+		rep.Hosts = lostHosts
+		// The first job output line is the evidence that the workers had been reached.
+		rep.Evidence = append([]Evidence{*firstOutput}, rep.Evidence...)
+		if len(rep.Evidence) > maxEvidence {
+			rep.Evidence = rep.Evidence[:maxEvidence]
+		}
+	case daemons > 0:
+		rep.Verdict, rep.Fix = VerdictLauncherBeforeWorkers, FixLauncherBeforeWorkers
 	case other > 0:
 		rep.Verdict = VerdictOther
 		rep.Fix = "the launcher reached its workers; the job failed later: read the evidence lines and the failing rank's own log (for NCCL errors: `ain doctor nccl-log`)"
-	default:
-		rep.Fix = ""
+	}
+	if rep.Verdict == VerdictConfigError || rep.Verdict == VerdictSSHThrottled {
+		rep.Hosts = nil // the names are not unreachable workers
 	}
 	return rep, nil
 }
+
+func clip(s string) string {
+	if len(s) > maxTextLen {
+		return s[:maxTextLen]
+	}
+	return s
+}
+
+// isHostSlots reports whether an ssh resolve error names "host:N", the slots syntax of
+// `mpirun -H host:N`/horovodrun that an mpirun too old to read it (or a hostfile written with it
+// for Open MPI, whose syntax is "host slots=N") hands to ssh as a host name.
+func isHostSlots(s string) bool {
+	i := strings.Index(s, "resolve hostname ")
+	if i < 0 {
+		return false
+	}
+	name := s[i+len("resolve hostname "):]
+	if j := strings.Index(name, ": "); j >= 0 {
+		name = name[:j]
+	}
+	c := strings.LastIndexByte(name, ':')
+	if c <= 0 || c == len(name)-1 {
+		return false
+	}
+	for _, d := range name[c+1:] {
+		if d < '0' || d > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// lostHost reads the worker named in ORTE/PRRTE's lost-daemon help text.
+func lostHost(s string) string {
+	switch {
+	case strings.HasPrefix(s, "Remote daemon"):
+		if i := strings.LastIndex(s, " on node "); i >= 0 {
+			return strings.TrimSpace(s[i+len(" on node "):])
+		}
+	case strings.HasPrefix(s, "hostname:"):
+		return strings.TrimSpace(strings.TrimPrefix(s, "hostname:"))
+	}
+	return ""
+}
+
+// jobOutput reports whether a line that matched no signature is output of the job itself rather
+// than of the launcher setting it up: ssh's known-hosts notes, shell traces (set -x), mpirun's
+// --display-map and the wait loops of init scripts do not count.
+func jobOutput(s string) bool {
+	for _, p := range []string{"Warning: Permanently added", "+ ", "Data for JOB", "Data for node:", "=====", "Process OMPI jobid",
+		"waiting for", "Waiting for", "until ", "mpirun ", "prterun ", "mpiexec ", "HNP daemon", "Remote daemon", "Local host", "Remote host"} {
+		if strings.HasPrefix(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// FixHostSlots is the advice for the config-error verdict.
+const FixHostSlots = "ssh was given a host name with a slot count (\"host:N\"): the launcher passed the slots syntax through " +
+	"instead of reading it. The mpirun that ran does not understand `-H host:N` (an old Open MPI, or another mpirun than the one " +
+	"you installed first on PATH: check `which mpirun; mpirun --version` in the launcher image), or a hostfile uses `host:N` " +
+	"where Open MPI expects `host slots=N`. Waiting or retrying does not help"
+
+// FixSSHThrottled is the advice for the ssh-throttled verdict.
+const FixSSHThrottled = "sshd on a worker accepted the connection and closed it before its banner: it is throttling " +
+	"concurrent unauthenticated connections (MaxStartups, default 10:30:100; OpenSSH 9.8+ also PerSourcePenalties), which " +
+	"mpirun's many simultaneous ssh starts trigger on large jobs. Raise MaxStartups (e.g. `MaxStartups 1024:30:1024`) and, on " +
+	"OpenSSH 9.8+, set `PerSourcePenalties no` in the workers' sshd_config, or launch with tree spawn/fewer concurrent ssh " +
+	"(Open MPI: --mca plm_rsh_num_concurrent 16); the workers were up"
+
+// FixWorkerLost is the advice for the worker-lost verdict.
+const FixWorkerLost = "the launcher had started the job (see the job-started line) and then lost a worker's daemon: the " +
+	"worker pod or its node died mid-job. Check the named worker: `kubectl describe pod` (OOMKilled, Evicted, exit 137), " +
+	"`kubectl get events`, the node's state, then that rank's own log (`ain doctor nccl-log` for NCCL errors). Waiting for " +
+	"workers before launch would not have helped"
 
 // FixLauncherBeforeWorkers is the advice for the launcher-before-workers verdict.
 const FixLauncherBeforeWorkers = "the launcher ran mpirun before the workers were resolvable/reachable. With mpi-operator " +

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// FuzzAnalyze: no input may panic, the verdict is one of the three and evidence stays bounded.
+// FuzzAnalyze: no input may panic, the verdict is a documented one with a fix unless healthy, and
+// evidence stays bounded.
 func FuzzAnalyze(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.log"))
 	for _, p := range files {
@@ -22,10 +24,11 @@ func FuzzAnalyze(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch r.Verdict {
-		case VerdictHealthy, VerdictOther, VerdictLauncherBeforeWorkers:
-		default:
+		if !slices.Contains(Verdicts, r.Verdict) {
 			t.Fatalf("verdict %q", r.Verdict)
+		}
+		if (r.Verdict == VerdictHealthy) != (r.Fix == "") {
+			t.Fatalf("fix %q for verdict %s", r.Fix, r.Verdict)
 		}
 		if len(r.Evidence) > maxEvidence || len(r.Hosts) > maxHostsKept {
 			t.Fatalf("unbounded: %d evidence", len(r.Evidence))

@@ -44,6 +44,11 @@ func TestVerdicts(t *testing.T) {
 		{"hydra-no-route.log", VerdictLauncherBeforeWorkers, []string{"hydra", "hydra"}, nil},
 		{"ompi-rank-killed-other.log", VerdictOther, []string{"rank-failed", "rank-failed"}, nil},
 		{"ompi-healthy-nccl-tests.log", VerdictHealthy, []string{}, nil},
+		// Real samples (testdata/README.md): the evidence that separates each from its neighbour.
+		{"ompi-worker-lost-midjob-graphscope1841.log", VerdictWorkerLost, []string{"job-started", "orte-daemons"}, []string{"gs-engine-graphscope-gcz2f"}},
+		{"horovod-host-slots-to-ssh-horovod951.log", VerdictConfigError, []string{"host-slots", "orte-daemons"}, nil},
+		{"prrte-ssh-throttled-prrte1493.log", VerdictSSHThrottled, []string{"ssh-throttled", "prrte-daemons"}, nil},
+		{"ompi-kex-throttled-written.log", VerdictSSHThrottled, []string{"ssh-throttled", "ssh-closed", "orte-daemons"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -144,5 +149,41 @@ func TestMoreSignatures(t *testing.T) {
 		if err != nil || r.Verdict != want {
 			t.Errorf("%q: verdict %s, want %s (%v)", line, r.Verdict, want, err)
 		}
+	}
+}
+
+// TestNeighbours: each verdict flips to its neighbour when the separating evidence changes.
+func TestNeighbours(t *testing.T) {
+	lost := "--------------------------------------------------------------------------\n" +
+		"ORTE has lost communication with a remote daemon.\n\n  Remote daemon: [[1,0],1] on node w-1\n" +
+		"--------------------------------------------------------------------------\n"
+	for _, tc := range []struct{ name, in, want string }{
+		// worker-lost needs job output before the lost daemon...
+		{"lost after output", "[1,0]<stdout>:step 10 loss 2.1\n" + lost, VerdictWorkerLost},
+		// ...without it the daemons never ran anything: the launcher was early.
+		{"lost without output", "Warning: Permanently added 'w-1' (ED25519) to the list of known hosts.\n" + lost, VerdictLauncherBeforeWorkers},
+		// ...and a DNS failure before it means the worker was never reached.
+		{"lost after output and dns", "[1,0]<stdout>:hello\nssh: Could not resolve hostname w-2.w: Name or service not known\n" + lost, VerdictLauncherBeforeWorkers},
+		// host:N is a config error; the same line with a plain name is a DNS race.
+		{"slots", "ssh: Could not resolve hostname w-0.w:8: Name or service not known\n", VerdictConfigError},
+		{"plain dns", "ssh: Could not resolve hostname w-0.w: Name or service not known\n", VerdictLauncherBeforeWorkers},
+		{"ipv6-looking name is not slots", "ssh: Could not resolve hostname w-0.w:: Name or service not known\n", VerdictLauncherBeforeWorkers},
+		// closed by remote host is throttling; refused (not listening) is a worker not up.
+		{"throttled", "ssh_exchange_identification: Connection closed by remote host\n", VerdictSSHThrottled},
+		{"throttled and refused", "kex_exchange_identification: Connection closed by remote host\nssh: connect to host w-1 port 22: Connection refused\n", VerdictLauncherBeforeWorkers},
+		{"reset is not throttling", "kex_exchange_identification: read: Connection reset by peer\n", VerdictLauncherBeforeWorkers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Analyze(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s (evidence %+v)", r.Verdict, tc.want, r.Evidence)
+			}
+			if r.Fix == "" {
+				t.Errorf("no fix")
+			}
+		})
 	}
 }
