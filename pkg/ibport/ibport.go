@@ -17,7 +17,10 @@
 //	/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3:RoCE v2
 //	/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/3:net1
 //
-// Everything up to the first ':' is the path (sysfs paths hold no ':'), the rest is the file's
+//	/sys/class/net/net1/ifindex:3
+//
+// The /sys/class/net lines name the network interfaces of the namespace the command runs in
+// (a pod sees only its own: eth0, net1 ...). Everything up to the first ':' is the path (sysfs paths hold no ':'), the rest is the file's
 // first line as the kernel prints it. Lines may carry a prefix (kubectl --prefix, indentation):
 // parsing starts at "/sys/class/infiniband/". All-zero GIDs are filtered out by the command;
 // unused GID type files, which the kernel refuses to read, print nothing.
@@ -32,7 +35,11 @@
 // down (disabled); ARMED means the SM configured it but has not activated it yet (armed).
 //
 // For RoCE ports the package finds the RoCE v2 GID whose address is IPv4-mapped
-// (::ffff:a.b.c.d), the value NCCL_IB_GID_INDEX should have.
+// (::ffff:a.b.c.d), the value NCCL_IB_GID_INDEX should have. When the dump names the
+// interfaces the probe saw (/sys/class/net), only a GID whose netdev is one of them counts: with
+// a Multus macvlan or host-device network the GID table also lists GIDs of host netdevs and of
+// other pods' interfaces, and a GID whose netdev is outside the pod's network namespace fails
+// QP setup ("ibv_modify_qp failed with 19 No such device").
 package ibport
 
 import (
@@ -40,14 +47,15 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
 // SysfsDumpCommand prints the sysfs dump this package parses (see the package doc). It needs
-// only sh and grep (busybox is enough: no brace expansion), prints nothing and exits non-zero
-// when there is no RDMA device, and never fails on unreadable files.
+// only sh and grep (busybox is enough: no brace expansion), prints no /sys/class/infiniband line
+// when there is no RDMA device (only the interfaces it sees), and never fails on unreadable files.
 const SysfsDumpCommand = `grep -H . ` +
 	`/sys/class/infiniband/*/ports/*/state ` +
 	`/sys/class/infiniband/*/ports/*/phys_state ` +
@@ -58,6 +66,7 @@ const SysfsDumpCommand = `grep -H . ` +
 	`/sys/class/infiniband/*/ports/*/gids/* ` +
 	`/sys/class/infiniband/*/ports/*/gid_attrs/types/* ` +
 	`/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/* ` +
+	`/sys/class/net/*/ifindex ` +
 	`2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$'`
 
 // Reasons a port is not ready.
@@ -114,6 +123,12 @@ type Report struct {
 	Ready  bool   `json:"ready"`
 	// GIDIndex is the RoCE v2 GID index shared by every RoCE port, when they agree.
 	GIDIndex *int `json:"gidIndex,omitempty"`
+	// Netdevs are the network interfaces the dump saw (/sys/class/net), sorted; empty when the
+	// input does not say. GID selection is limited to them when known.
+	Netdevs []string `json:"netdevs,omitempty"`
+	// ForeignGIDs lists RoCE ports whose RoCE v2 IPv4 GIDs all belong to netdevs outside Netdevs
+	// ("mlx5_0:1 (eth2)"): the device is not attached to this pod's network.
+	ForeignGIDs []string `json:"foreignGids,omitempty"`
 }
 
 // Parse reads the output of ibstat, ibv_devinfo [-v], ibstatus or the sysfs dump; the format
@@ -133,13 +148,14 @@ func Parse(r io.Reader) (*Report, error) {
 }
 
 type parser struct {
-	lineNo int
-	format string
-	ports  []*Port
-	idx    map[string]int
-	dev    string // current CA / hca_id
-	cur    *Port  // current port block
-	inGIDs bool
+	netdevs map[string]bool
+	lineNo  int
+	format  string
+	ports   []*Port
+	idx     map[string]int
+	dev     string // current CA / hca_id
+	cur     *Port  // current port block
+	inGIDs  bool
 }
 
 func (p *parser) setFormat(f string) {
@@ -171,6 +187,16 @@ func (p *parser) line(raw string) {
 	}
 	if i := strings.Index(s, "/sys/class/infiniband/"); i >= 0 {
 		p.sysfsLine(s[i:])
+		return
+	}
+	if i := strings.Index(s, "/sys/class/net/"); i >= 0 {
+		// /sys/class/net/<if>/ifindex:<n>: an interface of the prober's network namespace.
+		if ifn, rest, ok := strings.Cut(s[i+len("/sys/class/net/"):], "/"); ok && strings.HasPrefix(rest, "ifindex:") && ifn != "" && len(p.netdevs) < maxPorts {
+			if p.netdevs == nil {
+				p.netdevs = map[string]bool{}
+			}
+			p.netdevs[ifn] = true
+		}
 		return
 	}
 	if p.rdmaLinkLine(s) {
@@ -432,10 +458,11 @@ func normLinkLayer(v string) string {
 	return strings.TrimSpace(v)
 }
 
-// roceV2Index returns the index of the RoCE v2 GID with an IPv4-mapped address.
-func roceV2Index(gids []GID) (int, string, bool) {
+// roceV2Index returns the lowest index of a RoCE v2 GID with an IPv4-mapped address, among
+// the GIDs on the netdevs in mine when mine is not empty (and a GID's netdev is known). foreign
+// lists the netdevs of the RoCE v2 IPv4 GIDs skipped for being outside mine.
+func roceV2Index(gids []GID, mine map[string]bool) (idx int, addr string, ok bool, foreign []string) {
 	best := -1
-	addr := ""
 	for _, g := range gids {
 		if !strings.EqualFold(strings.TrimSpace(g.Type), "RoCE v2") {
 			continue
@@ -448,11 +475,15 @@ func roceV2Index(gids []GID) (int, string, bool) {
 		if !a.Is4In6() || a.Unmap().IsUnspecified() {
 			continue
 		}
+		if len(mine) > 0 && g.Netdev != "" && !mine[g.Netdev] {
+			foreign = append(foreign, g.Netdev)
+			continue
+		}
 		if best < 0 || g.Index < best {
 			best, addr = g.Index, a.Unmap().String()
 		}
 	}
-	return best, addr, best >= 0
+	return best, addr, best >= 0, foreign
 }
 
 func (p *parser) report() *Report {
@@ -460,12 +491,21 @@ func (p *parser) report() *Report {
 	if r.Format == "" {
 		r.Format = FormatUnknown
 	}
+	for n := range p.netdevs {
+		r.Netdevs = append(r.Netdevs, n)
+	}
+	sort.Strings(r.Netdevs)
 	agree := true
 	for _, pt := range p.ports {
 		evaluate(pt)
 		sort.Slice(pt.GIDs, func(i, j int) bool { return pt.GIDs[i].Index < pt.GIDs[j].Index })
 		if pt.LinkLayer == "Ethernet" {
-			if i, a, ok := roceV2Index(pt.GIDs); ok {
+			i, a, ok, foreign := roceV2Index(pt.GIDs, p.netdevs)
+			if !ok && len(foreign) > 0 {
+				slices.Sort(foreign)
+				r.ForeignGIDs = append(r.ForeignGIDs, fmt.Sprintf("%s:%d (%s)", pt.Device, pt.Port, strings.Join(slices.Compact(foreign), ",")))
+			}
+			if ok {
 				idx := i
 				pt.RoCEv2GIDIndex = &idx
 				pt.RoCEv2Address = a

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,6 +78,10 @@ func TestParse(t *testing.T) {
 		{"sysfs-roce-v2.txt", FormatSysfs, true, 3, []wantPort{
 			{"mlx5_0:1", "ACTIVE", "LinkUp", "Ethernet", "200 Gb/sec (4X HDR)", "", true, 3},
 			{"mlx5_1:1", "ACTIVE", "LinkUp", "Ethernet", "200 Gb/sec (4X HDR)", "", true, 3},
+		}},
+		// Multus macvlan: the host PF's RoCE v2 GID (3) is outside the pod; the pod's net1 has 5.
+		{"sysfs-roce-macvlan.txt", FormatSysfs, true, 5, []wantPort{
+			{"mlx5_0:1", "ACTIVE", "LinkUp", "Ethernet", "200 Gb/sec (4X HDR)", "", true, 5},
 		}},
 		{"sysfs-ib-init-prefixed.txt", FormatSysfs, false, -1, []wantPort{
 			{"mlx5_0:1", "INIT", "LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)", ReasonNoSM, false, -1},
@@ -149,12 +154,34 @@ func TestRoCEv2Index(t *testing.T) {
 		{Index: 5, GID: "::ffff:10.0.0.1", Type: "RoCE v2"},
 		{Index: 7, GID: "::ffff:0.0.0.0", Type: "RoCE v2"},
 	}
-	i, addr, ok := roceV2Index(gids)
+	i, addr, ok, _ := roceV2Index(gids, nil)
 	if !ok || i != 5 || addr != "10.0.0.1" {
 		t.Errorf("got %d %s %v", i, addr, ok)
 	}
-	if _, _, ok := roceV2Index(gids[:3]); ok {
+	if _, _, ok, _ := roceV2Index(gids[:3], nil); ok {
 		t.Error("found an index where there is none")
+	}
+}
+
+// A RoCE device whose RoCE v2 IPv4 GIDs are all on host netdevs is not attached to the pod's
+// network: no GID index, and the report says which netdevs they were on.
+func TestRoCEForeignGIDs(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "sysfs-roce-macvlan.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(l, "/net1/") && !strings.Contains(l, "/4:") && !strings.Contains(l, "/5:") {
+			keep = append(keep, l)
+		}
+	}
+	r, err := Parse(strings.NewReader(strings.Join(keep, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GIDIndex != nil || len(r.ForeignGIDs) != 1 || r.ForeignGIDs[0] != "mlx5_0:1 (ens1f0np0)" || strings.Join(r.Netdevs, ",") != "eth0,lo" {
+		t.Errorf("gid %v foreign %v netdevs %v", r.GIDIndex, r.ForeignGIDs, r.Netdevs)
 	}
 }
 
@@ -181,8 +208,11 @@ func TestSysfsDumpCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) > 0 && (r.Format != FormatSysfs || len(r.Ports) == 0) {
+	if bytes.Contains(out, []byte("/sys/class/infiniband/")) && (r.Format != FormatSysfs || len(r.Ports) == 0) {
 		t.Errorf("the dump of this machine did not parse: %s", out)
+	}
+	if bytes.Contains(out, []byte("/sys/class/net/lo/")) && !slices.Contains(r.Netdevs, "lo") {
+		t.Errorf("netdevs %v: lo missing from %s", r.Netdevs, out)
 	}
 }
 

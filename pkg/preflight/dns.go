@@ -19,10 +19,21 @@ import (
 const DNSProbeMarker = "ain-dns-probe"
 
 // dnsProbeCommand resolves every $AIN_DNS_<i> and prints "ain-dns: NAME ok|FAIL".
+//
+// Each name (svc.ns.svc) is made fully qualified with the cluster domain and a trailing dot
+// before nslookup sees it: busybox's nslookup does not walk the search path of resolv.conf the
+// way libc does (docker-library/busybox#48), so a search-path name can fail where every rank's
+// resolver succeeds. The domain is read from the pod's own resolv.conf (the kubelet writes
+// "search NS.svc.DOMAIN svc.DOMAIN DOMAIN"), cluster.local when absent. AIN_RESOLV_CONF moves the
+// file for tests; pods never set it.
 const dnsProbeCommand = `# ` + DNSProbeMarker + `
 rc=0
+dom=cluster.local
+for d in $(sed -n 's/^search[[:space:]]//p' "${AIN_RESOLV_CONF:-/etc/resolv.conf}"); do
+  case "$d" in svc.?*) dom="${d#svc.}"; break;; esac
+done
 for n in $(env | sed -n 's/^AIN_DNS_[0-9]*=//p'); do
-  if nslookup "$n" >/dev/null 2>&1; then echo "ain-dns: $n ok"; else echo "ain-dns: $n FAIL"; rc=1; fi
+  if nslookup "$n.$dom." >/dev/null 2>&1; then echo "ain-dns: $n ok"; else echo "ain-dns: $n FAIL ($n.$dom. does not resolve)"; rc=1; fi
 done
 exit $rc`
 

@@ -178,6 +178,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	nodeChecks, candidates := checkNodes(ctx, o)
 	res.Checks = append(res.Checks, nodeChecks...)
 	res.Checks = append(res.Checks, checkNetworks(ctx, o)...)
+	res.Checks = append(res.Checks, checkPodSecurity(ctx, o)...)
 	if !o.SkipProbes {
 		if o.Profile.RDMA() && len(candidates) > 0 {
 			o.Progress(fmt.Sprintf("probing IB ports on %d node(s)", len(candidates)))

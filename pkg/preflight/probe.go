@@ -69,6 +69,7 @@ func probePod(o Options, run, kind, name, node string, cmd string, env []corev1.
 			}},
 		},
 	}
+	restrictedPod(pod)
 	if node != "" {
 		// Pinned: it must run on this node, whatever its taints say (a probe is read-only).
 		pod.Spec.NodeName = node
@@ -378,6 +379,16 @@ func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
 			continue
 		}
 		if o.Profile.Spec.Fabric == profile.FabricRoCE {
+			if rep.GIDIndex == nil && len(rep.ForeignGIDs) > 0 {
+				// The GID table has RoCE v2 IPv4 GIDs, but on netdevs the pod does not have: a QP
+				// built on them fails ("ibv_modify_qp failed with 19 No such device").
+				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Fail,
+					Message: fmt.Sprintf("RoCE v2 GIDs only on netdevs outside the pod (%s); the pod's interfaces are %s: NCCL cannot set up queue pairs on them",
+						strings.Join(rep.ForeignGIDs, "; "), strings.Join(rep.Netdevs, ", ")),
+					Evidence: gidLines(out.log),
+					Fix:      "attach the RoCE network to the ranks: a Multus NetworkAttachmentDefinition (macvlan, host-device or SR-IOV) on this device in the profile's spec.networks"})
+				continue
+			}
 			if rep.GIDIndex == nil {
 				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Warn,
 					Message:  "RoCE ports ACTIVE, but no single RoCE v2 IPv4 GID index (they differ between ports, or none is RoCE v2)",
@@ -454,7 +465,7 @@ func gidLines(log []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	for sc.Scan() {
 		l := sc.Text()
-		if strings.Contains(l, "/gid_attrs/types/") && strings.Contains(l, "RoCE v2") {
+		if strings.Contains(l, "/gid_attrs/types/") && strings.Contains(l, "RoCE v2") || strings.Contains(l, "/gid_attrs/ndevs/") {
 			ev = append(ev, strings.TrimSpace(l))
 		}
 	}
