@@ -23,9 +23,11 @@ func (a *App) benchParseCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "parse",
 		Usage:     "parse nccl-tests output (all_reduce_perf, all_gather_perf, ...) into JSON, CSV or a table",
-		ArgsUsage: "FILE (nccl-tests output, launcher log or pasted text; - for stdin)",
+		ArgsUsage: "FILE (nccl-tests output, launcher log, pasted text or the -J JSON file; - for stdin)",
 		Description: "Reads the output of any *_perf binary of nccl-tests, old or new columns, with launcher prefixes,\n" +
-			"stripped '#', elided rows or several runs concatenated. -o json prints one object per run (an array\n" +
+			"stripped '#', elided rows or several runs concatenated, the per-iteration columns of -I 1 (i_min i_max\n" +
+			"i_p99 i_cv%), and the JSON file of -J (nccl-tests >= 2.17; recognised by its leading '{').\n" +
+			"-o json prints one object per run (an array\n" +
 			"when the file holds several runs); -o csv one row per message size.\n\n" +
 			"Exit status: 0, or 5 (check failed) when a run reports wrong values (#wrong > 0, out-of-bounds values)\n" +
 			"or a test failure; 1 when no nccl-tests table is found; 2 on bad arguments.",
@@ -134,14 +136,29 @@ func (a *App) printPerf(runs []*nccl.PerfRun) {
 		if r.Elided {
 			fmt.Fprintln(w, "  note: rows were elided (...) in the input; the printed average covers them, maxBusbw does not")
 		}
+		perIter := false // nccl-tests -I 1: add the out-of-place p99 and coefficient of variation
+		for _, row := range r.Rows {
+			perIter = perIter || row.OOP.PerIter != nil
+		}
 		rows := make([][]string, 0, len(r.Rows))
 		for _, row := range r.Rows {
 			rec := []string{humanBytes(row.Size), row.Type, orDash(row.Redop)}
 			rec = append(rec, cellText(row.OOP)...)
 			rec = append(rec, cellText(row.IP)...)
+			if perIter {
+				p99, cv := "-", "-"
+				if pi := row.OOP.PerIter; pi != nil {
+					p99, cv = fmtG(pi.P99Us), fmtG(pi.CVPct)
+				}
+				rec = append(rec, p99, cv)
+			}
 			rows = append(rows, rec)
 		}
-		a.table([]string{"SIZE", "TYPE", "REDOP", "OOP TIME(us)", "OOP ALGBW", "OOP BUSBW", "OOP WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP WRONG"}, rows)
+		head := []string{"SIZE", "TYPE", "REDOP", "OOP TIME(us)", "OOP ALGBW", "OOP BUSBW", "OOP WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP WRONG"}
+		if perIter {
+			head = append(head, "OOP P99(us)", "OOP CV%")
+		}
+		a.table(head, rows)
 	}
 }
 

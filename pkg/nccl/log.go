@@ -7,8 +7,9 @@
 //     unknown, whether GPUDirect RDMA was on, and the known problems with their fixes. It streams:
 //     memory is bounded by the number of processes (capped) and small fixed-size summaries, never by
 //     the size of the log; each line is scanned once without allocating on the common path.
-//   - ParsePerf reads nccl-tests output of any *_perf binary, old and new column sets, and returns
-//     the rows and trailer values (the average bus bandwidth kept exactly as printed).
+//   - ParsePerf reads nccl-tests output of any *_perf binary, old and new column sets, the
+//     per-iteration columns of -I 1 and the JSON file of -J (recognised by its leading '{'), and
+//     returns the rows and trailer values (the average bus bandwidth kept exactly as printed).
 //   - AllReduceModel predicts ring and tree allreduce times with the alpha-beta model of NCCL's
 //     tuner and the size where ring overtakes tree. Its formulas and limits are documented in
 //     model.go: Simple protocol only (small-message times are pessimistic), no NVLS, CollNet or

@@ -20,6 +20,8 @@ type PerfCell struct {
 	Busbw  float64  `json:"busbw"`
 	Wrong  *int64   `json:"wrong"`           // #wrong; null when printed N/A (-c 0) or absent
 	Error  *float64 `json:"error,omitempty"` // the max-error column of old nccl-tests (before #wrong)
+	// PerIter is the per-iteration timing summary of nccl-tests -I 1 (i_min i_max i_p99 i_cv%).
+	PerIter *PerIter `json:"perIter,omitempty"`
 }
 
 // PerfRow is one message size of an nccl-tests table.
@@ -46,6 +48,9 @@ type PerfRun struct {
 	Elided             bool         `json:"elided,omitempty"`
 	NCCLTestsVersion   string       `json:"ncclTestsVersion,omitempty"`
 	Errors             []string     `json:"errors,omitempty"`
+	// Source is "json" for runs read from nccl-tests' -J file; empty for the text table.
+	Source      string `json:"source,omitempty"`
+	NCCLVersion string `json:"ncclVersion,omitempty"`
 
 	closed  bool // the trailer was read
 	maxRank int
@@ -62,10 +67,15 @@ type perfCols struct {
 }
 
 // ParsePerf reads nccl-tests output (any *_perf binary, any version, with launcher prefixes,
-// stripped '#' or elided rows) and returns one PerfRun per run found, in order.
+// stripped '#' or elided rows) and returns one PerfRun per run found, in order. Input that
+// starts with '{' is read as the JSON file of -J (nccl-tests >= 2.17), one or more documents.
 func ParsePerf(r io.Reader) ([]*PerfRun, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if first, err := firstNonSpace(br); err == nil && first == '{' {
+		return parsePerfJSON(br)
+	}
 	p := &perfParser{}
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
 	for sc.Scan() {
 		p.line(sc.Bytes())
@@ -219,6 +229,28 @@ func (p *perfParser) line(raw []byte) {
 	p.dataRow(c)
 }
 
+// firstNonSpace returns the first byte that is not white space (a UTF-8 BOM counts as space)
+// without consuming it.
+func firstNonSpace(br *bufio.Reader) (byte, error) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return 0, err
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			_, _ = br.ReadByte()
+			continue
+		case 0xEF:
+			if bom, _ := br.Peek(3); len(bom) == 3 && bom[1] == 0xBB && bom[2] == 0xBF {
+				_, _ = br.Discard(3)
+				continue
+			}
+		}
+		return b[0], nil
+	}
+}
+
 // isJSONNumber reports whether s can be written verbatim as a JSON number.
 func isJSONNumber(s string) bool {
 	var n json.Number
@@ -354,6 +386,30 @@ func perfCell(t [][]byte, names []string) *PerfCell {
 	}
 	if c.Busbw, ok = finite(t[2]); !ok {
 		return nil
+	}
+	if len(t) >= 8 && (len(names) >= 8 || names == nil) {
+		// -I 1: "#wrong i_min i_max i_p99 i_cv%" (nccl-tests >= 2.19.2).
+		iter := names
+		if iter == nil {
+			iter = []string{"time", "algbw", "busbw", "wrong", "i_min", "i_max", "i_p99", "i_cv%"}
+		}
+		if iter[4] == "i_min" {
+			p := &PerIter{}
+			for k := 4; k < 8; k++ {
+				v, _ := finite(t[k])
+				switch iter[k] {
+				case "i_min":
+					p.MinUs = v
+				case "i_max":
+					p.MaxUs = v
+				case "i_p99":
+					p.P99Us = v
+				case "i_cv%":
+					p.CVPct = v
+				}
+			}
+			c.PerIter = p
+		}
 	}
 	if len(t) >= 4 {
 		name := "wrong"
