@@ -87,7 +87,7 @@ func TestPerfJSONAndPerIter(t *testing.T) {
 func TestPerfJSONBad(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"version":3,"results":[{"size":1`: "near byte",
-		`{"hello":"world"}`:                  "not nccl-tests -J output",
+		`{"hello":"world"}`:                 "not nccl-tests -J output",
 	} {
 		if _, err := ParsePerf(strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want %q", in, err, want)
