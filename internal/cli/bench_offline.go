@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/nccl"
+	"github.com/ain-hpc/ain/pkg/perftest"
 )
 
 // benchParseOptions are the flags of `ain bench parse`.
@@ -22,13 +24,15 @@ func (a *App) benchParseCommand() *ucli.Command {
 	o := &benchParseOptions{}
 	return &ucli.Command{
 		Name:      "parse",
-		Usage:     "parse nccl-tests output (all_reduce_perf, all_gather_perf, ...) into JSON, CSV or a table",
-		ArgsUsage: "FILE (nccl-tests output, launcher log, pasted text or the -J JSON file; - for stdin)",
+		Usage:     "parse nccl-tests output (all_reduce_perf, all_gather_perf, ...) or perftest output (ib_write_bw, ib_read_lat, ...) into JSON, CSV or a table",
+		ArgsUsage: "FILE (nccl-tests or perftest output, launcher log, pasted text or the -J JSON file; - for stdin)",
 		Description: "Reads the output of any *_perf binary of nccl-tests, old or new columns, with launcher prefixes,\n" +
 			"stripped '#', elided rows or several runs concatenated, the per-iteration columns of -I 1 (i_min i_max\n" +
 			"i_p99 i_cv%), and the JSON file of -J (nccl-tests >= 2.17; recognised by its leading '{').\n" +
 			"-o json prints one object per run (an array\n" +
-			"when the file holds several runs); -o csv one row per message size.\n\n" +
+			"when the file holds several runs); -o csv one row per message size.\n" +
+			"perftest output (any ib_*_bw/_lat table: MB/sec or --report_gbits, -a, per-port, -D, percentiles) is told\n" +
+			"apart by its header and parsed with its settings, QPs and RoCE GIDs; values are kept exactly as printed.\n\n" +
 			"Exit status: 0, or 5 (check failed) when a run reports wrong values (#wrong > 0, out-of-bounds values)\n" +
 			"or a test failure; 1 when no nccl-tests table is found; 2 on bad arguments.",
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text, json or csv")},
@@ -52,8 +56,15 @@ func (a *App) runBenchParse(o *benchParseOptions) error {
 	if err != nil {
 		return err
 	}
-	runs, err := nccl.ParsePerf(rc)
+	data, err := readParseInput(rc, o.File)
 	rc.Close()
+	if err != nil {
+		return err
+	}
+	if perftest.Detect(string(data)) {
+		return a.runPerftestParse(o, data)
+	}
+	runs, err := nccl.ParsePerf(bytes.NewReader(data))
 	if err != nil {
 		return ainerr.New(ainerr.Failure, err, "")
 	}
@@ -63,11 +74,7 @@ func (a *App) runBenchParse(o *benchParseOptions) error {
 	}
 	switch o.Output {
 	case "json":
-		var v any = runs
-		if len(runs) == 1 {
-			v = runs[0]
-		}
-		if err := a.writeJSON(v); err != nil {
+		if err := a.writeJSON(oneOrAll(runs)); err != nil {
 			return err
 		}
 	case "csv":

@@ -39,3 +39,15 @@ func JSON(t testing.TB, name string, got any, update bool) {
 		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, buf.Bytes())
 	}
 }
+
+// Seeds adds every testdata file matching the patterns (e.g. "*.txt") to a fuzz target's corpus.
+func Seeds(f *testing.F, patterns ...string) {
+	for _, p := range patterns {
+		files, _ := filepath.Glob(filepath.Join("testdata", p))
+		for _, name := range files {
+			if b, err := os.ReadFile(name); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+}

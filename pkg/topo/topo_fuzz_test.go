@@ -2,22 +2,17 @@ package topo
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 // FuzzAnalyze: no input may panic; a parsed topology's report is consistent (a GPU's NIC is one of
 // the input's NICs at its best path class, gdr only at PIX/PXB, rails never name a missing NIC,
 // ideal only without reasons) and marshals to JSON.
 func FuzzAnalyze(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.*"))
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil && !strings.HasSuffix(p, ".md") {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "*.txt", "*.xml")
 	f.Add([]byte("GPU0 GPU0\nGPU0 X X\n"))
 	f.Add([]byte("<system><cpu><pci><gpu dev=\"0\"/></pci><pci><nic><net name=\"a\"/></nic></pci></cpu></system>"))
 	f.Fuzz(func(t *testing.T, in []byte) {
