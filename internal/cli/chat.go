@@ -55,9 +55,14 @@ func (a *App) chatCommand() *ucli.Command {
 		Subcommands: []*ucli.Command{{
 			Name:  "test",
 			Usage: "answer checks: ask the questions of a golden file deterministically and check the answers",
-			Description: "The file (YAML or JSON) lists cases with contains / notContains / regex / exact expectations\n" +
-				"(see recipes/qa/course-qa.yaml). Answers are sampled greedily: temperature 0 on the wire, seed 0.\n" +
-				"Exits 5 when the pass rate is below --min-pass.",
+			Description: "The file (YAML or JSON) lists cases with required / forbidden facts, numbers with a tolerance,\n" +
+				"regex / exact expectations and reference answers (see recipes/qa/course-qa.yaml). Facts match whole\n" +
+				"tokens after Unicode normalisation (NFKC, any minus sign as '-', case folded): \"IP\" does not match\n" +
+				"\"multiple\". A reference answer is compared by embeddings or by a judge model with a fixed rubric\n" +
+				"(the file's semantic.mode). Sampling is sent with every request (temperature 0, top_p 1, top_k -1,\n" +
+				"seed 0, unless the file asks for several samples at a temperature), so the server's own defaults do\n" +
+				"not change the verdict. Each check is reported with its evidence. Exits 5 when the pass rate is\n" +
+				"below --min-pass.",
 			Flags: append(t.flags(),
 				&ucli.StringFlag{Name: "golden", Aliases: []string{"f"}, Usage: "answer-check file (YAML or JSON)", Required: true, Destination: &t.Golden},
 				&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the file's, else the only one served)", Destination: &t.Model},
@@ -154,20 +159,45 @@ func (a *App) ask(ctx context.Context, c *vllm.Client, o *chatOptions, model str
 		req.Temperature = &t
 	}
 	if req.Stream {
-		req.OnDelta = func(s string) { fmt.Fprint(a.Streams.Out, s) }
+		// A reasoning model thinks first (vLLM's reasoning / reasoning_content deltas): shown
+		// on stderr as it arrives, so the answer on stdout stays the answer.
+		thinking, answering := false, false
+		req.OnReasoning = func(s string) {
+			if !thinking {
+				fmt.Fprint(a.Streams.Err, "[thinking] ")
+				thinking = true
+			}
+			fmt.Fprint(a.Streams.Err, s)
+		}
+		req.OnDelta = func(s string) {
+			if thinking && !answering {
+				fmt.Fprintln(a.Streams.Err)
+			}
+			answering = true
+			fmt.Fprint(a.Streams.Out, s)
+		}
 	}
 	res, err := c.Chat(ctx, req, a.Now)
 	if err != nil {
+		if req.Stream {
+			fmt.Fprintln(a.Streams.Out)
+		}
 		return "", err
 	}
 	if req.Stream {
 		fmt.Fprintln(a.Streams.Out)
 	} else {
+		if res.Reasoning != "" {
+			fmt.Fprintf(a.Streams.Err, "[thinking] %s\n", strings.TrimSpace(res.Reasoning))
+		}
 		fmt.Fprintln(a.Streams.Out, res.Text)
 	}
 	var parts []string
 	if req.Stream {
 		parts = append(parts, fmt.Sprintf("TTFT %s", fmtMs(res.TTFT.Seconds()*1000)))
+		if res.Reasoning != "" {
+			parts = append(parts, "(first token of the reasoning)")
+		}
 	}
 	parts = append(parts, fmt.Sprintf("%d tokens in %.2f s", res.CompletionTokens, res.Duration.Seconds()))
 	if tps := res.TokensPerSecond(); tps > 0 {
@@ -222,8 +252,12 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 		if !rep.OK {
 			verdict = "FAILED"
 		}
-		fmt.Fprintf(a.Streams.Out, "\n%d/%d passed (%.0f%%), --min-pass %.0f%%: %s  [model %s, temperature 0, seed %d]\n",
-			rep.Passed, rep.Total, rep.PassRate*100, o.MinPass*100, verdict, model, vllm.QASeed)
+		sampling := fmt.Sprintf("temperature %g, seed %d", rep.Temperature, vllm.QASeed)
+		if rep.Samples > 1 {
+			sampling = fmt.Sprintf("%d samples at temperature %g (seeds %d..%d), a case passes with %.0f%% of them", rep.Samples, rep.Temperature, vllm.QASeed, vllm.QASeed+rep.Samples-1, rep.PassThreshold*100)
+		}
+		fmt.Fprintf(a.Streams.Out, "\n%d/%d passed (%.0f%%), --min-pass %.0f%%: %s  [model %s, %s]\n",
+			rep.Passed, rep.Total, rep.PassRate*100, o.MinPass*100, verdict, model, sampling)
 	}
 	if !rep.OK {
 		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("answer checks: pass rate %.0f%% is below --min-pass %.0f%%", rep.PassRate*100, o.MinPass*100), "")
@@ -231,19 +265,36 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 	return nil
 }
 
+// printQAResult prints a case's verdict and, per check, what it found: the excerpt that
+// matched, or the failure with its evidence.
 func (a *App) printQAResult(r vllm.QAResult) {
 	w := a.Streams.Out
-	if r.Pass {
-		fmt.Fprintf(w, "PASS  %s\n", r.Name)
+	verdict := "PASS"
+	if !r.Pass {
+		verdict = "FAIL"
+	}
+	if len(r.Samples) > 1 {
+		fmt.Fprintf(w, "%s  %s  (%d/%d samples passed)\n", verdict, r.Name, r.Passed, len(r.Samples))
+	} else {
+		fmt.Fprintf(w, "%s  %s\n", verdict, r.Name)
+	}
+	if !r.Pass {
+		fmt.Fprintf(w, "      question: %s\n", r.Question)
+		if r.Error == "" {
+			fmt.Fprintf(w, "      answer:   %s\n", oneLine(r.Answer, 300))
+		}
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "      - %s\n", f)
+		}
 		return
 	}
-	fmt.Fprintf(w, "FAIL  %s\n", r.Name)
-	fmt.Fprintf(w, "      question: %s\n", r.Question)
-	if r.Error == "" {
-		fmt.Fprintf(w, "      answer:   %s\n", oneLine(r.Answer, 300))
-	}
-	for _, f := range r.Failures {
-		fmt.Fprintf(w, "      - %s\n", f)
+	if len(r.Samples) > 0 {
+		for _, ck := range r.Samples[0].Checks {
+			if ck.Kind == "forbidden" {
+				continue
+			}
+			fmt.Fprintf(w, "      %s %s: %s\n", ck.Kind, ck.Expect, oneLine(ck.Evidence, 120))
+		}
 	}
 }
 

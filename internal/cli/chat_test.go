@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
-	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
+	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
 // runModelCLI runs the command tree in-process against env and stdin, with the real clock
@@ -29,16 +29,16 @@ func runModelCLI(t *testing.T, env map[string]string, stdin string, args ...stri
 	return code, out.String(), errb.String()
 }
 
-func modelServer(t *testing.T, opts vllmtest.Options) (*vllmtest.Server, string) {
+func modelServer(t *testing.T, opts vllmsim.Options) (*vllmsim.Server, string) {
 	t.Helper()
-	s := vllmtest.NewServer(opts)
+	s := vllmsim.NewServer(opts)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return s, ts.URL
 }
 
 func TestModelsCommand(t *testing.T) {
-	_, url := modelServer(t, vllmtest.Options{Models: []string{"qwen"}, Root: "/models/Qwen2.5-7B-Instruct", MaxModelLen: 32768, APIKey: "s3cret"})
+	_, url := modelServer(t, vllmsim.Options{Models: []string{"qwen"}, Root: "/models/Qwen2.5-7B-Instruct", MaxModelLen: 32768, APIKey: "s3cret"})
 	env := map[string]string{"AIN_ENDPOINT": url, "AIN_API_KEY": "s3cret"}
 	code, out, errs := runModelCLI(t, env, "", "models")
 	if code != 0 || !strings.Contains(out, "qwen") || !strings.Contains(out, "/models/Qwen2.5-7B-Instruct") || !strings.Contains(out, "32768") {
@@ -72,7 +72,7 @@ func TestModelsCommand(t *testing.T) {
 }
 
 func TestChatCommand(t *testing.T) {
-	srv, url := modelServer(t, vllmtest.Options{FirstTokenDelay: 5 * time.Millisecond})
+	srv, url := modelServer(t, vllmsim.Options{FirstTokenDelay: 5 * time.Millisecond})
 	env := map[string]string{"AIN_ENDPOINT": url}
 	code, out, errs := runModelCLI(t, env, "", "chat", "Which UDP port does RoCEv2 use?", "--temperature", "0", "--max-tokens", "64")
 	if code != 0 || !strings.Contains(out, "4791") || !strings.Contains(errs, "TTFT ") || !strings.Contains(errs, "tokens/s") {
@@ -95,7 +95,7 @@ func TestChatCommand(t *testing.T) {
 }
 
 func TestChatInteractive(t *testing.T) {
-	_, url := modelServer(t, vllmtest.Options{})
+	_, url := modelServer(t, vllmsim.Options{})
 	var out, errb bytes.Buffer
 	a := &App{
 		Streams: Streams{In: strings.NewReader("What is RoCEv2?\n/reset\ncapital of france\n/exit\nnever asked\n"), Out: &out, Err: &errb, InTTY: true},
@@ -111,7 +111,7 @@ func TestChatInteractive(t *testing.T) {
 }
 
 func TestChatTestCommand(t *testing.T) {
-	_, url := modelServer(t, vllmtest.Options{})
+	_, url := modelServer(t, vllmsim.Options{})
 	env := map[string]string{"AIN_ENDPOINT": url}
 	golden := filepath.Join("..", "..", "recipes", "qa", "course-qa.yaml")
 	code, out, errs := runModelCLI(t, env, "", "chat", "test", "--golden", golden)
@@ -122,7 +122,7 @@ func TestChatTestCommand(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "qa.yaml")
 	_ = os.WriteFile(bad, []byte("cases:\n- name: one\n  question: capital of France?\n  exact: Paris.\n- name: two\n  question: capital of France?\n  contains: [Lyon]\n"), 0o600)
 	code, out, _ = runModelCLI(t, env, "", "chat", "test", "--golden", bad, "--min-pass", "0.9")
-	if code != int(ainerr.CheckFailed) || !strings.Contains(out, "FAIL  two") || !strings.Contains(out, "answer:   Paris.") || !strings.Contains(out, `does not contain "Lyon"`) {
+	if code != int(ainerr.CheckFailed) || !strings.Contains(out, "FAIL  two") || !strings.Contains(out, "answer:   Paris.") || !strings.Contains(out, `does not state "Lyon"`) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	code, out, _ = runModelCLI(t, env, "", "chat", "test", "-f", bad, "-o", "json", "--min-pass", "0.5")
@@ -142,8 +142,61 @@ func TestChatTestCommand(t *testing.T) {
 	}
 }
 
+// TestChatTestFailsPlausibleWrongAnswers: a server answering the course's questions with
+// plausible-sounding wrong answers (each of which substring matching passed: "IP" in
+// "multiple", "NIC" in "communication", "LID" in "valid") fails `ain chat test` (exit 5), and
+// the report names, per question, what was missing or forbidden with the evidence.
+func TestChatTestFailsPlausibleWrongAnswers(t *testing.T) {
+	wrong := []vllmsim.Answer{
+		{Match: "gid index", Reply: "Use index 0 with NCCL_IB_HCA=mlx5_0."},
+		{Match: "udp", Reply: "RoCEv2 uses multiple IP ports, typically TCP port 4790."},
+		{Match: "rocev2", Reply: "RoCEv2 runs over multiple Ethernet segments at layer 2 only, so it is not routable."},
+		{Match: "lossless", Reply: "It needs jumbo frames and a fast switch."},
+		{Match: "nccl_ib_hca", Reply: "NCCL_IB_HCA controls the timeout of IB verbs."},
+		{Match: "nccl_debug", Reply: "Set NCCL_DEBUG=WARN and look for errors."},
+		{Match: "gpudirect", Reply: "It enables communication between GPUs over NVLink."},
+		{Match: "subnet manager", Reply: "The port is in INIT because the cable is not valid; replace it."},
+		{Match: "allreduce", Reply: "Each rank sends (N-1)/N of the data; busbw equals algbw."},
+		{Match: "capital of france", Reply: "Lyon."},
+	}
+	_, url := modelServer(t, vllmsim.Options{Answers: wrong})
+	env := map[string]string{"AIN_ENDPOINT": url}
+	golden := filepath.Join("..", "..", "recipes", "qa", "course-qa.yaml")
+	code, out, errs := runModelCLI(t, env, "", "chat", "test", "--golden", golden)
+	if code != int(ainerr.CheckFailed) || !strings.Contains(out, "0/10 passed (0%)") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"FAIL  gpudirect-rdma", `does not state any of "NIC", "network adapter", "HCA", "network card"`, `states forbidden "NVLink"`,
+		"FAIL  ib-subnet-manager", "FAIL  rocev2-encapsulation", `states forbidden "not routable": …`,
+		"FAIL  rocev2-udp-port", "no number 4791 (numbers in the answer: 4790)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+// A reasoning model's thinking is shown (stderr) as it streams, TTFT counts from its first
+// token, and a stream cut before [DONE] is an error, not an answer.
+func TestChatReasoningAndCutStream(t *testing.T) {
+	for _, field := range []string{"reasoning", "reasoning_content"} {
+		_, url := modelServer(t, vllmsim.Options{Reasoning: "The port is fixed by IANA.", ReasoningField: field, FirstTokenDelay: 5 * time.Millisecond})
+		code, out, errs := runModelCLI(t, map[string]string{"AIN_ENDPOINT": url}, "", "chat", "Which UDP port does RoCEv2 use?")
+		if code != 0 || !strings.Contains(errs, "[thinking] The port is fixed by IANA.") || strings.Contains(out, "IANA") ||
+			!strings.Contains(out, "4791") || !strings.Contains(errs, "(first token of the reasoning)") {
+			t.Fatalf("%s: exit %d\nout: %s\nerr: %s", field, code, out, errs)
+		}
+	}
+	_, url := modelServer(t, vllmsim.Options{CutAfter: 3})
+	code, out, errs := runModelCLI(t, map[string]string{"AIN_ENDPOINT": url}, "", "chat", "What is RoCEv2?")
+	if code != int(ainerr.Unreachable) || !strings.Contains(errs, "before data: [DONE]") || !strings.Contains(errs, "incomplete") {
+		t.Fatalf("cut stream: exit %d\nout: %s\nerr: %s", code, out, errs)
+	}
+}
+
 func TestBenchServeCommand(t *testing.T) {
-	_, url := modelServer(t, vllmtest.Options{TokenInterval: time.Millisecond})
+	_, url := modelServer(t, vllmsim.Options{TokenInterval: time.Millisecond})
 	env := map[string]string{"AIN_ENDPOINT": url}
 	code, out, errs := runModelCLI(t, env, "", "bench", "serve", "--requests", "20", "--concurrency", "4", "--request-rate", "200",
 		"--input-len", "16", "--output-len", "8", "--ignore-eos", "--slo", "ttft=10000,tpot=10000", "-o", "json")

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/sandbox"
-	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
+	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 	"github.com/ain-hpc/ain/recipes"
 )
 
@@ -79,7 +79,7 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 	ready := make(chan string, 1)
 	srvErr := make(chan error, 1)
 	go func() {
-		srvErr <- vllmtest.ListenAndServe(srvCtx, "127.0.0.1:0", vllmtest.Options{
+		srvErr <- vllmsim.ListenAndServe(srvCtx, "127.0.0.1:0", vllmsim.Options{
 			Models: []string{"Qwen2.5-7B-Instruct"}, Root: "/shared/models/Qwen2.5-7B-Instruct",
 			FirstTokenDelay: 40 * time.Millisecond, TokenInterval: 8 * time.Millisecond,
 		}, ready)

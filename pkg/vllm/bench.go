@@ -333,8 +333,8 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, body []
 	for {
 		p, at, err := sse.next()
 		if err != nil {
-			if err == io.EOF {
-				err = errors.New("the stream ended before data: [DONE] (cut by a proxy, or the server restarted?)")
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = &StreamCutError{Received: rec.chunks}
 			}
 			rec.err = c.explain(err, op)
 			return

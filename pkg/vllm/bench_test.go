@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
-	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
+	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
 func TestPercentileMatchesNumpy(t *testing.T) {
@@ -163,7 +163,7 @@ func TestParseSLO(t *testing.T) {
 
 func TestBenchAgainstSchedule(t *testing.T) {
 	const first, step, out = 30 * time.Millisecond, 5 * time.Millisecond, 16
-	_, url := start(t, vllmtest.Options{FirstTokenDelay: first, TokenInterval: step})
+	_, url := start(t, vllmsim.Options{FirstTokenDelay: first, TokenInterval: step})
 	c := newClient(t, Options{Endpoint: url, MaxConns: 8})
 	var progress int
 	res, err := c.RunBench(context.Background(), BenchConfig{
@@ -185,9 +185,10 @@ func TestBenchAgainstSchedule(t *testing.T) {
 	}
 	var tpots, itls []float64
 	for _, r := range res.records {
-		// ITL is pooled: per request the role chunk, 16 tokens and the finish chunk give 17 gaps,
-		// and TTFT + the gaps is E2EL (the usage chunk arrives with the finish chunk's bytes or after).
-		if len(r.itl) != out+1 || r.outputTokens != out {
+		// ITL is pooled: per request the role chunk and 16 token chunks (the last carrying
+		// finish_reason, as in vLLM V1) give 16 gaps, and TTFT + the gaps is E2EL (the usage
+		// chunk arrives with the last token's bytes or after).
+		if len(r.itl) != out || r.outputTokens != out {
 			t.Fatalf("record: %d gaps, %d tokens", len(r.itl), r.outputTokens)
 		}
 		sum := r.ttft
@@ -215,7 +216,7 @@ func TestBenchAgainstSchedule(t *testing.T) {
 }
 
 func TestBenchFailures(t *testing.T) {
-	_, url := start(t, vllmtest.Options{APIKey: "k"})
+	_, url := start(t, vllmsim.Options{APIKey: "k"})
 	// The first warm-up failing aborts with the explained error.
 	c := newClient(t, Options{Endpoint: url, APIKey: "wrong"})
 	_, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 3, Warmup: 1, OutputLen: 4})
@@ -313,8 +314,8 @@ func TestMain(m *testing.M) {
 		}
 		ready := make(chan string, 1)
 		go func() { fmt.Println(<-ready) }()
-		err := vllmtest.ListenAndServe(context.Background(), "127.0.0.1:0",
-			vllmtest.Options{FirstTokenDelay: f, TokenInterval: s, RecordTimes: true}, ready)
+		err := vllmsim.ListenAndServe(context.Background(), "127.0.0.1:0",
+			vllmsim.Options{FirstTokenDelay: f, TokenInterval: s, RecordTimes: true}, ready)
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -438,7 +439,7 @@ func TestLoadPromptsAndFilePrompts(t *testing.T) {
 	if _, err := LoadPrompts(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2:") {
 		t.Fatalf("err = %v", err)
 	}
-	srv, url := start(t, vllmtest.Options{})
+	srv, url := start(t, vllmsim.Options{})
 	c := newClient(t, Options{Endpoint: url})
 	res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 4, OutputLen: 32, Prompts: ps})
 	if err != nil || res.Completed != 4 {

@@ -1,15 +1,16 @@
 package vllm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // Message is one chat message.
@@ -20,23 +21,32 @@ type ChatRequest struct {
 	Model     string
 	Messages  []Message
 	MaxTokens int // 0: the server's default
-	// Temperature, when set, is sent as given, 0 included (greedy decoding): see WithBodyFields.
-	// nil leaves the server's default.
+	// Temperature, when set, is sent as given, 0 included (greedy decoding). nil leaves the
+	// server's default (with vLLM's --generation-config auto, the model's own).
 	Temperature *float64
 	// Seed makes sampling reproducible on servers that honour it.
 	Seed *int
-	// Stream asks for server-sent events; OnDelta then sees each piece of text as it arrives.
-	Stream  bool
-	OnDelta func(text string)
+	// Extra are more request fields sent as given (top_p, top_k, repetition_penalty...):
+	// per-request sampling instead of a server-wide setting.
+	Extra map[string]any
+	// Stream asks for server-sent events; OnDelta then sees each piece of the answer and
+	// OnReasoning each piece of a reasoning model's thinking, as they arrive.
+	Stream      bool
+	OnDelta     func(text string)
+	OnReasoning func(text string)
 }
 
 // ChatResult is the answer and how long it took.
 type ChatResult struct {
-	Text             string
+	Text string
+	// Reasoning is what a reasoning model thought before answering (vLLM's "reasoning"
+	// field, "reasoning_content" before vLLM renamed it).
+	Reasoning        string
 	FinishReason     string
 	PromptTokens     int
 	CompletionTokens int
-	// TTFT is the time to the first chunk carrying text (streaming only; what the user sees).
+	// TTFT is the time to the first chunk carrying any generated text, reasoning included
+	// (streaming only): a reasoning model's first token is a thinking token.
 	TTFT time.Duration
 	// Duration is from sending the request to the last byte.
 	Duration time.Duration
@@ -55,82 +65,166 @@ func (r *ChatResult) TokensPerSecond() float64 {
 	return n / d.Seconds()
 }
 
+// StreamCutError is a stream that ended without its closing "data: [DONE]": the answer is
+// incomplete, whatever arrived before.
+type StreamCutError struct {
+	Received int // chunks that arrived
+}
+
+func (e *StreamCutError) Error() string {
+	return fmt.Sprintf("the stream ended before data: [DONE] after %d chunk(s): the answer is incomplete", e.Received)
+}
+
+// chatChunk is what ain reads of a chat completion (chunk): vLLM's delta carries the answer
+// in content and a reasoning model's thinking in reasoning (vllm/entrypoints/openai/engine/
+// protocol.py DeltaMessage) or, before vLLM PR #27752, reasoning_content.
+type chatChunk struct {
+	Choices []struct {
+		Delta   chatDelta  `json:"delta"`
+		Message *chatDelta `json:"message"`
+		Finish  *string    `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type chatDelta struct {
+	Content          string `json:"content"`
+	Reasoning        string `json:"reasoning"`
+	ReasoningContent string `json:"reasoning_content"`
+}
+
+func (d *chatDelta) reasoning() string {
+	if d.Reasoning != "" {
+		return d.Reasoning
+	}
+	return d.ReasoningContent
+}
+
 // Chat sends one chat completion, streamed or not. Errors are explained (*ainerr.Error); a
-// model the server does not serve is reported with the list of those it does.
+// model the server does not serve is reported with the list of those it does; a stream cut
+// before [DONE] is an error.
 func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time) (*ChatResult, error) {
 	if now == nil {
 		now = time.Now
 	}
-	oreq := openai.ChatCompletionRequest{
-		Model:     req.Model,
-		Messages:  req.Messages,
-		MaxTokens: req.MaxTokens,
-		Seed:      req.Seed,
-		Stream:    req.Stream,
+	const op = "POST /v1/chat/completions"
+	body := map[string]any{"model": req.Model, "messages": req.Messages}
+	for k, v := range req.Extra {
+		body[k] = v
+	}
+	if req.MaxTokens > 0 {
+		body["max_tokens"] = req.MaxTokens
 	}
 	if req.Temperature != nil {
-		// go-openai would drop 0 (omitempty): set it on the wire instead.
-		ctx = WithBodyFields(ctx, map[string]any{"temperature": *req.Temperature})
+		body["temperature"] = *req.Temperature
 	}
-	const op = "POST /v1/chat/completions"
+	if req.Seed != nil {
+		body["seed"] = *req.Seed
+	}
+	if req.Stream {
+		body["stream"] = true
+		body["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.String()+"/chat/completions", bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	c.authorize(hreq)
 	start := now()
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, c.explain(err, op)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, c.chatError(ctx, statusError(resp), req.Model, op)
+	}
 	res := &ChatResult{}
 	if !req.Stream {
-		resp, err := c.openai.CreateChatCompletion(ctx, oreq)
-		if err != nil {
-			return nil, c.chatError(ctx, err, req.Model, op)
+		var ch chatChunk
+		if err := json.NewDecoder(resp.Body).Decode(&ch); err != nil {
+			return nil, c.explain(fmt.Errorf("reading the answer: %w", err), op)
 		}
 		res.Duration = now().Sub(start)
-		if len(resp.Choices) > 0 {
-			res.Text = resp.Choices[0].Message.Content
-			res.FinishReason = string(resp.Choices[0].FinishReason)
+		if len(ch.Choices) > 0 && ch.Choices[0].Message != nil {
+			res.Text, res.Reasoning = ch.Choices[0].Message.Content, ch.Choices[0].Message.reasoning()
+			if f := ch.Choices[0].Finish; f != nil {
+				res.FinishReason = *f
+			}
 		}
-		res.PromptTokens, res.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
+		if ch.Usage != nil {
+			res.PromptTokens, res.CompletionTokens = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
+		}
 		return res, nil
 	}
-	oreq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	stream, err := c.openai.CreateChatCompletionStream(ctx, oreq)
-	if err != nil {
-		return nil, c.chatError(ctx, err, req.Model, op)
-	}
-	defer stream.Close()
-	var text []byte
-	chunks := 0
+	sse := newSSEReader(resp.Body, make([]byte, 0, 4<<10), now)
+	var text, thought []byte
+	chunks, pieces := 0, 0
 	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
+		p, at, err := sse.next()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// Clean EOF or a connection closed mid-chunk: either way no [DONE].
+			return nil, c.explain(&StreamCutError{Received: chunks}, op)
 		}
 		if err != nil {
-			return nil, c.chatError(ctx, err, req.Model, op)
+			return nil, c.explain(err, op)
 		}
-		if chunk.Usage != nil {
-			res.PromptTokens, res.CompletionTokens = chunk.Usage.PromptTokens, chunk.Usage.CompletionTokens
+		if string(p) == "[DONE]" {
+			break
+		}
+		chunks++
+		var ch chatChunk
+		if err := json.Unmarshal(p, &ch); err != nil {
+			return nil, fmt.Errorf("%s: chunk %d is not JSON: %v", op, chunks, err)
+		}
+		if len(ch.Error) > 0 && string(ch.Error) != "null" {
+			return nil, fmt.Errorf("%s: error in the stream: %s", op, errorMessage(p))
+		}
+		if ch.Usage != nil {
+			res.PromptTokens, res.CompletionTokens = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
 		}
 		// The usage chunk has no choices; the first chunk usually carries only the role.
-		if len(chunk.Choices) == 0 {
+		if len(ch.Choices) == 0 {
 			continue
 		}
-		ch := chunk.Choices[0]
-		if ch.FinishReason != "" {
-			res.FinishReason = string(ch.FinishReason)
+		d := ch.Choices[0].Delta
+		if f := ch.Choices[0].Finish; f != nil && *f != "" {
+			res.FinishReason = *f
 		}
-		if ch.Delta.Content == "" {
+		r := d.reasoning()
+		if d.Content == "" && r == "" {
 			continue
 		}
 		if res.TTFT == 0 {
-			res.TTFT = now().Sub(start)
+			res.TTFT = at.Sub(start)
 		}
-		chunks++
-		text = append(text, ch.Delta.Content...)
-		if req.OnDelta != nil {
-			req.OnDelta(ch.Delta.Content)
+		pieces++
+		if r != "" {
+			thought = append(thought, r...)
+			if req.OnReasoning != nil {
+				req.OnReasoning(r)
+			}
+		}
+		if d.Content != "" {
+			text = append(text, d.Content...)
+			if req.OnDelta != nil {
+				req.OnDelta(d.Content)
+			}
 		}
 	}
 	res.Duration = now().Sub(start)
-	res.Text = string(text)
+	res.Text, res.Reasoning = string(text), string(thought)
 	if res.CompletionTokens == 0 {
-		res.CompletionTokens = chunks // a server without include_usage: one token per chunk
+		res.CompletionTokens = pieces // a server without include_usage: one token per chunk
 	}
 	return res, nil
 }
@@ -147,10 +241,6 @@ func (c *Client) chatError(ctx context.Context, err error, model, op string) err
 				return modelNotFound(model, models)
 			}
 		}
-	}
-	if errors.Is(err, openai.ErrChatCompletionInvalidModel) || errors.Is(err, openai.ErrReasoningModelMaxTokensDeprecated) {
-		return ainerr.New(ainerr.Usage, fmt.Errorf("model %q: %w", model, err),
-			"go-openai applies OpenAI's own rules to model names starting o1, o3, o4 or gpt-5: serve the model under another --served-model-name")
 	}
 	return c.explain(err, op)
 }

@@ -26,13 +26,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
-	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
+	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
 // start serves a simulated vLLM on 127.0.0.1 for the test's duration.
-func start(t *testing.T, opts vllmtest.Options) (*vllmtest.Server, string) {
+func start(t *testing.T, opts vllmsim.Options) (*vllmsim.Server, string) {
 	t.Helper()
-	s := vllmtest.NewServer(opts)
+	s := vllmsim.NewServer(opts)
 	ts := httptest.NewServer(s) // httptest listens on 127.0.0.1
 	t.Cleanup(ts.Close)
 	return s, ts.URL
@@ -79,7 +79,7 @@ func errString(err error) string {
 }
 
 func TestModels(t *testing.T) {
-	_, url := start(t, vllmtest.Options{Models: []string{"qwen", "qwen-lora"}, Root: "/models/Qwen2.5-7B-Instruct", MaxModelLen: 32768, APIKey: "k"})
+	_, url := start(t, vllmsim.Options{Models: []string{"qwen", "qwen-lora"}, Root: "/models/Qwen2.5-7B-Instruct", MaxModelLen: 32768, APIKey: "k"})
 	c := newClient(t, Options{Endpoint: url, APIKey: "k"})
 	ms, err := c.Models(context.Background())
 	if err != nil {
@@ -104,7 +104,7 @@ func TestModels(t *testing.T) {
 }
 
 func TestUnauthorized(t *testing.T) {
-	_, url := start(t, vllmtest.Options{APIKey: "right-key"})
+	_, url := start(t, vllmsim.Options{APIKey: "right-key"})
 	for _, key := range []string{"", "wrong-key"} {
 		c := newClient(t, Options{Endpoint: url, APIKey: key})
 		_, err := c.Models(context.Background())
@@ -139,7 +139,7 @@ func TestConnectionRefused(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	ts := httptest.NewUnstartedServer(vllmtest.NewServer(vllmtest.Options{}))
+	ts := httptest.NewUnstartedServer(vllmsim.NewServer(vllmsim.Options{}))
 	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are expected
 	ts.StartTLS()
 	defer ts.Close()
@@ -176,7 +176,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("bad CA file: %v", err)
 	}
 	// Plain HTTP server, https endpoint.
-	_, url := start(t, vllmtest.Options{})
+	_, url := start(t, vllmsim.Options{})
 	c = newClient(t, Options{Endpoint: strings.Replace(url, "http://", "https://", 1)})
 	_, err = c.Models(context.Background())
 	if !strings.Contains(errString(err), "does not speak TLS") {
@@ -187,7 +187,7 @@ func TestTLS(t *testing.T) {
 func user(q string) []Message { return []Message{{Role: "user", Content: q}} }
 
 func TestChatStreamAndTemperatureZero(t *testing.T) {
-	srv, url := start(t, vllmtest.Options{Models: []string{"m"}})
+	srv, url := start(t, vllmsim.Options{Models: []string{"m"}})
 	c := newClient(t, Options{Endpoint: url})
 	var deltas []string
 	zero, seed := 0.0, 7
@@ -233,7 +233,7 @@ func TestChatStreamAndTemperatureZero(t *testing.T) {
 }
 
 func TestChatNoStreamAndMaxTokens(t *testing.T) {
-	_, url := start(t, vllmtest.Options{})
+	_, url := start(t, vllmsim.Options{})
 	c := newClient(t, Options{Endpoint: url})
 	res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), MaxTokens: 3}, nil)
 	if err != nil {
@@ -245,7 +245,7 @@ func TestChatNoStreamAndMaxTokens(t *testing.T) {
 }
 
 func TestChatModelNotFound(t *testing.T) {
-	_, url := start(t, vllmtest.Options{Models: []string{"a", "b"}})
+	_, url := start(t, vllmsim.Options{Models: []string{"a", "b"}})
 	c := newClient(t, Options{Endpoint: url})
 	for _, stream := range []bool{false, true} {
 		_, err := c.Chat(context.Background(), ChatRequest{Model: "zzz", Messages: user("hi"), Stream: stream}, nil)
@@ -283,7 +283,7 @@ func TestSelfSignedTLSAndConnectTo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewUnstartedServer(vllmtest.NewServer(vllmtest.Options{}))
+	ts := httptest.NewUnstartedServer(vllmsim.NewServer(vllmsim.Options{}))
 	ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
 	ts.StartTLS()
@@ -311,7 +311,7 @@ func TestIngressFakeCertificateNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewUnstartedServer(vllmtest.NewServer(vllmtest.Options{}))
+	ts := httptest.NewUnstartedServer(vllmsim.NewServer(vllmsim.Options{}))
 	ts.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
 	ts.StartTLS()

@@ -97,6 +97,11 @@ func (c *Client) explain(err error, op string) error {
 	if errors.Is(err, context.Canceled) {
 		return ainerr.New(ainerr.Cancelled, fmt.Errorf("%s: cancelled", op), "")
 	}
+	var cut *StreamCutError
+	if errors.As(err, &cut) {
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s %s: %w", op, c.base, err),
+			"a proxy may have cut the stream (ingress read timeouts), or the model server restarted")
+	}
 	if he, ok := asHTTPError(err); ok {
 		switch he.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:

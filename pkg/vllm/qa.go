@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 )
 
 // Answer checks (`ain chat test`, course 12.3.4): a file of questions with expectations, asked
-// with deterministic sampling (temperature 0 on the wire, a fixed seed), each answer checked,
-// a pass rate compared with --min-pass.
+// with explicit per-request sampling (greedy unless the file asks for samples at a
+// temperature), each answer checked on token boundaries after Unicode normalisation (see
+// match.go), optionally judged semantically, and a pass rate compared with --min-pass.
 
 // QAKind is the kind of an answer-check file.
 const QAKind = "AnswerChecks"
@@ -27,31 +29,77 @@ type QASuite struct {
 	// System is the system prompt for every case that has none of its own.
 	System string `yaml:"system,omitempty" json:"system,omitempty"`
 	// MaxTokens bounds every answer unless a case says otherwise; default 256.
-	MaxTokens int      `yaml:"maxTokens,omitempty" json:"maxTokens,omitempty"`
-	Cases     []QACase `yaml:"cases" json:"cases"`
+	MaxTokens int `yaml:"maxTokens,omitempty" json:"maxTokens,omitempty"`
+	// Samples is how many answers each question gets (default 1); a case passes when at least
+	// PassThreshold of them pass. Samples after the first use seeds 1, 2, ...
+	Samples int `yaml:"samples,omitempty" json:"samples,omitempty"`
+	// PassThreshold is the fraction of a case's samples that must pass (default 1: all).
+	PassThreshold float64 `yaml:"passThreshold,omitempty" json:"passThreshold,omitempty"`
+	// Temperature is sent with every question (default 0: greedy; with samples > 1 a
+	// temperature > 0 makes them differ).
+	Temperature *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	// Semantic configures the semantic check of cases that give a reference answer.
+	Semantic *QASemantic `yaml:"semantic,omitempty" json:"semantic,omitempty"`
+	Cases    []QACase    `yaml:"cases" json:"cases"`
 }
 
-// QACase is one question and what its answer must (not) say. Matching ignores case unless
-// caseSensitive is set. Every listed expectation must hold.
+// Semantic check modes.
+const (
+	// SemanticEmbeddings compares the answer with the reference by the cosine similarity of
+	// their embeddings from the server's /v1/embeddings (an embedding model must be served).
+	SemanticEmbeddings = "embeddings"
+	// SemanticJudge asks a served model, greedily and with a fixed rubric (JudgeRubric),
+	// whether the answer states the reference's facts without contradicting them.
+	SemanticJudge = "judge"
+)
+
+// QASemantic is how reference answers are compared.
+type QASemantic struct {
+	Mode string `yaml:"mode" json:"mode"`
+	// Model is the embedding model (embeddings) or judge model; default the model asked.
+	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// Threshold is the lowest cosine similarity that passes (embeddings; default 0.8).
+	Threshold float64 `yaml:"threshold,omitempty" json:"threshold,omitempty"`
+}
+
+// QACase is one question and what its answer must (not) say. Every listed expectation must
+// hold. Text expectations match whole tokens after normalisation (NFKC, any dash or minus
+// sign as '-', case folded unless caseSensitive): "IP" does not match "multiple".
 type QACase struct {
 	Name      string `yaml:"name" json:"name"`
 	Question  string `yaml:"question" json:"question"`
 	System    string `yaml:"system,omitempty" json:"system,omitempty"`
 	MaxTokens int    `yaml:"maxTokens,omitempty" json:"maxTokens,omitempty"`
-	// Contains: every item must appear in the answer; an item that is a list is satisfied by
-	// any one of its strings ("4791" and [PFC, "priority flow control"]).
+	// Required facts: every item must be stated; an item that is a list is met by any one
+	// of its phrasings ("4791" and [PFC, "priority flow control"]). Contains is a synonym.
+	Required []any `yaml:"required,omitempty" json:"required,omitempty"`
 	Contains []any `yaml:"contains,omitempty" json:"contains,omitempty"`
-	// NotContains: none of these may appear.
+	// Forbidden facts: none may be stated (plausible wrong answers). NotContains is a synonym.
+	Forbidden   []string `yaml:"forbidden,omitempty" json:"forbidden,omitempty"`
 	NotContains []string `yaml:"notContains,omitempty" json:"notContains,omitempty"`
-	// Regex: every item (a Go regular expression, or a list of alternatives) must match.
+	// Numbers: for each, some number in the answer must be within its tolerance.
+	Numbers []QANumber `yaml:"numbers,omitempty" json:"numbers,omitempty"`
+	// Regex: every item (a Go regular expression, or a list of alternatives) must match the
+	// normalised answer.
 	Regex []any `yaml:"regex,omitempty" json:"regex,omitempty"`
-	// Exact: the trimmed answer must equal this string, or one of these strings.
-	Exact         any  `yaml:"exact,omitempty" json:"exact,omitempty"`
-	CaseSensitive bool `yaml:"caseSensitive,omitempty" json:"caseSensitive,omitempty"`
+	// Exact: the trimmed, normalised answer must equal this string, or one of these strings.
+	Exact any `yaml:"exact,omitempty" json:"exact,omitempty"`
+	// Reference is a correct answer for the semantic check (file's semantic.mode).
+	Reference     string `yaml:"reference,omitempty" json:"reference,omitempty"`
+	CaseSensitive bool   `yaml:"caseSensitive,omitempty" json:"caseSensitive,omitempty"`
 
-	contains [][]string
+	required [][]string
+	forbid   []string
 	regex    [][]*regexp.Regexp
 	exact    []string
+}
+
+// QANumber is a number the answer must state: Value within Tolerance (absolute) or
+// RelTolerance (a fraction of Value); with neither, exactly.
+type QANumber struct {
+	Value        float64 `yaml:"value" json:"value"`
+	Tolerance    float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
+	RelTolerance float64 `yaml:"relTolerance,omitempty" json:"relTolerance,omitempty"`
 }
 
 // LoadQA reads an answer-check file (YAML, or JSON, which is YAML too) strictly: unknown
@@ -81,6 +129,35 @@ func ParseQA(source string, data []byte) (*QASuite, error) {
 	if s.MaxTokens == 0 {
 		s.MaxTokens = 256
 	}
+	if s.Samples < 0 {
+		ps = append(ps, doc.Problemf("samples", "must be >= 1"))
+	}
+	if s.Samples == 0 {
+		s.Samples = 1
+	}
+	if s.PassThreshold < 0 || s.PassThreshold > 1 {
+		ps = append(ps, doc.Problemf("passThreshold", "want a fraction between 0 and 1, got %g", s.PassThreshold))
+	}
+	if s.PassThreshold == 0 {
+		s.PassThreshold = 1
+	}
+	if s.Temperature != nil && (*s.Temperature < 0 || *s.Temperature > 2) {
+		ps = append(ps, doc.Problemf("temperature", "want 0..2, got %g", *s.Temperature))
+	}
+	if s.Samples > 1 && (s.Temperature == nil || *s.Temperature == 0) {
+		ps = append(ps, doc.Problemf("samples", "%d samples at temperature 0 are %d copies of one greedy answer: set temperature (e.g. 0.7)", s.Samples, s.Samples))
+	}
+	if sm := s.Semantic; sm != nil {
+		if sm.Mode != SemanticEmbeddings && sm.Mode != SemanticJudge {
+			ps = append(ps, doc.Problemf("semantic.mode", "%q: want embeddings or judge", sm.Mode))
+		}
+		if sm.Threshold < 0 || sm.Threshold > 1 {
+			ps = append(ps, doc.Problemf("semantic.threshold", "want a cosine similarity between 0 and 1, got %g", sm.Threshold))
+		}
+		if sm.Threshold == 0 {
+			sm.Threshold = 0.8
+		}
+	}
 	if len(s.Cases) == 0 && len(ps) == 0 {
 		ps = append(ps, doc.Problemf("cases", "no cases: list at least one question"))
 	}
@@ -106,7 +183,16 @@ func ParseQA(source string, data []byte) (*QASuite, error) {
 		if c.System == "" {
 			c.System = s.System
 		}
-		c.contains = alternatives(doc, p+".contains", c.Contains, &ps)
+		c.required = append(alternatives(doc, p+".required", c.Required, &ps), alternatives(doc, p+".contains", c.Contains, &ps)...)
+		c.forbid = append(append([]string(nil), c.Forbidden...), c.NotContains...)
+		if c.Reference != "" && s.Semantic == nil {
+			ps = append(ps, doc.Problemf(p+".reference", "a reference answer needs the file's semantic: {mode: embeddings|judge}"))
+		}
+		for j, n := range c.Numbers {
+			if n.Tolerance < 0 || n.RelTolerance < 0 {
+				ps = append(ps, doc.Problemf(fmt.Sprintf("%s.numbers[%d]", p, j), "tolerances must not be negative"))
+			}
+		}
 		for j, alts := range alternatives(doc, p+".regex", c.Regex, &ps) {
 			var res []*regexp.Regexp
 			for _, a := range alts {
@@ -128,8 +214,8 @@ func ParseQA(source string, data []byte) (*QASuite, error) {
 				c.exact = alts
 			}
 		}
-		if len(c.contains) == 0 && len(c.regex) == 0 && len(c.exact) == 0 && len(c.NotContains) == 0 {
-			ps = append(ps, doc.Problemf(p, "case %q expects nothing: give contains, notContains, regex or exact", c.Name))
+		if len(c.required) == 0 && len(c.regex) == 0 && len(c.exact) == 0 && len(c.forbid) == 0 && len(c.Numbers) == 0 && c.Reference == "" {
+			ps = append(ps, doc.Problemf(p, "case %q expects nothing: give required, forbidden, numbers, regex, exact or reference", c.Name))
 		}
 	}
 	if len(ps) > 0 {
@@ -184,12 +270,35 @@ func scalarString(v any) (string, bool) {
 	return "", false
 }
 
-// QAResult is one case's outcome.
+// QACheck is one expectation's outcome on one answer, with the evidence: the excerpt that
+// matched (or, for a forbidden fact, that should not have), or what was looked for.
+type QACheck struct {
+	Kind     string `json:"kind"` // required, forbidden, number, regex, exact, semantic
+	Expect   string `json:"expect"`
+	Pass     bool   `json:"pass"`
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// QASample is one answer to a case.
+type QASample struct {
+	Answer   string    `json:"answer"`
+	Pass     bool      `json:"pass"`
+	Checks   []QACheck `json:"checks,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Cut      bool      `json:"cut,omitempty"` // finish_reason length
+	Seconds  float64   `json:"seconds"`
+	Failures []string  `json:"failures,omitempty"`
+}
+
+// QAResult is one case's outcome over its samples.
 type QAResult struct {
-	Name     string   `json:"name"`
-	Question string   `json:"question"`
+	Name     string     `json:"name"`
+	Question string     `json:"question"`
+	Pass     bool       `json:"pass"`
+	Passed   int        `json:"passedSamples"`
+	Samples  []QASample `json:"samples"`
+	// Answer and Failures are the first failing sample's (else the first's), for reports.
 	Answer   string   `json:"answer"`
-	Pass     bool     `json:"pass"`
 	Failures []string `json:"failures,omitempty"`
 	Error    string   `json:"error,omitempty"`
 	Seconds  float64  `json:"seconds"`
@@ -197,64 +306,128 @@ type QAResult struct {
 
 // QAReport is a whole run.
 type QAReport struct {
-	Model    string     `json:"model"`
-	Passed   int        `json:"passed"`
-	Total    int        `json:"total"`
-	PassRate float64    `json:"passRate"`
-	MinPass  float64    `json:"minPass"`
-	OK       bool       `json:"ok"`
-	Results  []QAResult `json:"results"`
+	Model         string     `json:"model"`
+	Samples       int        `json:"samples"`
+	PassThreshold float64    `json:"passThreshold"`
+	Temperature   float64    `json:"temperature"`
+	Semantic      string     `json:"semantic,omitempty"`
+	Passed        int        `json:"passed"`
+	Total         int        `json:"total"`
+	PassRate      float64    `json:"passRate"`
+	MinPass       float64    `json:"minPass"`
+	OK            bool       `json:"ok"`
+	Results       []QAResult `json:"results"`
 }
 
-// Check returns what the answer fails of the case's expectations (nil: it passes).
-func (c *QACase) Check(answer string) []string {
-	var fails []string
-	fold := func(s string) string {
-		if c.CaseSensitive {
-			return s
+// Check checks one answer against the case's text, number, regex and exact expectations
+// (not the semantic one, which needs the server) and returns each check with its evidence.
+func (c *QACase) Check(answer string) []QACheck {
+	norm := normalize(answer, c.CaseSensitive)
+	toks := tokenize(norm)
+	var out []QACheck
+	for _, alts := range c.required {
+		ck := QACheck{Kind: "required", Expect: describeAlts(alts)}
+		for _, a := range alts {
+			if s, e := findPhrase(toks, tokenize(normalize(a, c.CaseSensitive))); s >= 0 {
+				ck.Pass, ck.Evidence = true, evidence(norm, s, e)
+				break
+			}
 		}
-		return strings.ToLower(s)
+		out = append(out, ck)
 	}
-	a := fold(answer)
-	for _, alts := range c.contains {
-		ok := false
-		for _, s := range alts {
-			ok = ok || strings.Contains(a, fold(s))
+	for _, f := range c.forbid {
+		ck := QACheck{Kind: "forbidden", Expect: fmt.Sprintf("%q", f), Pass: true}
+		if s, e := findPhrase(toks, tokenize(normalize(f, c.CaseSensitive))); s >= 0 {
+			ck.Pass, ck.Evidence = false, evidence(norm, s, e)
 		}
-		if !ok {
-			fails = append(fails, "does not contain "+describeAlts(alts))
-		}
+		out = append(out, ck)
 	}
-	for _, s := range c.NotContains {
-		if strings.Contains(a, fold(s)) {
-			fails = append(fails, fmt.Sprintf("contains %q", s))
+	if len(c.Numbers) > 0 {
+		found := numbers(norm)
+		for _, n := range c.Numbers {
+			ck := QACheck{Kind: "number", Expect: describeNumber(n)}
+			var seen []string
+			for _, f := range found {
+				if within(f.value, n.Value, n.Tolerance, n.RelTolerance) {
+					ck.Pass, ck.Evidence = true, evidence(norm, f.start, f.end)
+					break
+				}
+				seen = append(seen, strconv.FormatFloat(f.value, 'g', -1, 64))
+			}
+			if !ck.Pass {
+				ck.Evidence = "numbers in the answer: " + orNone(seen)
+			}
+			out = append(out, ck)
 		}
 	}
 	for _, res := range c.regex {
-		ok := false
 		var exprs []string
+		ck := QACheck{Kind: "regex"}
 		for _, re := range res {
-			ok = ok || re.MatchString(answer)
-			exprs = append(exprs, strings.TrimPrefix(re.String(), "(?i)"))
-		}
-		if !ok && len(res) > 0 {
-			fails = append(fails, "does not match /"+strings.Join(exprs, "/ or /")+"/")
-		}
-	}
-	if len(c.exact) > 0 {
-		ok := false
-		for _, s := range c.exact {
-			if c.CaseSensitive {
-				ok = ok || strings.TrimSpace(answer) == strings.TrimSpace(s)
-			} else {
-				ok = ok || strings.EqualFold(strings.TrimSpace(answer), strings.TrimSpace(s))
+			exprs = append(exprs, "/"+strings.TrimPrefix(re.String(), "(?i)")+"/")
+			if loc := re.FindStringIndex(norm); loc != nil && !ck.Pass {
+				ck.Pass, ck.Evidence = true, evidence(norm, loc[0], loc[1])
 			}
 		}
-		if !ok {
-			fails = append(fails, "is not exactly "+describeAlts(c.exact))
+		ck.Expect = strings.Join(exprs, " or ")
+		out = append(out, ck)
+	}
+	if len(c.exact) > 0 {
+		ck := QACheck{Kind: "exact", Expect: describeAlts(c.exact)}
+		got := strings.Join(strings.Fields(norm), " ")
+		for _, s := range c.exact {
+			if got == strings.Join(strings.Fields(normalize(s, c.CaseSensitive)), " ") {
+				ck.Pass, ck.Evidence = true, got
+			}
+		}
+		out = append(out, ck)
+	}
+	return out
+}
+
+// failures lists the checks that failed, as lines for a report.
+func failures(checks []QACheck) []string {
+	var out []string
+	for _, ck := range checks {
+		if ck.Pass {
+			continue
+		}
+		switch ck.Kind {
+		case "required":
+			out = append(out, "does not state "+ck.Expect)
+		case "forbidden":
+			out = append(out, fmt.Sprintf("states forbidden %s: %s", ck.Expect, ck.Evidence))
+		case "number":
+			out = append(out, fmt.Sprintf("no number %s (%s)", ck.Expect, ck.Evidence))
+		case "regex":
+			out = append(out, "does not match "+ck.Expect)
+		case "exact":
+			out = append(out, "is not exactly "+ck.Expect)
+		case "semantic":
+			out = append(out, "semantic check failed: "+ck.Evidence)
 		}
 	}
-	return fails
+	return out
+}
+
+func describeNumber(n QANumber) string {
+	v := strconv.FormatFloat(n.Value, 'g', -1, 64)
+	switch {
+	case n.Tolerance > 0 && n.RelTolerance > 0:
+		return fmt.Sprintf("%s ± max(%g, %g%%)", v, n.Tolerance, n.RelTolerance*100)
+	case n.Tolerance > 0:
+		return fmt.Sprintf("%s ± %g", v, n.Tolerance)
+	case n.RelTolerance > 0:
+		return fmt.Sprintf("%s ± %g%%", v, n.RelTolerance*100)
+	}
+	return v
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
 }
 
 func describeAlts(alts []string) string {
@@ -268,18 +441,30 @@ func describeAlts(alts []string) string {
 	return "any of " + strings.Join(q, ", ")
 }
 
-// QASeed is the seed answer checks send, with temperature 0, for reproducible answers.
+// QASeed is the seed of the first sample; sample k uses QASeed+k.
 const QASeed = 0
 
-// RunQA asks every case (one at a time, deterministic sampling) and checks the answers.
-// A case whose request fails counts as failed with its error; an error that would fail every
-// case (unreachable, unauthorized) stops the run and is returned.
+// RunQA asks every case Samples times and checks the answers. Sampling is sent per request
+// (temperature, top_p 1, top_k -1, seed), so the server's own defaults
+// (--generation-config auto) do not change what is checked. A case whose request fails
+// counts as failed with its error; an error that would fail every case (unreachable,
+// unauthorized) stops the run and is returned.
 func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass float64, now func() time.Time, progress func(QAResult)) (*QAReport, error) {
 	if now == nil {
 		now = time.Now
 	}
-	rep := &QAReport{Model: model, MinPass: minPass, Total: len(s.Cases)}
-	zero, seed := 0.0, QASeed
+	samples, threshold := max(s.Samples, 1), s.PassThreshold
+	if threshold == 0 {
+		threshold = 1
+	}
+	temp := 0.0
+	if s.Temperature != nil {
+		temp = *s.Temperature
+	}
+	rep := &QAReport{Model: model, MinPass: minPass, Total: len(s.Cases), Samples: samples, PassThreshold: threshold, Temperature: temp}
+	if s.Semantic != nil {
+		rep.Semantic = s.Semantic.Mode
+	}
 	for i := range s.Cases {
 		qc := &s.Cases[i]
 		var msgs []Message
@@ -287,23 +472,51 @@ func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass fl
 			msgs = append(msgs, Message{Role: "system", Content: qc.System})
 		}
 		msgs = append(msgs, Message{Role: "user", Content: qc.Question})
-		t0 := now()
-		res, err := c.Chat(ctx, ChatRequest{Model: model, Messages: msgs, MaxTokens: qc.MaxTokens, Temperature: &zero, Seed: &seed}, now)
-		r := QAResult{Name: qc.Name, Question: qc.Question, Seconds: now().Sub(t0).Seconds()}
-		if err != nil {
-			if fatal(err) {
-				return nil, err
+		r := QAResult{Name: qc.Name, Question: qc.Question}
+		for k := 0; k < samples; k++ {
+			seed := QASeed + k
+			t0 := now()
+			res, err := c.Chat(ctx, ChatRequest{Model: model, Messages: msgs, MaxTokens: qc.MaxTokens, Temperature: &temp, Seed: &seed,
+				Extra: map[string]any{"top_p": 1, "top_k": -1}}, now)
+			smp := QASample{Seconds: now().Sub(t0).Seconds()}
+			if err != nil {
+				if fatal(err) {
+					return nil, err
+				}
+				smp.Error = err.Error()
+				smp.Failures = []string{"request failed: " + err.Error()}
+			} else {
+				smp.Answer = strings.TrimSpace(res.Text)
+				smp.Checks = qc.Check(res.Text)
+				if qc.Reference != "" && s.Semantic != nil {
+					ck, err := c.semanticCheck(ctx, s.Semantic, model, qc, smp.Answer, now)
+					if err != nil && fatal(err) {
+						return nil, err
+					}
+					smp.Checks = append(smp.Checks, ck)
+				}
+				smp.Failures = failures(smp.Checks)
+				smp.Pass = len(smp.Failures) == 0
+				smp.Cut = res.FinishReason == "length"
+				if !smp.Pass && smp.Cut {
+					smp.Failures = append(smp.Failures, fmt.Sprintf("(the answer was cut at maxTokens %d)", qc.MaxTokens))
+				}
 			}
-			r.Error = err.Error()
-			r.Failures = []string{"request failed: " + err.Error()}
-		} else {
-			r.Answer = strings.TrimSpace(res.Text)
-			r.Failures = qc.Check(res.Text)
-			r.Pass = len(r.Failures) == 0
-			if !r.Pass && res.FinishReason == "length" {
-				r.Failures = append(r.Failures, fmt.Sprintf("(the answer was cut at maxTokens %d)", qc.MaxTokens))
+			if smp.Pass {
+				r.Passed++
+			}
+			r.Seconds += smp.Seconds
+			r.Samples = append(r.Samples, smp)
+		}
+		r.Pass = float64(r.Passed) >= threshold*float64(samples)-1e-9
+		shown := r.Samples[0]
+		for _, smp := range r.Samples {
+			if !smp.Pass {
+				shown = smp
+				break
 			}
 		}
+		r.Answer, r.Failures, r.Error = shown.Answer, shown.Failures, shown.Error
 		if r.Pass {
 			rep.Passed++
 		}

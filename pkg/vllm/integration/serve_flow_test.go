@@ -14,7 +14,7 @@ import (
 	"github.com/ain-hpc/ain/internal/cli"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
-	"github.com/ain-hpc/ain/pkg/vllm/vllmtest"
+	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
 func TestMain(m *testing.M) { sandboxtest.Main(m, sandbox.Config{Nodes: 3}) }
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { sandboxtest.Main(m, sandbox.Config{Nodes: 3}) }
 // TestIntegrationServeFlow deploys two replicas with `ain serve`, then reaches them the way
 // ain reaches a real vLLM (discovery by label, a port-forward since the sandbox has no
 // ingress controller) and runs models, chat, the course's answer checks and a benchmark.
-// The model server behind the pods is vllmtest's simulation, clearly not a model.
+// The model server behind the pods is vllmsim's simulation, clearly not a model.
 func TestIntegrationServeFlow(t *testing.T) {
 	sb := sandboxtest.Get(t)
 	ns := sb.Namespace(t)
@@ -30,7 +30,7 @@ func TestIntegrationServeFlow(t *testing.T) {
 	if err := sandbox.EnsureSharedPVC(ctx, sb.REST, ns, sandbox.DefaultSharedClaim); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(vllmtest.NewServer(vllmtest.Options{
+	srv := httptest.NewServer(vllmsim.NewServer(vllmsim.Options{
 		Models: []string{"Qwen2.5-7B-Instruct"}, Root: "/shared/models/Qwen2.5-7B-Instruct", APIKey: "sim-key",
 		FirstTokenDelay: 5 * time.Millisecond, TokenInterval: time.Millisecond,
 	}))

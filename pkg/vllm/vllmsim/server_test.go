@@ -1,4 +1,4 @@
-package vllmtest
+package vllmsim
 
 import (
 	"context"
@@ -50,8 +50,10 @@ func TestListenAndServe(t *testing.T) {
 	}
 }
 
-// TestStreamWireFormat pins vLLM's stream: role-only first chunk, content chunks, a finish
-// chunk, the usage chunk with empty choices, then [DONE].
+// TestStreamWireFormat pins vLLM V1's stream: role-only first chunk, content chunks with
+// finish_reason on the last token's chunk, the usage chunk with empty choices, then [DONE].
+// Prompt tokens count the chat template: 2 words + 5 template tokens + 3 for the assistant
+// prefix.
 func TestStreamWireFormat(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -66,11 +68,11 @@ func TestStreamWireFormat(t *testing.T) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	events := strings.Split(strings.TrimSpace(string(b)), "\n\n")
-	if len(events) != 5 {
+	if len(events) != 4 {
 		t.Fatalf("%d events:\n%s", len(events), b)
 	}
-	for i, want := range []string{`"delta":{"role":"assistant","content":""}`, `"delta":{"content":"Paris."}`, `"finish_reason":"stop"`,
-		`"choices":[],"usage":{"prompt_tokens":7,"total_tokens":8,"completion_tokens":1}`, `data: [DONE]`} {
+	for i, want := range []string{`"delta":{"role":"assistant","content":""}`, `"delta":{"content":"Paris."},"logprobs":null,"finish_reason":"stop"`,
+		`"choices":[],"usage":{"prompt_tokens":11,"total_tokens":12,"completion_tokens":1}`, `data: [DONE]`} {
 		if !strings.HasPrefix(events[i], "data: ") || !strings.Contains(events[i], want) {
 			t.Errorf("event %d = %s, want %s", i, events[i], want)
 		}

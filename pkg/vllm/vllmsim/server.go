@@ -1,4 +1,4 @@
-// Package vllmtest is a test double of vLLM's OpenAI-compatible server. It reproduces the wire
+// Package vllmsim is a test double of vLLM's OpenAI-compatible server. It reproduces the wire
 // behaviour ain's client depends on: the role-only first stream chunk, the usage chunk with empty
 // choices when stream_options.include_usage is set, the closing "data: [DONE]", vLLM's 401 body
 // {"error":"Unauthorized"} (not OpenAI's error shape), GET /health, /version and /v1/models.
@@ -6,7 +6,7 @@
 // It is a simulated model server: answers come from a table of canned replies, never from a
 // model. Tests use it in-process (NewServer is an http.Handler); the sandbox can run it as a
 // local process behind simulated vLLM pods (ListenAndServe).
-package vllmtest
+package vllmsim
 
 import (
 	"context"
@@ -49,7 +49,23 @@ type Options struct {
 	RecordTimes bool
 	// Unhealthy makes /health answer 503, as vLLM does when its engine died.
 	Unhealthy bool
+	// Reasoning, when set, is streamed as reasoning deltas before every answer, as vLLM does
+	// with a --reasoning-parser; ReasoningField names the delta field (default "reasoning",
+	// vLLM's name since PR #27752; "reasoning_content" before).
+	Reasoning      string
+	ReasoningField string
+	// CutAfter > 0 ends every stream after that many answer tokens without [DONE], as a proxy
+	// timing out or a crashing server does.
+	CutAfter int
 }
+
+// chatTemplateTokens is what the simulation counts per message for the chat template (role
+// markers and separators, as Qwen's <|im_start|>role\n...<|im_end|>\n), plus the assistant
+// prefix once: vLLM's prompt_tokens include them.
+const (
+	chatTemplateTokens      = 5
+	chatAssistantPrefixToks = 3
+)
 
 // Answer is one canned reply.
 type Answer struct {
@@ -109,6 +125,27 @@ func NewServer(opts Options) *Server {
 	})
 	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
 	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	s.mux.HandleFunc("POST /v1/completions", s.auth(s.chat))
+	s.mux.HandleFunc("POST /v1/embeddings", s.auth(s.embeddings))
+	// Outside /v1, vLLM's key middleware lets everything through (api_server.py: `if not
+	// url_path.startswith("/v1"): return await call_next(request)`).
+	s.mux.HandleFunc("POST /invocations", s.chat)
+	s.mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Prompt string `json:"prompt"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		n := len(strings.Fields(req.Prompt))
+		toks := make([]int, n)
+		for i := range toks {
+			toks[i] = 1000 + i
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"count": n, "max_model_len": s.opts.MaxModelLen, "tokens": toks})
+	})
+	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=%q} 0\n", s.opts.Models[0])
+	})
 	if opts.RecordTimes {
 		// For a client in another process: the flush times as Unix nanoseconds (wall clock,
 		// which processes share; monotonic readings are per process).
@@ -218,6 +255,7 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 type chatRequest struct {
 	Model               string    `json:"model"`
 	Messages            []message `json:"messages"`
+	Prompt              *string   `json:"prompt"` // /v1/completions
 	Stream              bool      `json:"stream"`
 	MaxTokens           *int      `json:"max_tokens"`
 	MaxCompletionTokens *int      `json:"max_completion_tokens"`
@@ -268,18 +306,28 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 		return
 	}
-	if len(req.Messages) == 0 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", "messages must not be empty")
-		return
-	}
+	completions := strings.HasSuffix(r.URL.Path, "/v1/completions")
 	prompt := 0
 	last := ""
-	for _, m := range req.Messages {
-		t := m.text()
-		prompt += len(strings.Fields(t)) + 4 // role and template tokens, roughly
-		if m.Role == "user" {
-			last = t
+	if completions {
+		if req.Prompt == nil {
+			writeError(w, http.StatusBadRequest, "BadRequestError", "prompt is required")
+			return
 		}
+		last, prompt = *req.Prompt, len(strings.Fields(*req.Prompt))
+	} else {
+		if len(req.Messages) == 0 {
+			writeError(w, http.StatusBadRequest, "BadRequestError", "messages must not be empty")
+			return
+		}
+		for _, m := range req.Messages {
+			t := m.text()
+			prompt += len(strings.Fields(t)) + chatTemplateTokens
+			if m.Role == "user" {
+				last = t
+			}
+		}
+		prompt += chatAssistantPrefixToks
 	}
 	maxTok := -1
 	if req.MaxCompletionTokens != nil {
@@ -289,18 +337,43 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		maxTok = *req.MaxTokens
 	}
 	toks, finish := s.tokens(last, maxTok, req.IgnoreEOS)
+	var thinking []string
+	if s.opts.Reasoning != "" && !completions {
+		for i, w := range strings.Fields(s.opts.Reasoning) {
+			if i > 0 {
+				w = " " + w
+			}
+			thinking = append(thinking, w)
+		}
+	}
 	id := fmt.Sprintf("chatcmpl-%d", s.seq.Add(1))
+	object, chunkObject := "chat.completion", "chat.completion.chunk"
+	if completions {
+		id, object, chunkObject = fmt.Sprintf("cmpl-%d", s.seq.Load()), "text_completion", "text_completion"
+	}
 	created := start.Unix()
-	usage := usageInfo{PromptTokens: prompt, TotalTokens: prompt + len(toks), CompletionTokens: len(toks)}
+	gen := len(toks) + len(thinking)
+	usage := usageInfo{PromptTokens: prompt, TotalTokens: prompt + gen, CompletionTokens: gen}
+	rfield := s.opts.ReasoningField
+	if rfield == "" {
+		rfield = "reasoning"
+	}
 
 	if !req.Stream {
-		s.sleepUntil(r.Context(), start.Add(s.opts.FirstTokenDelay+time.Duration(len(toks))*s.opts.TokenInterval))
+		s.sleepUntil(r.Context(), start.Add(s.opts.FirstTokenDelay+time.Duration(gen)*s.opts.TokenInterval))
+		choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": finish, "stop_reason": nil}
+		if completions {
+			choice["text"] = strings.Join(toks, "")
+		} else {
+			msg := map[string]any{"role": "assistant", "content": strings.Join(toks, ""), "tool_calls": []any{}}
+			if len(thinking) > 0 {
+				msg[rfield] = strings.Join(thinking, "")
+			}
+			choice["message"] = msg
+		}
 		writeJSON(w, http.StatusOK, map[string]any{
-			"id": id, "object": "chat.completion", "created": created, "model": req.Model,
-			"choices": []any{map[string]any{"index": 0,
-				"message":  map[string]any{"role": "assistant", "content": strings.Join(toks, ""), "tool_calls": []any{}},
-				"logprobs": nil, "finish_reason": finish, "stop_reason": nil}},
-			"usage": usage, "prompt_logprobs": nil,
+			"id": id, "object": object, "created": created, "model": req.Model,
+			"choices": []any{choice}, "usage": usage, "prompt_logprobs": nil,
 		})
 		return
 	}
@@ -315,8 +388,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		times = make([]time.Time, 0, len(toks)+2)
 	}
 	// prefix and suffix of every chunk, built once per request.
-	head := `data: {"id":"` + id + `","object":"chat.completion.chunk","created":` + strconv.FormatInt(created, 10) +
-		`,"model":` + quote(req.Model) + `,"choices":[{"index":0,"delta":`
+	head := `data: {"id":"` + id + `","object":"` + chunkObject + `","created":` + strconv.FormatInt(created, 10) +
+		`,"model":` + quote(req.Model) + `,"choices":[{"index":0,`
+	if !completions {
+		head += `"delta":`
+	}
 	buf := make([]byte, 0, 512)
 	send := func(delta, finish string) bool {
 		buf = append(buf[:0], head...)
@@ -335,22 +411,48 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		return true
 	}
+	text := func(t string) string {
+		if completions {
+			return `"text":` + quote(t)
+		}
+		return `{"content":` + quote(t) + `}`
+	}
 	first := start.Add(s.opts.FirstTokenDelay)
 	s.sleepUntil(r.Context(), first)
-	// vLLM's first chunk carries the role only.
-	if !send(`{"role":"assistant","content":""}`, "null") {
-		return
+	if !completions {
+		// vLLM's first chat chunk carries the role only.
+		if !send(`{"role":"assistant","content":""}`, "null") {
+			return
+		}
 	}
-	for k, t := range toks {
+	k := 0
+	for _, t := range thinking {
 		s.sleepUntil(r.Context(), first.Add(time.Duration(k)*s.opts.TokenInterval))
+		k++
+		if r.Context().Err() != nil || !send(`{"`+rfield+`":`+quote(t)+`}`, "null") {
+			return
+		}
+	}
+	for i, t := range toks {
+		s.sleepUntil(r.Context(), first.Add(time.Duration(k)*s.opts.TokenInterval))
+		k++
 		if r.Context().Err() != nil {
 			return
 		}
-		if !send(`{"content":`+quote(t)+`}`, "null") {
+		if s.opts.CutAfter > 0 && i == s.opts.CutAfter {
+			s.cut(w)
+			return
+		}
+		// vLLM V1 puts finish_reason on the chunk with the last token.
+		fin := "null"
+		if i == len(toks)-1 {
+			fin = quote(finish)
+		}
+		if !send(text(t), fin) {
 			return
 		}
 	}
-	if !send(`{"content":""}`, quote(finish)) {
+	if len(toks) == 0 && !send(text(""), quote(finish)) {
 		return
 	}
 	if times != nil && rid != "" {
@@ -361,8 +463,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		u, _ := json.Marshal(usage)
-		fmt.Fprintf(w, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"created\":%d,\"model\":%s,\"choices\":[],\"usage\":%s}\n\n",
-			id, created, quote(req.Model), u)
+		fmt.Fprintf(w, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%d,\"model\":%s,\"choices\":[],\"usage\":%s}\n\n",
+			id, chunkObject, created, quote(req.Model), u)
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	if flusher != nil {
@@ -398,6 +500,62 @@ func (s *Server) tokens(question string, maxTok int, ignoreEOS bool) ([]string, 
 		return toks[:maxTok], "length"
 	}
 	return toks, "stop"
+}
+
+// cut ends the response without [DONE]: the connection is closed under the client, as when
+// a proxy's read timeout or a crash ends a stream.
+func (s *Server) cut(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			// With chunked encoding the client sees an unexpected EOF mid-body.
+			_ = conn.Close()
+		}
+	}
+}
+
+// embeddings is /v1/embeddings with a bag-of-words vector (hashed words, normalised by the
+// client's cosine): texts sharing words are similar. A simulation, not a language model.
+func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model string `json:"model"`
+		Input any    `json:"input"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+		return
+	}
+	if !s.serves(req.Model) {
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	var inputs []string
+	switch v := req.Input.(type) {
+	case string:
+		inputs = []string{v}
+	case []any:
+		for _, x := range v {
+			inputs = append(inputs, fmt.Sprint(x))
+		}
+	}
+	var data []any
+	for i, in := range inputs {
+		vec := make([]float64, 256)
+		for _, word := range strings.FieldsFunc(strings.ToLower(in), func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		}) {
+			h := uint32(2166136261)
+			for j := 0; j < len(word); j++ {
+				h = (h ^ uint32(word[j])) * 16777619
+			}
+			vec[h%256]++
+		}
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": vec})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model,
+		"usage": map[string]int{"prompt_tokens": len(inputs), "total_tokens": len(inputs)}})
 }
 
 func (s *Server) serves(model string) bool {
