@@ -24,13 +24,14 @@ const doctorExitNote = "Exit status: 0 when nothing is wrong, 5 (check failed) w
 func (a *App) doctorCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "doctor",
-		Usage: "diagnose NCCL logs, InfiniBand/RoCE port state and MPI launcher logs (offline, on files or stdin)",
+		Usage: "diagnose NCCL logs, InfiniBand/RoCE port state, MPI launcher logs and hangs (offline, on files or stdin)",
 		Description: "Each subcommand prints a verdict first, then the evidence lines (file:line) and a concrete fix.\n" +
 			"-o json gives the same as a stable JSON object for scripts and CI.\n\n" + doctorExitNote,
 		Subcommands: []*ucli.Command{
 			a.doctorNCCLLogCommand(),
 			a.doctorIBPortsCommand(),
 			a.doctorLauncherCommand(),
+			a.doctorHangCommand(),
 			a.doctorTopoCommand(),
 		},
 	}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/hang"
+)
+
+func (a *App) doctorHangCommand() *ucli.Command {
+	o := &doctorOptions{}
+	return &ucli.Command{
+		Name:  "hang",
+		Usage: "which ranks did not enter the collective the others wait in (NCCL RAS output or PyTorch Flight Recorder dumps)",
+		ArgsUsage: "FILE... (the output of `ncclras` [-f json], one or more queries in time order; or one Flight Recorder dump per rank,\n" +
+			"named <prefix><rank> as TORCH_NCCL_DEBUG_INFO_TEMP_FILE writes them; - for stdin)",
+		Description: "Names the collective the furthest ranks wait in (RAS: the operation count; Flight Recorder: the sequence\n" +
+			"number in its process group), the ranks that did not enter it (stuckRanks: look at these), the ranks waiting\n" +
+			"in it (aheadRanks) and the ranks no data came from (missingRanks). Status is RAS's word: OK, MISMATCH,\n" +
+			"INCOMPLETE, DEAD, ERROR; Flight Recorder dumps where every rank is inside the collective give IN_COLLECTIVE.\n" +
+			"Several ncclras queries of a MISMATCH tell a hang (counts do not move) from a busy job (they do).\n" +
+			"Get RAS output on a node of the job with `ncclras` (NCCL >= 2.24, port 28028) and Flight Recorder dumps with\n" +
+			"TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (PyTorch >= 2.5).\n\n" + doctorExitNote,
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Action: func(c *ucli.Context) error {
+			o.Files = c.Args().Slice()
+			return a.runDoctorHang(o)
+		},
+	}
+}
+
+func (a *App) runDoctorHang(o *doctorOptions) error {
+	if err := o.validate(1, 0, "the ncclras output or the Flight Recorder dumps"); err != nil {
+		return err
+	}
+	ins := make([]hang.Input, 0, len(o.Files))
+	for _, name := range o.Files {
+		rc, err := a.openInput(name)
+		if err != nil {
+			return err
+		}
+		in, err := hang.ReadInput(name, rc)
+		rc.Close()
+		if err != nil {
+			return ainerr.New(ainerr.Failure, err, "")
+		}
+		ins = append(ins, in)
+	}
+	r, err := hang.Analyze(ins)
+	if err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
+	}
+	if o.Output == "json" {
+		if err := a.writeJSON(r); err != nil {
+			return err
+		}
+	} else {
+		a.printHang(r)
+	}
+	if !r.OK() {
+		return checkFailed()
+	}
+	return nil
+}
+
+func ranksText(rs []int) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(rs))
+	for i, k := range rs {
+		parts[i] = strconv.Itoa(k)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (a *App) printHang(r *hang.Report) {
+	w := a.Streams.Out
+	status := "OK"
+	if !r.OK() {
+		status = "PROBLEM"
+	}
+	fmt.Fprintf(w, "%s: %s (%s, %d ranks)\n", status, r.Status, r.Format, r.NRanks)
+	if r.Collective != "" {
+		fmt.Fprintf(w, "collective: %s\n", r.Collective)
+	}
+	fmt.Fprintf(w, "stuck (did not enter it): %s   ahead (wait in it): %s   missing (no data): %s\n",
+		ranksText(r.StuckRanks), ranksText(r.AheadRanks), ranksText(r.MissingRanks))
+	if len(r.Evidence) > 0 {
+		fmt.Fprintln(w, "\nevidence:")
+		for _, e := range r.Evidence {
+			switch {
+			case e.File != "" && e.Line > 0:
+				fmt.Fprintf(w, "  %s: %s\n", evRef(e.File, e.Line), e.Text)
+			case e.File != "":
+				fmt.Fprintf(w, "  %s: %s\n", e.File, e.Text)
+			default:
+				fmt.Fprintf(w, "  %s\n", e.Text)
+			}
+		}
+	}
+	if r.Fix != "" {
+		fmt.Fprintf(w, "\nfix: %s\n", r.Fix)
+	}
+}

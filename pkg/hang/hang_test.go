@@ -1,0 +1,206 @@
+package hang
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func inputs(t *testing.T, pattern string) []Input {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", pattern))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files for %s", pattern)
+	}
+	var ins []Input
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, Input{Name: filepath.ToSlash(strings.TrimPrefix(f, "testdata"+string(filepath.Separator))), Data: b})
+	}
+	return ins
+}
+
+func checkGolden(t *testing.T, name string, r *Report) {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		_ = os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if !bytes.Equal(want, buf.Bytes()) {
+		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, buf.Bytes())
+	}
+}
+
+// TestVerdicts: one case per status and format (sources in testdata/README.md).
+func TestVerdicts(t *testing.T) {
+	tests := []struct {
+		pattern, format, status string
+		nranks                  int
+		missing, stuck, ahead   []int
+		collective              string // substring; "" for none
+	}{
+		{"ras/ras-doc-healthy.txt", FormatRASText, StatusOK, 32, nil, nil, nil, ""},
+		{"ras/ras-doc-mismatch-counts.txt", FormatRASText, StatusMismatch, 32, nil, []int{0, 2, 3, 4, 5, 7}, nil, "collective operation 6650 of communicator #0-0 (27a079b828ff1a75)"},
+		{"ras/ras-doc-incomplete.txt", FormatRASText, StatusIncomplete, 32, []int{21}, nil, nil, ""},
+		{"ras/ras-doc-dead.txt", FormatRASText, StatusDead, 0, []int{21}, nil, nil, ""},
+		{"ras/ras-doc-finalize-status.txt", FormatRASText, StatusMismatch, 32, nil, nil, nil, ""},
+		{"ras/ras-doc-json-missing.json", FormatRASJSON, StatusIncomplete, 2, []int{1}, nil, nil, ""},
+		{"ras/ras-2.26-allreduce-straggler-written.txt", FormatRASText, StatusMismatch, 8, nil, []int{7}, nil, "AllReduce operation 64"},
+		{"ras/ras-2.28-json-straggler-written.json", FormatRASJSON, StatusMismatch, 4, nil, []int{2}, []int{0, 1, 3}, "AllReduce operation 64"},
+		{"fr/tutorial-crash/*", FormatFlightRecorder, StatusMismatch, 2, nil, []int{1}, []int{0}, "nccl:all_reduce #5 in process group 0:default_pg"},
+		{"fr/straggler-json/*", FormatFlightRecorder, StatusMismatch, 8, nil, []int{5}, []int{0, 1, 2, 3, 4, 6, 7}, "nccl:all_reduce #142 in process group 0:default_pg"},
+		{"fr/in-collective-missing/*", FormatFlightRecorder, StatusIncomplete, 4, []int{3}, nil, []int{0, 1, 2}, "nccl:all_gather #57"},
+	}
+	for _, tc := range tests {
+		name := strings.NewReplacer("/*", "", "/", "-", ".txt", "", ".json", "").Replace(tc.pattern)
+		t.Run(name, func(t *testing.T) {
+			r, err := Analyze(inputs(t, tc.pattern))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Format != tc.format || r.Status != tc.status || r.NRanks != tc.nranks {
+				t.Errorf("format %s status %s nranks %d, want %s %s %d", r.Format, r.Status, r.NRanks, tc.format, tc.status, tc.nranks)
+			}
+			for _, c := range []struct {
+				what      string
+				got, want []int
+			}{{"missing", r.MissingRanks, tc.missing}, {"stuck", r.StuckRanks, tc.stuck}, {"ahead", r.AheadRanks, tc.ahead}} {
+				if c.want == nil {
+					c.want = []int{}
+				}
+				if !slices.Equal(c.got, c.want) {
+					t.Errorf("%s ranks %v, want %v", c.what, c.got, c.want)
+				}
+			}
+			if (tc.collective == "") != (r.Collective == "") || !strings.Contains(r.Collective, tc.collective) {
+				t.Errorf("collective %q, want %q", r.Collective, tc.collective)
+			}
+			if r.OK() != (r.Fix == "") {
+				t.Errorf("fix %q with status %s", r.Fix, r.Status)
+			}
+			if !r.OK() && len(r.Evidence) == 0 {
+				t.Errorf("no evidence for %s", r.Status)
+			}
+			checkGolden(t, name, r)
+		})
+	}
+}
+
+// TestFRDifference: the tutorial's extra all_reduce (rank 0's #3 on a [4, 5] tensor) is named.
+func TestFRDifference(t *testing.T) {
+	r, err := Analyze(inputs(t, "fr/tutorial-crash/*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range r.Evidence {
+		found = found || strings.Contains(e.Text, "collective #3 of process group 0 differs: rank 0 ran nccl:all_reduce [[4, 5]], rank 1 ran nccl:all_reduce [[3, 4]]")
+	}
+	if !found {
+		t.Errorf("evidence %+v lacks the #3 difference", r.Evidence)
+	}
+}
+
+// TestRepeatedQueries: RAS says a spread that stays across queries is a hang and one that moves is
+// a busy job; the verdict says which.
+func TestRepeatedQueries(t *testing.T) {
+	in := inputs(t, "ras/ras-2.26-allreduce-straggler-written.txt")[0]
+	same, err := Analyze([]Input{{Name: "q1", Data: in.Data}, {Name: "q2", Data: in.Data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := same.Evidence[len(same.Evidence)-1].Text; !strings.Contains(last, "not moving") {
+		t.Errorf("same counts: %q", last)
+	}
+	moved := bytes.ReplaceAll(in.Data, []byte("operation 64"), []byte("operation 71"))
+	busy, err := Analyze([]Input{{Name: "q1", Data: in.Data}, {Name: "q2", Data: moved}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := busy.Evidence[len(busy.Evidence)-1].Text; !strings.Contains(last, "counts moved") || !strings.Contains(busy.Fix, "nothing is stuck") {
+		t.Errorf("moved counts: %q / %q", last, busy.Fix)
+	}
+}
+
+// TestBadInputs: each bad input is an error that names the file and says what to give instead.
+func TestBadInputs(t *testing.T) {
+	ras := inputs(t, "ras/ras-doc-healthy.txt")[0]
+	fr := inputs(t, "fr/tutorial-crash/trace_0")[0]
+	for name, tc := range map[string]struct {
+		ins  []Input
+		want string
+	}{
+		"not a hang input":  {[]Input{{Name: "train.log", Data: []byte("epoch 1 loss 2.3\n")}}, "train.log is neither ncclras output"},
+		"mixed":             {[]Input{ras, fr}, "not both"},
+		"broken pickle":     {[]Input{{Name: "trace_3", Data: fr.Data[:200]}}, "trace_3: not a readable Flight Recorder dump"},
+		"no rank in name":   {[]Input{{Name: "dump.bin", Data: fr.Data}}, "cannot tell which rank"},
+		"same rank twice":   {[]Input{fr, {Name: "copy/trace_0", Data: fr.Data}}, "both rank 0"},
+		"json not a dump":   {[]Input{{Name: "x_1.json", Data: []byte(`{"entries": 3`)}}, "x_1.json: not a readable"},
+		"json list entries": {[]Input{{Name: "x_1.json", Data: []byte(`[{"entries": []}]`)}}, "neither"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Analyze(tc.ins)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnpickle covers the opcodes of protocols 0-5 that build data, against Python's own output
+// for {"a": [1, -2, 300, 70000, 2**40, -2**70], "b": ("x", None, True, 1.5), "c": {1: "é"}}.
+func TestUnpickle(t *testing.T) {
+	// Generated by: python3 -c 'import pickle;print(pickle.dumps(v, protocol=P))'
+	cases := map[string][]byte{
+		"p0": []byte("(dp0\nVa\np1\n(lp2\nI1\naI-2\naI300\naI70000\naL1099511627776L\naL-1180591620717411303424L\nasVb\np3\n(Vx\np4\nNI01\nF1.5\ntp5\nsVc\np6\n(dp7\nI1\nV\xe9\np8\nss."),
+		"p2": []byte("\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01]q\x02(K\x01J\xfe\xff\xff\xffM,\x01Jp\x11\x01\x00\x8a\x06\x00\x00\x00\x00\x00\x01\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\xc0eX\x01\x00\x00\x00bq\x03(X\x01\x00\x00\x00xq\x04N\x88G?\xf8\x00\x00\x00\x00\x00\x00tq\x05X\x01\x00\x00\x00cq\x06}q\x07K\x01X\x02\x00\x00\x00\xc3\xa9q\x08su."),
+		"p5": []byte("\x80\x05\x95S\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01a\x94]\x94(K\x01J\xfe\xff\xff\xffM,\x01Jp\x11\x01\x00\x8a\x06\x00\x00\x00\x00\x00\x01\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\xc0e\x8c\x01b\x94(\x8c\x01x\x94N\x88G?\xf8\x00\x00\x00\x00\x00\x00t\x94\x8c\x01c\x94}\x94K\x01\x8c\x02\xc3\xa9\x94su."),
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			v, err := unpickle(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(v)
+			want := `{"a":[1,-2,300,70000,1099511627776,"-1180591620717411303424"],"b":["x",null,true,1.5],"c":{"1":"é"}}`
+			if string(got) != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+	// A list that contains itself (pickle allows it) terminates.
+	if _, err := unpickle([]byte("\x80\x02]q\x00h\x00a.")); err != nil {
+		t.Fatal(err)
+	}
+	// Classes are not instantiated: they decode to an opaque string.
+	v, err := unpickle([]byte("\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03."))
+	if err != nil || !strings.HasPrefix(v.(string), "<object <global os.system>") {
+		t.Errorf("global: %v %v", v, err)
+	}
+}

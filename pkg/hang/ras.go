@@ -1,0 +1,378 @@
+package hang
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// rasGroup is one "N ranks have launched up to operation V" group of a MISMATCH block, with the
+// ranks RAS listed for it (it lists only outlier groups unless queried with -v).
+type rasGroup struct {
+	value int64
+	count int
+	ranks []int
+	line  int
+	text  string
+}
+
+// analyzeRASText reads ncclras's text output. The lines it relies on are printed by NCCL's
+// src/ras/client_support.cc:
+//
+//	Group  Comms  Nodes  Ranks  Ranks  Ranks  Status  Errors     (summary table, one row per group)
+//	DEAD / INCOMPLETE / TIMEOUT                                   (job-level blocks)
+//	#<g>-<c> (<hash>) INCOMPLETE|MISMATCH|ERROR                   (per-communicator blocks)
+//	  Communicator ranks have different <Op|collective> operation counts
+//	  26 ranks have launched up to operation 6650
+//	  Rank 0 -- GPU 0 managed by process 483072 on node 172.16.64.210
+//	  Rank 7 has launched up to operation 60 -- GPU 3 managed by process 1650386 on node node1
+//	  The missing rank: 21   (NCCL 2.24-2.25; later: "Rank 21 -- GPU 5 managed by ...")
+func analyzeRASText(in Input) *Report {
+	r := newReport(FormatRASText)
+	missing, stuck, ahead := map[int]bool{}, map[int]bool{}, map[int]bool{}
+	var (
+		block      string // INCOMPLETE, MISMATCH, ERROR, DEAD, TIMEOUT ("" outside)
+		comm       string // "#0-0 (hash)"
+		op         string // "AllReduce", "collective"
+		groups     []*rasGroup
+		cur        *rasGroup
+		worst      string
+		inTable    bool
+		statusDead bool
+		jobGPUs    int
+	)
+	flush := func() {
+		if len(groups) < 2 {
+			groups, cur = nil, nil
+			return
+		}
+		var top int64 = -1
+		for _, g := range groups {
+			top = max(top, g.value)
+		}
+		for _, g := range groups {
+			set := stuck
+			if g.value == top {
+				set = ahead
+			}
+			for _, k := range g.ranks {
+				set[k] = true
+			}
+			if g.value < top && len(g.ranks) < g.count {
+				r.Evidence = append(r.Evidence, Evidence{File: in.Name, Line: g.line, Text: fmt.Sprintf(
+					"%d rank(s) behind at operation %d that RAS did not list (it lists outliers only): rerun `ncclras -v`", g.count-len(g.ranks), g.value)})
+			}
+		}
+		if r.Collective == "" {
+			r.Collective = fmt.Sprintf("%s operation %d of communicator %s", op, top, comm)
+		}
+		groups, cur = nil, nil
+	}
+	setWorst := func(s string) {
+		if severity(s) > severity(worst) {
+			worst = s
+		}
+	}
+	ev := func(no int, s string) {
+		if len(r.Evidence) < 40 {
+			r.Evidence = append(r.Evidence, Evidence{File: in.Name, Line: no, Text: strings.TrimSpace(s)})
+		}
+	}
+	// Pasted output (docs, issues) is often indented as a whole: blocks are told from their
+	// bodies by indentation relative to the first line.
+	base := -1
+	lines(in.Data, func(no int, raw string) {
+		s := strings.TrimSpace(raw)
+		if s != "" && base < 0 {
+			base = indentOf(raw)
+		}
+		indented := s != "" && indentOf(raw) > base && block != ""
+		f := strings.Fields(s)
+		switch {
+		case s == "":
+			return
+		case strings.HasPrefix(s, "Group") && strings.Contains(s, "Comms") && strings.Contains(s, "Status"):
+			inTable = true
+			return
+		case len(f) == 5 && allInts(f) && jobGPUs == 0:
+			// Job summary: nodes, processes per node, GPUs per process, processes, GPUs (totals).
+			jobGPUs, _ = strconv.Atoi(f[4])
+			return
+		case inTable && len(f) == 8 && isInt(f[0]) && isInt(f[1]):
+			// group comms nodes ranks/node ranks/comm ranks/group status errors
+			if n, err := strconv.Atoi(f[4]); err == nil && n > r.NRanks {
+				r.NRanks = n
+			}
+			if f[7] != "OK" {
+				setWorst(f[7])
+				ev(no, s)
+			}
+			return
+		case inTable && (strings.HasPrefix(s, "#") && strings.Contains(s, "in group")):
+			return
+		}
+		if strings.HasPrefix(s, "===") || s == "Errors" || s == "Warnings" {
+			inTable = false
+			return
+		}
+		if !indented {
+			flush()
+			inTable = false
+			block, comm, op = "", "", "collective"
+			switch {
+			case s == "DEAD" || s == "INCOMPLETE" || s == "TIMEOUT":
+				block = s
+				if s == "DEAD" {
+					statusDead = true
+					setWorst(StatusDead)
+				} else if s == "INCOMPLETE" {
+					setWorst(StatusIncomplete)
+				}
+				ev(no, s)
+			case strings.HasPrefix(s, "#") && len(f) >= 3:
+				block, comm = f[len(f)-1], f[0]+" "+f[1]
+				setWorst(block)
+				ev(no, s)
+			}
+			return
+		}
+		// Inside a block.
+		switch {
+		case strings.HasPrefix(s, "Communicator ranks have different ") && strings.HasSuffix(s, " operation counts"):
+			flush()
+			op = strings.TrimSuffix(strings.TrimPrefix(s, "Communicator ranks have different "), " operation counts")
+			ev(no, s)
+		case strings.Contains(s, " ranks have launched up to operation ") || strings.Contains(s, " ranks have not launched any operations"):
+			g := &rasGroup{line: no, text: s}
+			g.count, _ = strconv.Atoi(f[0])
+			if i := strings.LastIndex(s, "operation "); i >= 0 && strings.Contains(s, "launched up to") {
+				g.value, _ = strconv.ParseInt(strings.TrimSpace(s[i+len("operation "):]), 10, 64)
+			}
+			groups = append(groups, g)
+			cur = g
+			ev(no, s)
+		case strings.HasPrefix(s, "Rank ") && len(f) >= 2 && isInt(f[1]):
+			k, _ := strconv.Atoi(f[1])
+			switch {
+			case block == "INCOMPLETE":
+				missing[k] = true
+			case strings.Contains(s, " has launched up to operation ") || strings.Contains(s, " has not launched any operations"):
+				g := &rasGroup{count: 1, ranks: []int{k}, line: no, text: s}
+				if i := strings.Index(s, "operation "); i >= 0 && strings.Contains(s, "launched up to") {
+					g.value, _ = strconv.ParseInt(strings.Fields(s[i+len("operation "):])[0], 10, 64)
+				}
+				groups = append(groups, g)
+				cur = nil
+			case cur != nil:
+				cur.ranks = append(cur.ranks, k)
+			}
+			ev(no, s)
+		case strings.HasPrefix(s, "The missing rank"):
+			// "The missing rank: 21" / "The missing ranks: 3, 21"
+			if i := strings.IndexByte(s, ':'); i >= 0 {
+				for _, t := range strings.Split(s[i+1:], ",") {
+					if k, err := strconv.Atoi(strings.TrimSpace(t)); err == nil {
+						missing[k] = true
+					}
+				}
+			}
+			ev(no, s)
+		case strings.HasPrefix(s, "Missing communicator data") || strings.HasPrefix(s, "Process ") ||
+			strings.Contains(s, "considered dead") || strings.Contains(s, "timeout") ||
+			strings.Contains(s, "error") || strings.Contains(s, "have status") || strings.Contains(s, "reported"):
+			ev(no, s)
+		}
+	})
+	flush()
+	if jobGPUs > 0 {
+		r.NRanks = jobGPUs // the job's ranks; the table's per-communicator sizes are a fallback
+	}
+	r.MissingRanks, r.StuckRanks, r.AheadRanks = sortedInts(missing), sortedInts(stuck), sortedInts(ahead)
+	if worst != "" {
+		r.Status = worst
+	}
+	if statusDead && r.Status != StatusDead {
+		r.Status = StatusDead
+	}
+	r.Fix = rasFix(r)
+	return r
+}
+
+// severity orders the statuses, worst last.
+func severity(s string) int {
+	switch s {
+	case "", StatusOK:
+		return 0
+	case StatusMismatch:
+		return 1
+	case StatusError:
+		return 2
+	case StatusIncomplete:
+		return 3
+	case StatusDead:
+		return 4
+	}
+	return 1 // an unknown RAS error word is at least a mismatch
+}
+
+func isInt(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
+}
+
+func rasFix(r *Report) string {
+	switch {
+	case r.Status == StatusOK:
+		return ""
+	case len(r.MissingRanks) > 0 || r.Status == StatusDead || r.Status == StatusIncomplete:
+		return "a process stopped answering (crashed, was killed, or its node went away): find its pod from the process/node " +
+			"lines (kubectl get pods -o wide; describe it for OOMKilled/Evicted), read its log; the other ranks wait for it forever " +
+			"unless NCCL_TIMEOUT / the PyTorch watchdog aborts them"
+	case len(r.StuckRanks) > 0:
+		return "the stuck ranks did not launch the operation the others wait in: query again (ncclras) — if the counts do not move, " +
+			"look at what those ranks do instead (py-spy dump --pid on their nodes, their logs: data loading, a rank-dependent branch " +
+			"that skips a collective, an exception swallowed on that rank)"
+	case r.Status == StatusMismatch:
+		return "ranks disagree but RAS did not list which: rerun `ncclras -v` for every rank, twice, to see whether the counts move"
+	}
+	return "read the listed errors; NCCL's own log of the ranks named (`ain doctor nccl-log`) gives the cause"
+}
+
+// rasJSON is ncclras -f json (NCCL >= 2.28.7).
+type rasJSON struct {
+	NCCLVersion   string `json:"nccl_version"`
+	Communicators []struct {
+		Hash  string `json:"hash"`
+		Size  int    `json:"size"`
+		Ranks []struct {
+			Rank   *int   `json:"rank"`
+			Host   string `json:"host"`
+			Pid    int    `json:"pid"`
+			Status struct {
+				InitState      int  `json:"init_state"`
+				AsyncError     int  `json:"async_error"`
+				FinalizeCalled bool `json:"finalize_called"`
+				AbortFlag      bool `json:"abort_flag"`
+			} `json:"status"`
+			CollectiveCounts map[string]int64 `json:"collective_counts"`
+		} `json:"ranks"`
+		MissingRanks []struct {
+			Rank   *int   `json:"rank"`
+			Host   string `json:"host"`
+			Pid    int    `json:"pid"`
+			Status struct {
+				Unresponsive   bool `json:"unresponsive"`
+				ConsideredDead bool `json:"considered_dead"`
+			} `json:"status"`
+		} `json:"missing_ranks"`
+	} `json:"communicators"`
+	RAS struct {
+		TimeoutsCount int `json:"timeouts_count"`
+	} `json:"ras"`
+}
+
+// analyzeRASJSON reads ncclras -f json: the raw per-rank data, which this package interprets the
+// way the text output does (missing ranks, differing operation counts per collective type, errors).
+func analyzeRASJSON(in Input) (*Report, error) {
+	var d rasJSON
+	if err := jsonUnmarshal(in.Data, &d); err != nil {
+		return nil, fmt.Errorf("%s: reading ncclras JSON: %w", displayName(in.Name), err)
+	}
+	r := newReport(FormatRASJSON)
+	missing, stuck, ahead := map[int]bool{}, map[int]bool{}, map[int]bool{}
+	worst := StatusOK
+	set := func(s string) {
+		if severity(s) > severity(worst) {
+			worst = s
+		}
+	}
+	for _, c := range d.Communicators {
+		r.NRanks = max(r.NRanks, c.Size)
+		for _, m := range c.MissingRanks {
+			if m.Rank == nil {
+				continue
+			}
+			missing[*m.Rank] = true
+			state := "unresponsive"
+			if m.Status.ConsideredDead {
+				state = "considered dead"
+				set(StatusDead)
+			} else {
+				set(StatusIncomplete)
+			}
+			r.Evidence = append(r.Evidence, Evidence{File: in.Name, Text: fmt.Sprintf("communicator %s: rank %d (pid %d on %s) missing: %s", c.Hash, *m.Rank, m.Pid, m.Host, state)})
+		}
+		// Operation counts per collective type: ranks below the maximum did not launch it.
+		ops := map[string]bool{}
+		for _, rk := range c.Ranks {
+			for op := range rk.CollectiveCounts {
+				ops[op] = true
+			}
+			if rk.Rank != nil && (rk.Status.AsyncError != 0 || (rk.Status.InitState != 0 && rk.Status.InitState != 7)) {
+				set(StatusError)
+				r.Evidence = append(r.Evidence, Evidence{File: in.Name, Text: fmt.Sprintf("communicator %s: rank %d init_state %d async_error %d", c.Hash, *rk.Rank, rk.Status.InitState, rk.Status.AsyncError)})
+			}
+		}
+		names := make([]string, 0, len(ops))
+		for op := range ops {
+			names = append(names, op)
+		}
+		sortStrings(names)
+		for _, op := range names {
+			var top int64 = -1
+			differ := false
+			for i, rk := range c.Ranks {
+				v := rk.CollectiveCounts[op]
+				if i > 0 && v != top && top >= 0 {
+					differ = true
+				}
+				top = max(top, v)
+			}
+			if !differ {
+				continue
+			}
+			set(StatusMismatch)
+			for _, rk := range c.Ranks {
+				if rk.Rank == nil {
+					continue
+				}
+				if rk.CollectiveCounts[op] < top {
+					stuck[*rk.Rank] = true
+					r.Evidence = append(r.Evidence, Evidence{File: in.Name, Text: fmt.Sprintf("communicator %s: rank %d (pid %d on %s) launched %s up to operation %d, others %d", c.Hash, *rk.Rank, rk.Pid, rk.Host, op, rk.CollectiveCounts[op], top)})
+				} else {
+					ahead[*rk.Rank] = true
+				}
+			}
+			if r.Collective == "" {
+				r.Collective = fmt.Sprintf("%s operation %d of communicator %s", op, top, c.Hash)
+			}
+		}
+	}
+	if d.RAS.TimeoutsCount > 0 {
+		r.Evidence = append(r.Evidence, Evidence{File: in.Name, Text: fmt.Sprintf("RAS met %d communication timeout(s) while gathering data", d.RAS.TimeoutsCount)})
+	}
+	r.Status = worst
+	r.MissingRanks, r.StuckRanks, r.AheadRanks = sortedInts(missing), sortedInts(stuck), sortedInts(ahead)
+	r.Fix = rasFix(r)
+	return r, nil
+}
+
+func indentOf(s string) int {
+	n := 0
+	for n < len(s) && (s[n] == ' ' || s[n] == '\t') {
+		n++
+	}
+	return n
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+func allInts(f []string) bool {
+	for _, x := range f {
+		if !isInt(x) {
+			return false
+		}
+	}
+	return true
+}
