@@ -19,6 +19,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -288,6 +289,28 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			runErr = ainerr.New(ainerr.JobFailed, fmt.Errorf("variant %s: MPIJob %s failed; the remaining variants were not run", v.Name, vr.Job), "its launcher output is in "+dir+"/"+v.Name+".log")
 			break
 		}
+	}
+	if p.RDMA() && len(pinned) > 0 && parent.Err() == nil {
+		// "% of line rate" against what the ports on these nodes really run at, not only the
+		// profile's lineRate (a 400Gb profile over 200 Gb/s ports called a healthy fabric broken).
+		fmt.Fprintf(errw, "probing the ports of %s for their rate: busbw is judged against it\n", strings.Join(pinned, ","))
+		pctx, pcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
+		var rates []bench.PortRate
+		var perr []string
+		for _, np := range preflight.ProbePorts(pctx, a.preflightOptions(kc, r0, p), pinned) {
+			if np.Err != "" {
+				perr = append(perr, np.Node+": "+np.Err)
+			}
+			for _, pt := range np.Ports {
+				r := ""
+				if pt.Rate != nil {
+					r = *pt.Rate
+				}
+				rates = append(rates, bench.PortRate{Node: np.Node, Port: fmt.Sprintf("%s:%d", pt.Device, pt.Port), Rate: r, Active: pt.Ready})
+			}
+		}
+		pcancel()
+		res.UseProbedRate(rates, p.Spec.HCAs, strings.Join(perr, "; "))
 	}
 	res.Finished = a.Now()
 	res.Seconds = res.Finished.Sub(res.Started).Seconds()

@@ -14,6 +14,9 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 	w := a.Streams.Out
 	fmt.Fprintf(w, "\nall_reduce_perf on %d node(s) x %d GPU = %d ranks, fabric %s, line rate %s = %.4g GB/s per NIC, %d NIC(s) per node: busbw limit %.4g GB/s\n",
 		res.Nodes, res.GPUsPerNode, res.Ranks, res.Fabric, res.LineRate, res.LineRateGBps, res.NICsPerNode, res.LimitGBps)
+	if res.LineRateNote != "" {
+		fmt.Fprintln(w, res.LineRateNote)
+	}
 	same := "on the same nodes"
 	if !res.SameNodes {
 		same = "NOT all on the same nodes"

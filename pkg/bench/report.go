@@ -39,8 +39,14 @@ type Result struct {
 	Seconds   float64   `json:"seconds"`
 
 	Fabric       string  `json:"fabric"`
-	LineRate     string  `json:"lineRate"`     // the profile's NIC rate, e.g. 400Gb
+	LineRate     string  `json:"lineRate"`     // the NIC rate percentages are of, e.g. 200Gb
 	LineRateGBps float64 `json:"lineRateGBps"` // one NIC: its rate / 8, in GB/s
+	// LineRateSource is "probe" when LineRate is the rate the IB port probe saw on the
+	// benchmark's nodes, "profile" when it is the profile's lineRate (see UseProbedRate).
+	LineRateSource   string `json:"lineRateSource,omitempty"`
+	ProfileLineRate  string `json:"profileLineRate,omitempty"`
+	LineRateMismatch bool   `json:"lineRateMismatch,omitempty"`
+	LineRateNote     string `json:"lineRateNote,omitempty"`
 	// NICsPerNode is how many NICs NCCL spreads a node's traffic over (the profile's HCAs when
 	// listed, else one per GPU, as on rail-optimised GPU nodes); 0 before Summarize.
 	NICsPerNode int `json:"nicsPerNode"`
@@ -386,6 +392,9 @@ func (res *Result) verdict() string {
 	var s []string
 	if len(res.Variants) == 0 {
 		return "No variant ran: nothing was measured."
+	}
+	if res.LineRateMismatch {
+		s = append(s, res.LineRateNote)
 	}
 	for _, v := range res.Variants {
 		for _, p := range v.Problems {

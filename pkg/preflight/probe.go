@@ -328,14 +328,53 @@ func notRun(out *probeOutcome) string {
 	return s
 }
 
-// probeIBPorts runs one probe pod per candidate node and reads its sysfs dump.
-func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
+// runIBProbes runs one sysfs-dump probe pod per node.
+func runIBProbes(ctx context.Context, o Options, nodes []corev1.Node) []*probeOutcome {
 	run := runID()
 	pods := make([]*corev1.Pod, len(nodes))
 	for i, n := range nodes {
 		pods[i] = probePod(o, run, probeIB, fmt.Sprintf("ain-ibprobe-%s-%d", run, i), n.Name, ibport.SysfsDumpCommand, nil, true)
 	}
-	outs := runProbes(ctx, o, run, probeIB, pods)
+	return runProbes(ctx, o, run, probeIB, pods)
+}
+
+// NodePorts is what the IB port probe saw on one node.
+type NodePorts struct {
+	Node  string
+	Ports []ibport.Port
+	// Err says why there is nothing (the probe did not run, no device).
+	Err string
+}
+
+// ProbePorts runs the IB port probe on the named nodes and returns every port it saw, per node
+// (for `ain bench allreduce`, which judges busbw against the rate the ports really run at).
+func ProbePorts(ctx context.Context, o Options, nodes []string) []NodePorts {
+	o.defaults()
+	ns := make([]corev1.Node, len(nodes))
+	for i, n := range nodes {
+		ns[i].Name = n
+	}
+	outs := runIBProbes(ctx, o, ns)
+	res := make([]NodePorts, len(nodes))
+	for i, out := range outs {
+		res[i].Node = nodes[i]
+		if out.log == nil {
+			res[i].Err = notRun(out)
+			continue
+		}
+		rep, err := ibport.Parse(bytes.NewReader(out.log))
+		if err != nil || len(rep.Ports) == 0 {
+			res[i].Err = "no RDMA port in the probe's output"
+			continue
+		}
+		res[i].Ports = rep.Ports
+	}
+	return res
+}
+
+// probeIBPorts runs one probe pod per candidate node and reads its sysfs dump.
+func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
+	outs := runIBProbes(ctx, o, nodes)
 	if ctx.Err() != nil {
 		return nil
 	}

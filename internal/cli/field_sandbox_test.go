@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
+)
+
+// Field review (issue 14), on the real API server of the sandbox.
+
+// Defect 8: with the built-in profile (lineRate 400Gb) on the sandbox's 200 Gb/s ports, the
+// bench judges busbw against the probed rate, says loudly that the profile disagrees, and calls
+// the fabric healthy (it said "47% ... suspect the fabric").
+func TestFieldSandboxBenchProbedLineRate(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, stderr := runBenchCLI(t, "bench", "allreduce", "--out", out, "--timeout", "4m", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "probing the ports of ") {
+		t.Errorf("stderr lacks the port probe:\n%s", stderr)
+	}
+	for _, want := range []string{"LINE RATE MISMATCH: the profile's lineRate is 400Gb but the ports on the benchmark's nodes run at 200 Gb/s",
+		"94% of line rate at 1 GiB", "the fabric is healthy"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "suspect the fabric") {
+		t.Errorf("wrong verdict:\n%s", stdout)
+	}
+	res, err := bench.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LineRateSource != "probe" || res.ProfileLineRate != "400Gb" || res.LineRateGBps != 25 {
+		t.Errorf("result: source %q profile %q rate %v", res.LineRateSource, res.ProfileLineRate, res.LineRateGBps)
+	}
+}
+
+// Defect 5: the sandbox's API server enforces Pod Security Admission. In a namespace enforcing
+// baseline an RDMA rank (IPC_LOCK) is rejected, and `ain preflight` FAILs naming the label to
+// set; the probe pods, which pass restricted, still run there.
+func TestFieldSandboxPodSecurity(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	cs := sb.Clientset(t)
+	ctx := context.Background()
+	for _, level := range []string{"baseline", "restricted"} {
+		t.Run(level, func(t *testing.T) {
+			ns := sb.Namespace(t)
+			n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Labels[preflight.PSAEnforceLabel] = level
+			if _, err := cs.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// The real admission plugin, not ain, rejects the rank.
+			rank := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "rank", Namespace: ns},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mpi", Image: "x",
+					SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}}}}}},
+			}
+			_, err = cs.CoreV1().Pods(ns).Create(ctx, rank, metav1.CreateOptions{})
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
+				t.Fatalf("the API server admitted an IPC_LOCK pod under %s: %v (is the PodSecurity admission plugin on?)", level, err)
+			}
+			code, stdout, stderr := runBenchCLI(t, "preflight", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+			if code == 0 {
+				t.Fatalf("preflight passed in a namespace enforcing %s:\n%s\n%s", level, stdout, stderr)
+			}
+			all := stdout + stderr
+			for _, want := range []string{"POD-SECURITY", `enforces the "` + level + `" Pod Security standard`,
+				"kubectl label --overwrite namespace " + ns + " pod-security.kubernetes.io/enforce=privileged"} {
+				if !strings.Contains(all, want) {
+					t.Errorf("preflight output lacks %q:\n%s", want, all)
+				}
+			}
+			// The IB port probes were admitted (restricted securityContext) and ran.
+			if !strings.Contains(all, "every IB/RoCE port ACTIVE") {
+				t.Errorf("the IB port probe did not run under %s:\n%s", level, all)
+			}
+		})
+	}
+}

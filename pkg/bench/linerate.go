@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// PortRate is one port the IB port probe saw on a benchmark's node.
+type PortRate struct {
+	Node   string
+	Port   string // mlx5_0:1
+	Rate   string // as the kernel prints it: "200 Gb/sec (4X HDR)"
+	Active bool
+}
+
+// rateMismatch is how far (relative) the probed rate may be from the profile's lineRate before
+// the result says so loudly.
+const rateMismatch = 0.05
+
+// ParsePortRate reads a port rate as sysfs or ibstatus print it ("200 Gb/sec (4X HDR)", "25 Gb/sec
+// (1X EDR)") or ibstat ("200"), in Gb/s.
+func ParsePortRate(s string) (float64, bool) {
+	f := strings.Fields(strings.TrimSpace(s))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	if len(f) > 1 && !strings.HasPrefix(strings.ToLower(f[1]), "gb") {
+		return 0, false
+	}
+	return v, true
+}
+
+// UseProbedRate makes "% of line rate" mean "% of what the ports run at": the rate of the
+// ACTIVE ports the probe saw on the benchmark's nodes (the fastest port of each node, among the
+// profile's HCAs when it lists them; the slowest such node, since a ring runs at its slowest
+// link). When it differs from the profile's lineRate the result says so loudly (LineRateNote,
+// first in the verdict): a profile that says 400Gb over 200 Gb/s ports would call a healthy
+// fabric "far below what it can do". Without a usable probed rate the profile's stays, flagged
+// as unverified. Call it before Summarize.
+func (res *Result) UseProbedRate(ports []PortRate, hcas []string, probeErr string) {
+	res.ProfileLineRate = res.LineRate
+	res.LineRateSource = "profile"
+	perNode := map[string]float64{}
+	example := map[string]string{}
+	for _, p := range ports {
+		if !p.Active || !hcaListed(p.Port, hcas) {
+			continue
+		}
+		v, ok := ParsePortRate(p.Rate)
+		if !ok {
+			continue
+		}
+		if v > perNode[p.Node] {
+			perNode[p.Node] = v
+			example[p.Node] = p.Node + " " + p.Port + ": " + p.Rate
+		}
+	}
+	if len(perNode) == 0 {
+		why := "no ACTIVE port with a rate"
+		if probeErr != "" {
+			why = probeErr
+		}
+		res.LineRateNote = fmt.Sprintf("line rate %s is the profile's, not checked against the ports (%s)", res.LineRate, why)
+		return
+	}
+	nodes := make([]string, 0, len(perNode))
+	for n := range perNode {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	slow := nodes[0]
+	for _, n := range nodes[1:] {
+		if perNode[n] < perNode[slow] {
+			slow = n
+		}
+	}
+	gbps := perNode[slow]
+	prof := res.LineRateGBps * 8
+	res.LineRate = strconv.FormatFloat(gbps, 'f', -1, 64) + "Gb"
+	res.LineRateGBps = gbps / 8
+	res.LineRateSource = "probe"
+	ev := example[slow]
+	switch {
+	case prof > 0 && math.Abs(gbps-prof)/prof > rateMismatch:
+		res.LineRateMismatch = true
+		res.LineRateNote = fmt.Sprintf("LINE RATE MISMATCH: the profile's lineRate is %s but the ports on the benchmark's nodes run at %s (%s); percentages below are of the probed %s. Set spec.lineRate: %s in the profile, or, if the ports should be faster, check the links (cable, transceiver, width, speed negotiation).",
+			res.ProfileLineRate, strconv.FormatFloat(gbps, 'f', -1, 64)+" Gb/s", ev, res.LineRate, res.LineRate)
+	case prof > 0:
+		res.LineRateNote = fmt.Sprintf("line rate %s as probed on %d node(s) (%s), as the profile says", res.LineRate, len(nodes), ev)
+	default:
+		res.LineRateNote = fmt.Sprintf("line rate %s as probed on %d node(s) (%s)", res.LineRate, len(nodes), ev)
+	}
+}
+
+// hcaListed reports whether port (mlx5_0:1) is among hcas (mlx5_0:1 or mlx5_0); an empty list
+// lists every port.
+func hcaListed(port string, hcas []string) bool {
+	if len(hcas) == 0 {
+		return true
+	}
+	dev, _, _ := strings.Cut(port, ":")
+	for _, h := range hcas {
+		h = strings.TrimPrefix(h, "=")
+		if h == port || h == dev {
+			return true
+		}
+	}
+	return false
+}
