@@ -133,7 +133,7 @@ func podTemplate(r *recipe.Recipe, p *profile.Profile, name, container string, c
 		Resources:       res,
 		VolumeMounts:    []corev1.VolumeMount{{Name: ShmVolume, MountPath: "/dev/shm"}},
 	}
-	if p.RDMA() {
+	if usesFabric(w, p) {
 		c.SecurityContext = &corev1.SecurityContext{
 			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}},
 		}
@@ -167,7 +167,7 @@ func podTemplate(r *recipe.Recipe, p *profile.Profile, name, container string, c
 			Affinity:     onePerNode(name),
 		},
 	}
-	if p.RDMA() && len(p.Spec.Networks) > 0 {
+	if usesFabric(w, p) && len(p.Spec.Networks) > 0 {
 		t.Annotations = map[string]string{MultusAnnotation: strings.Join(p.Spec.Networks, ",")}
 	}
 	return t, nil
@@ -187,6 +187,12 @@ func onePerNode(name string) *corev1.Affinity {
 	}}
 }
 
+// usesFabric reports whether a workload's pods need the RDMA fabric: an RDMA profile and more
+// than one node. A single pod's NCCL never touches the NIC (NVLink, PCIe or shared memory
+// inside the node), and a one-pod CPU job (qlora-merge) has no NCCL at all, so neither holds an
+// RDMA device, IPC_LOCK (which Pod Security baseline refuses) or a Multus interface.
+func usesFabric(w *recipe.Workload, p *profile.Profile) bool { return p.RDMA() && w.Nodes > 1 }
+
 // rankResources: GPUs and RDMA as request = limit (extended resources cannot be overcommitted),
 // CPU and memory as requests, memory also as the limit so a Memory /dev/shm is bounded.
 func rankResources(w *recipe.Workload, p *profile.Profile, gpus int) (corev1.ResourceRequirements, error) {
@@ -197,7 +203,7 @@ func rankResources(w *recipe.Workload, p *profile.Profile, gpus int) (corev1.Res
 		req[corev1.ResourceName(p.Spec.GPUResource)] = q
 		lim[corev1.ResourceName(p.Spec.GPUResource)] = q
 	}
-	if p.RDMA() {
+	if usesFabric(w, p) {
 		q := p.RDMAQuantity()
 		req[corev1.ResourceName(p.Spec.RDMA.Resource)] = q
 		lim[corev1.ResourceName(p.Spec.RDMA.Resource)] = q

@@ -158,3 +158,35 @@ func buildWith(t *testing.T, name string, p *profile.Profile) any {
 	}
 	return b.Objects[0]
 }
+
+// Defect 2: no built-in recipe runs an image by :latest (or untagged), and the QLoRA command
+// is torchrun reached through PATH in the chosen image (see recipes/qlora.yaml for the image's
+// Dockerfile); defect 9: qlora-merge merges on the CPU and holds no GPU, RDMA device or IPC_LOCK.
+func TestRecipeImagesAndMerge(t *testing.T) {
+	for _, name := range []string{"qlora", "qlora-merge", "allreduce"} {
+		r, err := recipe.Load(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := r.Workload().Image
+		ref := img[strings.LastIndex(img, "/")+1:]
+		if !strings.Contains(ref, ":") && !strings.Contains(img, "@sha256:") || strings.HasSuffix(img, ":latest") {
+			t.Errorf("%s: image %q is not pinned by tag", name, img)
+		}
+	}
+	q := render(t, "qlora", "ib").Objects[0].(*kubeflowv1.PyTorchJob)
+	cmd := q.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0].Command
+	if len(cmd) < 4 || cmd[0] != "sh" || !strings.Contains(cmd[2], "exec torchrun -m trl.scripts.sft \"$@\"") || !slices.Contains(cmd, "--load_in_4bit") {
+		t.Errorf("qlora command %q", cmd)
+	}
+	m := render(t, "qlora-merge", "ib").Objects[0].(*kubeflowv1.PyTorchJob)
+	c := m.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].Template
+	for name := range c.Spec.Containers[0].Resources.Limits {
+		if name == "nvidia.com/gpu" || name == profile.DefaultRDMAResource {
+			t.Errorf("qlora-merge requests %s", name)
+		}
+	}
+	if c.Spec.Containers[0].SecurityContext != nil || c.Annotations[MultusAnnotation] != "" {
+		t.Errorf("qlora-merge: securityContext %+v annotations %v", c.Spec.Containers[0].SecurityContext, c.Annotations)
+	}
+}
