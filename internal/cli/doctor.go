@@ -33,6 +33,7 @@ func (a *App) doctorCommand() *ucli.Command {
 			a.doctorLauncherCommand(),
 			a.doctorHangCommand(),
 			a.doctorTopoCommand(),
+			a.doctorCountersCommand(),
 		},
 	}
 }

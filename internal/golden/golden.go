@@ -51,3 +51,14 @@ func Seeds(f *testing.F, patterns ...string) {
 		}
 	}
 }
+
+// Open opens testdata/NAME for a test and closes it when the test ends.
+func Open(t testing.TB, name string) *os.File {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}

@@ -3,8 +3,6 @@ package perftest
 import (
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,12 +14,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 func parseFile(t *testing.T, name string) []*Run {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	runs, err := Parse(f)
+	runs, err := Parse(golden.Open(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}

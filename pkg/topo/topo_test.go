@@ -3,7 +3,6 @@ package topo
 import (
 	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,12 +13,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 func analyzeFile(t *testing.T, name string) *Report {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	topo, err := Parse(f)
+	topo, err := Parse(golden.Open(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}

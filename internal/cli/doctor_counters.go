@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/counters"
+)
+
+type doctorCountersOptions struct {
+	doctorOptions
+	ExpectBytes string
+	All         bool
+}
+
+func (a *App) doctorCountersCommand() *ucli.Command {
+	o := &doctorCountersOptions{}
+	return &ucli.Command{
+		Name:      "counters",
+		Usage:     "RDMA NIC counter deltas between two snapshots: bytes per HCA, ECN/CNP, PFC pause, loss and link errors",
+		ArgsUsage: "SNAPSHOT [SNAPSHOT2] (before and after a workload; - for stdin)",
+		Description: "A snapshot is any mix of: the sysfs counters as `grep -H` prints them (\n  " + counters.SnapshotCommand + "\n" +
+			"), `ethtool -S <netdev>` (PFC pause per priority, discards), `rdma statistic show`, or a listing with a\n" +
+			"header naming the device and port (mlx5_0 port 1) followed by name/value lines.\n" +
+			"port_xmit_data and port_rcv_data count 4-byte words: bytes are 4 x the delta.\n" +
+			"Findings: packet loss (out_of_sequence, packet_seq_err, local_ack_timeout_err, discards) and error counters\n" +
+			"(link_downed, symbol_error, CQE errors) are problems; ECN marks, CNPs and PFC pauses say congestion control\n" +
+			"and PFC are working; ECN marks without CNPs mean DCQCN's notification point is off. With --expect-bytes, RDMA\n" +
+			"ports that sent less than the workload had to send mean the traffic did not cross these HCAs.\n" +
+			"With one snapshot: the counters, bytes since reset, and nonzero loss/error counters as warnings.\n\n" +
+			"Exit status: 0, or 5 (check failed) when a delta shows a problem; 1 when a file cannot be read or holds no counters; 2 on bad arguments.",
+		Flags: []ucli.Flag{
+			outputFlag(&o.Output, "text", "output format: text or json"),
+			&ucli.StringFlag{Name: "expect-bytes", Usage: "bytes the workload had to send from this node over RDMA between the snapshots (binary units: 96G, 512M)", Destination: &o.ExpectBytes},
+			&ucli.BoolFlag{Name: "all", Usage: "text output: list every counter that moved, not only those ain has a meaning for", Destination: &o.All},
+		},
+		Action: func(c *ucli.Context) error {
+			o.Files = c.Args().Slice()
+			return a.runDoctorCounters(o)
+		},
+	}
+}
+
+func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
+	if err := o.validate(1, 2, "counter snapshot(s), BEFORE and AFTER"); err != nil {
+		return err
+	}
+	var opts counters.Options
+	if o.ExpectBytes != "" {
+		n, err := parseBytes(o.ExpectBytes)
+		if err != nil {
+			return ainerr.Usagef("--expect-bytes: %v", err)
+		}
+		opts.ExpectBytes = uint64(n)
+	}
+	if o.ExpectBytes != "" && len(o.Files) != 2 {
+		return ainerr.Usagef("--expect-bytes needs two snapshots (before and after the workload)")
+	}
+	snaps := make([]*counters.Snapshot, 0, 2)
+	for _, name := range o.Files {
+		rc, err := a.openInput(name)
+		if err != nil {
+			return err
+		}
+		s, err := counters.Parse(rc)
+		rc.Close()
+		if err != nil {
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", name, err), "")
+		}
+		if len(s.Ports) == 0 {
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no counters found", name),
+				"take a snapshot with: "+counters.SnapshotCommand+" (and ethtool -S <netdev> for PFC pause counters)")
+		}
+		snaps = append(snaps, s)
+	}
+	var r *counters.Report
+	if len(snaps) == 1 {
+		r = counters.Single(snaps[0])
+	} else {
+		r = counters.Compare(snaps[0], snaps[1], opts)
+	}
+	if o.Output == "json" {
+		if err := a.writeJSON(r); err != nil {
+			return err
+		}
+	} else {
+		a.printCounters(r, len(snaps) == 2, o.All)
+	}
+	if !r.OK {
+		return checkFailed()
+	}
+	return nil
+}
+
+func (a *App) printCounters(r *counters.Report, deltas, all bool) {
+	w := a.Streams.Out
+	problems := 0
+	for _, f := range r.Findings {
+		if f.Severity == "problem" {
+			problems++
+		}
+	}
+	switch {
+	case !deltas:
+		fmt.Fprintf(w, "OK: one snapshot of %d port(s) (%s); values since the last counter reset\n", len(r.Ports), strings.Join(r.Formats, ", "))
+	case problems > 0:
+		fmt.Fprintf(w, "PROBLEM: %d problem(s) in the counter deltas of %d port(s)\n", problems, len(r.Ports))
+	default:
+		fmt.Fprintf(w, "OK: no loss or error counter moved on %d port(s)\n", len(r.Ports))
+	}
+	if len(r.Bytes) > 0 {
+		fmt.Fprintln(w)
+		rows := make([][]string, 0, len(r.Bytes))
+		for _, p := range sortedPorts(r.Bytes) {
+			t := r.Bytes[p]
+			rows = append(rows, []string{p, counters.HumanBytes(t.XmitBytes), counters.HumanBytes(t.RcvBytes)})
+		}
+		a.table([]string{"RDMA PORT", "SENT (4 x port_xmit_data)", "RECEIVED (4 x port_rcv_data)"}, rows)
+	}
+	if deltas && len(r.Deltas) > 0 {
+		fmt.Fprintln(w)
+		var rows [][]string
+		for _, p := range sortedPorts(r.Deltas) {
+			for _, d := range r.Deltas[p] {
+				if d.Meaning == "" && !all {
+					continue
+				}
+				delta := "went backwards"
+				if d.Delta != nil {
+					delta = "+" + strconv.FormatUint(*d.Delta, 10)
+				}
+				rows = append(rows, []string{p, d.Counter, delta, orDash(d.Class), orDash(d.Meaning)})
+			}
+		}
+		a.table([]string{"PORT", "COUNTER", "DELTA", "CLASS", "MEANING"}, rows)
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "\n%s [%s]: %s\n", f.Severity, f.Code, f.Message)
+		if f.Fix != "" {
+			fmt.Fprintf(w, "  fix: %s\n", f.Fix)
+		}
+	}
+}
+
+func sortedPorts[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,172 @@
+// Package counters reads snapshots of RDMA NIC counters and explains what moved between two of
+// them: the InfiniBand port counters and the mlx5 hardware counters under
+// /sys/class/infiniband/<dev>/ports/<port>/{counters,hw_counters}/, `ethtool -S <netdev>` (PFC
+// pause frames per priority, discards, the vport RDMA byte counters) and `rdma statistic show`.
+//
+// # Inputs
+//
+// A snapshot is any mix of:
+//
+//	/sys/class/infiniband/mlx5_1/ports/1/counters/port_xmit_data:123456      grep -H . <files> (SnapshotCommand)
+//	/sys/class/infiniband/mlx5_1/ports/1/hw_counters/np_cnp_sent 7           "path value" (a for/cat loop)
+//	NIC statistics:\n     rx_prio3_pause: 12                                 ethtool -S (after "ethtool -S ens1f0" or "== ens1f0 ==")
+//	link mlx5_1/1 rx_write_requests 0 out_of_sequence 0 ...                  rdma statistic show
+//	mlx5_1 port 1\n  port_xmit_data 123                                      a listing: a header naming device and port,
+//	                                                                          then "name value" or "name: value" lines
+//
+// Lines may carry a prefix (kubectl logs --prefix, a prompt). Ports are keyed "dev:port"
+// (mlx5_1:1); ethtool counters by the netdev's name.
+//
+// # Units
+//
+// port_xmit_data and port_rcv_data count 4-byte words, not bytes: "Total number of data octets,
+// divided by 4 (lanes), transmitted on all VLs. This is a 64-bit counter" (Linux
+// Documentation/ABI/stable/sysfs-class-infiniband; PortXmitData/PortRcvData in the IBTA
+// PortCounters attribute). Bytes are 4 x the delta. hw_counters/lifespan is the counters' refresh
+// period in milliseconds, not a counter, and is left out.
+package counters
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// SnapshotCommand prints the sysfs part of a snapshot (busybox sh and grep are enough).
+const SnapshotCommand = `grep -H . /sys/class/infiniband/*/ports/*/counters/* /sys/class/infiniband/*/ports/*/hw_counters/* 2>/dev/null`
+
+// Snapshot is one reading of the counters.
+type Snapshot struct {
+	// Ports maps "mlx5_1:1" (RDMA ports) or a netdev name (ethtool) to counter values.
+	Ports   map[string]map[string]uint64 `json:"ports"`
+	Formats []string                     `json:"formats"`
+}
+
+var (
+	linePrefix = regexp.MustCompile(`^(\[[^\]]*\]\s?|\S+\s+\|\s+)`)
+	sysfsRe    = regexp.MustCompile(`/sys/class/infiniband/([^/\s]+)/ports/(\d+)/(counters|hw_counters)/([A-Za-z0-9_]+)(?::|\s+)\s*(\S+)\s*$`)
+	sysfsDirRe = regexp.MustCompile(`/sys/class/infiniband/([^/\s]+)/ports/(\d+)(?:/(?:counters|hw_counters))?/?\s*$`)
+	ethtoolCmd = regexp.MustCompile(`ethtool\s+(?:-S|--statistics)\s+(\S+)`)
+	bannerRe   = regexp.MustCompile(`^\s*[=#\-*]+\s*([A-Za-z][\w.-]*)\s*[=#\-*]+\s*$`)
+	portHeadRe = regexp.MustCompile(`^\s*[=#\-\[]*\s*([A-Za-z][A-Za-z0-9_.-]*?)\s*(?:[:/]|\s+port\s+)\s*(\d+)\s*(?:counters|hw counters|hw_counters)?\s*:?\s*[\]=\-#]*\s*$`)
+	rdmaStatRe = regexp.MustCompile(`^\s*link\s+([^/\s]+)/(\d+)\s+(.*)$`)
+	// rdmaDevRe: names of RDMA devices (mlx5_0, mlx5_bond_0, rocep65s0f0, ibp12s0, irdma0, bnxt_re0,
+	// efa_0, rxe0, siw0, hfi1_0, qedr0), to tell "mlx5_0:1" (a port header) from "name: 1" (a counter).
+	rdmaDevRe = regexp.MustCompile(`^(mlx\d_\w+|[a-z]+\d*_\d+|rocep\w+|ibp\w+|irdma\d+|bnxt_re\d+|rxe\d+|siw\d+|qedr\d+)$`)
+	pairRe    = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?::\s*|\s+)(\d+)\s*$`)
+)
+
+// Parse reads one snapshot.
+func Parse(r io.Reader) (*Snapshot, error) {
+	s := &Snapshot{Ports: map[string]map[string]uint64{}, Formats: []string{}}
+	seen := map[string]bool{}
+	format := func(f string) {
+		if !seen[f] {
+			seen[f] = true
+			s.Formats = append(s.Formats, f)
+		}
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var (
+		section     string // the port or netdev the following "name value" lines belong to
+		sectionKind string
+		pendingDev  string // a netdev named by an ethtool command line, waiting for "NIC statistics:"
+		lineNo      int
+	)
+	set := func(port, name, val string, fmtName string) error {
+		v, err := strconv.ParseUint(val, 10, 64)
+		if err != nil {
+			return fmt.Errorf("line %d: %s %s: %q is not a counter value (want a non-negative integer)", lineNo, port, name, val)
+		}
+		if name == "lifespan" {
+			return nil
+		}
+		m := s.Ports[port]
+		if m == nil {
+			m = map[string]uint64{}
+			s.Ports[port] = m
+		}
+		m[name] = v
+		format(fmtName)
+		return nil
+	}
+	for sc.Scan() {
+		lineNo++
+		line := linePrefix.ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")
+		if m := sysfsRe.FindStringSubmatch(line); m != nil {
+			if err := set(m[1]+":"+m[2], m[4], m[5], "sysfs"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if m := sysfsDirRe.FindStringSubmatch(line); m != nil {
+			section, sectionKind = m[1]+":"+m[2], "listing"
+			continue
+		}
+		if m := ethtoolCmd.FindStringSubmatch(line); m != nil {
+			// The counters follow, with or without the "NIC statistics:" line (a grep drops it).
+			pendingDev = m[1]
+			section, sectionKind = m[1], "ethtool"
+			continue
+		}
+		if strings.TrimSpace(line) == "NIC statistics:" {
+			dev := pendingDev
+			if dev == "" {
+				if sectionKind == "banner" {
+					dev = section
+				} else {
+					dev = "ethtool" + strconv.Itoa(len(s.Ports))
+				}
+			}
+			section, sectionKind, pendingDev = dev, "ethtool", ""
+			continue
+		}
+		if m := rdmaStatRe.FindStringSubmatch(line); m != nil {
+			f := strings.Fields(m[3])
+			port := m[1] + ":" + m[2]
+			for i := 0; i+1 < len(f); i += 2 {
+				if err := set(port, f[i], f[i+1], "rdma-statistic"); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if m := portHeadRe.FindStringSubmatch(line); m != nil && rdmaDevRe.MatchString(m[1]) {
+			section, sectionKind = m[1]+":"+m[2], "listing"
+			continue
+		}
+		if m := pairRe.FindStringSubmatch(line); m != nil && section != "" {
+			kind := sectionKind
+			if kind == "banner" {
+				kind = "listing"
+			}
+			if err := set(section, m[1], m[2], kind); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if m := bannerRe.FindStringSubmatch(line); m != nil {
+			section, sectionKind = m[1], "banner"
+			continue
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
+	}
+	return s, nil
+}
+
+// PortNames lists the snapshot's ports, sorted.
+func (s *Snapshot) PortNames() []string {
+	names := make([]string, 0, len(s.Ports))
+	for p := range s.Ports {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	return names
+}
