@@ -12,12 +12,19 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/sandbox"
 )
 
-// clients loads the Kubernetes clients from the global flags.
+// clients loads the Kubernetes clients from the global flags, falling back to the local
+// sandbox's kubeconfig when no cluster is configured.
 func (a *App) clients() (*kube.Clients, error) {
+	fallback := ""
+	if dir, err := sandbox.StateDir(a.Getenv); err == nil {
+		fallback = sandbox.Layout{Dir: dir}.Kubeconfig()
+	}
 	return kube.Load(kube.Options{
 		Kubeconfig: a.Global.Kubeconfig, Context: a.Global.Context, Namespace: a.Global.Namespace, Getenv: a.Getenv,
+		SandboxKubeconfig: fallback,
 	})
 }
 

@@ -21,13 +21,8 @@ import (
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
-// Labels and annotations ain puts on what it creates, so later commands find their own objects.
+// Names the workloads use (ain's labels live in pkg/kube; see conventions.go).
 const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedByAin   = "ain"
-	LabelRecipe    = "ain.dev/recipe"
-	LabelRun       = "ain.dev/run"
-	LabelKind      = "ain.dev/kind"
 	// LabelRole tells a run's GPU ranks (RoleRank: master, workers) from its MPI launcher; the
 	// ranks' anti-affinity selects on it.
 	LabelRole    = "ain.dev/role"
@@ -35,7 +30,6 @@ const (
 	RoleLauncher = "launcher"
 	// HostnameTopologyKey is the node label that makes "one rank per node" a scheduling rule.
 	HostnameTopologyKey = "kubernetes.io/hostname"
-	AnnotationFabric    = "ain.dev/fabric"
 	// MultusAnnotation is where Multus reads a pod's secondary networks.
 	MultusAnnotation = "k8s.v1.cni.cncf.io/networks"
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"time"
 
@@ -20,10 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-)
 
-// FieldManager is ain's server-side apply field manager.
-const FieldManager = "ain"
+	"github.com/ain-hpc/ain/pkg/kube"
+)
 
 // GVRs of the job kinds ain runs.
 var (
@@ -40,20 +38,19 @@ var JobKinds = []struct {
 	{kubeflowv1.MPIJobKind, MPIJobGVR},
 }
 
+// applyKinds are the kinds a job apply may create: the job kinds and what their builders add.
+var applyKinds = map[string]kube.Resource{
+	kubeflowv1.PyTorchJobKind: {GVR: PyTorchJobGVR, Namespaced: true},
+	kubeflowv1.MPIJobKind:     {GVR: MPIJobGVR, Namespaced: true},
+	"ConfigMap":               kube.ConfigMaps,
+	"Secret":                  kube.Secrets,
+	"Service":                 kube.Services,
+}
+
 // GVRFor returns the resource of a kind ain creates.
 func GVRFor(kind string) (schema.GroupVersionResource, error) {
-	for _, k := range JobKinds {
-		if k.Kind == kind {
-			return k.GVR, nil
-		}
-	}
-	switch kind {
-	case "ConfigMap":
-		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, nil
-	case "Secret":
-		return schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, nil
-	case "Service":
-		return schema.GroupVersionResource{Version: "v1", Resource: "services"}, nil
+	if r, ok := applyKinds[kind]; ok {
+		return r.GVR, nil
 	}
 	return schema.GroupVersionResource{}, fmt.Errorf("ain does not apply %s objects", kind)
 }
@@ -84,61 +81,26 @@ func (e *ImmutableError) Error() string {
 		e.Kind, e.Namespace, e.Name, e.Phase)
 }
 
-// ApplyResult is the outcome of applying one object.
-type ApplyResult struct {
-	Object    *unstructured.Unstructured
-	Unchanged bool // it existed with the same spec: nothing was changed (idempotent re-run)
-}
+// ApplyResult is the outcome of applying one object (Unchanged: it existed with the same spec,
+// nothing was changed: an idempotent re-run).
+type ApplyResult = kube.Applied
 
-// Apply server-side applies objs (field manager "ain"). An existing job whose spec would change
-// is not touched: ImmutableError. dryRun asks the API server (schema, webhooks) without persisting.
+// Apply server-side applies objs (field manager "ain", forcing ownership as before). An
+// existing job whose spec would change is not touched: ImmutableError. dryRun asks the API
+// server (schema, webhooks) without persisting.
 func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool) ([]ApplyResult, error) {
-	var out []ApplyResult
-	for _, o := range objs {
-		u, err := ToUnstructured(o)
-		if err != nil {
-			return out, err
-		}
-		if u.GetNamespace() == "" {
-			u.SetNamespace(c.Namespace)
-		}
-		gvr, err := GVRFor(u.GetKind())
-		if err != nil {
-			return out, err
-		}
-		ri := c.Dynamic.Resource(gvr).Namespace(u.GetNamespace())
-		existing, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return out, err
-		}
-		dry := metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
-		if err == nil && isJobKind(u.GetKind()) {
-			// Would applying change the spec? Ask the server (dry run) and compare.
-			probe, err := ri.Apply(ctx, u.GetName(), u, dry)
-			if err != nil {
-				return out, err
-			}
-			if !reflect.DeepEqual(probe.Object["spec"], existing.Object["spec"]) {
-				return out, &ImmutableError{Kind: u.GetKind(), Name: u.GetName(), Namespace: u.GetNamespace(), Phase: PhaseOf(existing)}
-			}
-			out = append(out, ApplyResult{Object: existing, Unchanged: true})
-			continue
-		}
-		opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-		if dryRun {
-			opts = dry
-		}
-		applied, err := ri.Apply(ctx, u.GetName(), u, opts)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ApplyResult{Object: applied})
+	ap := &kube.Applier{Dynamic: c.Dynamic, Namespace: c.Namespace, Kinds: applyKinds, Force: true,
+		KeepSpec: map[string]bool{kubeflowv1.PyTorchJobKind: true, kubeflowv1.MPIJobKind: true}}
+	dry := kube.DryRunNone
+	if dryRun {
+		dry = kube.DryRunServer
 	}
-	return out, nil
-}
-
-func isJobKind(kind string) bool {
-	return kind == kubeflowv1.PyTorchJobKind || kind == kubeflowv1.MPIJobKind
+	out, err := ap.Apply(ctx, objs, dry)
+	var sc *kube.SpecChangeError
+	if errors.As(err, &sc) {
+		return out, &ImmutableError{Kind: sc.Kind, Name: sc.Name, Namespace: sc.Namespace, Phase: PhaseOf(sc.Existing)}
+	}
+	return out, err
 }
 
 // Phases of a job, from its conditions.

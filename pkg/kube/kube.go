@@ -1,6 +1,12 @@
-// Package kube builds Kubernetes clients from a kubeconfig (or the local ain sandbox when no
-// cluster is configured) and maps API errors to ain's exit codes with a hint naming the
-// kubeconfig and context that were used.
+// Package kube holds ain's Kubernetes conventions, shared by every package that talks to a
+// cluster: the labels and field manager on what ain creates (labels.go), the conversion of typed
+// objects to the form server-side apply sends and their YAML/JSON encoding (encode.go), the one
+// server-side Apply and the one Prune of a run's objects (apply.go), typed API errors
+// (errors.go), and the clients built from a kubeconfig, with API errors mapped to ain's exit
+// codes and a hint naming the kubeconfig and context that were used (this file).
+//
+// It does not import pkg/sandbox: the caller passes the sandbox's kubeconfig path as the
+// fallback, so that this small package does not drag the sandbox's process management along.
 package kube
 
 import (
@@ -20,7 +26,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
-	"github.com/ain-hpc/ain/pkg/sandbox"
 )
 
 // SandboxClusterName is the cluster name in the kubeconfig `ain sandbox` writes.
@@ -34,6 +39,9 @@ type Options struct {
 	Getenv     func(string) string
 	// UserAgent names the client in the API server's logs and audit (default "ain").
 	UserAgent string
+	// SandboxKubeconfig is the local ain sandbox's kubeconfig: used when no other kubeconfig is
+	// found, and recognised (same file) to say the cluster is the sandbox. Empty: no fallback.
+	SandboxKubeconfig string
 }
 
 // Clients are the clients a command uses, with where they came from.
@@ -66,21 +74,15 @@ func Load(o Options) (*Clients, error) {
 			}
 		}
 	}
-	if path == "" {
-		if dir, err := sandbox.StateDir(getenv); err == nil {
-			if p := (sandbox.Layout{Dir: dir}).Kubeconfig(); fileExists(p) {
-				path, isSandbox = p, true
-			}
-		}
+	if path == "" && o.SandboxKubeconfig != "" && fileExists(o.SandboxKubeconfig) {
+		path, isSandbox = o.SandboxKubeconfig, true
 	}
 	if path == "" {
 		return nil, ainerr.New(ainerr.Unreachable, errors.New("no cluster configured: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and no local sandbox"),
 			"start the local simulated cluster with `ain sandbox up`, or point --kubeconfig at your cluster")
 	}
-	if !isSandbox {
-		if dir, err := sandbox.StateDir(getenv); err == nil && sameFile(path, (sandbox.Layout{Dir: dir}).Kubeconfig()) {
-			isSandbox = true
-		}
+	if !isSandbox && o.SandboxKubeconfig != "" && sameFile(path, o.SandboxKubeconfig) {
+		isSandbox = true
 	}
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
 	if o.Kubeconfig == "" && getenv("KUBECONFIG") != "" && !isSandbox {

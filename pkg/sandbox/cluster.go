@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
+
+	ainkube "github.com/ain-hpc/ain/pkg/kube"
 )
 
 const fieldManager = "ain-sandbox"
@@ -125,35 +127,19 @@ func newKube(cfg *rest.Config) (*kube, error) {
 }
 
 // resources maps the kinds the sandbox applies to their resource and scope.
-var resources = map[string]struct {
-	gvr        schema.GroupVersionResource
-	namespaced bool
-}{
-	"CustomResourceDefinition": {schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, false},
-	"Logs":                     {schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "logs"}, true},
-	"ClusterLogs":              {schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "clusterlogs"}, false},
-	"ClusterPortForward":       {schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "clusterportforwards"}, false},
-	"PortForward":              {schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "portforwards"}, true},
+var resources = map[string]ainkube.Resource{
+	"CustomResourceDefinition": {GVR: schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}},
+	"Logs":                     {GVR: schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "logs"}, Namespaced: true},
+	"ClusterLogs":              {GVR: schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "clusterlogs"}},
+	"ClusterPortForward":       {GVR: schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "clusterportforwards"}},
+	"PortForward":              {GVR: schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "portforwards"}, Namespaced: true},
 }
 
-// apply server-side applies obj (a kind listed in resources).
+// apply server-side applies obj (a kind listed in resources) as the sandbox's own field manager.
 func (k *kube) apply(ctx context.Context, obj *unstructured.Unstructured) error {
-	r, ok := resources[obj.GetKind()]
-	if !ok {
-		return fmt.Errorf("sandbox cannot apply kind %s", obj.GetKind())
-	}
-	data, err := obj.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	var ri dynamic.ResourceInterface = k.dyn.Resource(r.gvr)
-	if r.namespaced {
-		ri = k.dyn.Resource(r.gvr).Namespace(obj.GetNamespace())
-	}
-	force := true
-	_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager, Force: &force})
-	if err != nil {
-		return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	ap := &ainkube.Applier{Dynamic: k.dyn, Namespace: obj.GetNamespace(), FieldManager: fieldManager, Kinds: resources, Force: true}
+	if _, err := ap.Apply(ctx, []runtime.Object{obj}, ainkube.DryRunNone); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
 	}
 	return nil
 }
@@ -194,7 +180,7 @@ func (k *kube) applyCRDs(ctx context.Context, dir string, only func(name string)
 			names = append(names, obj.GetName())
 		}
 	}
-	crd := k.dyn.Resource(resources["CustomResourceDefinition"].gvr)
+	crd := k.dyn.Resource(resources["CustomResourceDefinition"].GVR)
 	for _, n := range names {
 		if err := poll(ctx, 30*time.Second, func() (bool, error) {
 			u, err := crd.Get(ctx, n, metav1.GetOptions{})

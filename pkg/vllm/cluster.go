@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/kube"
 )
 
 // Cluster applies, inspects and deletes serving deployments in one namespace.
@@ -37,30 +38,21 @@ var servingGVRs = map[string]schema.GroupVersionResource{
 // Apply server-side applies objs (field manager "ain"); dryRun asks the API server (schema,
 // admission webhooks) without persisting. Re-running with the same recipe changes nothing.
 func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		u, err := jobs.ToUnstructured(o)
-		if err != nil {
-			return out, err
-		}
-		if u.GetNamespace() == "" {
-			u.SetNamespace(c.Namespace)
-		}
-		gvr, ok := servingGVRs[u.GetKind()]
-		if !ok {
-			return out, fmt.Errorf("ain serve does not apply %s objects", u.GetKind())
-		}
-		opts := metav1.ApplyOptions{FieldManager: jobs.FieldManager, Force: true}
-		if dryRun {
-			opts.DryRun = []string{metav1.DryRunAll}
-		}
-		applied, err := c.Dynamic.Resource(gvr).Namespace(u.GetNamespace()).Apply(ctx, u.GetName(), u, opts)
-		if err != nil {
-			return out, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-		out = append(out, applied)
+	kinds := map[string]kube.Resource{}
+	for k, gvr := range servingGVRs {
+		kinds[k] = kube.Resource{GVR: gvr, Namespaced: true}
 	}
-	return out, nil
+	ap := &kube.Applier{Dynamic: c.Dynamic, Namespace: c.Namespace, Kinds: kinds, Force: true}
+	dry := kube.DryRunNone
+	if dryRun {
+		dry = kube.DryRunServer
+	}
+	res, err := ap.Apply(ctx, objs, dry)
+	out := make([]*unstructured.Unstructured, len(res))
+	for i, r := range res {
+		out[i] = r.Object
+	}
+	return out, err
 }
 
 // PodStatus is one model server pod.
