@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -18,16 +22,26 @@ type benchServeOptions struct {
 	endpointOptions
 	Model       string
 	Requests    int
-	Concurrency int
+	Concurrency string
 	RequestRate string
 	Burstiness  float64
 	Warmup      int
 	InputLen    int
 	OutputLen   int
 	Prompts     string
+	Dataset     string
+	DatasetPath string
+	API         string
+	RangeRatio  float64
+	PrefixLen   int
 	IgnoreEOS   bool
 	Seed        int
 	SLO         string
+	Goodput     ucli.StringSlice
+	Percentiles string
+	SaveResult  string
+	Label       string
+	Plot        string
 	Output      string
 }
 
@@ -35,68 +49,139 @@ func (a *App) benchServeCommand() *ucli.Command {
 	o := &benchServeOptions{}
 	return &ucli.Command{
 		Name:  "serve",
-		Usage: "load-test an OpenAI-compatible server (vLLM) with streaming chat requests; TTFT, TPOT, ITL, E2EL, throughput",
-		Description: "Metrics follow `vllm bench serve`: TTFT to the first chunk with choices (vLLM's role-only first chunk\n" +
-			"counts), TPOT = (E2EL - TTFT) / (output tokens - 1), ITL pooled over all requests, E2EL to the last\n" +
-			"chunk; throughputs over the run's duration; goodput counts requests within every --slo target.\n" +
-			"Percentiles interpolate linearly (numpy's default). Output tokens come from the usage chunk\n" +
-			"(stream_options.include_usage). Failed requests are counted and explained.",
+		Usage: "load-test an OpenAI-compatible server (vLLM) with streaming requests; TTFT, TPOT, ITL, E2EL, throughput, goodput; vLLM's result JSON",
+		Description: "Metrics follow `vllm bench serve` (vllm/benchmarks/serve.py): TTFT to the first chunk with choices\n" +
+			"(vLLM's role-only first chunk counts), TPOT = (E2EL - TTFT) / (output tokens - 1), ITL pooled over all\n" +
+			"requests, E2EL to the last chunk; throughputs over the run's duration; goodput counts requests within\n" +
+			"every --goodput target; peak output tokens/s and concurrency as vLLM computes them. Percentiles\n" +
+			"interpolate linearly (numpy's default). Arrivals are Gamma-distributed and rescaled so the last\n" +
+			"request goes at requests/rate, as vLLM does. A warm-up (not measured) runs --warmup requests, then\n" +
+			"opens as many connections as the run keeps in flight. --save-result writes vLLM's result JSON (its\n" +
+			"key names and per-request arrays), which vLLM's sweep and plot tools read.\n\n" +
+			"By default the server is reached through its HTTPS ingress; --port-forward measures ONE pod through\n" +
+			"an API-server tunnel instead, and the result says so.\n\n" +
+			"Sweeps: a list in --request-rate (1,2,4,inf) or --concurrency (1,4,16) runs each setting, prints a\n" +
+			"table with the knee (the last setting that keeps up) and, with --plot FILE.png|svg, draws TTFT/ITL\n" +
+			"p99 and goodput against it.",
 		Flags: append(o.flags(),
 			&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the only one served; with several, e.g. LoRA adapters, required)", Destination: &o.Model},
-			&ucli.IntFlag{Name: "requests", Value: 200, Usage: "measured requests", Destination: &o.Requests},
-			&ucli.IntFlag{Name: "concurrency", Aliases: []string{"max-concurrency"}, Usage: "most requests in flight (0: no limit)", Destination: &o.Concurrency},
-			&ucli.StringFlag{Name: "request-rate", Value: "inf", Usage: "mean arrivals per second; inf sends every request at once", Destination: &o.RequestRate},
+			&ucli.IntFlag{Name: "requests", Aliases: []string{"num-prompts"}, Value: 200, Usage: "measured requests (per sweep point)", Destination: &o.Requests},
+			&ucli.StringFlag{Name: "concurrency", Aliases: []string{"max-concurrency"}, Usage: "most requests in flight (0 or empty: no limit); a list sweeps", Destination: &o.Concurrency},
+			&ucli.StringFlag{Name: "request-rate", Value: "inf", Usage: "mean arrivals per second; inf sends every request at once; a list (1,2,4) sweeps", Destination: &o.RequestRate},
 			&ucli.Float64Flag{Name: "burstiness", Value: 1, Usage: "Gamma shape of the arrival gaps: 1 is Poisson, <1 burstier, >1 more regular", Destination: &o.Burstiness},
-			&ucli.IntFlag{Name: "warmup", Value: 1, Usage: "unmeasured requests first (the first must succeed)", Destination: &o.Warmup},
-			&ucli.IntFlag{Name: "input-len", Value: 256, Usage: "random prompt length in words (about one token each)", Destination: &o.InputLen},
-			&ucli.IntFlag{Name: "output-len", Value: 128, Usage: "max tokens per answer (max_completion_tokens)", Destination: &o.OutputLen},
-			&ucli.StringFlag{Name: "prompts", Usage: "file of prompts instead of random ones: JSON Lines with \"prompt\", or one per line", Destination: &o.Prompts},
+			&ucli.IntFlag{Name: "warmup", Aliases: []string{"num-warmups"}, Value: 1, Usage: "unmeasured requests first (the first must succeed)", Destination: &o.Warmup},
+			&ucli.StringFlag{Name: "api", Value: vllm.APIChat, Usage: "chat (/v1/chat/completions) or completions (/v1/completions, where random prompts are token IDs of exact length)", Destination: &o.API},
+			&ucli.StringFlag{Name: "dataset-name", Aliases: []string{"dataset"}, Value: "random", Usage: "random, sharegpt (--dataset-path: a ShareGPT JSON file) or prompts (--dataset-path: JSON Lines with \"prompt\", or one per line)", Destination: &o.Dataset},
+			&ucli.StringFlag{Name: "dataset-path", Usage: "the dataset file of --dataset-name sharegpt or prompts", Destination: &o.DatasetPath},
+			&ucli.IntFlag{Name: "input-len", Aliases: []string{"random-input-len"}, Value: 256, Usage: "random prompt length: tokens with --api completions, words (about a token each) with chat", Destination: &o.InputLen},
+			&ucli.IntFlag{Name: "output-len", Aliases: []string{"random-output-len"}, Value: 128, Usage: "max tokens per answer; with sharegpt, overrides each conversation's reply length", Destination: &o.OutputLen},
+			&ucli.Float64Flag{Name: "random-range-ratio", Usage: "random lengths uniform in [L(1-r), L(1+r)] (0: exactly L)", Destination: &o.RangeRatio},
+			&ucli.IntFlag{Name: "random-prefix-len", Usage: "a random prefix of this many tokens shared by every random prompt (prefix caching serves it)", Destination: &o.PrefixLen},
+			&ucli.StringFlag{Name: "prompts", Usage: "shorthand for --dataset-name prompts --dataset-path FILE", Destination: &o.Prompts},
 			&ucli.BoolFlag{Name: "ignore-eos", Usage: "ask vLLM for exactly --output-len tokens (vLLM's ignore_eos)", Destination: &o.IgnoreEOS},
 			&ucli.IntFlag{Name: "seed", Usage: "seed of the random prompts and arrivals", Destination: &o.Seed},
-			&ucli.StringFlag{Name: "slo", Usage: "goodput targets in ms, e.g. ttft=500,tpot=50 (also e2el)", Destination: &o.SLO},
-			outputFlag(&o.Output, "table", "table or json"),
+			&ucli.StringSliceFlag{Name: "goodput", Usage: "goodput targets in ms, vLLM's syntax: --goodput ttft:500 --goodput tpot:50 (also e2el)", Destination: &o.Goodput},
+			&ucli.StringFlag{Name: "slo", Usage: "goodput targets as ttft=500,tpot=50 (same as --goodput)", Destination: &o.SLO},
+			&ucli.StringFlag{Name: "metric-percentiles", Value: "99", Usage: "percentiles reported in the result JSON, e.g. 50,90,99,99.9 (the table always shows median, P90, P99)", Destination: &o.Percentiles},
+			&ucli.StringFlag{Name: "save-result", Usage: "write vLLM's result JSON to this `FILE` (a sweep writes FILE with -N before the extension per point)", Destination: &o.SaveResult},
+			&ucli.StringFlag{Name: "label", Usage: "the label in vLLM's result JSON", Destination: &o.Label},
+			&ucli.StringFlag{Name: "plot", Usage: "with a sweep: draw latency p99 and goodput vs the setting to `FILE`.png or .svg", Destination: &o.Plot},
+			outputFlag(&o.Output, "table", "table, json (ain's) or vllm-json (vLLM's result format)"),
 		),
 		Action: func(c *ucli.Context) error { return a.runBenchServe(c.Context, o) },
 	}
 }
 
+// sweep parses a comma-separated list of settings ("inf" allowed for rates).
+func sweepList(flag, s string, inf bool) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		switch {
+		case f == "" || f == "0" && !inf:
+			out = append(out, 0)
+		case f == "inf" && inf:
+			out = append(out, math.Inf(1))
+		default:
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil || v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				want := "requests per second > 0, or inf"
+				if !inf {
+					want = "a whole number of requests >= 0"
+				}
+				return nil, ainerr.Usagef("--%s %q: want %s (a comma-separated list sweeps)", flag, s, want)
+			}
+			if !inf && v != math.Trunc(v) {
+				return nil, ainerr.Usagef("--%s %q: want whole numbers", flag, s)
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
 func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
-	cfg := vllm.BenchConfig{Model: o.Model, Requests: o.Requests, MaxConcurrency: o.Concurrency, Burstiness: o.Burstiness,
-		Warmup: o.Warmup, InputLen: o.InputLen, OutputLen: o.OutputLen, IgnoreEOS: o.IgnoreEOS, Seed: uint64(o.Seed)}
+	cfg := vllm.BenchConfig{Model: o.Model, Requests: o.Requests, Burstiness: o.Burstiness, Warmup: o.Warmup, InputLen: o.InputLen,
+		OutputLen: o.OutputLen, IgnoreEOS: o.IgnoreEOS, Seed: uint64(o.Seed), API: o.API, RangeRatio: o.RangeRatio, PrefixLen: o.PrefixLen}
 	switch {
 	case o.Requests < 1:
 		return cfg, ainerr.Usagef("--requests must be >= 1")
-	case o.Concurrency < 0:
-		return cfg, ainerr.Usagef("--concurrency must be >= 0 (0: no limit)")
 	case o.Burstiness <= 0:
 		return cfg, ainerr.Usagef("--burstiness must be > 0")
 	case o.Warmup < 0:
 		return cfg, ainerr.Usagef("--warmup must be >= 0")
 	case o.OutputLen < 1:
 		return cfg, ainerr.Usagef("--output-len must be >= 1")
-	case o.InputLen < 1 && o.Prompts == "":
+	case o.InputLen < 1:
 		return cfg, ainerr.Usagef("--input-len must be >= 1")
-	case o.Output != "table" && o.Output != "json":
-		return cfg, ainerr.Usagef("-o %s: use table or json", o.Output)
+	case o.RangeRatio < 0 || o.RangeRatio >= 1:
+		return cfg, ainerr.Usagef("--random-range-ratio %g: want 0 <= r < 1", o.RangeRatio)
+	case o.PrefixLen < 0:
+		return cfg, ainerr.Usagef("--random-prefix-len must be >= 0")
+	case o.API != vllm.APIChat && o.API != vllm.APICompletions:
+		return cfg, ainerr.Usagef("--api %s: use chat or completions", o.API)
+	case o.Output != "table" && o.Output != "json" && o.Output != "vllm-json":
+		return cfg, ainerr.Usagef("-o %s: use table, json or vllm-json", o.Output)
 	}
-	if r := strings.ToLower(strings.TrimSpace(o.RequestRate)); r == "inf" || r == "" {
-		cfg.RequestRate = math.Inf(1)
-	} else {
-		v, err := strconv.ParseFloat(r, 64)
-		if err != nil || v <= 0 || math.IsNaN(v) {
-			return cfg, ainerr.Usagef("--request-rate %q: want requests per second > 0, or inf", o.RequestRate)
-		}
-		cfg.RequestRate = v
-	}
-	slo, err := vllm.ParseSLO(o.SLO)
+	goodput := strings.Join(append(o.Goodput.Value(), o.SLO), " ")
+	slo, err := vllm.ParseSLO(goodput)
 	if err != nil {
-		return cfg, ainerr.New(ainerr.Usage, err, "")
+		return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--goodput: %w", err), "")
 	}
 	cfg.SLO = slo
-	if o.Prompts != "" {
-		if cfg.Prompts, err = vllm.LoadPrompts(o.Prompts); err != nil {
-			return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--prompts: %w", err), "")
+	for _, p := range strings.Split(o.Percentiles, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || v <= 0 || v >= 100 {
+			return cfg, ainerr.Usagef("--metric-percentiles %q: want percentiles between 0 and 100, e.g. 50,90,99", o.Percentiles)
 		}
+		cfg.Percentiles = append(cfg.Percentiles, v)
+	}
+	name, path := o.Dataset, o.DatasetPath
+	if o.Prompts != "" {
+		name, path = "prompts", o.Prompts
+	}
+	switch name {
+	case "random":
+		if path != "" {
+			return cfg, ainerr.Usagef("--dataset-path goes with --dataset-name sharegpt or prompts, not random")
+		}
+	case "sharegpt", "prompts":
+		if path == "" {
+			return cfg, ainerr.Usagef("--dataset-name %s needs --dataset-path FILE", name)
+		}
+		if name == "sharegpt" {
+			out := 0
+			if o.OutputLen != 128 {
+				out = o.OutputLen // set explicitly: it overrides the replies' lengths
+			}
+			if cfg.Dataset, err = vllm.LoadShareGPT(path, out); err != nil {
+				return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--dataset-path: %w", err), "")
+			}
+		} else if cfg.Prompts, err = vllm.LoadPrompts(path); err != nil {
+			return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--dataset-path: %w", err), "")
+		}
+	default:
+		return cfg, ainerr.Usagef("--dataset-name %s: use random, sharegpt or prompts", name)
 	}
 	return cfg, nil
 }
@@ -106,7 +191,32 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 	if err != nil {
 		return err
 	}
-	conns := o.Concurrency
+	rates, err := sweepList("request-rate", o.RequestRate, true)
+	if err != nil {
+		return err
+	}
+	concs, err := sweepList("concurrency", o.Concurrency, false)
+	if err != nil {
+		return err
+	}
+	if len(rates) > 1 && len(concs) > 1 {
+		return ainerr.Usagef("sweep either --request-rate or --concurrency, not both")
+	}
+	sweeping := len(rates) > 1 || len(concs) > 1
+	if o.Plot != "" && !sweeping {
+		return ainerr.Usagef("--plot draws a sweep: give a list in --request-rate or --concurrency")
+	}
+	if n := len(cfg.Prompts); n > 0 && n < cfg.Requests {
+		fmt.Fprintf(a.Streams.Err, "note: %d prompts for %d requests: repeats are served from vLLM's prefix cache (automatic prefix caching is on by default), which lowers TTFT; use more prompts, or the random dataset\n", n, cfg.Requests)
+	}
+	if cfg.API == vllm.APIChat && len(cfg.Prompts) == 0 && len(cfg.Dataset) == 0 {
+		fmt.Fprintln(a.Streams.Err, "note: random chat prompts are words, about one token each (plus the chat template); --api completions sends exact token counts")
+	}
+	maxConc := 0
+	for _, c := range concs {
+		maxConc = max(maxConc, int(c))
+	}
+	conns := maxConc
 	if conns == 0 {
 		conns = o.Requests
 	}
@@ -114,33 +224,136 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.via == "port-forward" {
+		fmt.Fprintln(a.Streams.Err, "MEASURING THROUGH A PORT-FORWARD: one pod, through the API server's SPDY tunnel; the figures include that tunnel and leave out the ingress and the Service's balancing. Use the ingress for serving figures.")
+	}
 	if cfg.Model, err = c.ResolveModel(ctx, o.Model); err != nil {
 		return err
 	}
 	cfg.Now = a.Now
-	if a.Streams.IsTTY && o.Output == "table" {
-		cfg.Progress = func(done, failed int) {
-			fmt.Fprintf(a.Streams.Err, "\r%d/%d requests done, %d failed", done, cfg.Requests, failed)
-			if done == cfg.Requests {
-				fmt.Fprintln(a.Streams.Err)
+	var points []vllm.SweepPoint
+	for i := 0; i < max(len(rates), len(concs)); i++ {
+		pc := cfg
+		pc.RequestRate, pc.MaxConcurrency = rates[min(i, len(rates)-1)], int(concs[min(i, len(concs)-1)])
+		label := fmt.Sprintf("rate %s, concurrency %s", rateName(pc.RequestRate), concName(pc.MaxConcurrency))
+		if a.Streams.IsTTY && o.Output == "table" {
+			pc.Progress = func(done, failed int) {
+				fmt.Fprintf(a.Streams.Err, "\r%s: %d/%d requests done, %d failed", label, done, pc.Requests, failed)
+				if done == pc.Requests {
+					fmt.Fprintln(a.Streams.Err)
+				}
 			}
 		}
-	}
-	res, err := c.RunBench(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if o.Output == "json" {
-		if err := a.writeJSON(res); err != nil {
+		res, err := c.RunBench(ctx, pc)
+		if err != nil {
 			return err
 		}
-	} else {
-		printServeBench(a.Streams.Out, res)
+		res.Config.Path = o.via
+		x := pc.RequestRate
+		if len(concs) > 1 {
+			x = float64(pc.MaxConcurrency)
+		}
+		if math.IsInf(x, 1) {
+			x = 0
+		}
+		points = append(points, vllm.SweepPoint{X: x, Label: label, Result: res})
+		if o.SaveResult != "" {
+			file := o.SaveResult
+			if sweeping {
+				ext := filepath.Ext(file)
+				file = strings.TrimSuffix(file, ext) + fmt.Sprintf("-%d", i+1) + ext
+			}
+			b, _ := json.MarshalIndent(res.VLLMResult(o.Label), "", "  ")
+			if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Streams.Err, "wrote %s (vLLM's result format)\n", file)
+		}
 	}
-	if res.Completed == 0 {
-		return ainerr.Newf(ainerr.Failure, "all %d requests failed", res.Failed)
+	switch {
+	case o.Output == "json" && !sweeping:
+		if err := a.writeJSON(points[0].Result); err != nil {
+			return err
+		}
+	case o.Output == "json":
+		if err := a.writeJSON(points); err != nil {
+			return err
+		}
+	case o.Output == "vllm-json" && !sweeping:
+		if err := a.writeJSON(points[0].Result.VLLMResult(o.Label)); err != nil {
+			return err
+		}
+	case o.Output == "vllm-json":
+		var all []map[string]any
+		for _, p := range points {
+			all = append(all, p.Result.VLLMResult(o.Label))
+		}
+		if err := a.writeJSON(all); err != nil {
+			return err
+		}
+	case !sweeping:
+		printServeBench(a.Streams.Out, points[0].Result)
+	default:
+		a.printSweep(points)
+	}
+	if o.Plot != "" {
+		var buf bytes.Buffer
+		xName := "request rate (req/s; inf last)"
+		if len(concs) > 1 {
+			xName = "max concurrency"
+		}
+		if err := vllm.PlotSweep(&buf, points, xName, strings.TrimPrefix(filepath.Ext(o.Plot), ".")); err != nil {
+			return ainerr.New(ainerr.Usage, fmt.Errorf("--plot: %w", err), "")
+		}
+		if err := os.WriteFile(o.Plot, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.Streams.Err, "wrote %s\n", o.Plot)
+	}
+	for _, p := range points {
+		if p.Result.Completed == 0 {
+			return ainerr.Newf(ainerr.Failure, "%s: all %d requests failed", p.Label, p.Result.Failed)
+		}
 	}
 	return nil
+}
+
+func rateName(r float64) string {
+	if math.IsInf(r, 1) || r == 0 {
+		return "inf"
+	}
+	return strconv.FormatFloat(r, 'g', -1, 64)
+}
+
+func concName(c int) string {
+	if c == 0 {
+		return "no limit"
+	}
+	return strconv.Itoa(c)
+}
+
+// printSweep is one row per setting and the knee.
+func (a *App) printSweep(points []vllm.SweepPoint) {
+	var rows [][]string
+	knee := vllm.Knee(points)
+	for i, p := range points {
+		r := p.Result
+		good := "-"
+		if r.RequestGoodput != nil {
+			good = fmt.Sprintf("%.2f", *r.RequestGoodput)
+		}
+		mark := ""
+		if i == knee {
+			mark = "<- knee"
+		}
+		rows = append(rows, []string{rateName(r.Config.RequestRateValue()), concName(r.Config.MaxConcurrency), fmt.Sprint(r.Completed), fmt.Sprint(r.Failed),
+			fmt.Sprintf("%.2f", r.RequestThroughput), good, fmt.Sprintf("%.1f", r.OutputTokenThroughput),
+			fmt.Sprintf("%.1f", r.TTFTMs.P99), fmt.Sprintf("%.1f", r.ITLMs.P99), mark})
+	}
+	a.table([]string{"RATE", "CONCURRENCY", "OK", "FAILED", "REQ/S", "GOODPUT", "OUT TOK/S", "TTFT P99 MS", "ITL P99 MS", ""}, rows)
+	if knee < 0 {
+		fmt.Fprintln(a.Streams.Out, "knee: none; every setting kept up (goodput >= 90% of throughput, or TTFT p99 within 3x the first)")
+	}
 }
 
 // printServeBench prints the result block with vllm bench serve's headings, so figures can be
@@ -165,6 +378,9 @@ func printServeBench(w io.Writer, r *vllm.BenchResult) {
 	head("Serving Benchmark Result", "=")
 	line("Endpoint:", r.Config.Endpoint)
 	line("Model:", r.Config.Model)
+	if r.Config.Path == "port-forward" {
+		line("Path:", "port-forward to ONE pod (not the serving path)")
+	}
 	conc := "no limit"
 	if r.Config.MaxConcurrency > 0 {
 		conc = strconv.Itoa(r.Config.MaxConcurrency)
@@ -180,6 +396,8 @@ func printServeBench(w io.Writer, r *vllm.BenchResult) {
 		line("Request goodput (req/s):", *r.RequestGoodput)
 	}
 	line("Output token throughput (tok/s):", r.OutputTokenThroughput)
+	line("Peak output token throughput (tok/s):", r.PeakOutputTokensPerS)
+	line("Peak concurrent requests:", r.PeakConcurrency)
 	line("Total token throughput (tok/s):", r.TotalTokenThroughput)
 	for _, m := range []struct {
 		title, short string

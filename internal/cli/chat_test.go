@@ -234,3 +234,62 @@ func TestBenchServeCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
+
+// vllm bench serve parity: vLLM's result JSON (key names, per-request arrays, std and pNN
+// keys for the requested percentiles, peaks), its --goodput KEY:VALUE syntax, /v1/completions,
+// a ShareGPT dataset with per-request output lengths, and a rate sweep with a plot.
+func TestBenchServeVLLMParity(t *testing.T) {
+	srv, url := modelServer(t, vllmsim.Options{TokenInterval: time.Millisecond})
+	env := map[string]string{"AIN_ENDPOINT": url}
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "vllm.json")
+	code, _, errs := runModelCLI(t, env, "", "bench", "serve", "--api", "completions", "--requests", "12", "--concurrency", "4", "--input-len", "20",
+		"--output-len", "6", "--ignore-eos", "--goodput", "ttft:10000", "--goodput", "tpot:10000", "--metric-percentiles", "50,99.9", "--save-result", saved, "--label", "ain")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res map[string]any
+	b, _ := os.ReadFile(saved)
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"date", "endpoint_type", "label", "model_id", "num_prompts", "request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed",
+		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+		"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "generated_texts", "errors", "max_output_tokens_per_s", "max_concurrent_requests",
+		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms", "p99.9_ttft_ms", "mean_tpot_ms", "p99.9_itl_ms", "std_e2el_ms", "p50_e2el_ms"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("no %q in vLLM's result JSON", k)
+		}
+	}
+	if res["completed"] != 12.0 || res["request_rate"] != "inf" || res["max_concurrency"] != 4.0 || res["endpoint_type"] != "openai" ||
+		res["request_goodput"] != res["request_throughput"] || len(res["itls"].([]any)) != 12 || res["max_concurrent_requests"].(float64) > 4 {
+		t.Fatalf("%s", b)
+	}
+	// /v1/completions with a token-ID prompt of exactly --input-len tokens.
+	body := string(srv.Bodies()[len(srv.Bodies())-1])
+	if !strings.Contains(body, `"prompt":[`) || !strings.Contains(body, `"max_tokens":6`) || res["input_lens"].([]any)[0] != 20.0 {
+		t.Fatalf("completions body %s, input_lens %v", body, res["input_lens"])
+	}
+	// ShareGPT: the first turn is the prompt, the reply's length the output length.
+	code, out, errs := runModelCLI(t, env, "", "bench", "serve", "--dataset-name", "sharegpt", "--dataset-path", filepath.Join("testdata", "sharegpt-sample.json"),
+		"--requests", "4", "-o", "vllm-json")
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res["completed"] != 4.0 {
+		t.Fatalf("sharegpt: exit %d\n%s%s", code, out, errs)
+	}
+	if body := string(srv.Bodies()[len(srv.Bodies())-1]); !strings.Contains(body, "RoCEv2") && !strings.Contains(body, "GPUDirect") || !strings.Contains(body, `"max_completion_tokens":`) {
+		t.Fatalf("sharegpt body %s", body)
+	}
+	// A rate sweep: one row per rate, the knee, and a plot.
+	plot := filepath.Join(dir, "sweep.png")
+	code, out, errs = runModelCLI(t, env, "", "bench", "serve", "--requests", "6", "--request-rate", "50,100,inf", "--output-len", "4", "--plot", plot)
+	if code != 0 || strings.Count(out, "\n") < 4 || !strings.Contains(out, "TTFT P99 MS") || !strings.Contains(out, "50 ") {
+		t.Fatalf("sweep: exit %d\n%s%s", code, out, errs)
+	}
+	if st, err := os.Stat(plot); err != nil || st.Size() < 1000 {
+		t.Fatalf("plot: %v", err)
+	}
+	// Bad goodput syntax names the flag.
+	if code, _, errs = runModelCLI(t, env, "", "bench", "serve", "--goodput", "ttft500"); code != int(ainerr.Usage) || !strings.Contains(errs, "--goodput") {
+		t.Fatalf("bad goodput: exit %d %s", code, errs)
+	}
+}

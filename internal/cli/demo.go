@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 	"github.com/ain-hpc/ain/recipes"
@@ -108,7 +110,7 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 			args = append(args, findJSON(filepath.Join(o.Out, "all"))...)
 			return append(args, "-o", filepath.Join(o.Out, "busbw.png"))
 		}, false},
-		{"two single-GPU vLLM replicas (12.3.1)", fixed("serve", "vllm", "--replicas", "2", "--timeout", "5m"), true},
+		{"two single-GPU vLLM replicas behind an HTTPS entry (12.3.1-12.3.2)", fixed("serve", "vllm", "--replicas", "2", "--host", demoHost, "--timeout", "5m"), true},
 		{"list the served models (12.3.3)", fixed("models"), true},
 		{"chat, streaming (12.3.3)", fixed("chat", "What is RoCEv2?", "--max-tokens", "128"), true},
 		{"archived Q&A checks (12.3.4)", fixed("chat", "test", "--golden", qaFile), true},
@@ -155,6 +157,12 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 		if i == 0 && r.code != 0 {
 			break // no sandbox, no flow
 		}
+		if i == 0 {
+			// The sandbox has no ingress controller: a loopback stand-in serves the Ingress
+			// `ain serve` creates, from its rules and TLS Secret, in front of the simulated
+			// model server; clients find it through the Ingress's status like a real one.
+			go a.demoIngress(srvCtx, kubeconfig, "http://"+addr, w)
+		}
 	}
 	if !o.Keep {
 		results = append(results, runStep(demoStep{"stop the sandbox", func() []string {
@@ -186,6 +194,23 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 		return quiet(ainerr.CheckFailed)
 	}
 	return nil
+}
+
+// demoHost is the ingress host of the demo's model server: a reserved .test name that no DNS
+// resolves, reached at the address the stand-in ingress controller publishes.
+const demoHost = "llm.ain-demo.test"
+
+// demoIngress runs the stand-in ingress controller for the demo's Ingress until ctx ends.
+func (a *App) demoIngress(ctx context.Context, kubeconfig, backend string, w io.Writer) {
+	kc, err := kube.Load(kube.Options{Kubeconfig: kubeconfig, Getenv: a.Getenv})
+	if err != nil {
+		fmt.Fprintf(w, "demo ingress: %v\n", err)
+		return
+	}
+	p := &vllmsim.IngressProxy{Kube: kc.Kube, Namespace: kc.Namespace, Name: "vllm", Backend: backend}
+	if err := p.Run(ctx, nil); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(w, "demo ingress: %v\n", err)
+	}
 }
 
 func findJSON(dir string) []string {

@@ -67,8 +67,12 @@ func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*
 }
 
 func (o *endpointOptions) clientOptions(ep vllm.Endpoint, key string, conns int) vllm.Options {
+	connect := o.ConnectTo
+	if connect == "" || ep.Via == "port-forward" {
+		connect = ep.ConnectTo // a port-forward is local: --connect-to is for the ingress
+	}
 	return vllm.Options{Endpoint: ep.URL, APIKey: key, CAFile: o.CAFile, CAPEM: ep.CAPEM, CAName: ep.CAName,
-		Insecure: o.Insecure, ConnectTo: o.ConnectTo, MaxConns: conns}
+		Insecure: o.Insecure, ConnectTo: connect, MaxConns: conns}
 }
 
 // endpointError maps the client library's typed errors to usage errors naming the flag.

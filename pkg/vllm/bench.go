@@ -41,15 +41,47 @@ type BenchConfig struct {
 	OutputLen int
 	// IgnoreEOS asks vLLM to generate exactly OutputLen tokens.
 	IgnoreEOS bool
-	// Prompts, when set, are used in turn instead of random ones.
+	// Prompts, when set, are used in turn instead of random ones (a prompt file).
 	Prompts []string
-	Seed    uint64
-	SLO     SLO
+	// Dataset, when set, are the requests, used in turn, each with its own output length
+	// (a ShareGPT file); it takes precedence over Prompts.
+	Dataset []BenchRequest
+	// API is "chat" (/v1/chat/completions, the default) or "completions" (/v1/completions,
+	// vllm bench serve's default endpoint). Random prompts on completions are token IDs of
+	// exactly InputLen tokens; on chat they are InputLen words (about a token each).
+	API string
+	// RangeRatio spreads random input and output lengths uniformly over
+	// [L*(1-r), L*(1+r)] (vLLM's --random-range-ratio); 0 gives every request exactly L.
+	RangeRatio float64
+	// PrefixLen tokens (words on chat) of one random prefix shared by every random prompt
+	// (vLLM's --random-prefix-len), which prefix caching serves from cache.
+	PrefixLen int
+	// Percentiles are the percentiles reported besides the median (default 90, 99).
+	Percentiles []float64
+	Seed        uint64
+	SLO         SLO
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 	// Progress, if set, is called after each measured request ends.
 	Progress func(done, failed int)
 }
+
+// BenchRequest is one request of a dataset.
+type BenchRequest struct {
+	Prompt string
+	// PromptIDs, when set, is the prompt as token IDs (/v1/completions only).
+	PromptIDs []int
+	// PromptLen is the prompt length in tokens when known (else counted by the server).
+	PromptLen int
+	// OutputLen is this request's max tokens (0: BenchConfig.OutputLen).
+	OutputLen int
+}
+
+// API endpoints of the benchmark.
+const (
+	APIChat        = "chat"
+	APICompletions = "completions"
+)
 
 // SLO are goodput targets; a zero field is not checked.
 type SLO struct {
@@ -58,17 +90,20 @@ type SLO struct {
 
 func (s SLO) set() bool { return s.TTFT > 0 || s.TPOT > 0 || s.E2EL > 0 }
 
-// ParseSLO reads "ttft=MS,tpot=MS,e2el=MS" (any subset, milliseconds).
+// ParseSLO reads goodput targets in milliseconds: vllm bench serve's "ttft:500 tpot:50"
+// (--goodput KEY:VALUE pairs, vllm/benchmarks/serve.py parse_goodput) or "ttft=500,tpot=50";
+// any subset of ttft, tpot, e2el.
 func ParseSLO(s string) (SLO, error) {
 	var slo SLO
 	if strings.TrimSpace(s) == "" {
 		return slo, nil
 	}
-	for _, kv := range strings.Split(s, ",") {
+	for _, kv := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		kv = strings.Replace(kv, ":", "=", 1)
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		ms, err := strconv.ParseFloat(strings.TrimSuffix(v, "ms"), 64)
 		if !ok || err != nil || ms <= 0 {
-			return slo, fmt.Errorf("--slo %q: want ttft=MS,tpot=MS,e2el=MS with positive milliseconds", s)
+			return slo, fmt.Errorf("goodput %q: want ttft:MS tpot:MS e2el:MS (or ttft=MS,...) with positive milliseconds", s)
 		}
 		d := time.Duration(ms * float64(time.Millisecond))
 		switch strings.ToLower(k) {
@@ -79,7 +114,7 @@ func ParseSLO(s string) (SLO, error) {
 		case "e2el":
 			slo.E2EL = d
 		default:
-			return slo, fmt.Errorf("--slo: unknown metric %q (ttft, tpot, e2el)", k)
+			return slo, fmt.Errorf("goodput: unknown metric %q (ttft, tpot, e2el)", k)
 		}
 	}
 	return slo, nil
@@ -93,24 +128,33 @@ func ParseSLO(s string) (SLO, error) {
 //   - TPOT per request: (E2EL - TTFT) / (output tokens - 1), for requests with > 1 token.
 //   - Throughputs and goodput: over the benchmark's duration, first send to last completion.
 type BenchResult struct {
-	Completed             int       `json:"completed"`
-	Failed                int       `json:"failed"`
-	DurationS             float64   `json:"durationS"`
-	TotalInputTokens      int       `json:"totalInputTokens"`
-	TotalOutputTokens     int       `json:"totalOutputTokens"`
-	RequestThroughput     float64   `json:"requestThroughput"`
-	OutputTokenThroughput float64   `json:"outputTokenThroughput"`
-	TotalTokenThroughput  float64   `json:"totalTokenThroughput"`
-	RequestGoodput        *float64  `json:"requestGoodput,omitempty"`
-	TTFTMs                Stats     `json:"ttftMs"`
-	TPOTMs                Stats     `json:"tpotMs"`
-	ITLMs                 Stats     `json:"itlMs"`
-	E2ELMs                Stats     `json:"e2elMs"`
-	Failures              []Failure `json:"failures,omitempty"`
-	Config                BenchEcho `json:"config"`
+	Completed             int      `json:"completed"`
+	Failed                int      `json:"failed"`
+	DurationS             float64  `json:"durationS"`
+	TotalInputTokens      int      `json:"totalInputTokens"`
+	TotalOutputTokens     int      `json:"totalOutputTokens"`
+	RequestThroughput     float64  `json:"requestThroughput"`
+	OutputTokenThroughput float64  `json:"outputTokenThroughput"`
+	TotalTokenThroughput  float64  `json:"totalTokenThroughput"`
+	RequestGoodput        *float64 `json:"requestGoodput,omitempty"`
+	TTFTMs                Stats    `json:"ttftMs"`
+	TPOTMs                Stats    `json:"tpotMs"`
+	ITLMs                 Stats    `json:"itlMs"`
+	E2ELMs                Stats    `json:"e2elMs"`
+	// PeakOutputTokensPerS is the most output tokens in one second of the run, and
+	// PeakConcurrency the most requests in flight at once (vLLM's max_output_tokens_per_s,
+	// max_concurrent_requests).
+	PeakOutputTokensPerS float64   `json:"peakOutputTokensPerS"`
+	PeakConcurrency      int       `json:"peakConcurrency"`
+	Failures             []Failure `json:"failures,omitempty"`
+	Config               BenchEcho `json:"config"`
 
 	records []reqRecord
 	runID   string
+	begin   time.Time
+	pcts    []float64
+	slo     SLO
+	started time.Time // wall clock at the start, for vLLM's "date"
 }
 
 // requestID is the X-Request-Id of measured request i.
@@ -134,7 +178,20 @@ type BenchEcho struct {
 	InputLen       int     `json:"inputLen,omitempty"`
 	OutputLen      int     `json:"outputLen"`
 	Prompts        string  `json:"prompts"`
+	API            string  `json:"api"`
 	SLO            string  `json:"slo,omitempty"`
+	// Path says how the endpoint was reached (ingress, port-forward, endpoint): a
+	// port-forward measures one pod through the API server, not the serving path.
+	Path string `json:"path,omitempty"`
+}
+
+// RequestRateValue is RequestRate as a number (+Inf for "inf").
+func (e BenchEcho) RequestRateValue() float64 {
+	v, err := strconv.ParseFloat(e.RequestRate, 64)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return v
 }
 
 // reqRecord is one request's measurements, filled on the hot path.
@@ -148,6 +205,7 @@ type reqRecord struct {
 	outputTokens int // from usage; else one per chunk with choices after the role chunk
 	promptTokens int
 	chunks       int
+	queued       time.Duration // waiting for a --max-concurrency slot before being sent
 }
 
 // RunBench runs the benchmark. A failing first warm-up request aborts it with the explained
@@ -168,21 +226,34 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	if cfg.InputLen <= 0 && len(cfg.Prompts) == 0 {
 		cfg.InputLen = 256
 	}
+	if cfg.API == "" {
+		cfg.API = APIChat
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x61696e))
 	// vLLM takes X-Request-Id as its request id: unique per run, so that two benchmarks
 	// against one server never collide.
 	runID := fmt.Sprintf("ain-bench-%08x", rand.Uint32())
+	reqs := benchRequests(cfg, rng)
 	bodies := make([][]byte, cfg.Requests)
+	outLens := make([]int, cfg.Requests)
 	for i := range bodies {
-		bodies[i] = c.benchBody(cfg, benchPrompt(cfg, i, rng))
+		bodies[i], outLens[i] = c.benchBody(cfg, reqs[i])
 	}
+	// Warm-up, not measured: the first request alone (it must succeed: a wrong key or model
+	// stops here, explained), the rest concurrently; then as many connections as the run
+	// keeps in flight are opened, so that no measured TTFT pays a TCP or TLS handshake.
 	for i := 0; i < cfg.Warmup; i++ {
 		var rec reqRecord
-		c.benchRequest(ctx, cfg.Now, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, cfg.OutputLen)
+		c.benchRequest(ctx, cfg.Now, cfg.API, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, outLens[i%len(bodies)])
 		if !rec.ok && i == 0 {
 			return nil, fmt.Errorf("warm-up request failed, nothing measured: %w", rec.err)
 		}
 	}
+	inFlight := cfg.Requests
+	if cfg.MaxConcurrency > 0 && cfg.MaxConcurrency < inFlight {
+		inFlight = cfg.MaxConcurrency
+	}
+	c.warmPool(ctx, inFlight)
 	if err := ctx.Err(); err != nil {
 		return nil, c.explain(err, "bench")
 	}
@@ -214,6 +285,7 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 		go func(i int) {
 			defer wg.Done()
 			if sem != nil {
+				arrived := cfg.Now()
 				select {
 				case sem <- struct{}{}:
 					defer func() { <-sem }()
@@ -221,8 +293,9 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 					recs[i].err = ctx.Err()
 					return
 				}
+				recs[i].queued = cfg.Now().Sub(arrived)
 			}
-			c.benchRequest(ctx, cfg.Now, bodies[i], requestID(runID, i), &recs[i], cfg.OutputLen)
+			c.benchRequest(ctx, cfg.Now, cfg.API, bodies[i], requestID(runID, i), &recs[i], outLens[i])
 			if cfg.Progress != nil {
 				mu.Lock()
 				done++
@@ -239,15 +312,22 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	if err := ctx.Err(); err != nil {
 		return nil, c.explain(err, "bench")
 	}
-	res := c.metrics(recs, dur, cfg.SLO)
-	res.runID = runID
+	res := c.metrics(recs, dur, cfg.SLO, cfg.Percentiles)
+	res.runID, res.begin, res.started = runID, begin, time.Now().Add(-dur)
 	res.Config = BenchEcho{Endpoint: c.Endpoint(), Model: cfg.Model, Requests: cfg.Requests, RequestRate: "inf",
-		Burstiness: cfg.Burstiness, MaxConcurrency: cfg.MaxConcurrency, InputLen: cfg.InputLen, OutputLen: cfg.OutputLen, Prompts: "random"}
+		Burstiness: cfg.Burstiness, MaxConcurrency: cfg.MaxConcurrency, InputLen: cfg.InputLen, OutputLen: cfg.OutputLen, Prompts: "random", API: cfg.API}
 	if !math.IsInf(cfg.RequestRate, 1) && cfg.RequestRate > 0 {
 		res.Config.RequestRate = strconv.FormatFloat(cfg.RequestRate, 'g', -1, 64)
 	}
-	if len(cfg.Prompts) > 0 {
+	switch {
+	case len(cfg.Dataset) > 0:
+		res.Config.Prompts, res.Config.InputLen = "dataset", 0
+	case len(cfg.Prompts) > 0:
 		res.Config.Prompts, res.Config.InputLen = "file", 0
+	case cfg.API == APIChat:
+		res.Config.Prompts = "random words"
+	default:
+		res.Config.Prompts = "random token ids"
 	}
 	if cfg.SLO.set() {
 		res.Config.SLO = cfg.SLO.String()
@@ -255,21 +335,62 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	return res, nil
 }
 
-// arrivals returns when each request is sent, relative to the start, drawn before the run:
-// Gamma(shape=burstiness, rate=rate*burstiness) gaps with mean 1/rate and the first request
-// at t=0 (vllm bench serve's get_request); all at 0 for an infinite or zero rate.
+// arrivals returns when each request is sent, relative to the start, drawn before the run as
+// vllm bench serve's get_request does (vllm/benchmarks/serve.py): one Gamma(shape=burstiness,
+// scale=1/(rate*burstiness)) delay per request, mean 1/rate, accumulated, then rescaled so
+// the last request is sent at exactly n/rate ("to close the 1-2% gap ... for stabilizing the
+// throughput data from different random seeds"); all at 0 for an infinite or zero rate.
 func arrivals(n int, rate, burstiness float64, rng *rand.Rand) []time.Duration {
 	offsets := make([]time.Duration, n)
-	if math.IsInf(rate, 1) || rate <= 0 {
+	if math.IsInf(rate, 1) || rate <= 0 || n == 0 {
 		return offsets
 	}
 	g := distuv.Gamma{Alpha: burstiness, Beta: rate * burstiness, Src: rng}
+	cum := make([]float64, n)
 	var t float64
-	for i := 1; i < n; i++ {
+	for i := range cum {
 		t += g.Rand()
-		offsets[i] = time.Duration(t * float64(time.Second))
+		cum[i] = t
+	}
+	scale := 1.0
+	if t > 0 {
+		scale = float64(n) / rate / t
+	}
+	for i, c := range cum {
+		offsets[i] = time.Duration(c * scale * float64(time.Second))
 	}
 	return offsets
+}
+
+// warmPool opens n connections to the server (concurrent GET /v1/models, released together)
+// and leaves them idle in the pool for the measured requests.
+func (c *Client) warmPool(ctx context.Context, n int) {
+	if n > c.opts.MaxConns && c.opts.MaxConns > 0 {
+		n = c.opts.MaxConns
+	}
+	if n <= 1 {
+		return
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+"/models", nil)
+			if err != nil {
+				return
+			}
+			c.authorize(req)
+			if resp, err := c.http.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
 }
 
 func (s SLO) String() string {
@@ -285,28 +406,46 @@ func (s SLO) String() string {
 	return strings.Join(parts, ",")
 }
 
-// benchBody is the request vllm bench serve sends to /v1/chat/completions.
-func (c *Client) benchBody(cfg BenchConfig, prompt string) []byte {
+// benchBody is the request vllm bench serve sends: to /v1/chat/completions a user message
+// and max_completion_tokens, to /v1/completions a prompt (text or token IDs) and max_tokens;
+// both streamed with include_usage. It returns the body and the request's output length.
+func (c *Client) benchBody(cfg BenchConfig, r BenchRequest) ([]byte, int) {
+	out := r.OutputLen
+	if out <= 0 {
+		out = cfg.OutputLen
+	}
 	body := map[string]any{
-		"model":                 cfg.Model,
-		"messages":              []map[string]string{{"role": "user", "content": prompt}},
-		"max_completion_tokens": cfg.OutputLen,
-		"stream":                true,
-		"stream_options":        map[string]bool{"include_usage": true},
+		"model":          cfg.Model,
+		"stream":         true,
+		"stream_options": map[string]bool{"include_usage": true},
+	}
+	if cfg.API == APICompletions {
+		if len(r.PromptIDs) > 0 {
+			body["prompt"] = r.PromptIDs
+		} else {
+			body["prompt"] = r.Prompt
+		}
+		body["max_tokens"] = out
+	} else {
+		body["messages"] = []map[string]string{{"role": "user", "content": r.Prompt}}
+		body["max_completion_tokens"] = out
 	}
 	if cfg.IgnoreEOS {
 		body["ignore_eos"] = true
 	}
 	b, _ := json.Marshal(body)
-	return b
+	return b, out
 }
 
 // benchRequest sends one streaming request and records its timings. Only this function
 // and the SSE reader run per token; neither allocates per chunk (the ITL slice is sized for
 // the expected output up front).
-func (c *Client) benchRequest(ctx context.Context, now func() time.Time, body []byte, id string, rec *reqRecord, outputLen int) {
-	const op = "POST /v1/chat/completions"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.String()+"/chat/completions", bytes.NewReader(body))
+func (c *Client) benchRequest(ctx context.Context, now func() time.Time, api string, body []byte, id string, rec *reqRecord, outputLen int) {
+	op, path := "POST /v1/chat/completions", "/chat/completions"
+	if api == APICompletions {
+		op, path = "POST /v1/completions", "/completions"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.String()+path, bytes.NewReader(body))
 	if err != nil {
 		rec.err = err
 		return
@@ -380,8 +519,8 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, body []
 }
 
 // metrics computes vLLM's figures from the records.
-func (c *Client) metrics(recs []reqRecord, dur time.Duration, slo SLO) *BenchResult {
-	res := &BenchResult{DurationS: dur.Seconds(), records: recs}
+func (c *Client) metrics(recs []reqRecord, dur time.Duration, slo SLO, pcts []float64) *BenchResult {
+	res := &BenchResult{DurationS: dur.Seconds(), records: recs, pcts: pcts, slo: slo}
 	var ttfts, tpots, allTPOTs, itls, e2els []float64
 	byReason := map[string]*Failure{}
 	for i := range recs {
@@ -431,7 +570,8 @@ func (c *Client) metrics(recs []reqRecord, dur time.Duration, slo SLO) *BenchRes
 			res.RequestGoodput = &g
 		}
 	}
-	res.TTFTMs, res.TPOTMs, res.ITLMs, res.E2ELMs = summarize(ttfts), summarize(tpots), summarize(itls), summarize(e2els)
+	res.TTFTMs, res.TPOTMs, res.ITLMs, res.E2ELMs = summarize(ttfts, pcts), summarize(tpots, pcts), summarize(itls, pcts), summarize(e2els, pcts)
+	res.PeakOutputTokensPerS, res.PeakConcurrency = peaks(recs)
 	for _, f := range byReason {
 		res.Failures = append(res.Failures, *f)
 	}
@@ -447,19 +587,62 @@ than first been its who now people my made over did down only way find use may w
 after words called just where most know get through back much go good new write our used me man too
 any day same right look think also around another came come work three word must because does part`)
 
-// benchPrompt returns prompt i: from the file list in turn, else InputLen random words.
-func benchPrompt(cfg BenchConfig, i int, rng *rand.Rand) string {
-	if len(cfg.Prompts) > 0 {
-		return cfg.Prompts[i%len(cfg.Prompts)]
-	}
-	var b strings.Builder
-	for k := 0; k < cfg.InputLen; k++ {
-		if k > 0 {
-			b.WriteByte(' ')
+// benchRequests returns the run's requests: the dataset or prompt file in turn, else random
+// prompts. A random prompt on /v1/completions is token IDs, so its length in tokens is exact
+// without a tokenizer here (vLLM accepts a list of token IDs as the prompt); on chat it is
+// words of about one token each (the chat template adds a few). Lengths vary uniformly by
+// RangeRatio around InputLen and OutputLen, after PrefixLen shared tokens.
+func benchRequests(cfg BenchConfig, rng *rand.Rand) []BenchRequest {
+	out := make([]BenchRequest, cfg.Requests)
+	switch {
+	case len(cfg.Dataset) > 0:
+		for i := range out {
+			out[i] = cfg.Dataset[i%len(cfg.Dataset)]
 		}
-		b.WriteString(benchWords[rng.IntN(len(benchWords))])
+		return out
+	case len(cfg.Prompts) > 0:
+		for i := range out {
+			out[i] = BenchRequest{Prompt: cfg.Prompts[i%len(cfg.Prompts)]}
+		}
+		return out
 	}
-	return b.String()
+	span := func(l int) int {
+		if cfg.RangeRatio <= 0 || l <= 0 {
+			return l
+		}
+		lo, hi := int(math.Floor(float64(l)*(1-cfg.RangeRatio))), int(math.Ceil(float64(l)*(1+cfg.RangeRatio)))
+		if lo < 1 {
+			lo = 1
+		}
+		return lo + rng.IntN(hi-lo+1)
+	}
+	// Token IDs from a range every current vocabulary has (Llama 3 128k, Qwen2.5 151k,
+	// Mistral 32k), away from the special tokens at the start.
+	const idLo, idHi = 1000, 30000
+	prefixIDs := make([]int, cfg.PrefixLen)
+	prefixWords := make([]string, cfg.PrefixLen)
+	for k := range prefixIDs {
+		prefixIDs[k] = idLo + rng.IntN(idHi-idLo)
+		prefixWords[k] = benchWords[rng.IntN(len(benchWords))]
+	}
+	for i := range out {
+		in := span(cfg.InputLen)
+		r := BenchRequest{OutputLen: span(cfg.OutputLen), PromptLen: cfg.PrefixLen + in}
+		if cfg.API == APICompletions {
+			r.PromptIDs = append(append(make([]int, 0, cfg.PrefixLen+in), prefixIDs...), make([]int, in)...)
+			for k := cfg.PrefixLen; k < len(r.PromptIDs); k++ {
+				r.PromptIDs[k] = idLo + rng.IntN(idHi-idLo)
+			}
+		} else {
+			words := append(append(make([]string, 0, cfg.PrefixLen+in), prefixWords...), make([]string, in)...)
+			for k := cfg.PrefixLen; k < len(words); k++ {
+				words[k] = benchWords[rng.IntN(len(benchWords))]
+			}
+			r.Prompt = strings.Join(words, " ")
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // LoadPrompts reads prompts from a file: JSON Lines with a "prompt" (or "text") field, or
@@ -502,6 +685,186 @@ func LoadPrompts(path string) ([]string, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no prompts", path)
+	}
+	return out, nil
+}
+
+// peaks are vLLM's max_output_tokens_per_s and max_concurrent_requests
+// (vllm/benchmarks/serve.py calculate_metrics): chunk arrivals (start + TTFT + ITLs) counted
+// in one-second buckets from the first successful request's start, and the most successful
+// requests in flight at once over half-open [start, start+E2EL) intervals.
+func peaks(recs []reqRecord) (float64, int) {
+	var first time.Time
+	for i := range recs {
+		if recs[i].ok && (first.IsZero() || recs[i].start.Before(first)) {
+			first = recs[i].start
+		}
+	}
+	if first.IsZero() {
+		return 0, 0
+	}
+	buckets := map[int]int{}
+	type event struct {
+		at    time.Duration
+		delta int
+	}
+	var events []event
+	for i := range recs {
+		r := &recs[i]
+		if !r.ok {
+			continue
+		}
+		at := r.start.Sub(first) + r.ttft
+		buckets[int(at/time.Second)]++
+		for _, d := range r.itl {
+			at += d
+			buckets[int(at/time.Second)]++
+		}
+		s := r.start.Sub(first)
+		events = append(events, event{s, 1}, event{s + r.latency, -1})
+	}
+	peakTok := 0
+	for _, n := range buckets {
+		peakTok = max(peakTok, n)
+	}
+	sort.Slice(events, func(i, j int) bool {
+		if events[i].at != events[j].at {
+			return events[i].at < events[j].at
+		}
+		return events[i].delta < events[j].delta // a departure before an arrival at the same time
+	})
+	cur, peak := 0, 0
+	for _, e := range events {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	return float64(peakTok), peak
+}
+
+// VLLMResult is the result in vllm bench serve's JSON format (vllm/benchmarks/serve.py,
+// the result dict of benchmark() merged into main's result_json), so vLLM's own sweep and
+// plot tools read it: its key names, the per-request arrays (seconds), mean/median/std and
+// p{N}_{metric}_ms for every reported percentile of ttft, tpot, itl and e2el. ain does not
+// keep the generated texts on its hot path: generated_texts holds empty strings.
+func (r *BenchResult) VLLMResult(label string) map[string]any {
+	out := map[string]any{
+		"date":                    r.started.Format("20060102-150405"),
+		"endpoint_type":           "openai-chat",
+		"backend":                 "openai-chat",
+		"label":                   label,
+		"model_id":                r.Config.Model,
+		"tokenizer_id":            r.Config.Model,
+		"num_prompts":             r.Config.Requests,
+		"request_rate":            any("inf"),
+		"burstiness":              r.Config.Burstiness,
+		"max_concurrency":         nil,
+		"duration":                r.DurationS,
+		"completed":               r.Completed,
+		"failed":                  r.Failed,
+		"total_input_tokens":      r.TotalInputTokens,
+		"total_output_tokens":     r.TotalOutputTokens,
+		"request_throughput":      r.RequestThroughput,
+		"request_goodput":         nil,
+		"output_throughput":       r.OutputTokenThroughput,
+		"total_token_throughput":  r.TotalTokenThroughput,
+		"max_output_tokens_per_s": r.PeakOutputTokensPerS,
+		"max_concurrent_requests": r.PeakConcurrency,
+	}
+	if r.Config.API == APICompletions {
+		out["endpoint_type"], out["backend"] = "openai", "openai"
+	}
+	if r.Config.RequestRate != "inf" {
+		v, _ := strconv.ParseFloat(r.Config.RequestRate, 64)
+		out["request_rate"] = v
+	}
+	if r.Config.MaxConcurrency > 0 {
+		out["max_concurrency"] = r.Config.MaxConcurrency
+	}
+	if r.RequestGoodput != nil {
+		out["request_goodput"] = *r.RequestGoodput
+	}
+	n := len(r.records)
+	inputLens, outputLens := make([]int, n), make([]int, n)
+	ttfts, latencies, starts := make([]float64, n), make([]float64, n), make([]float64, n)
+	itls, texts, errs := make([][]float64, n), make([]string, n), make([]string, n)
+	for i := range r.records {
+		rec := &r.records[i]
+		inputLens[i] = rec.promptTokens
+		itls[i] = []float64{}
+		if !rec.ok {
+			if rec.err != nil {
+				errs[i] = rec.err.Error()
+			} else {
+				errs[i] = "not sent (cancelled)"
+			}
+			continue
+		}
+		outputLens[i] = rec.outputTokens
+		ttfts[i], latencies[i] = rec.ttft.Seconds(), rec.latency.Seconds()
+		starts[i] = rec.start.Sub(r.begin).Seconds()
+		for _, d := range rec.itl {
+			itls[i] = append(itls[i], d.Seconds())
+		}
+	}
+	out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inputLens, outputLens, ttfts, itls
+	out["latencies"], out["start_times"], out["generated_texts"], out["errors"] = latencies, starts, texts, errs
+	pcts := r.pcts
+	if len(pcts) == 0 {
+		pcts = []float64{99}
+	}
+	for _, m := range []struct {
+		name string
+		s    Stats
+	}{{"ttft", r.TTFTMs}, {"tpot", r.TPOTMs}, {"itl", r.ITLMs}, {"e2el", r.E2ELMs}} {
+		out["mean_"+m.name+"_ms"], out["median_"+m.name+"_ms"], out["std_"+m.name+"_ms"] = m.s.Mean, m.s.Median, m.s.Std
+		for _, p := range pcts {
+			v, ok := m.s.Percentiles[PercentileName(p)]
+			if !ok {
+				switch p {
+				case 90:
+					v = m.s.P90
+				case 99:
+					v = m.s.P99
+				}
+			}
+			out["p"+PercentileName(p)+"_"+m.name+"_ms"] = v
+		}
+	}
+	return out
+}
+
+// LoadShareGPT reads a ShareGPT-format file (a JSON array of {"conversations": [{"from":
+// "human", "value": ...}, {"from": "gpt", "value": ...}]}, as vLLM's ShareGPTDataset does):
+// each conversation's first turn is a prompt, and the second turn's length sets that
+// request's output length, estimated at 4 characters per token (ain has no tokenizer) unless
+// outputLen > 0 overrides it. Conversations with fewer than two turns are skipped.
+func LoadShareGPT(path string, outputLen int) ([]BenchRequest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var convs []struct {
+		Conversations []struct {
+			From  string `json:"from"`
+			Value string `json:"value"`
+		} `json:"conversations"`
+	}
+	if err := json.Unmarshal(b, &convs); err != nil {
+		return nil, fmt.Errorf("%s: not a ShareGPT JSON array of {\"conversations\": [...]}: %v", path, err)
+	}
+	var out []BenchRequest
+	for _, c := range convs {
+		if len(c.Conversations) < 2 || strings.TrimSpace(c.Conversations[0].Value) == "" {
+			continue
+		}
+		ol := outputLen
+		if ol <= 0 {
+			ol = max(1, (len(c.Conversations[1].Value)+3)/4)
+		}
+		out = append(out, BenchRequest{Prompt: c.Conversations[0].Value, OutputLen: ol})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no conversation with a prompt and a reply", path)
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"reflect"
 	"sort"
 	"strings"
 	"syscall"
@@ -34,11 +35,13 @@ func TestPercentileMatchesNumpy(t *testing.T) {
 	if got := percentile([]float64{3}, 99); got != 3 {
 		t.Errorf("p99 of [3] = %g", got)
 	}
-	s := summarize([]float64{0.004, 0.001, 0.002, 0.003})
-	if s.Mean != 2.5 || s.Median != 2.5 || math.Abs(s.P90-3.7) > 1e-9 || math.Abs(s.P99-3.97) > 1e-9 {
+	s := summarize([]float64{0.004, 0.001, 0.002, 0.003}, []float64{50, 99.9})
+	// np.std([1,2,3,4]) = 1.118034 (population), np.percentile(..., 99.9) = 3.997
+	if s.Mean != 2.5 || s.Median != 2.5 || math.Abs(s.P90-3.7) > 1e-9 || math.Abs(s.P99-3.97) > 1e-9 ||
+		math.Abs(s.Std-1.118033988749895) > 1e-9 || math.Abs(s.Percentiles["99.9"]-3.997) > 1e-9 || s.Percentiles["50"] != 2.5 {
 		t.Errorf("summarize = %+v", s)
 	}
-	if (summarize(nil) != Stats{}) {
+	if !reflect.DeepEqual(summarize(nil, nil), Stats{}) {
 		t.Error("empty sample must give zeros, as vLLM's np.mean(x or 0)")
 	}
 }
@@ -201,10 +204,10 @@ func TestBenchAgainstSchedule(t *testing.T) {
 		}
 		tpots = append(tpots, (r.latency-r.ttft).Seconds()/float64(out-1))
 	}
-	if want := summarize(tpots); res.TPOTMs != want {
+	if want := summarize(tpots, nil); !reflect.DeepEqual(res.TPOTMs, want) {
 		t.Errorf("TPOT %+v, want %+v", res.TPOTMs, want)
 	}
-	if want := summarize(itls); res.ITLMs != want {
+	if want := summarize(itls, nil); !reflect.DeepEqual(res.ITLMs, want) {
 		t.Errorf("ITL %+v, want %+v", res.ITLMs, want)
 	}
 	if res.RequestGoodput == nil || *res.RequestGoodput != 0 {
@@ -402,7 +405,7 @@ func TestMetricsDefinitions(t *testing.T) {
 		{err: fmt.Errorf("HTTP 503")},
 	}
 	c := &Client{}
-	res := c.metrics(recs, 2*time.Second, SLO{TTFT: 150 * ms, TPOT: 150 * ms})
+	res := c.metrics(recs, 2*time.Second, SLO{TTFT: 150 * ms, TPOT: 150 * ms}, nil)
 	if res.Completed != 2 || res.Failed != 1 || res.RequestThroughput != 1 || res.OutputTokenThroughput != 3 ||
 		res.TotalInputTokens != 20 || res.TotalTokenThroughput != 13 {
 		t.Fatalf("%+v", res)

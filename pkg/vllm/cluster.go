@@ -3,7 +3,9 @@ package vllm
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -89,6 +91,9 @@ type ServingStatus struct {
 	URL string `json:"url,omitempty"`
 	// TLSSecret is the Secret the Ingress takes its certificate from.
 	TLSSecret string `json:"tlsSecret,omitempty"`
+	// Address is where the ingress controller published that it listens for the Ingress
+	// (status.loadBalancer: IP or hostname, with the port when it is not 443).
+	Address string `json:"address,omitempty"`
 	// Service is the in-cluster address.
 	Service string `json:"service"`
 }
@@ -182,17 +187,32 @@ func (c *Cluster) List(ctx context.Context, name string) ([]ServingStatus, error
 				scheme = "https"
 				s.TLSSecret = in.Spec.TLS[0].SecretName
 			}
+			port := ""
+			for _, lb := range in.Status.LoadBalancer.Ingress {
+				a := lb.Hostname
+				if a == "" {
+					a = lb.IP
+				}
+				if a == "" {
+					continue
+				}
+				for _, ps := range lb.Ports {
+					if ps.Port != 443 && ps.Port != 0 {
+						port = strconv.Itoa(int(ps.Port))
+					}
+				}
+				s.Address = a
+				if port != "" {
+					s.Address = net.JoinHostPort(a, port)
+				}
+				break
+			}
 			host := in.Spec.Rules[0].Host
 			if host == "" {
 				// A host-less rule: the controller's address, once it has published one.
-				for _, lb := range in.Status.LoadBalancer.Ingress {
-					if host = lb.Hostname; host == "" {
-						host = lb.IP
-					}
-					if host != "" {
-						break
-					}
-				}
+				host = s.Address
+			} else if port != "" {
+				host = net.JoinHostPort(host, port)
 			}
 			if host != "" {
 				s.URL = scheme + "://" + host

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -41,6 +42,9 @@ type Endpoint struct {
 	// TLS Secret's ca.crt), to trust besides the system's; CAName says where it is from.
 	CAPEM  []byte
 	CAName string
+	// ConnectTo is the ingress controller's published address, used when the ingress host
+	// does not resolve from here (curl --connect-to); empty to resolve the host.
+	ConnectTo string
 	// Stop ends the port-forward (a no-op otherwise).
 	Stop func()
 }
@@ -105,6 +109,15 @@ func (d *Discovery) Endpoint(ctx context.Context, name string) (Endpoint, error)
 		if ingErr = d.Reachable(ctx, cand); ingErr == nil {
 			d.logf("endpoint: %s (the ingress of model server %s)\n", st.URL, st.Name)
 			return cand, nil
+		}
+		if u, err := url.Parse(st.URL); err == nil && st.Address != "" && u.Host != st.Address {
+			// The host may have no DNS record (yet): connect to the address the controller
+			// published, still verifying the certificate for the host.
+			cand.ConnectTo = st.Address
+			if err := d.Reachable(ctx, cand); err == nil {
+				d.logf("endpoint: %s (the ingress of model server %s, at its published address %s: the host does not answer by name from here)\n", st.URL, st.Name, st.Address)
+				return cand, nil
+			}
 		}
 	}
 	if !d.AllowPortForward {

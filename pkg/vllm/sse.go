@@ -89,6 +89,9 @@ var (
 	keyCompletion = []byte(`"completion_tokens"`)
 	keyPrompt     = []byte(`"prompt_tokens"`)
 	keyContent    = []byte(`"content"`)
+	keyText       = []byte(`"text"`)
+	keyReasoning  = []byte(`"reasoning"`)
+	keyReasonOld  = []byte(`"reasoning_content"`)
 	keyError      = []byte(`"error"`)
 	keyObjError   = []byte(`"object":"error"`)
 )
@@ -103,8 +106,15 @@ func classify(p []byte) chunkInfo {
 			ci.choices = len(v) > 0 && v[0] != ']'
 		}
 		if ci.choices {
-			c, ok := valueAfter(v, keyContent)
-			ci.text = ok && len(c) > 1 && c[0] == '"' && c[1] != '"'
+			// Answer text (chat content, completions text) or a reasoning model's thinking
+			// (reasoning since vLLM PR #27752, reasoning_content before).
+			for _, k := range [][]byte{keyContent, keyText, keyReasoning, keyReasonOld} {
+				c, ok := valueAfter(v, k)
+				if ok && len(c) > 1 && c[0] == '"' && c[1] != '"' {
+					ci.text = true
+					break
+				}
+			}
 		}
 	} else if bytes.Contains(p, keyError) || bytes.Contains(p, keyObjError) {
 		ci.isError = true

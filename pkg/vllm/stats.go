@@ -3,6 +3,7 @@ package vllm
 import (
 	"math"
 	"sort"
+	"strconv"
 
 	"gonum.org/v1/gonum/stat"
 )
@@ -11,23 +12,50 @@ import (
 type Stats struct {
 	Mean   float64 `json:"mean"`
 	Median float64 `json:"median"`
-	P90    float64 `json:"p90"`
-	P99    float64 `json:"p99"`
+	// Std is the population standard deviation (numpy's np.std, ddof=0), as vLLM's std_*_ms.
+	Std float64 `json:"std"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	// Percentiles are the requested percentiles by name ("50", "99.9"), vLLM's p{N}_*_ms.
+	Percentiles map[string]float64 `json:"percentiles,omitempty"`
 }
+
+// PercentileName is how vLLM names percentile p in its result keys: "99", "99.9".
+func PercentileName(p float64) string { return strconv.FormatFloat(p, 'f', -1, 64) }
 
 // summarize returns the statistics of xs (seconds) in milliseconds. Like vLLM's
 // `np.mean(x or 0)`, an empty sample gives zeros. xs is sorted in place.
-func summarize(xs []float64) Stats {
+func summarize(xs []float64, pcts []float64) Stats {
 	if len(xs) == 0 {
-		return Stats{}
+		st := Stats{}
+		for _, p := range pcts {
+			if st.Percentiles == nil {
+				st.Percentiles = map[string]float64{}
+			}
+			st.Percentiles[PercentileName(p)] = 0
+		}
+		return st
 	}
 	sort.Float64s(xs)
-	return Stats{
-		Mean:   stat.Mean(xs, nil) * 1000,
+	mean := stat.Mean(xs, nil)
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	st := Stats{
+		Mean:   mean * 1000,
 		Median: percentile(xs, 50) * 1000,
+		Std:    math.Sqrt(ss/float64(len(xs))) * 1000,
 		P90:    percentile(xs, 90) * 1000,
 		P99:    percentile(xs, 99) * 1000,
 	}
+	for _, p := range pcts {
+		if st.Percentiles == nil {
+			st.Percentiles = map[string]float64{}
+		}
+		st.Percentiles[PercentileName(p)] = percentile(xs, p) * 1000
+	}
+	return st
 }
 
 // percentile is numpy's default np.percentile (method "linear", Hyndman & Fan type 7):

@@ -11,18 +11,26 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/ain-hpc/ain/internal/cli"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
+	"github.com/ain-hpc/ain/pkg/vllm"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
 func TestMain(m *testing.M) { sandboxtest.Main(m, sandbox.Config{Nodes: 3}) }
 
-// TestIntegrationServeFlow deploys two replicas with `ain serve`, then reaches them the way
-// ain reaches a real vLLM (discovery by label, a port-forward since the sandbox has no
-// ingress controller) and runs models, chat, the course's answer checks and a benchmark.
-// The model server behind the pods is vllmsim's simulation, clearly not a model.
+// TestIntegrationServeFlow deploys two replicas with `ain serve` against the real API server,
+// then reaches them the way clients reach a real vLLM: through the HTTPS Ingress. The sandbox
+// has no ingress controller, so vllmsim.IngressProxy stands in for one on loopback: it reads
+// the Ingress and its TLS Secret from the API server (what ain rendered and created), routes
+// only the Ingress's paths with their Exact/Prefix semantics, and publishes its address in the
+// Ingress's status, where ain's discovery finds it. What is not exercised: a real controller's
+// own behaviour (ingress-nginx annotations such as proxy-buffering are asserted on the object
+// only). The model server behind the pods is vllmsim's simulation, clearly not a model.
 func TestIntegrationServeFlow(t *testing.T) {
 	sb := sandboxtest.Get(t)
 	ns := sb.Namespace(t)
@@ -38,6 +46,15 @@ func TestIntegrationServeFlow(t *testing.T) {
 	if err := sandbox.ForwardPort(ctx, sb.Dir, sandbox.PortForward{PodPort: 8000, Target: strings.TrimPrefix(srv.URL, "http://")}); err != nil {
 		t.Fatal(err)
 	}
+	pctx, stopProxy := context.WithCancel(ctx)
+	defer stopProxy()
+	proxyAddr := make(chan string, 1)
+	go func() {
+		p := &vllmsim.IngressProxy{Kube: sb.Clientset(t), Namespace: ns, Name: "qwen", Backend: srv.URL}
+		if err := p.Run(pctx, proxyAddr); err != nil && pctx.Err() == nil {
+			t.Errorf("ingress stand-in: %v", err)
+		}
+	}()
 	t.Setenv("AIN_API_KEY", "sim-key")
 	t.Setenv("AIN_ENDPOINT", "")
 	run := func(args ...string) (int, string, string) {
@@ -51,17 +68,62 @@ func TestIntegrationServeFlow(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	serve := []string{"serve", "vllm", "--model", "/shared/models/Qwen2.5-7B-Instruct", "--replicas", "2", "--name", "qwen", "--api-key-from-env",
-		"--host", "llm.ain-sandbox.invalid"} // an Ingress is created; it does not answer from here
+		"--host", "llm.ain-sandbox.test"} // no DNS knows it: reached at the address the Ingress's status publishes
 
 	// The API server (schema, admission) accepts every object.
 	if code, out, errs := run(append(serve, "--dry-run=server", "-o", "yaml")...); code != 0 || !strings.Contains(out, "kind: Deployment") {
 		t.Fatalf("server dry run: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs := run(append(serve, "--timeout", "3m")...)
-	if code != 0 || !strings.Contains(errs, "ready: ") || !strings.Contains(errs, "serves Qwen2.5-7B-Instruct") {
+	if code != 0 || !strings.Contains(errs, "ready: https://llm.ain-sandbox.test:") || !strings.Contains(errs, "serves Qwen2.5-7B-Instruct") ||
+		!strings.Contains(errs, "TLS: created Secret qwen-tls with a self-signed certificate") || !strings.Contains(out, "https://llm.ain-sandbox.test:") {
 		t.Fatalf("ain serve: exit %d\n%s%s", code, out, errs)
 	}
 	t.Logf("ain serve:\n%s", errs)
+	addr := <-proxyAddr
+	// The objects in the API server: the Ingress routes /v1 and /health only, with TLS from
+	// the Secret named after --name, which ain created as kubernetes.io/tls.
+	kc := sb.Clientset(t)
+	ing, err := kc.NetworkingV1().Ingresses(ns).Get(ctx, "qwen", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, p := range ing.Spec.Rules[0].HTTP.Paths {
+		paths = append(paths, p.Path+" "+string(*p.PathType))
+	}
+	if strings.Join(paths, ",") != "/v1 Prefix,/health Exact" || ing.Spec.TLS[0].SecretName != "qwen-tls" {
+		t.Fatalf("ingress paths %v tls %+v", paths, ing.Spec.TLS)
+	}
+	sec, err := kc.CoreV1().Secrets(ns).Get(ctx, "qwen-tls", metav1.GetOptions{})
+	if err != nil || sec.Type != corev1.SecretTypeTLS || len(sec.Data["ca.crt"]) == 0 {
+		t.Fatalf("TLS secret: %v %+v", err, sec)
+	}
+	for _, d := range []string{"qwen-0", "qwen-1"} {
+		dep, err := kc.AppsV1().Deployments(ns).Get(ctx, d, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := dep.Spec.Template.Spec.Containers[0].Resources
+		if res.Requests.Cpu().IsZero() || res.Requests.Memory().IsZero() || res.Limits.Memory().Cmp(*res.Requests.Memory()) <= 0 {
+			t.Errorf("%s resources %+v: want CPU/memory requests and a memory limit above the request (shm)", d, res)
+		}
+	}
+	// Through the ingress, what vLLM leaves unauthenticated outside /v1 is not reachable.
+	ic, err := vllm.NewClient(vllm.Options{Endpoint: "https://llm.ain-sandbox.test", ConnectTo: addr, CAPEM: sec.Data["ca.crt"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/metrics", "/invocations", "/tokenize"} {
+		resp, err := ic.HTTPClient().Post("https://llm.ain-sandbox.test"+path, "application/json", strings.NewReader(`{"prompt":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("%s through the ingress: %d, want 404", path, resp.StatusCode)
+		}
+	}
 
 	code, out, errs = run("serve", "status", "qwen", "-o", "json")
 	var st []struct {
@@ -84,8 +146,8 @@ func TestIntegrationServeFlow(t *testing.T) {
 		}
 	}
 
-	if code, out, errs = run("models"); code != 0 || !strings.Contains(out, "Qwen2.5-7B-Instruct") || !strings.Contains(errs, "port-forward to pod qwen-") ||
-		!strings.Contains(errs, "the ingress https://llm.ain-sandbox.invalid does not answer from here") {
+	if code, out, errs = run("models"); code != 0 || !strings.Contains(out, "Qwen2.5-7B-Instruct") || !strings.Contains(errs, "the ingress of model server qwen, at its published address") ||
+		strings.Contains(errs, "port-forward") {
 		t.Fatalf("ain models: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, errs = run("chat", "Which UDP port does RoCEv2 use?"); code != 0 || !strings.Contains(out, "4791") {
@@ -93,7 +155,7 @@ func TestIntegrationServeFlow(t *testing.T) {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	golden := filepath.Join(filepath.Dir(file), "..", "..", "..", "recipes", "qa", "course-qa.yaml")
-	if code, out, errs = run("chat", "test", "--golden", golden); code != 0 || !strings.Contains(out, "10/10 passed") {
+	if code, out, errs = run("chat", "test", "--golden", golden); code != 0 || !strings.Contains(out, "10/10 passed") || !strings.Contains(out, "number 4791: ") {
 		t.Fatalf("ain chat test: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = run("bench", "serve", "--requests", "20", "--concurrency", "4", "--input-len", "32", "--output-len", "16", "--ignore-eos", "-o", "json")
@@ -105,6 +167,10 @@ func TestIntegrationServeFlow(t *testing.T) {
 	}
 	if _, out, _ = run("serve", "status"); true {
 		t.Logf("ain serve status:\n%s", out)
+	}
+	// A port-forward is taken only when asked for, and says what it reaches.
+	if code, out, errs = run("models", "--port-forward", "--connect-to", "127.0.0.1:1"); code != 0 || !strings.Contains(errs, "port-forward through the API server to pod qwen-") {
+		t.Fatalf("ain models --port-forward: exit %d\n%s%s", code, out, errs)
 	}
 
 	if code, out, errs = run("serve", "delete", "qwen"); code != 0 || !strings.Contains(out, "deleted Deployment/qwen-0") ||

@@ -255,7 +255,7 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 type chatRequest struct {
 	Model               string    `json:"model"`
 	Messages            []message `json:"messages"`
-	Prompt              *string   `json:"prompt"` // /v1/completions
+	Prompt              any       `json:"prompt"` // /v1/completions: text or token IDs
 	Stream              bool      `json:"stream"`
 	MaxTokens           *int      `json:"max_tokens"`
 	MaxCompletionTokens *int      `json:"max_completion_tokens"`
@@ -310,11 +310,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	prompt := 0
 	last := ""
 	if completions {
-		if req.Prompt == nil {
-			writeError(w, http.StatusBadRequest, "BadRequestError", "prompt is required")
+		switch p := req.Prompt.(type) {
+		case string:
+			last, prompt = p, len(strings.Fields(p))
+		case []any: // token IDs: exactly that many prompt tokens
+			prompt = len(p)
+		default:
+			writeError(w, http.StatusBadRequest, "BadRequestError", "prompt must be a string or a list of token IDs")
 			return
 		}
-		last, prompt = *req.Prompt, len(strings.Fields(*req.Prompt))
 	} else {
 		if len(req.Messages) == 0 {
 			writeError(w, http.StatusBadRequest, "BadRequestError", "messages must not be empty")
