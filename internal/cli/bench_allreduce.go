@@ -385,7 +385,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	if err != nil {
 		vr.Finished = a.Now()
 		vr.Seconds = vr.Finished.Sub(start).Seconds()
-		if why := pendingReasons(snap); why != "" {
+		if why := pendingReasons(snap, kc); why != "" {
 			fmt.Fprintln(errw, why)
 		}
 		fmt.Fprintf(errw, "%s: stopped (%s); deleting MPIJob %s\n", tag, snap.Phase, name)

@@ -231,7 +231,7 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 			}
 			return ainerr.New(ainerr.Cancelled, errors.New("interrupted"), "")
 		case errors.Is(err, context.DeadlineExceeded):
-			why := pendingReasons(snap)
+			why := pendingReasons(snap, kc)
 			msg := fmt.Sprintf("--timeout %s reached: %s %s/%s is %s", o.Timeout, kind, kc.Namespace, name, snap.Phase)
 			if why != "" {
 				msg += "\n" + why
@@ -263,12 +263,15 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	return outcome(sum, o.RequireTransport, name)
 }
 
-func pendingReasons(s jobs.Snapshot) string {
+func pendingReasons(s jobs.Snapshot, kc *kube.Clients) string {
 	var lines []string
 	for _, p := range s.Pods {
 		if p.Why != "" {
 			lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Why))
 		}
+	}
+	if note := jobs.GangNote(s, gangSchedulers(kc)); note != "" {
+		lines = append(lines, "  "+note)
 	}
 	if len(s.Pods) == 0 {
 		if s.Message != "" && strings.HasPrefix(s.Message, "no pods: ") {
@@ -278,6 +281,22 @@ func pendingReasons(s jobs.Snapshot) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// gangSchedulers names the gang schedulers the cluster serves (none when discovery fails).
+func gangSchedulers(kc *kube.Clients) []string {
+	if kc == nil || kc.Kube == nil {
+		return nil
+	}
+	groups, err := kc.Kube.Discovery().ServerGroups()
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(groups.Groups))
+	for _, g := range groups.Groups {
+		names = append(names, g.Name)
+	}
+	return jobs.GangAPIs(names)
 }
 
 // outcome maps a summary to the exit status.

@@ -7,6 +7,8 @@ import (
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
@@ -188,5 +190,35 @@ func TestRecipeImagesAndMerge(t *testing.T) {
 	}
 	if c.Spec.Containers[0].SecurityContext != nil || c.Annotations[MultusAnnotation] != "" {
 		t.Errorf("qlora-merge: securityContext %+v annotations %v", c.Spec.Containers[0].SecurityContext, c.Annotations)
+	}
+}
+
+// Defect 3 (explaining): a job of which some ranks are placed and others Pending is named a
+// partial gang; the scheduler's anti-affinity refusal is explained as "one rank per node".
+func TestGangAndAntiAffinityExplained(t *testing.T) {
+	s := Snapshot{Pods: []PodInfo{
+		{Name: "allreduce-launcher", Replica: "launcher", Phase: "Pending"},
+		{Name: "allreduce-worker-0", Replica: "worker", Phase: "Running", Node: "gpu-node-1"},
+		{Name: "allreduce-worker-1", Replica: "worker", Phase: "Running", Node: "gpu-node-2"},
+		{Name: "allreduce-worker-2", Replica: "worker", Phase: "Pending"},
+	}}
+	n := GangNote(s, nil)
+	if !strings.Contains(n, "2 of 3 rank(s) have a node") || !strings.Contains(n, "(allreduce-worker-2)") || !strings.Contains(n, "serves no gang scheduler") {
+		t.Errorf("%s", n)
+	}
+	if got := GangAPIs([]string{"apps", "kueue.x-k8s.io", "scheduling.volcano.sh", "kueue.x-k8s.io"}); strings.Join(got, ",") != "Kueue,Volcano" {
+		t.Errorf("GangAPIs %v", got)
+	}
+	if n := GangNote(s, []string{"Volcano"}); !strings.Contains(n, "The cluster serves Volcano") {
+		t.Errorf("%s", n)
+	}
+	s.Pods[3].Node, s.Pods[3].Phase = "gpu-node-3", "Running"
+	if n := GangNote(s, nil); n != "" {
+		t.Errorf("all placed: %q", n)
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{}}}}
+	msg := "0/3 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 1 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available"
+	if e := ExplainUnschedulable(pod, msg, nil); !strings.Contains(e, "one per node (required anti-affinity on kubernetes.io/hostname)") {
+		t.Errorf("%s", e)
 	}
 }
