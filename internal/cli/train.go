@@ -67,7 +67,7 @@ func (a *App) trainCommand() *ucli.Command {
 			"  ain train qlora --dry-run=server -o yaml\n" +
 			"  ain train qlora --require-transport ib --save-logs ./logs",
 		Flags:       o.flags(),
-		Subcommands: []*ucli.Command{a.trainMergeCommand()},
+		Subcommands: []*ucli.Command{a.trainMergeCommand(), a.trainCompareCommand()},
 		Action:      func(c *ucli.Context) error { return a.runTrain(c, o) },
 	}
 }

@@ -51,14 +51,9 @@ var LineRateColor = color.RGBA{R: 0x50, G: 0x50, B: 0x50, A: 0xff}
 // Plot draws busbw against message size (log x) with one line per series and a dashed line at
 // each distinct line rate, and writes it as PNG or SVG.
 func Plot(w io.Writer, series []Series, o PlotOptions) error {
-	if o.Width <= 0 {
-		o.Width = DefaultPlotWidth
-	}
-	if o.Height <= 0 {
-		o.Height = DefaultPlotHeight
-	}
-	if o.Width > 10000 || o.Height > 10000 {
-		return fmt.Errorf("plot size %dx%d: at most 10000 pixels a side", o.Width, o.Height)
+	o, err := o.sized()
+	if err != nil {
+		return err
 	}
 	p := plot.New()
 	p.Title.Text = o.Title
@@ -140,9 +135,20 @@ func Plot(w io.Writer, series []Series, o PlotOptions) error {
 	if p.Y.Max == 0 {
 		p.Y.Max = 1
 	}
-	wpt := vg.Length(float64(o.Width) * 72 / plotDPI)
 	hpt := vg.Length(float64(o.Height) * 72 / plotDPI)
 	p.Legend.YOffs = hpt * 0.2 // above the TCP baseline's plateau, below the RDMA curves
+	return Render(w, p, o)
+}
+
+// Render draws a plot as PNG or SVG (o.Format) of o.Width x o.Height pixels at 96 dpi; other
+// commands' plots (train compare's loss curves) use it so every ain plot looks the same.
+func Render(w io.Writer, p *plot.Plot, o PlotOptions) error {
+	o, err := o.sized()
+	if err != nil {
+		return err
+	}
+	wpt := vg.Length(float64(o.Width) * 72 / plotDPI)
+	hpt := vg.Length(float64(o.Height) * 72 / plotDPI)
 	var c interface {
 		vg.CanvasSizer
 		io.WriterTo
@@ -156,8 +162,22 @@ func Plot(w io.Writer, series []Series, o PlotOptions) error {
 		return fmt.Errorf("plot format %q: use png or svg", o.Format)
 	}
 	p.Draw(draw.New(c))
-	_, err := c.WriteTo(w)
+	_, err = c.WriteTo(w)
 	return err
+}
+
+// sized fills in the default size and checks the limit.
+func (o PlotOptions) sized() (PlotOptions, error) {
+	if o.Width <= 0 {
+		o.Width = DefaultPlotWidth
+	}
+	if o.Height <= 0 {
+		o.Height = DefaultPlotHeight
+	}
+	if o.Width > 10000 || o.Height > 10000 {
+		return o, fmt.Errorf("plot size %dx%d: at most 10000 pixels a side", o.Width, o.Height)
+	}
+	return o, nil
 }
 
 // sizeTicks labels powers of two on a log axis in binary units (8 B, 1 KiB, 1 MiB, 1 GiB),

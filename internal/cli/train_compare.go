@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/trainlog"
+)
+
+type trainCompareOptions struct {
+	Output       string
+	Plot         string
+	Tolerance    float64
+	LoggingSteps int
+	Run, Archive string
+}
+
+func (a *App) trainCompareCommand() *ucli.Command {
+	o := &trainCompareOptions{}
+	return &ucli.Command{
+		Name:      "compare",
+		Usage:     "compare a training run's loss with an archived run: side by side, a loss-vs-step plot, a divergence verdict (course 12.2.4)",
+		ArgsUsage: "RUN ARCHIVE (each a training log, a JSON-lines log, a trainer_state.json, or a folder holding one or checkpoint-N/)",
+		Description: "Reads what Hugging Face Trainer and TRL record: the {'loss': ..., 'learning_rate': ..., 'epoch': ...} dicts printed\n" +
+			"every logging_steps (the step from the progress bar before them, else --logging-steps x position, else the\n" +
+			"position), JSON lines, or trainer_state.json's log_history; evaluation dicts and the final train_runtime/\n" +
+			"train_samples_per_second summary too.\n\n" +
+			"Verdict: over the steps both runs logged (the archive's loss interpolated linearly between its steps), the\n" +
+			"last max(3, 10%) common steps are averaged in each run. diverged: the run's loss is NaN/Inf, or its average\n" +
+			"is more than --tolerance (relative) above the archive's, or the run's loss rose (last window above its first);\n" +
+			"better: more than --tolerance below; matches: within; inconclusive: fewer than 3 common steps.\n" +
+			"Different learning-rate schedules are pointed out: their losses are not expected to match.\n\n" +
+			"Exit status: 0 for matches or better, 5 (check failed) for diverged or inconclusive, 2 on bad arguments,\n" +
+			"1 when a file cannot be read or holds no training log.\n\n" +
+			"Example:\n  ain train compare logs/qlora-rank0.log /shared/archive/full-ft/ --plot loss.png",
+		Flags: []ucli.Flag{
+			outputFlag(&o.Output, "text", "output format: text or json"),
+			&ucli.StringFlag{Name: "plot", Usage: "write the loss-vs-step plot to `FILE`.png or FILE.svg", Destination: &o.Plot},
+			&ucli.Float64Flag{Name: "tolerance", Value: 0.10, Usage: "relative difference of the final loss still counted as a match", Destination: &o.Tolerance},
+			&ucli.IntFlag{Name: "logging-steps", Usage: "the run's logging_steps, when its log has neither steps nor a progress bar", Destination: &o.LoggingSteps},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 2 {
+				return ainerr.Usagef("give RUN and ARCHIVE (got %d arguments)", c.NArg())
+			}
+			o.Run, o.Archive = c.Args().Get(0), c.Args().Get(1)
+			return a.runTrainCompare(o)
+		},
+	}
+}
+
+func (a *App) runTrainCompare(o *trainCompareOptions) error {
+	if o.Output != "text" && o.Output != "json" {
+		return ainerr.Usagef("-o must be text or json, got %q", o.Output)
+	}
+	if !(o.Tolerance > 0 && o.Tolerance < 10) {
+		return ainerr.Usagef("--tolerance: a relative difference such as 0.1 (10%%), got %v", o.Tolerance)
+	}
+	if o.LoggingSteps < 0 {
+		return ainerr.Usagef("--logging-steps must be positive, got %d", o.LoggingSteps)
+	}
+	format := ""
+	if o.Plot != "" {
+		format = strings.TrimPrefix(strings.ToLower(filepath.Ext(o.Plot)), ".")
+		if format != "png" && format != "svg" {
+			return ainerr.Usagef("--plot %s: the plot file must end in .png or .svg", o.Plot)
+		}
+	}
+	if o.Run == "-" && o.Archive == "-" {
+		return ainerr.Usagef("standard input (-) can be read only once")
+	}
+	var runs [2]*trainlog.Run
+	for i, arg := range []string{o.Run, o.Archive} {
+		name := arg
+		if arg != "-" {
+			p, err := trainlog.Resolve(arg)
+			if err != nil {
+				return ainerr.New(ainerr.Failure, err, "")
+			}
+			name = p
+		}
+		rc, err := a.openInput(name)
+		if err != nil {
+			return err
+		}
+		r, err := trainlog.Parse(rc, name, trainlog.ParseOptions{LoggingSteps: o.LoggingSteps})
+		rc.Close()
+		if err != nil {
+			return ainerr.New(ainerr.Failure, err, "")
+		}
+		if len(r.Entries) == 0 {
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no training loss found", name),
+				"give the log of rank 0 (ain logs JOB > run.log) with its {'loss': ...} lines, or a trainer_state.json")
+		}
+		runs[i] = r
+	}
+	c := trainlog.Compare(runs[0], runs[1], o.Tolerance)
+	if o.Plot != "" {
+		var buf bytes.Buffer
+		if err := trainlog.Plot(&buf, c, bench.PlotOptions{Format: format}); err != nil {
+			return ainerr.New(ainerr.Failure, err, "")
+		}
+		if err := os.WriteFile(o.Plot, buf.Bytes(), 0o644); err != nil {
+			return ainerr.New(ainerr.Failure, err, "")
+		}
+		fmt.Fprintf(a.Streams.Err, "wrote %s\n", o.Plot)
+	}
+	if o.Output == "json" {
+		if err := a.writeJSON(c); err != nil {
+			return err
+		}
+	} else {
+		a.printTrainCompare(c)
+	}
+	if c.Verdict != trainlog.VerdictMatches && c.Verdict != trainlog.VerdictBetter {
+		return checkFailed()
+	}
+	return nil
+}
+
+func (a *App) printTrainCompare(c *trainlog.Comparison) {
+	w := a.Streams.Out
+	status := "OK"
+	if c.Verdict != trainlog.VerdictMatches && c.Verdict != trainlog.VerdictBetter {
+		status = "PROBLEM"
+	}
+	fmt.Fprintf(w, "%s: %s: %s\n", status, c.Verdict, strings.Join(c.Reasons, "; "))
+	fmt.Fprintln(w)
+	a.table([]string{"", "RUN", "ARCHIVE"}, [][]string{
+		{"file", c.Run.Name, c.Archive.Name},
+		{"format (steps from)", c.Run.Format + " (" + c.Run.StepSource + ")", c.Archive.Format + " (" + c.Archive.StepSource + ")"},
+		{"loss entries", strconv.Itoa(len(c.Run.Entries)), strconv.Itoa(len(c.Archive.Entries))},
+		{"last " + c.Axis, lastStep(c.Run), lastStep(c.Archive)},
+		{"train_loss", summaryField(c.Run, "loss"), summaryField(c.Archive, "loss")},
+		{"train_runtime (s)", summaryField(c.Run, "runtime"), summaryField(c.Archive, "runtime")},
+		{"samples/s", summaryField(c.Run, "samples"), summaryField(c.Archive, "samples")},
+	})
+	if len(c.Points) > 0 {
+		fmt.Fprintln(w)
+		// At most ~20 rows: every k-th common step, always the last.
+		k := (len(c.Points) + 19) / 20
+		var rows [][]string
+		for i, p := range c.Points {
+			if i%k != 0 && i != len(c.Points)-1 {
+				continue
+			}
+			arch := fmt.Sprintf("%.4f", p.ArchLoss)
+			if p.Interpoled {
+				arch += "*"
+			}
+			rows = append(rows, []string{fmtG(p.Step), fmt.Sprintf("%.4f", p.RunLoss), arch, fmt.Sprintf("%+.1f%%", 100*p.RelDiff), numOrDash(p.RunLR), numOrDash(p.ArchLR)})
+		}
+		a.table([]string{strings.ToUpper(c.Axis), "RUN LOSS", "ARCHIVE LOSS", "DIFF", "RUN LR", "ARCHIVE LR"}, rows)
+		fmt.Fprintln(w, "(* interpolated between the archive's nearest steps)")
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func lastStep(r *trainlog.Run) string {
+	if len(r.Entries) == 0 {
+		return "-"
+	}
+	return fmtG(r.Entries[len(r.Entries)-1].Step)
+}
+
+func numOrDash(n *trainlog.Num) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(*n), 'g', 4, 64)
+}
+
+func summaryField(r *trainlog.Run, f string) string {
+	if r.Summary == nil {
+		return "-"
+	}
+	switch f {
+	case "loss":
+		return numOrDash(r.Summary.TrainLoss)
+	case "runtime":
+		return numOrDash(r.Summary.Runtime)
+	}
+	return numOrDash(r.Summary.SamplesPerSecond)
+}

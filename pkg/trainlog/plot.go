@@ -1,0 +1,74 @@
+package trainlog
+
+import (
+	"fmt"
+	"io"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/ain-hpc/ain/pkg/bench"
+)
+
+// Plot draws training loss against step for both runs (solid lines) and their evaluation loss
+// (points), as PNG or SVG (o.Format), drawn like ain's other plots (bench.Render).
+func Plot(w io.Writer, c *Comparison, o bench.PlotOptions) error {
+	p := plot.New()
+	p.Title.Text = o.Title
+	if p.Title.Text == "" {
+		p.Title.Text = fmt.Sprintf("training loss: %s vs %s (%s)", c.Run.Name, c.Archive.Name, c.Verdict)
+	}
+	p.X.Label.Text = c.Axis
+	p.Y.Label.Text = "loss"
+	p.Add(plotter.NewGrid())
+	n := 0
+	for i, r := range []*Run{c.Run, c.Archive} {
+		label := []string{"run ", "archive "}[i] + r.Name
+		var xy plotter.XYs
+		for _, e := range r.Entries {
+			if e.Loss != nil && e.Loss.finite() {
+				xy = append(xy, plotter.XY{X: e.Step, Y: float64(*e.Loss)})
+			}
+		}
+		if len(xy) > 0 {
+			l, err := plotter.NewLine(xy)
+			if err != nil {
+				return err
+			}
+			l.Color = bench.Palette[i]
+			l.Width = vg.Points(2)
+			if i == 1 {
+				l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+			}
+			p.Add(l)
+			p.Legend.Add(label, l)
+			n++
+		}
+		var ev plotter.XYs
+		for _, e := range r.Evals {
+			if e.EvalLoss != nil && e.EvalLoss.finite() {
+				ev = append(ev, plotter.XY{X: e.Step, Y: float64(*e.EvalLoss)})
+			}
+		}
+		if len(ev) > 0 {
+			s, err := plotter.NewScatter(ev)
+			if err != nil {
+				return err
+			}
+			s.Color = bench.Palette[i]
+			s.Shape = draw.CircleGlyph{}
+			s.Radius = vg.Points(3)
+			p.Add(s)
+			p.Legend.Add(label+" (eval)", s)
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("nothing to plot: neither run logged a training loss")
+	}
+	p.X.Min = 0
+	p.Legend.Top = true
+	p.Legend.Left = false
+	return bench.Render(w, p, o)
+}
