@@ -12,6 +12,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/perftest"
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // benchParseOptions are the flags of `ain bench parse`.
@@ -193,31 +194,18 @@ func humanBytes(n int64) string {
 	return strconv.FormatInt(n, 10) + units[i]
 }
 
-// parseBytes reads a size: 8, 1K, 64M, 8G, 1T (binary, as nccl-tests' -b/-e), optionally with B/iB.
+// parseBytes reads a size from a flag with the recipe's grammar (recipe.ParseBytes: 8, 1K, 64M,
+// 8G, optionally with B or iB), so a flag accepts exactly what a recipe does; a flag's size
+// must also be positive.
 func parseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "i")
-	mult := int64(1)
-	if t != "" {
-		switch t[len(t)-1] {
-		case 'K', 'k':
-			mult = 1 << 10
-		case 'M', 'm':
-			mult = 1 << 20
-		case 'G', 'g':
-			mult = 1 << 30
-		case 'T', 't':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:len(t)-1]
-		}
+	v, err := recipe.ParseBytes(s)
+	if err != nil {
+		return 0, err
 	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v < 1 || v > math.MaxInt64/mult {
-		return 0, fmt.Errorf("invalid size %q (want e.g. 8, 1K, 64M, 8G)", s)
+	if v < 1 {
+		return 0, fmt.Errorf("%q: a size must be at least 1 byte", s)
 	}
-	return v * mult, nil
+	return v, nil
 }
 
 // parseLinkRate reads a link rate in Gb/s: 400Gb, 400G, 400, 400Gbps, 400Gb/s, 200GbE, 1.6Tb, 800Mb.

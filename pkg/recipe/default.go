@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -61,6 +62,8 @@ func (r *Recipe) Default() {
 				t.MaxBytes = DefaultMaxBytes
 				r.noteDefault("spec.ncclTests.maxBytes", t.MaxBytes)
 			}
+			// nccl-tests' -b/-e take 8, 1K, 64M, 8G: a size written 1GiB or 2KB is passed on as 1G, 2K.
+			t.MinBytes, t.MaxBytes = bareSize(t.MinBytes), bareSize(t.MaxBytes)
 			if t.StepFactor == 0 {
 				t.StepFactor = DefaultStepFactor
 				r.noteDefault("spec.ncclTests.stepFactor", fmt.Sprint(t.StepFactor))
@@ -118,4 +121,12 @@ func roundGi(q *resource.Quantity) string {
 		return fmt.Sprintf("%dGi", v/gi)
 	}
 	return fmt.Sprintf("%dMi", v/(1<<20))
+}
+
+// bareSize drops the B or iB of a valid size (1GiB -> 1G); anything else is left for Validate.
+func bareSize(s string) string {
+	if _, err := ParseBytes(s); err != nil || !strings.HasSuffix(s, "B") {
+		return s
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "i")
 }

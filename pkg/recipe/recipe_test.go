@@ -138,3 +138,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A value a --set flag replaced is reported at the flag, not at the line of the file that held
+// the key before (`ain render qlora --set nodes=0` once blamed builtin:qlora:21).
+func TestSetProblemNamesTheFlag(t *testing.T) {
+	for _, set := range []string{"nodes=0", "spec.nodes=0"} {
+		_, err := Load("qlora", []string{set})
+		var ps strict.Problems
+		if !errors.As(err, &ps) || len(ps) != 1 {
+			t.Fatalf("--set %s: %v", set, err)
+		}
+		if ps[0].Source != "--set "+set || ps[0].Line != 0 || ps[0].Path != "spec.nodes" {
+			t.Errorf("--set %s reported as %+v", set, ps[0])
+		}
+	}
+	// A problem in a value the file still holds keeps its file line.
+	_, err := Load("qlora", []string{"gpusPerNode=1", "spec.nodes=0", "nodes=2"})
+	if err != nil {
+		t.Errorf("a later --set of the same key wins: %v", err)
+	}
+}
+
+func TestParseBytesUnitSuffixes(t *testing.T) {
+	for in, want := range map[string]int64{"8B": 8, "2KB": 2048, "1GiB": 1 << 30, "64MiB": 64 << 20, " 4k ": 4096} {
+		got, err := ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("%q: %d %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"B", "iB", "1TB", "1Ki", "KiB", "1 GiB x"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

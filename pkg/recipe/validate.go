@@ -268,24 +268,35 @@ func (r *Recipe) validateVolumes(vols []Volume, v *validator) {
 	}
 }
 
-// ParseBytes parses an nccl-tests size: a number with an optional K, M or G suffix (powers of 1024).
+// ParseBytes parses an nccl-tests size: a number with an optional K, M or G suffix (powers of
+// 1024, as nccl-tests' -b/-e read them), optionally followed by B or iB (8B, 2KB, 1GiB). It is
+// ain's one byte grammar: recipe fields and command-line flags (--min, --max, --expect-bytes)
+// both read sizes with it, so a flag never accepts what the recipe then rejects.
 func ParseBytes(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, fmt.Errorf("empty size")
 	}
-	mult := int64(1)
-	switch strings.ToUpper(s[len(s)-1:]) {
-	case "K":
-		mult = 1 << 10
-	case "M":
-		mult = 1 << 20
-	case "G":
-		mult = 1 << 30
-	}
 	num := s
+	if strings.HasSuffix(num, "B") {
+		num = strings.TrimSuffix(strings.TrimSuffix(num, "B"), "i")
+		if strings.HasSuffix(s, "iB") && !strings.ContainsAny(num[max(len(num)-1, 0):], "KMGkmg") {
+			num = "" // "iB" only follows a unit: 1KiB, not 1iB
+		}
+	}
+	mult := int64(1)
+	if num != "" {
+		switch strings.ToUpper(num[len(num)-1:]) {
+		case "K":
+			mult = 1 << 10
+		case "M":
+			mult = 1 << 20
+		case "G":
+			mult = 1 << 30
+		}
+	}
 	if mult != 1 {
-		num = s[:len(s)-1]
+		num = num[:len(num)-1]
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 0 {

@@ -78,6 +78,9 @@ func (d *Doc) Set(arg, prefix string, roots []string) error {
 		if last {
 			if found >= 0 {
 				n.Content[found+1] = val
+				// Positions are recorded at the key: the file's key now holds the flag's value,
+				// so a problem with it must name the flag, not the line the key was on.
+				d.markSet(n.Content[found], src)
 			} else {
 				k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.key}
 				d.markSet(k, src)
