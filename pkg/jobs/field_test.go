@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ain-hpc/ain/pkg/nccl"

@@ -394,7 +394,7 @@ func ExplainUnschedulable(pod *corev1.Pod, schedulerMsg string, nodes []corev1.N
 	if strings.Contains(schedulerMsg, "didn't match pod anti-affinity rules") {
 		parts = append(parts, "the job's ranks run one per node (required anti-affinity on "+HostnameTopologyKey+"): the nodes that could hold this rank already run one of its ranks, so the job needs more free nodes, or fewer nodes with more GPUs each (spec.nodes, spec.gpusPerNode)")
 	}
-		if strings.Contains(schedulerMsg, "didn't match Pod's node affinity/selector") {
+	if strings.Contains(schedulerMsg, "didn't match Pod's node affinity/selector") {
 		parts = append(parts, "the profile's nodeSelector matches no free node")
 	}
 	if len(parts) == 0 {
