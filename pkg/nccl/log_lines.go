@@ -118,9 +118,15 @@ func (a *LogAnalyzer) channelLine(no int, raw []byte, p *proc, msg []byte) {
 			p.chanNoGDR++
 		}
 		a.addEvidence2("chan:", p.chanNet, no, raw)
+		// A repeat sets nothing new: chanNet/chanNetAlt are set, the GDR counters only matter as > 0.
+		if p.chanKind == "" {
+			p.chanKind = "chan:" + p.chanNet
+		}
+		a.rc.offer = repeatOffer{ok: true, tune: -1, evKind: p.chanKind}
 	case bytes.HasPrefix(v, []byte("P2P")) || bytes.HasPrefix(v, []byte("SHM")) || bytes.HasPrefix(v, []byte("direct")):
 		p.intraOnly = true
 		a.addEvidence("chan:intra", no, raw)
+		a.rc.offer = repeatOffer{ok: true, tune: -1, evKind: "chan:intra"}
 	}
 }
 
@@ -321,11 +327,14 @@ func (a *LogAnalyzer) tuningLine(msg []byte) {
 		t.Count++
 		t.MinBytes = min(t.MinBytes, int64(size))
 		t.MaxBytes = max(t.MaxBytes, int64(size))
+		a.rc.offer = repeatOffer{ok: true, tune: i}
 		return
 	}
 	if len(a.tuning) >= maxTuning {
+		a.rc.offer = repeatOffer{ok: true, tune: -1}
 		return
 	}
+	a.rc.offer = repeatOffer{ok: true, tune: len(a.tuning)}
 	a.tuneIdx[string(a.kbuf)] = len(a.tuning)
 	a.tuning = append(a.tuning, TuningChoice{Collective: string(coll), Algo: algo, Proto: proto, MinBytes: int64(size), MaxBytes: int64(size), Count: 1})
 }

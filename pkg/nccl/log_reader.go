@@ -4,9 +4,7 @@
 package nccl
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 )
 
@@ -46,6 +44,7 @@ type LogAnalyzer struct {
 	curFile        string
 	kbuf           []byte            // scratch for map keys
 	intern         map[string]string // algorithm/protocol names seen in TUNING lines
+	rc             repeatCache
 }
 
 type proc struct {
@@ -56,6 +55,7 @@ type proc struct {
 	usingNet     string // "Using network X"
 	chanNet      string // first "via NET/X" name
 	chanNetAlt   string // another NET name on channels (mixed within a process)
+	chanKind     string // "chan:"+chanNet, the evidence kind of its channel lines (built once)
 	initIB       bool   // NET/IB : Using [...]
 	initOther    string // NET/<plugin> : Using [...] (IBext, ...)
 	noIBDevice   bool
@@ -98,41 +98,8 @@ func AnalyzeLog(r io.Reader) (*LogReport, error) {
 func (a *LogAnalyzer) Feed(name string, r io.Reader) error {
 	a.files++
 	a.curFile = name
-	br := bufio.NewReaderSize(r, 256<<10)
-	var lineNo int
-	var long []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line := chunk
-		if err == bufio.ErrBufferFull {
-			// A very long line: keep its first maxLineBytes, skip the rest.
-			long = append(long[:0], chunk...)
-			for err == bufio.ErrBufferFull {
-				chunk, err = br.ReadSlice('\n')
-				if len(long) < maxLineBytes {
-					long = append(long, chunk[:min(len(chunk), maxLineBytes-len(long))]...)
-				}
-			}
-			line = long
-		}
-		if len(line) > 0 {
-			lineNo++
-			a.lines++
-			if lineNo <= 16 && !a.binarySeen && bytes.IndexByte(line, 0) >= 0 {
-				a.binary, a.binarySeen = "the "+displayName(name), true
-				if name != "" {
-					a.binary = name
-				}
-			}
-			a.line(lineNo, line)
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil && err != bufio.ErrBufferFull {
-			return fmt.Errorf("reading %s: %w", displayName(name), err)
-		}
-	}
+	a.rc.reset() // lines without a host:pid header belong to a per-file process
+	return a.feedSplit(name, r)
 }
 
 func displayName(name string) string {

@@ -1,0 +1,142 @@
+package nccl
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"hash/maphash"
+	"io"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// refLines is the analyser's historical line reader (bufio.ReadSlice, long lines cut to
+// maxLineBytes): the splitter must give exactly these lines.
+func refLines(data []byte) [][]byte {
+	br := bufio.NewReaderSize(bytes.NewReader(data), 256<<10)
+	var out [][]byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line := append([]byte(nil), chunk...)
+		for err == bufio.ErrBufferFull {
+			chunk, err = br.ReadSlice('\n')
+			if len(line) < maxLineBytes {
+				line = append(line, chunk[:min(len(chunk), maxLineBytes-len(line))]...)
+			}
+		}
+		if len(line) > maxLineBytes {
+			line = line[:maxLineBytes]
+		}
+		if len(line) > 0 {
+			out = append(out, line)
+		}
+		if err != nil {
+			return out
+		}
+	}
+}
+
+func splitAll(t *testing.T, r io.Reader) ([][]byte, error) {
+	t.Helper()
+	out := make(chan *lineBlock, 1)
+	free := make(chan *lineBlock, splitBlocks)
+	go splitLines(r, maphash.MakeSeed(), out, free, make(chan struct{}))
+	var lines [][]byte
+	var err error
+	for b := range out {
+		for i := range b.starts {
+			if l := b.buf[b.starts[i]:b.ends[i]]; len(l) > 0 {
+				lines = append(lines, append([]byte(nil), l...))
+			}
+		}
+		if b.err != nil && b.err != io.EOF {
+			err = b.err
+		}
+		free <- b
+	}
+	return lines, err
+}
+
+// TestSplitLines: the splitter gives the same lines as the historical reader on inputs whose lines
+// cross blocks, exceed maxLineBytes (cut) or the block size, lack a final newline or are empty.
+func TestSplitLines(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	var big bytes.Buffer
+	for big.Len() < 3*splitBlock {
+		n := rng.Intn(300)
+		switch rng.Intn(50) {
+		case 0:
+			n = maxLineBytes + rng.Intn(splitBlock) // longer than a kept line, maybe than a block
+		case 1:
+			n = maxLineBytes - 1 + rng.Intn(3)
+		case 2:
+			n = 0
+		}
+		big.WriteString(strings.Repeat(string(rune('a'+rng.Intn(26))), n))
+		big.WriteByte('\n')
+	}
+	cases := map[string][]byte{
+		"random":          big.Bytes(),
+		"no final \\n":    []byte("a\nbb\nccc"),
+		"empty":           nil,
+		"only newlines":   []byte("\n\n\n"),
+		"crlf":            []byte("x\r\ny\r\n"),
+		"one long":        bytes.Repeat([]byte("z"), 3*splitBlock+7),
+		"long then short": append(bytes.Repeat([]byte("q"), maxLineBytes+10), []byte("\nshort\n")...),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := splitAll(t, iotestOneByteOrHalf(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := refLines(data)
+			if len(got) != len(want) {
+				t.Fatalf("%d lines, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("line %d: %d bytes %q..., want %d bytes %q...", i, len(got[i]), got[i][:min(len(got[i]), 20)], len(want[i]), want[i][:min(len(want[i]), 20)])
+				}
+			}
+		})
+	}
+}
+
+// iotestOneByteOrHalf returns short reads, as pipes and sockets do.
+func iotestOneByteOrHalf(b []byte) io.Reader { return &shortReader{b: b} }
+
+type shortReader struct {
+	b []byte
+	n int
+}
+
+func (r *shortReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	r.n++
+	k := min(len(p), len(r.b), 1+r.n%70000)
+	copy(p, r.b[:k])
+	r.b = r.b[k:]
+	return k, nil
+}
+
+// TestFeedReadError: a read error is returned with the input's name, and the lines read before it
+// are analysed.
+func TestFeedReadError(t *testing.T) {
+	a := NewLogAnalyzer()
+	r := io.MultiReader(strings.NewReader("h:1:1 [0] NCCL INFO Using network IB\n"), errReader{})
+	err := a.Feed("rank3.log", r)
+	if err == nil || !strings.Contains(err.Error(), "reading rank3.log: disk on fire") {
+		t.Fatalf("err %v", err)
+	}
+	if a.Report().Transport != TransportIB {
+		t.Errorf("lines before the error were not analysed")
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
