@@ -265,6 +265,13 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if err != nil {
 		return a.waitError(kc, err, objs.Name)
 	}
+	pruned, err := cl.Prune(ctx, objs.Name, objs.All())
+	for _, p := range pruned {
+		fmt.Fprintf(a.Streams.Err, "pruned %s (this run no longer renders it)\n", p)
+	}
+	if err != nil {
+		return kc.Classify(err, "removing what this run no longer renders")
+	}
 	fmt.Fprintf(a.Streams.Err, "model %s as %q: %d replica(s) x %d GPU (%s)\n", s.Model, s.ServedModelName, s.Replicas, s.GPUsPerReplica, s.Topology)
 	if o.NoWait {
 		fmt.Fprintf(a.Streams.Err, "check it with: ain serve status %s\n", objs.Name)

@@ -57,6 +57,28 @@ func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool)
 	return out, err
 }
 
+// Prune deletes the model-server objects of deployment name (Deployments, Service, Ingress
+// labelled as ain's with its run name and component) that rendered no longer contains:
+// `--replicas 2` then `--replicas 1` removes replica 1 and frees its GPU, a dropped ingress
+// goes. It uses kube.Applier.Prune, ain's one prune. Secrets are not pruned: the TLS and
+// credential Secrets are created outside the rendering and carry no component label.
+func (c *Cluster) Prune(ctx context.Context, name string, rendered []runtime.Object) ([]string, error) {
+	kinds := map[string]kube.Resource{}
+	for _, k := range []string{"Deployment", "Service", "Ingress"} {
+		kinds[k] = kube.Resource{GVR: servingGVRs[k], Namespaced: true}
+	}
+	var keep []kube.Applied
+	for _, o := range rendered {
+		u, err := kube.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		keep = append(keep, kube.Applied{Object: u})
+	}
+	ap := &kube.Applier{Dynamic: c.Dynamic, Namespace: c.Namespace, Kinds: kinds}
+	return ap.Prune(ctx, name, map[string]string{LabelComponent: ComponentServer}, keep)
+}
+
 // PodStatus is one model server pod.
 type PodStatus struct {
 	Name     string `json:"name"`

@@ -173,7 +173,26 @@ func TestIntegrationServeFlow(t *testing.T) {
 		t.Fatalf("ain models --port-forward: exit %d\n%s%s", code, out, errs)
 	}
 
-	if code, out, errs = run("serve", "delete", "qwen"); code != 0 || !strings.Contains(out, "deleted Deployment/qwen-0") ||
+	// A changed spec rolls the replicas one at a time, each ready before the next; fewer
+	// replicas prune the Deployment no longer rendered (its GPU is freed).
+	code, out, errs = run(append(serve, "--set", "maxModelLen=4096", "--timeout", "3m")...)
+	if code != 0 || !strings.Contains(errs, "rolling replica qwen-0: waiting for it to be ready before the next one") {
+		t.Fatalf("ain serve (changed spec): exit %d\n%s%s", code, out, errs)
+	}
+	one := append(append([]string{}, serve...), "--timeout", "3m")
+	for i, a := range one {
+		if a == "--replicas" {
+			one[i+1] = "1"
+		}
+	}
+	code, out, errs = run(one...)
+	if code != 0 || !strings.Contains(errs, "pruned Deployment/qwen-1 (this run no longer renders it)") {
+		t.Fatalf("ain serve --replicas 1: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := kc.AppsV1().Deployments(ns).Get(ctx, "qwen-1", metav1.GetOptions{}); err == nil {
+		t.Fatal("qwen-1 survived --replicas 1")
+	}
+	if code, out, errs = run("serve", "delete", "qwen"); code != 0 || !strings.Contains(out, "deleted Deployment/qwen-0") || strings.Contains(out, "qwen-1") ||
 		!strings.Contains(out, "deleted Ingress/qwen") || !strings.Contains(out, "deleted Secret/qwen-api-key") {
 		t.Fatalf("ain serve delete: exit %d\n%s%s", code, out, errs)
 	}
