@@ -25,9 +25,10 @@ import (
 // client and 16, 256 and 1024 concurrent streams it reports
 //
 //   - TTFT error: client time of the first chunk minus the server's flush time (median, p99);
+//
 //   - ITL error: |client gap - server gap| between consecutive chunks (median, p99).
 //
-//	go test ./pkg/vllm -run '^$' -bench TimingAinVsBareLoop -benchtime 1x
+//     go test ./pkg/vllm -run '^$' -bench TimingAinVsBareLoop -benchtime 1x
 //
 // Figures from a run are in the final report of issue 15 and docs/guide.md.
 func BenchmarkTimingAinVsBareLoop(b *testing.B) {
