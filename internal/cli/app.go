@@ -164,8 +164,3 @@ func (a *App) commands() []*ucli.Command {
 		a.demoCommand(),
 	}
 }
-
-// outputFlag is the per-command -o flag.
-func outputFlag(dest *string, def, usage string) *ucli.StringFlag {
-	return &ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: def, Usage: usage, Destination: dest}
-}

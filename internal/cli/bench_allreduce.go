@@ -57,7 +57,7 @@ func (o *benchAllreduceOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "out", Usage: "result folder, never overwritten (default: ./ain-results/<timestamp>-<name>/)", Destination: &o.Out},
 		&ucli.StringFlag{Name: "name", Usage: "bench name, prefix of the job names (default: the recipe's metadata.name)", Destination: &o.Name},
 		&ucli.DurationFlag{Name: "timeout", Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", DefaultText: "none", Destination: &o.Timeout},
-		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)"),
+		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)", "json"),
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight (ain preflight) before the first job", Destination: &o.SkipPreflight},
 		&ucli.BoolFlag{Name: "keep-jobs", Usage: "keep each variant's MPIJob after reading its output (default: delete it so the next variant gets the nodes)", Destination: &o.KeepJobs},
 	)

@@ -27,7 +27,7 @@ func (a *App) benchCompareCommand() *ucli.Command {
 			"busbw divided by the baseline's at the same size (1.25 = 25% faster). A single file with several variants\n" +
 			"(--algo all) compares its variants.\n\n" +
 			"Examples:\n  ain bench compare results/ring.json results/tree.json\n  ain bench compare ain-results/*-ib ain-results/*-socket -o csv",
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "text, json or csv")},
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "text, json or csv", "json", "csv")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
 			return a.runBenchCompare(o)

@@ -36,7 +36,7 @@ func (a *App) benchParseCommand() *ucli.Command {
 			"apart by its header and parsed with its settings, QPs and RoCE GIDs; values are kept exactly as printed.\n\n" +
 			"Exit status: 0, or 5 (check failed) when a run reports wrong values (#wrong > 0, out-of-bounds values)\n" +
 			"or a test failure; 1 when no nccl-tests table is found; 2 on bad arguments.",
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text, json or csv")},
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text, json or csv", "json", "csv")},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
 				return ainerr.Usagef("give one FILE with nccl-tests output (- for standard input), got %d arguments", c.NArg())
@@ -265,7 +265,7 @@ func (a *App) benchModelCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "min-bytes", Aliases: []string{"b"}, Value: "8", Usage: "smallest size (8, 1K, 64M, ...)", Destination: &o.MinBytes},
 			&ucli.StringFlag{Name: "max-bytes", Aliases: []string{"e"}, Value: "8G", Usage: "largest size", Destination: &o.MaxBytes},
 			&ucli.IntFlag{Name: "factor", Aliases: []string{"f"}, Value: 2, Usage: "size step factor", Destination: &o.Factor},
-			outputFlag(&o.Output, "text", "output format: text or json"),
+			outputFlag(&o.Output, "text", "output format: text or json", "json"),
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {

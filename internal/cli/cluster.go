@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,12 +85,3 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d", m, s)
 }
 
-// writeJSON prints v as indented JSON.
-func writeJSON(w io.Writer, v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		fmt.Fprintf(w, "{\"error\": %q}\n", err.Error())
-		return
-	}
-	w.Write(append(b, '\n'))
-}

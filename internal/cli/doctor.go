@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -80,13 +79,6 @@ func (a *App) openInput(name string) (io.ReadCloser, error) {
 	return f, nil
 }
 
-func (a *App) writeJSON(v any) error {
-	enc := json.NewEncoder(a.Streams.Out)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // log lines hold <0> and ->, keep them readable
-	return enc.Encode(v)
-}
-
 // checkFailed is the error of a verdict that found a problem: its explanation is already printed.
 func checkFailed() error { return quiet(ainerr.CheckFailed) }
 
@@ -100,7 +92,7 @@ func (a *App) doctorNCCLLogCommand() *ucli.Command {
 			"in constant memory. For a full verdict run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING.\n" +
 			"Problems: socket transport, NET/IB : No device found, NCCL_IB_HCA matching nothing, /dev/shm errors, a missing\n" +
 			"net plugin, ranks on different transports, IB completion errors.\n\n" + doctorExitNote,
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
 			if job, ok := jobArg(o.Files); ok {
@@ -243,7 +235,7 @@ func (a *App) doctorIBPortsCommand() *ucli.Command {
 			"For RoCE ports with GIDs (ibv_devinfo -v or the sysfs dump) it gives the NCCL_IB_GID_INDEX value.\n" +
 			"The sysfs dump is what this prints on a node or in a pod (busybox is enough):\n  " + ibport.SysfsDumpCommand + "\n\n" +
 			doctorExitNote,
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
 			return a.runDoctorIBPorts(o)
@@ -348,13 +340,6 @@ func (a *App) printIBPorts(r *ibport.Report) {
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func (a *App) doctorLauncherCommand() *ucli.Command {
 	o := &doctorOptions{}
 	return &ucli.Command{
@@ -366,7 +351,7 @@ func (a *App) doctorLauncherCommand() *ucli.Command {
 			"ssh-throttled (\"exchange_identification: Connection closed by remote host\": sshd MaxStartups, not a worker that is\n" +
 			"not up: that one refuses), worker-lost (the daemon was lost after the job printed output: a worker died mid-job),\n" +
 			"healthy, or other (a failure of another kind).\n\n" + doctorExitNote,
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
 			if job, ok := jobArg(o.Files); ok {

@@ -35,7 +35,7 @@ func (a *App) doctorCountersCommand() *ucli.Command {
 			"With one snapshot: the counters, bytes since reset, and nonzero loss/error counters as warnings.\n\n" +
 			"Exit status: 0, or 5 (check failed) when a delta shows a problem; 1 when a file cannot be read or holds no counters; 2 on bad arguments.",
 		Flags: []ucli.Flag{
-			outputFlag(&o.Output, "text", "output format: text or json"),
+			outputFlag(&o.Output, "text", "output format: text or json", "json"),
 			&ucli.StringFlag{Name: "expect-bytes", Usage: "bytes the workload had to send from this node over RDMA between the snapshots (binary units: 96G, 512M)", Destination: &o.ExpectBytes},
 			&ucli.BoolFlag{Name: "all", Usage: "text output: list every counter that moved, not only those ain has a meaning for", Destination: &o.All},
 		},

@@ -25,7 +25,7 @@ func (a *App) doctorHangCommand() *ucli.Command {
 			"Several ncclras queries of a MISMATCH tell a hang (counts do not move) from a busy job (they do).\n" +
 			"Get RAS output on a node of the job with `ncclras` (NCCL >= 2.24, port 28028) and Flight Recorder dumps with\n" +
 			"TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (PyTorch >= 2.5).\n\n" + doctorExitNote,
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
 			return a.runDoctorHang(o)

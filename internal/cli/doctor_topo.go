@@ -25,7 +25,7 @@ func (a *App) doctorTopoCommand() *ucli.Command {
 			"Rails: each GPU gets a distinct NIC among its nearest where possible; NCCL_IB_HCA lists those NICs.\n\n" +
 			"Exit status: 0 for an ideal layout, 5 (check failed) for a constrained one or no NIC, 2 on bad arguments,\n" +
 			"1 when the file cannot be read or holds no topology.",
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json")},
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
 			return a.runDoctorTopo(o)

@@ -27,7 +27,7 @@ func (a *App) listCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "list",
 		Usage: "ain's jobs in the namespace: kind, name, state, age, nodes, GPUs",
-		Flags: []ucli.Flag{outputFlag(&out, "table", "table or json")},
+		Flags: []ucli.Flag{outputFlag(&out, "table", "table or json", "json")},
 		Action: func(c *ucli.Context) error {
 			kc, err := a.clients()
 			if err != nil {
@@ -60,8 +60,7 @@ func (a *App) listCommand() *ucli.Command {
 				if rows == nil {
 					rows = []row{}
 				}
-				writeJSON(a.Streams.Out, rows)
-				return nil
+				return a.writeJSON(rows)
 			}
 			if len(rows) == 0 {
 				fmt.Fprintf(a.Streams.Err, "no ain jobs in namespace %s\n", kc.Namespace)
@@ -121,7 +120,7 @@ func (a *App) statusCommand() *ucli.Command {
 		Name:      "status",
 		Usage:     "a job's conditions, per-replica pod states and nodes, recent events, and its NCCL verdict when it ended",
 		ArgsUsage: "NAME",
-		Flags:     []ucli.Flag{outputFlag(&out, "text", "text or json")},
+		Flags:     []ucli.Flag{outputFlag(&out, "text", "text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
 				return ainerr.Usagef("name one job: ain status NAME (ain list shows them)")
@@ -156,8 +155,7 @@ func (a *App) runStatus(ctx context.Context, name, out string) error {
 		sum = &s
 	}
 	if out == "json" {
-		writeJSON(a.Streams.Out, map[string]any{"job": snap, "events": events, "summary": sum})
-		return nil
+		return a.writeJSON(map[string]any{"job": snap, "events": events, "summary": sum})
 	}
 	w := a.Streams.Out
 	fmt.Fprintf(w, "%s %s/%s: %s", snap.Kind, snap.Namespace, snap.Name, snap.Phase)

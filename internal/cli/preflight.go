@@ -32,7 +32,7 @@ func (a *App) preflightCommand() *ucli.Command {
 		Name:      "preflight",
 		Usage:     "check the cluster is ready for a recipe: permissions, CRDs, GPU/RDMA nodes, Multus networks, IB ports, DNS",
 		ArgsUsage: "[RECIPE]",
-		Description: "Every check is PASS, WARN or FAIL with its evidence and a fix; a table on a terminal, JSON otherwise.\n" +
+		Description: "Every check is PASS, WARN or FAIL with its evidence and a fix; a table on a terminal, plain columns otherwise, JSON with -o json.\n" +
 			"IB ports: one short-lived probe pod per candidate node (pinned to it, requesting the RDMA resource) dumps\n" +
 			"/sys/class/infiniband; LinkUp + INIT fails (no subnet manager), RoCE ports report the RoCE v2 GID index.\n" +
 			"Probe pods are deleted afterwards, also on Ctrl-C. With RECIPE, enough nodes must fit its nodes x gpusPerNode.\n" +
@@ -42,7 +42,7 @@ func (a *App) preflightCommand() *ucli.Command {
 			"Examples:\n  ain preflight\n  ain preflight allreduce --set nodes=4 --nodes pool=h100\n  ain preflight --profile roce.yaml -o json",
 		Flags: append(o.recipeInput.flags(),
 			&ucli.StringFlag{Name: "nodes", Usage: "label `SELECTOR` narrowing the candidate nodes (on top of the profile's nodeSelector)", Destination: &o.Nodes},
-			outputFlag(&o.Output, "", "table or json (default: table on a terminal, json otherwise)"),
+			outputFlag(&o.Output, "table", "table (plain columns off a terminal) or json", "json"),
 			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage},
 			&ucli.DurationFlag{Name: "probe-timeout", Value: 2 * time.Minute, Usage: "how long the probe pods may take", Destination: &o.ProbeTimeout},
 			&ucli.BoolFlag{Name: "no-probes", Usage: "skip the probe pods (IB ports, DNS): API-only checks", Destination: &o.NoProbes},
@@ -53,17 +53,6 @@ func (a *App) preflightCommand() *ucli.Command {
 }
 
 func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
-	switch o.Output {
-	case "", "table", "json":
-	default:
-		return ainerr.Usagef("-o must be table or json, got %q", o.Output)
-	}
-	if o.Output == "" {
-		o.Output = "json"
-		if a.Streams.IsTTY {
-			o.Output = "table"
-		}
-	}
 	var r *recipe.Recipe
 	var p *profile.Profile
 	var err error
@@ -98,7 +87,9 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 	}
 	_ = a.preflightCache().Save(preflight.Key(opts), res)
 	if o.Output == "json" {
-		writeJSON(a.Streams.Out, res)
+		if err := a.writeJSON(res); err != nil {
+			return err
+		}
 	} else {
 		a.printPreflight(res, false)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -30,7 +29,7 @@ func (a *App) profileCommand() *ucli.Command {
 				Flags: []ucli.Flag{
 					&ucli.StringFlag{Name: "profile", Usage: "profile file", Destination: &in.Profile},
 					&ucli.StringFlag{Name: "fabric", Usage: "override the fabric: ib, roce or socket", Destination: &in.Fabric},
-					outputFlag(&out, "text", "text, yaml or json"),
+					outputFlag(&out, "text", "text, yaml or json", "yaml", "json"),
 				},
 				Action: func(c *ucli.Context) error { return a.runProfileShow(in, out) },
 			},
@@ -61,9 +60,7 @@ func (a *App) runProfileShow(in *recipeInput, out string) error {
 		_, err = a.Streams.Out.Write(b)
 		return err
 	case "json":
-		b, _ := json.MarshalIndent(map[string]any{"profile": p, "origins": p.Origins, "ncclEnv": nccl.FabricEnv(p.NCCLFabric())}, "", "  ")
-		fmt.Fprintln(a.Streams.Out, string(b))
-		return nil
+		return a.writeJSON(map[string]any{"profile": p, "origins": p.Origins, "ncclEnv": nccl.FabricEnv(p.NCCLFabric())})
 	case "text":
 	default:
 		return ainerr.Usagef("-o %s: use text, yaml or json", out)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,7 +24,7 @@ func (a *App) recipesCommand() *ucli.Command {
 			{
 				Name:  "list",
 				Usage: "list built-in recipes and those in ./recipes",
-				Flags: []ucli.Flag{outputFlag(&listOut, "table", "table or json")},
+				Flags: []ucli.Flag{outputFlag(&listOut, "table", "table or json", "json")},
 				Action: func(c *ucli.Context) error {
 					return a.runRecipesList(listOut)
 				},
@@ -83,9 +82,7 @@ func (a *App) runRecipesList(out string) error {
 		entries = append(entries, e)
 	}
 	if out == "json" {
-		b, _ := json.MarshalIndent(entries, "", "  ")
-		fmt.Fprintln(a.Streams.Out, string(b))
-		return nil
+		return a.writeJSON(entries)
 	}
 	if out != "table" {
 		return ainerr.Usagef("-o %s: use table or json", out)

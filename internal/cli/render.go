@@ -29,7 +29,7 @@ func (a *App) renderCommand() *ucli.Command {
 			"  ain render allreduce --fabric roce --set nodes=2 --set gpusPerNode=8 -o json\n" +
 			"  ain render my-recipe.yaml --profile cluster.yaml",
 		Flags: append(o.recipeInput.flags(),
-			outputFlag(&o.Output, "yaml", "yaml or json"),
+			outputFlag(&o.Output, "yaml", "yaml or json", "json"),
 			&ucli.StringFlag{Name: "name", Usage: "job name (default: the recipe's metadata.name)", Destination: &o.Name},
 		),
 		Action: func(c *ucli.Context) error { return a.runRender(c, o) },

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -86,7 +85,7 @@ func (a *App) sandboxCommand() *ucli.Command {
 			{
 				Name:   "status",
 				Usage:  "components, pids, ports, versions, nodes with allocatable, webhook",
-				Flags:  []ucli.Flag{stateFlag, outputFlag(&o.Output, "", "json for machines; default a table")},
+				Flags:  []ucli.Flag{stateFlag, outputFlag(&o.Output, "", "json for machines; default a table", "json")},
 				Action: func(c *ucli.Context) error { return a.runSandboxStatus(c.Context, o) },
 			},
 			{
@@ -208,9 +207,7 @@ func (a *App) runSandboxStatus(ctx context.Context, o *sandboxOptions) error {
 		return err
 	}
 	if o.Output == "json" {
-		enc := json.NewEncoder(a.Streams.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		return a.writeJSON(s)
 	}
 	w := a.Streams.Out
 	state := "running"

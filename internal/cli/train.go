@@ -43,7 +43,7 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "name", Usage: "job name (default: the recipe's metadata.name)", Destination: &o.Name},
 		&ucli.BoolFlag{Name: "no-wait", Usage: "submit and return; follow later with ain status / ain logs -f", Destination: &o.NoWait},
 		&ucli.StringFlag{Name: "dry-run", Usage: "client: print what would be applied; server: ask the API server (schema, webhooks) without creating", Destination: &o.DryRun},
-		outputFlag(&o.Output, "", "with --dry-run: yaml or json; otherwise json prints the final summary as JSON"),
+		outputFlag(&o.Output, "", "with --dry-run: yaml or json; otherwise json prints the final summary as JSON", "yaml", "json"),
 		&ucli.DurationFlag{Name: "timeout", Usage: "stop watching after this long (exit 6); the job keeps running", Destination: &o.Timeout},
 		&ucli.BoolFlag{Name: "delete-on-interrupt", Usage: "on Ctrl-C, delete the job instead of leaving it running", Destination: &o.DeleteOnInterrupt},
 		&ucli.StringFlag{Name: "save-logs", Usage: "save every pod's log under `DIR`/<job>/ when the job ends", Destination: &o.SaveLogs},
@@ -256,7 +256,9 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 		}
 	}
 	if o.Output == "json" {
-		writeJSON(a.Streams.Out, sum)
+		if err := a.writeJSON(sum); err != nil {
+			return err
+		}
 	} else {
 		a.printSummary(sum, kc)
 	}

@@ -42,7 +42,7 @@ func (a *App) trainCompareCommand() *ucli.Command {
 			"1 when a file cannot be read or holds no training log.\n\n" +
 			"Example:\n  ain train compare logs/qlora-rank0.log /shared/archive/full-ft/ --plot loss.png",
 		Flags: []ucli.Flag{
-			outputFlag(&o.Output, "text", "output format: text or json"),
+			outputFlag(&o.Output, "text", "output format: text or json", "json"),
 			&ucli.StringFlag{Name: "plot", Usage: "write the loss-vs-step plot to `FILE`.png or FILE.svg", Destination: &o.Plot},
 			&ucli.Float64Flag{Name: "tolerance", Value: 0.10, Usage: "relative difference of the final loss still counted as a match", Destination: &o.Tolerance},
 			&ucli.IntFlag{Name: "logging-steps", Usage: "the run's logging_steps, when its log has neither steps nor a progress bar", Destination: &o.LoggingSteps},

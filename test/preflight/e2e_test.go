@@ -105,7 +105,7 @@ func TestHealthyAllPassAndJobRuns(t *testing.T) {
 	useScenario(t, sb, "healthy")
 	ns := namespace(t, sb)
 	e := newEnv(t)
-	code, out, _ := ain(t, context.Background(), sb, e, ns, "preflight", "allreduce")
+	code, out, _ := ain(t, context.Background(), sb, e, ns, "preflight", "allreduce", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
