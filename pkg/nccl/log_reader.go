@@ -45,6 +45,7 @@ type LogAnalyzer struct {
 	kbuf           []byte            // scratch for map keys
 	intern         map[string]string // algorithm/protocol names seen in TUNING lines
 	rc             repeatCache
+	blocks         []*lineBlock // the splitter's buffers, kept across Feeds
 }
 
 type proc struct {

@@ -27,10 +27,10 @@ type lineBlock struct {
 
 // splitLines reads r and sends blocks of lines to out, in order, reusing blocks that come back on
 // free. A line longer than maxLineBytes keeps its first maxLineBytes and is marked noHash.
-func splitLines(r io.Reader, seed maphash.Seed, out chan<- *lineBlock, free <-chan *lineBlock, stop <-chan struct{}) {
+func splitLines(r io.Reader, seed maphash.Seed, out chan<- *lineBlock, free <-chan *lineBlock, have int, stop <-chan struct{}) {
 	defer close(out)
-	var carry []byte // the unfinished last line of the previous block
-	allocated := 0
+	var carry []byte  // the unfinished last line of the previous block
+	allocated := have // blocks already in free (kept from an earlier input)
 	skipping := false // inside a cut long line: drop input up to its '\n'
 	for {
 		var b *lineBlock
@@ -118,10 +118,17 @@ func (a *LogAnalyzer) feedSplit(name string, r io.Reader) error {
 	out := make(chan *lineBlock, splitBlocks-1)
 	free := make(chan *lineBlock, splitBlocks)
 	stop := make(chan struct{})
-	go splitLines(r, a.rc.seed, out, free, stop)
+	for _, b := range a.blocks { // reuse the blocks of the previous input (one log per rank: many Feeds)
+		free <- b
+	}
+	go splitLines(r, a.rc.seed, out, free, len(a.blocks), stop)
 	defer func() {
 		close(stop)
 		for range out { // let the splitter finish before the reader is closed by the caller
+		}
+		a.blocks = a.blocks[:0]
+		for len(free) > 0 {
+			a.blocks = append(a.blocks, <-free)
 		}
 	}()
 	lineNo := 0

@@ -41,7 +41,7 @@ func splitAll(t *testing.T, r io.Reader) ([][]byte, error) {
 	t.Helper()
 	out := make(chan *lineBlock, 1)
 	free := make(chan *lineBlock, splitBlocks)
-	go splitLines(r, maphash.MakeSeed(), out, free, make(chan struct{}))
+	go splitLines(r, maphash.MakeSeed(), out, free, 0, make(chan struct{}))
 	var lines [][]byte
 	var err error
 	for b := range out {
