@@ -51,6 +51,12 @@ func analyzeRASText(in Input) *Report {
 		for _, g := range groups {
 			top = max(top, g.value)
 		}
+		if r.Collective != "" {
+			// The ranks are those of the first spread RAS printed (communicator ranks are not
+			// comparable across communicators); later spreads stay in the evidence.
+			groups, cur = nil, nil
+			return
+		}
 		for _, g := range groups {
 			set := stuck
 			if g.value == top {
@@ -64,9 +70,7 @@ func analyzeRASText(in Input) *Report {
 					"%d rank(s) behind at operation %d that RAS did not list (it lists outliers only): rerun `ncclras -v`", g.count-len(g.ranks), g.value)})
 			}
 		}
-		if r.Collective == "" {
-			r.Collective = fmt.Sprintf("%s operation %d of communicator %s", op, top, comm)
-		}
+		r.Collective = fmt.Sprintf("%s operation %d of communicator %s", op, top, comm)
 		groups, cur = nil, nil
 	}
 	setWorst := func(s string) {
@@ -187,6 +191,9 @@ func analyzeRASText(in Input) *Report {
 	flush()
 	if jobGPUs > 0 {
 		r.NRanks = jobGPUs // the job's ranks; the table's per-communicator sizes are a fallback
+	}
+	for k := range stuck { // a rank listed twice (malformed input) counts as behind
+		delete(ahead, k)
 	}
 	r.MissingRanks, r.StuckRanks, r.AheadRanks = sortedInts(missing), sortedInts(stuck), sortedInts(ahead)
 	if worst != "" {
@@ -333,6 +340,12 @@ func analyzeRASJSON(in Input) (*Report, error) {
 				continue
 			}
 			set(StatusMismatch)
+			if r.Collective != "" {
+				// Only the first spread names ranks: a rank can be behind on one collective type or
+				// communicator and level on another.
+				r.Evidence = append(r.Evidence, Evidence{File: in.Name, Text: fmt.Sprintf("communicator %s: ranks also differ on %s (up to operation %d)", c.Hash, op, top)})
+				continue
+			}
 			for _, rk := range c.Ranks {
 				if rk.Rank == nil {
 					continue
@@ -344,15 +357,16 @@ func analyzeRASJSON(in Input) (*Report, error) {
 					ahead[*rk.Rank] = true
 				}
 			}
-			if r.Collective == "" {
-				r.Collective = fmt.Sprintf("%s operation %d of communicator %s", op, top, c.Hash)
-			}
+			r.Collective = fmt.Sprintf("%s operation %d of communicator %s", op, top, c.Hash)
 		}
 	}
 	if d.RAS.TimeoutsCount > 0 {
 		r.Evidence = append(r.Evidence, Evidence{File: in.Name, Text: fmt.Sprintf("RAS met %d communication timeout(s) while gathering data", d.RAS.TimeoutsCount)})
 	}
 	r.Status = worst
+	for k := range stuck { // a rank listed twice (malformed input) counts as behind
+		delete(ahead, k)
+	}
 	r.MissingRanks, r.StuckRanks, r.AheadRanks = sortedInts(missing), sortedInts(stuck), sortedInts(ahead)
 	r.Fix = rasFix(r)
 	return r, nil
