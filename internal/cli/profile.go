@@ -33,6 +33,7 @@ func (a *App) profileCommand() *ucli.Command {
 				},
 				Action: func(c *ucli.Context) error { return a.runProfileShow(in, out) },
 			},
+			a.profileDetectCommand(),
 			{
 				Name:      "init",
 				Usage:     "write a commented profile to start from (default: $XDG_CONFIG_HOME/ain/profile.yaml)",
