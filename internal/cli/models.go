@@ -119,7 +119,17 @@ func (a *App) discoverEndpoint(ctx context.Context, o *endpointOptions) (vllm.En
 func discoveryError(kc *kube.Clients, err error, what string) error {
 	var ie *vllm.IngressUnreachableError
 	var nr *vllm.NoReadyReplicaError
+	var nf *vllm.NotFoundError
+	var none *vllm.NoModelServerError
+	var amb *vllm.AmbiguousError
 	switch {
+	case errors.As(err, &nf):
+		return ainerr.New(ainerr.Usage, err, "`ain serve status` lists the model servers")
+	case errors.As(err, &none):
+		return ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: %w, and no --endpoint / AIN_ENDPOINT", err),
+			"deploy one with `ain serve vllm`, or pass --endpoint URL for any OpenAI-compatible server")
+	case errors.As(err, &amb):
+		return ainerr.New(ainerr.Usage, err, "pass --endpoint (`ain serve status` shows each URL)")
 	case errors.As(err, &ie):
 		return ainerr.New(ainerr.Unreachable, err,
 			"check that the ingress host resolves to the ingress controller (or pass --connect-to ADDR:443 to reach it by address), "+

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // Discovery finds the endpoint of a model server `ain serve` deployed: its HTTPS ingress, the
@@ -49,6 +48,23 @@ type Endpoint struct {
 	Stop func()
 }
 
+// NoModelServerError says no model server is deployed in the namespace.
+type NoModelServerError struct{ Namespace string }
+
+func (e *NoModelServerError) Error() string {
+	return fmt.Sprintf("no model server deployed in namespace %s", e.Namespace)
+}
+
+// AmbiguousError says several model servers are deployed and none was named.
+type AmbiguousError struct {
+	Namespace string
+	Names     []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("several model servers in namespace %s (%s): say which", e.Namespace, strings.Join(e.Names, ", "))
+}
+
 // NoReadyReplicaError is a model server none of whose replicas is ready.
 type NoReadyReplicaError struct {
 	Name           string
@@ -82,17 +98,15 @@ func (d *Discovery) Endpoint(ctx context.Context, name string) (Endpoint, error)
 	}
 	switch {
 	case len(all) == 0 && name != "":
-		return ep, ainerr.New(ainerr.Usage, &NotFoundError{Name: name, Namespace: d.Cluster.Namespace}, "`ain serve status` lists the model servers")
+		return ep, &NotFoundError{Name: name, Namespace: d.Cluster.Namespace}
 	case len(all) == 0:
-		return ep, ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: no model server deployed in namespace %s, and no --endpoint / AIN_ENDPOINT", d.Cluster.Namespace),
-			"deploy one with `ain serve vllm`, or pass --endpoint URL for any OpenAI-compatible server")
+		return ep, &NoModelServerError{Namespace: d.Cluster.Namespace}
 	case len(all) > 1:
 		names := make([]string, len(all))
 		for i, s := range all {
 			names[i] = s.Name
 		}
-		return ep, ainerr.New(ainerr.Usage, fmt.Errorf("several model servers in namespace %s (%s): say which", d.Cluster.Namespace, strings.Join(names, ", ")),
-			"pass --endpoint (`ain serve status` shows each URL)")
+		return ep, &AmbiguousError{Namespace: d.Cluster.Namespace, Names: names}
 	}
 	st := all[0]
 	var ingErr error
