@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,16 +82,28 @@ func TestFieldSandboxPodSecurity(t *testing.T) {
 			if code == 0 {
 				t.Fatalf("preflight passed in a namespace enforcing %s:\n%s\n%s", level, stdout, stderr)
 			}
-			all := stdout + stderr
-			for _, want := range []string{"POD-SECURITY", `enforces the "` + level + `" Pod Security standard`,
-				"kubectl label --overwrite namespace " + ns + " pod-security.kubernetes.io/enforce=privileged"} {
-				if !strings.Contains(all, want) {
-					t.Errorf("preflight output lacks %q:\n%s", want, all)
+			// Not a terminal: the result is JSON on stdout.
+			var res preflight.Result
+			if err := json.NewDecoder(strings.NewReader(stdout)).Decode(&res); err != nil {
+				t.Fatalf("preflight output: %v\n%s", err, stdout)
+			}
+			var psa, ib *preflight.Check
+			for i, c := range res.Checks {
+				switch c.Name {
+				case preflight.CheckPodSecurity:
+					psa = &res.Checks[i]
+				case preflight.CheckIBPorts:
+					ib = &res.Checks[i]
 				}
 			}
+			if psa == nil || psa.Status != preflight.Fail || !strings.Contains(psa.Message, `enforces the "`+level+`" Pod Security standard`) ||
+				!strings.Contains(psa.Fix, "kubectl label --overwrite namespace "+ns+" pod-security.kubernetes.io/enforce=privileged") ||
+				!strings.Contains(strings.Join(psa.Evidence, "|"), "violates PodSecurity") {
+				t.Errorf("pod-security check %+v", psa)
+			}
 			// The IB port probes were admitted (restricted securityContext) and ran.
-			if !strings.Contains(all, "every IB/RoCE port ACTIVE") {
-				t.Errorf("the IB port probe did not run under %s:\n%s", level, all)
+			if ib == nil || ib.Status != preflight.Pass || !strings.Contains(ib.Message, "every IB/RoCE port ACTIVE") {
+				t.Errorf("the IB port probe did not run under %s: %+v", level, ib)
 			}
 		})
 	}

@@ -56,17 +56,19 @@ import (
 // SysfsDumpCommand prints the sysfs dump this package parses (see the package doc). It needs
 // only sh and grep (busybox is enough: no brace expansion), prints no /sys/class/infiniband line
 // when there is no RDMA device (only the interfaces it sees), and never fails on unreadable files.
+// $AIN_SYSFS_ROOT (unset in pods) moves /sys for the sandbox, which runs this exact command over a
+// simulated tree; the output's paths then carry that prefix, which Parse skips.
 const SysfsDumpCommand = `grep -H . ` +
-	`/sys/class/infiniband/*/ports/*/state ` +
-	`/sys/class/infiniband/*/ports/*/phys_state ` +
-	`/sys/class/infiniband/*/ports/*/link_layer ` +
-	`/sys/class/infiniband/*/ports/*/rate ` +
-	`/sys/class/infiniband/*/ports/*/lid ` +
-	`/sys/class/infiniband/*/ports/*/sm_lid ` +
-	`/sys/class/infiniband/*/ports/*/gids/* ` +
-	`/sys/class/infiniband/*/ports/*/gid_attrs/types/* ` +
-	`/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/* ` +
-	`/sys/class/net/*/ifindex ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/state ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/phys_state ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/link_layer ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/rate ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/lid ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/sm_lid ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/gids/* ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/gid_attrs/types/* ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/* ` +
+	`${AIN_SYSFS_ROOT:-}/sys/class/net/*/ifindex ` +
 	`2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$'`
 
 // Reasons a port is not ready.

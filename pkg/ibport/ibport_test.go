@@ -196,7 +196,7 @@ func TestEmpty(t *testing.T) {
 // valid shell and succeed or print nothing whether or not RDMA devices exist, and what it
 // prints must parse.
 func TestSysfsDumpCommand(t *testing.T) {
-	if strings.Contains(SysfsDumpCommand, "{") {
+	if strings.Contains(strings.ReplaceAll(SysfsDumpCommand, "${AIN_SYSFS_ROOT:-}", ""), "{") {
 		t.Fatal("brace expansion is not available in busybox sh")
 	}
 	sh, err := exec.LookPath("sh")

@@ -247,6 +247,14 @@ func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	if script, ok := runsProbe(pod); ok {
+		// The IB port probe runs for real: its script over the node's simulated sysfs tree.
+		out, err := runProbe(ctx, script, text, dir)
+		if err != nil {
+			return "", &sampleError{fmt.Errorf("running the probe over %s: %w", sample, err)}
+		}
+		text = out
+	}
 	file := filepath.Join(dir, "0.log")
 	start := time.Now().UTC()
 	if pod.Status.StartTime != nil {
