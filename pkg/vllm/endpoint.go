@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
-
 )
 
 // Discovery finds the endpoint of a model server `ain serve` deployed: its HTTPS ingress, the
