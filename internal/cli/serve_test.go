@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -48,5 +49,53 @@ func TestServeSecretFromFile(t *testing.T) {
 	code, _, errs = runModelCLI(t, nil, "", "serve", "vllm", "--api-key-from-env", "--dry-run=client")
 	if code != int(ainerr.Usage) || !strings.Contains(errs, "$AIN_API_KEY is empty") {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+// The course command's rendering: the Ingress exists without any flag, and its only backend
+// paths are the API (/v1, Prefix) and the health check (/health, Exact); the TLS Secret is
+// named after --name.
+func TestRenderServingIngressPaths(t *testing.T) {
+	code, out, errs := runModelCLI(t, nil, "", "render", "vllm", "--set", "ingress.host=llm.example.com", "--name", "qwen", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var list struct {
+		Items []struct {
+			Kind string
+			Spec struct {
+				TLS []struct {
+					SecretName string
+				}
+				Rules []struct {
+					Host string
+					HTTP struct {
+						Paths []struct {
+							Path, PathType string
+						}
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	found := false
+	for _, it := range list.Items {
+		if it.Kind != "Ingress" {
+			continue
+		}
+		found = true
+		var paths []string
+		for _, p := range it.Spec.Rules[0].HTTP.Paths {
+			paths = append(paths, p.Path+" "+p.PathType)
+		}
+		if strings.Join(paths, ", ") != "/v1 Prefix, /health Exact" || it.Spec.TLS[0].SecretName != "qwen-tls" || it.Spec.Rules[0].Host != "llm.example.com" {
+			t.Fatalf("ingress paths %v tls %+v", paths, it.Spec.TLS)
+		}
+	}
+	if !found {
+		t.Fatalf("no Ingress rendered:\n%s", out)
 	}
 }
