@@ -88,10 +88,12 @@ func (a *App) doctorNCCLLogCommand() *ucli.Command {
 		Name:      "nccl-log",
 		Usage:     "which transport NCCL used (IB, RoCE, sockets, a net plugin, none) and why",
 		ArgsUsage: "FILE... (one log per rank, or an interleaved multi-rank log; - for stdin) | JOB (read every rank's log through the API server)",
-		Description: "Reads NCCL logs of any version from 2.4 to 2.30, with or without launcher prefixes ([1,0]<stdout>:, N:),\n" +
-			"in constant memory. For a full verdict run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING.\n" +
-			"Problems: socket transport, NET/IB : No device found, NCCL_IB_HCA matching nothing, /dev/shm errors, a missing\n" +
-			"net plugin, ranks on different transports, IB completion errors.\n\n" + doctorExitNote,
+		Description: "Reads NCCL logs of any version from 2.3 to 2.30, with or without launcher prefixes ([1,0]<stdout>:, N:),\n" +
+			"in constant memory, at about the speed of grep (repeated lines are recognised, not re-parsed). For a full\n" +
+			"verdict run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING.\n" +
+			"Problems: socket transport, NET/IB : No device found, libibverbs missing in the image, NCCL_IB_HCA matching\n" +
+			"nothing, /dev/shm errors, a missing net plugin, ranks on different transports, IB completion errors, and an\n" +
+			"input with no NCCL line at all (empty, binary, or logged without NCCL_DEBUG).\n\n" + doctorExitNote,
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
@@ -229,7 +231,7 @@ func (a *App) doctorIBPortsCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "ib-ports",
 		Usage:     "whether InfiniBand/RoCE ports are ACTIVE, why not, and the RoCE v2 GID index",
-		ArgsUsage: "FILE... (output of ibstat, ibv_devinfo [-v], ibstatus or the sysfs dump; - for stdin)",
+		ArgsUsage: "FILE... (output of ibstat, ibv_devinfo [-v], ibstatus, rdma link [-j] or the sysfs dump; - for stdin)",
 		Description: "A port NCCL can use is ACTIVE (physical state LinkUp); NCCL skips the others silently.\n" +
 			"LinkUp + INIT: no subnet manager. Polling/Down: cable or peer. Disabled: administratively down.\n" +
 			"For RoCE ports with GIDs (ibv_devinfo -v or the sysfs dump) it gives the NCCL_IB_GID_INDEX value.\n" +
