@@ -71,10 +71,12 @@ func BenchmarkAnalyzeLog(b *testing.B) {
 // 2.3-2.5 s user, 2.7-4.7 s wall, 40 MB max RSS; `grep -c 'NET/'` 0.26-0.31 s user, 0.38-0.53 s
 // wall, 2 MB max RSS. grep only counts one substring; the analyser parses every NCCL line.
 //
-// With the repeat cache and the line splitter (2026-12-03, same machine, load average 8-17), 512 MiB,
+// With the repeat cache and the line splitter (2026-12-03, same machine, load average 7-17), 512 MiB,
 // 5.07 M lines: this benchmark 0.36 s/op (1.48 GB/s, 555 allocs, 6.8 MB allocated per run, all of
-// it fixed-size); scripts/bench-nccl-log.sh: ain 0.44-0.49 s vs grep 0.33 s median wall (1.3-1.5x,
-// was 4.8-7.8x), 45 MiB peak RSS of which ~37 MiB is the ain binary's own baseline.
+// it fixed-size); scripts/bench-nccl-log.sh: ain 0.31-0.49 s vs grep 0.16-0.33 s median wall
+// (1.3-1.9x, was 4.8-7.8x), 43-45 MiB peak RSS of which ~37 MiB is the ain binary's own baseline;
+// CPU time ain 0.25-0.3 s (user+sys) vs grep 0.14 s. Wall times on this shared machine are mostly
+// waiting for a CPU or the disk, for both tools.
 func BenchmarkAnalyzeLogFile(b *testing.B) {
 	path := os.Getenv("AIN_BENCH_LOG")
 	if path == "" {

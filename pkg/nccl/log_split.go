@@ -13,8 +13,9 @@ import (
 
 const (
 	splitBlock  = 5 << 18 // 1.25 MiB per block; > maxLineBytes so a kept line always fits
-	splitBlocks = 3       // blocks in flight: bounds the splitter's memory to 6 MiB
-	noHash      = 0       // a line that must not be looked up (cut long line)
+	splitBlocks = 2       // blocks in flight (one filled, one analysed): 2.5 MiB at most
+	firstBlock  = 64 << 10
+	noHash      = 0 // a line that must not be looked up (cut long line)
 )
 
 // lineBlock is a run of whole lines: buf[starts[i]:ends[i]] is line i ('\n' included when present).
@@ -29,9 +30,10 @@ type lineBlock struct {
 // free. A line longer than maxLineBytes keeps its first maxLineBytes and is marked noHash.
 func splitLines(r io.Reader, seed maphash.Seed, out chan<- *lineBlock, free <-chan *lineBlock, have int, stop <-chan struct{}) {
 	defer close(out)
-	var carry []byte  // the unfinished last line of the previous block
-	allocated := have // blocks already in free (kept from an earlier input)
-	skipping := false // inside a cut long line: drop input up to its '\n'
+	var carry []byte   // the unfinished last line of the previous block
+	allocated := have  // blocks already in free (kept from an earlier input)
+	skipping := false  // inside a cut long line: drop input up to its '\n'
+	size := firstBlock // small inputs (a pod's log, a pasted excerpt) never need a full block
 	for {
 		var b *lineBlock
 		select {
@@ -39,7 +41,7 @@ func splitLines(r io.Reader, seed maphash.Seed, out chan<- *lineBlock, free <-ch
 		default:
 			if allocated < splitBlocks { // a small input never needs the second block
 				allocated++
-				b = &lineBlock{buf: make([]byte, 0, splitBlock)}
+				b = &lineBlock{buf: make([]byte, 0, size)}
 				break
 			}
 			select {
@@ -48,10 +50,16 @@ func splitLines(r io.Reader, seed maphash.Seed, out chan<- *lineBlock, free <-ch
 				return
 			}
 		}
+		if cap(b.buf) < size {
+			b.buf = make([]byte, 0, size) // a first small block, outgrown
+		}
 		b.buf, b.starts, b.ends, b.hashes, b.err = append(b.buf[:0], carry...), b.starts[:0], b.ends[:0], b.hashes[:0], nil
 		carry = carry[:0]
-		n, err := io.ReadFull(r, b.buf[len(b.buf):splitBlock])
+		n, err := io.ReadFull(r, b.buf[len(b.buf):cap(b.buf)])
 		b.buf = b.buf[:len(b.buf)+n]
+		if err == nil {
+			size = splitBlock // the input fills blocks: use full ones (they also hold the longest kept line)
+		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = io.EOF
 		}
