@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -17,7 +19,7 @@ func (a *App) doctorHangCommand() *ucli.Command {
 		Name:  "hang",
 		Usage: "which ranks did not enter the collective the others wait in (NCCL RAS output or PyTorch Flight Recorder dumps)",
 		ArgsUsage: "FILE... (the output of `ncclras` [-f json], one or more queries in time order; or one Flight Recorder dump per rank,\n" +
-			"named <prefix><rank> as TORCH_NCCL_DEBUG_INFO_TEMP_FILE writes them; - for stdin)",
+			"named <prefix><rank> as TORCH_NCCL_DEBUG_INFO_TEMP_FILE writes them, or the directory holding them; - for stdin)",
 		Description: "Names the collective the furthest ranks wait in (RAS: the operation count; Flight Recorder: the sequence\n" +
 			"number in its process group), the ranks that did not enter it (stuckRanks: look at these), the ranks waiting\n" +
 			"in it (aheadRanks) and the ranks no data came from (missingRanks). Status is RAS's word: OK, MISMATCH,\n" +
@@ -37,8 +39,12 @@ func (a *App) runDoctorHang(o *doctorOptions) error {
 	if err := o.validate(1, 0, "the ncclras output or the Flight Recorder dumps"); err != nil {
 		return err
 	}
-	ins := make([]hang.Input, 0, len(o.Files))
-	for _, name := range o.Files {
+	files, err := expandDirs(o.Files)
+	if err != nil {
+		return err
+	}
+	ins := make([]hang.Input, 0, len(files))
+	for _, name := range files {
 		rc, err := a.openInput(name)
 		if err != nil {
 			return err
@@ -106,4 +112,32 @@ func (a *App) printHang(r *hang.Report) {
 	if r.Fix != "" {
 		fmt.Fprintf(w, "\nfix: %s\n", r.Fix)
 	}
+}
+
+// expandDirs replaces a directory argument by the regular files in it, sorted (the directory a
+// job's Flight Recorder dumps were written to, as torchfrtrace takes it).
+func expandDirs(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if a == "-" || err != nil || !st.IsDir() {
+			out = append(out, a) // openInput reports a missing file
+			continue
+		}
+		ents, err := os.ReadDir(a)
+		if err != nil {
+			return nil, ainerr.New(ainerr.Failure, fmt.Errorf("read directory %s: %w", a, err), "")
+		}
+		n := 0
+		for _, e := range ents {
+			if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+				out = append(out, filepath.Join(a, e.Name()))
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, ainerr.Usagef("directory %s holds no files: give the ncclras output or the Flight Recorder dumps", a)
+		}
+	}
+	return out, nil
 }

@@ -33,6 +33,12 @@ func TestDoctorHang(t *testing.T) {
 	if r["status"] != "MISMATCH" || r["collective"] != "nccl:all_reduce #5 in process group 0:default_pg" || r["nranks"] != float64(2) {
 		t.Errorf("JSON %v", r)
 	}
+	// A directory of dumps, as torchfrtrace takes it.
+	code, out, _ = runDoctorCLI(t, "", "doctor", "hang", testdataPath("hang", "fr/straggler-json"))
+	if code != int(ainerr.CheckFailed) || !strings.Contains(out, "collective: nccl:all_reduce #142 in process group 0:default_pg") ||
+		!strings.Contains(out, "stuck (did not enter it): 5 ") {
+		t.Errorf("directory: exit %d output:\n%s", code, out)
+	}
 	// RAS text from stdin, text output: verdict, ranks, evidence with line numbers, fix.
 	b, err := os.ReadFile(testdataPath("hang", "ras/ras-doc-mismatch-counts.txt"))
 	if err != nil {
