@@ -84,4 +84,3 @@ func clock(d time.Duration) string {
 	}
 	return fmt.Sprintf("%02d:%02d", m, s)
 }
-

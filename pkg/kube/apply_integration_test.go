@@ -64,7 +64,9 @@ func TestApplyPruneAgainstAPIServer(t *testing.T) {
 	}
 
 	other := &kube.Applier{Dynamic: dyn, Namespace: ns, Kinds: kinds, FieldManager: "someone-else"}
-	_, err = other.Apply(ctx, []runtime.Object{service("qwen-1", 82, run)}, kube.DryRunNone)
+	taken := service("qwen-1", 80, run)
+	_ = unstructured.SetNestedField(taken.Object, "other", "spec", "selector", "app") // ain owns spec.selector.app
+	_, err = other.Apply(ctx, []runtime.Object{taken}, kube.DryRunNone)
 	var ce *kube.ConflictError
 	if !errors.As(err, &ce) || ce.Name != "qwen-1" {
 		t.Fatalf("unforced apply over ain's field: %v", err)
