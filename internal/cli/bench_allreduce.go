@@ -378,7 +378,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 		}
 	}
 	view := newJobView(a, start)
-	snap, err := cl.Watch(ctx, "MPIJob", name, jobs.WatchOptions{OnChange: view.update, Explain: explainer(kc)})
+	snap, err := cl.Watch(ctx, "MPIJob", name, jobs.WatchOptions{OnChange: view.update, Explain: cl.ExplainPending})
 	view.stop()
 	vr.Phase = snap.Phase
 	vr.Nodes = workerNodes(snap.Pods)

@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
@@ -35,29 +31,6 @@ func (a *App) sandboxNote(kc *kube.Clients) {
 	if kc.Sandbox && !a.sandboxNoted {
 		a.sandboxNoted = true
 		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: the control plane is real, the GPU nodes and what runs in the pods are simulated (logs are recorded samples)")
-	}
-}
-
-// explainer enriches an unschedulable pod's reason with node allocatable (one node list per
-// distinct reason, cached by the watcher).
-func explainer(kc *kube.Clients) func(ctx context.Context, pod *corev1.Pod) string {
-	return func(ctx context.Context, pod *corev1.Pod) string {
-		msg := ""
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				msg = c.Message
-			}
-		}
-		if msg == "" {
-			return ""
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		nodes, err := kc.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return ""
-		}
-		return jobs.ExplainUnschedulable(pod, msg, nodes.Items)
 	}
 }
 

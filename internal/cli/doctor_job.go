@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,21 +38,14 @@ func jobArg(args []string) (string, bool) {
 
 // jobPods finds job name and its pods through the API server.
 func (a *App) jobPods(ctx context.Context, name string) (*kube.Clients, *jobs.Cluster, string, []corev1.Pod, error) {
-	kc, err := a.clients()
+	kc, cl, job, pods, err := a.jobAndPods(ctx, name)
 	if err != nil {
-		return nil, nil, "", nil, err
-	}
-	cl := a.cluster(kc)
-	job, err := cl.Find(ctx, name)
-	if err != nil {
-		if jobs.IsNotFound(err) {
-			return nil, nil, "", nil, ainerr.New(ainerr.Failure, fmt.Errorf("%w (and no file of that name)", err), "`ain list` shows the jobs; give a FILE to read a saved log")
+		var ae *ainerr.Error
+		if errors.As(err, &ae) && ae.Code == ainerr.Usage {
+			// The argument was neither a file nor a job: say both were tried.
+			return nil, nil, "", nil, ainerr.New(ainerr.Usage, fmt.Errorf("%w (and no file of that name)", ae.Err), "`ain list` shows the jobs; give a FILE to read a saved log")
 		}
-		return nil, nil, "", nil, kc.Classify(err, "finding job "+name)
-	}
-	pods, err := cl.Pods(ctx, name)
-	if err != nil {
-		return nil, nil, "", nil, kc.Classify(err, "listing the pods of "+name)
+		return nil, nil, "", nil, err
 	}
 	if len(pods) == 0 {
 		return nil, nil, "", nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s %s/%s has no pods (yet, or cleaned up by its cleanPodPolicy)", job.GetKind(), kc.Namespace, name), "")

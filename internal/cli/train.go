@@ -212,7 +212,7 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	defer view.stop()
 	col := cl.NewCollector(kind, o.TailLines)
 	snap, err := cl.Watch(ctx, kind, name, jobs.WatchOptions{
-		OnChange: view.update, Explain: explainer(kc),
+		OnChange: view.update, Explain: cl.ExplainPending,
 		OnPodFinished: func(p corev1.Pod) { col.Collect(parent, p) },
 	})
 	view.stop()

@@ -1,0 +1,157 @@
+package jobs
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LogSelection picks which pods of a job to read: the master/launcher by default, one replica
+// type (and index), or all of them.
+type LogSelection struct {
+	Replica string // master, worker or launcher ("" with All false: the master or launcher)
+	Index   int    // replica index with Replica (-1: every index)
+	All     bool
+}
+
+// NoPodMatchError says no pod of the job matches the selection; Have lists what the job has
+// (replica-index), for the message.
+type NoPodMatchError struct {
+	Job  string
+	Have []string
+}
+
+func (e *NoPodMatchError) Error() string {
+	return fmt.Sprintf("no pod of %s matches (it has %s)", e.Job, strings.Join(e.Have, ", "))
+}
+
+// SelectPods returns the pods of s among pods (sorted as SortPods sorts them).
+func SelectPods(job string, pods []corev1.Pod, s LogSelection) ([]corev1.Pod, error) {
+	var sel []corev1.Pod
+	for _, p := range pods {
+		rt := p.Labels[kubeflowv1.ReplicaTypeLabel]
+		switch {
+		case s.All:
+		case s.Replica != "":
+			if rt != strings.ToLower(s.Replica) || (s.Index >= 0 && ReplicaIndex(&p) != s.Index) {
+				continue
+			}
+		default:
+			if rt != "master" && rt != "launcher" {
+				continue
+			}
+		}
+		sel = append(sel, p)
+	}
+	if len(sel) == 0 {
+		e := &NoPodMatchError{Job: job}
+		for _, p := range pods {
+			e.Have = append(e.Have, fmt.Sprintf("%s-%d", p.Labels[kubeflowv1.ReplicaTypeLabel], ReplicaIndex(&p)))
+		}
+		return nil, e
+	}
+	return sel, nil
+}
+
+// LogStreamError says reading one pod's log failed to start; Err is the API's error.
+type LogStreamError struct {
+	Pod string
+	Err error
+}
+
+func (e *LogStreamError) Error() string { return "reading the log of " + e.Pod + ": " + e.Err.Error() }
+func (e *LogStreamError) Unwrap() error { return e.Err }
+
+// StreamLogs copies the logs of pods (container of the job kind's main container) to w: one pod
+// as it is, several interleaved by line, each prefixed with [pod]. With follow, streams stay
+// open for new lines until the pod finishes (a pod watch ends each stream a short grace after
+// its pod Succeeded or Failed, since some log servers keep a finished pod's stream open) or ctx
+// ends. tail < 0 means every line.
+func (c *Cluster) StreamLogs(ctx context.Context, w io.Writer, kind, job string, pods []corev1.Pod, tail int64, follow bool) error {
+	container := MainContainer(kind)
+	prefix := len(pods) > 1
+	out := &lockedWriter{w: w}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(pods))
+	streamCtx := map[string]context.Context{}
+	if follow {
+		cancels := map[string]context.CancelFunc{}
+		for _, p := range pods {
+			streamCtx[p.Name], cancels[p.Name] = context.WithCancel(ctx)
+		}
+		go c.endFollowWhenDone(ctx, job, cancels)
+	}
+	for _, p := range pods {
+		wg.Add(1)
+		go func(p corev1.Pod) {
+			defer wg.Done()
+			sctx, f := ctx, follow
+			if f {
+				sctx = streamCtx[p.Name]
+				f = p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+			}
+			rc, err := c.PodLogs(sctx, p.Name, container, tail, f)
+			if err != nil {
+				errs <- &LogStreamError{Pod: p.Name, Err: err}
+				return
+			}
+			defer rc.Close()
+			if prefix {
+				errs <- Prefixed(out, rc, "["+p.Name+"] ")
+				return
+			}
+			_, err = io.Copy(out, bufio.NewReader(rc))
+			errs <- err
+		}(p)
+		if !prefix {
+			break
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return nil
+}
+
+// endFollowWhenDone watches the job's pods and cancels a pod's log stream once it has finished
+// (after a short grace so the last lines arrive).
+func (c *Cluster) endFollowWhenDone(ctx context.Context, job string, cancels map[string]context.CancelFunc) {
+	w, err := c.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: kubeflowv1.JobNameLabel + "=" + job})
+	if err != nil {
+		return
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		if cancel, ok := cancels[p.Name]; ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			time.AfterFunc(2*time.Second, cancel)
+		}
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
