@@ -16,6 +16,8 @@ import (
 // identical by construction (TestRepeatCacheExact compares it with the cache off).
 const (
 	repeatSlots   = 1 << 12 // direct-mapped; a collision only costs a parse
+	firstSlots    = 1 << 8  // a small input never grows the table (TestAnalyzeSmall's budget)
+	growAfter     = 1 << 13 // lines after which the table grows to repeatSlots
 	maxRepeatLine = 384     // longer lines are never cached (bounded memory: slots x this)
 )
 
@@ -45,17 +47,22 @@ type repeatCache struct {
 func (c *repeatCache) reset() {
 	if c.slots == nil {
 		c.seed = maphash.MakeSeed()
-		c.slots = make([]repeatEntry, repeatSlots)
+		c.slots = make([]repeatEntry, firstSlots)
 	}
-	for i := range c.slots {
-		c.slots[i] = repeatEntry{}
+	clear(c.slots)
+}
+
+// grow enlarges the table for a long input; the cache starts empty again (it is only a cache).
+func (c *repeatCache) grow() {
+	if len(c.slots) < repeatSlots {
+		c.slots = make([]repeatEntry, repeatSlots)
 	}
 }
 
 // repeatHashed applies a cached line's effect and reports whether it did; h is the line's hash
 // under the cache's seed. When it did not, it returns the slot the line may be remembered in.
 func (a *LogAnalyzer) repeatHashed(h uint64, line []byte) (*repeatEntry, bool) {
-	e := &a.rc.slots[h&(repeatSlots-1)]
+	e := &a.rc.slots[h&uint64(len(a.rc.slots)-1)]
 	if e.line == nil || !bytes.Equal(e.line, line) {
 		return e, false
 	}

@@ -148,6 +148,9 @@ func (a *LogAnalyzer) feedSplit(name string, r io.Reader) error {
 			}
 			lineNo++
 			a.lines++
+			if lineNo == growAfter {
+				a.rc.grow()
+			}
 			if lineNo <= 16 && !a.binarySeen && bytes.IndexByte(line, 0) >= 0 {
 				a.binary, a.binarySeen = "the "+displayName(name), true
 				if name != "" {
