@@ -29,8 +29,8 @@ const (
 // securityContext says whether, because the cluster may set a default level for unlabelled
 // namespaces (AdmissionConfiguration) or exempt some namespaces, which no label shows.
 func checkPodSecurity(ctx context.Context, o Options) []Check {
-	if !o.Profile.RDMA() {
-		return nil
+	if !o.Profile.RDMA() || o.Nodes == 1 {
+		return nil // no IPC_LOCK: a socket fabric, or a one-pod job (it holds no RDMA device)
 	}
 	ns := o.Namespace
 	fix := fmt.Sprintf("kubectl label --overwrite namespace %s %s=privileged (IPC_LOCK, which RDMA ranks need to pin memory, is allowed only by the privileged standard), or run in a namespace labelled so", ns, PSAEnforceLabel)

@@ -62,6 +62,12 @@ func TestPodSecurityPrivilegedPasses(t *testing.T) {
 	if len(checks) != 2 || checks[0].Status != Pass || checks[1].Status != Warn || !strings.Contains(checks[1].Message, "warn=baseline") {
 		t.Fatalf("%+v", checks)
 	}
+	// A one-pod job holds no RDMA device and adds no IPC_LOCK: nothing to check.
+	o.Nodes = 1
+	if c := checkPodSecurity(context.Background(), o); len(c) != 0 {
+		t.Errorf("one pod: %+v", c)
+	}
+	o.Nodes = 0
 	// Socket fabric: no IPC_LOCK, nothing to check.
 	o.Profile = profile.Default()
 	o.Profile.Spec.Fabric = profile.FabricSocket
