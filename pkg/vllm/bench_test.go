@@ -456,3 +456,70 @@ func TestLoadPromptsAndFilePrompts(t *testing.T) {
 		t.Fatalf("body %s", bodies[0])
 	}
 }
+
+// Arrivals follow vllm bench serve's get_request: Gamma gaps with mean 1/rate, rescaled so
+// the last request goes at exactly n/rate; all at once for an infinite rate.
+func TestArrivalsRescaledToNOverRate(t *testing.T) {
+	for _, b := range []float64{0.5, 1, 4} {
+		offs := arrivals(200, 10, b, rand.New(rand.NewPCG(1, 2)))
+		if got := offs[len(offs)-1]; got < 20*time.Second-time.Microsecond || got > 20*time.Second+time.Microsecond {
+			t.Errorf("burstiness %g: last arrival %v, want n/rate = 20s", b, got)
+		}
+		for i := 1; i < len(offs); i++ {
+			if offs[i] < offs[i-1] {
+				t.Fatalf("arrivals go back in time at %d", i)
+			}
+		}
+		if offs[0] <= 0 {
+			t.Errorf("the first request also waits its gap, as in vLLM: %v", offs[0])
+		}
+	}
+	for _, d := range arrivals(5, math.Inf(1), 1, rand.New(rand.NewPCG(1, 2))) {
+		if d != 0 {
+			t.Fatal("rate inf: all at 0")
+		}
+	}
+}
+
+func TestParseGoodputSyntax(t *testing.T) {
+	for in, want := range map[string]SLO{
+		"ttft:500":           {TTFT: 500 * time.Millisecond},
+		"ttft:500 tpot:50":   {TTFT: 500 * time.Millisecond, TPOT: 50 * time.Millisecond},
+		"ttft=500,e2el=2000": {TTFT: 500 * time.Millisecond, E2EL: 2 * time.Second},
+		"tpot:12.5":          {TPOT: 12500 * time.Microsecond},
+	} {
+		got, err := ParseSLO(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSLO(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"ttft500", "ttft:-1", "ttfb:5"} {
+		if _, err := ParseSLO(bad); err == nil {
+			t.Errorf("ParseSLO(%q): no error", bad)
+		}
+	}
+}
+
+func TestPeaksAndKnee(t *testing.T) {
+	t0 := time.Now()
+	ms := time.Millisecond
+	recs := []reqRecord{
+		{ok: true, start: t0, ttft: 100 * ms, latency: 1500 * ms, itl: []time.Duration{100 * ms, 100 * ms, 100 * ms}},
+		{ok: true, start: t0.Add(200 * ms), ttft: 100 * ms, latency: 500 * ms, itl: []time.Duration{100 * ms}},
+		{ok: true, start: t0.Add(1600 * ms), ttft: 100 * ms, latency: 200 * ms},
+		{err: fmt.Errorf("x")},
+	}
+	tok, conc := peaks(recs)
+	if tok != 6 || conc != 2 {
+		t.Fatalf("peak tokens/s %v, concurrency %d; want 6, 2", tok, conc)
+	}
+	g := func(v float64) *float64 { return &v }
+	pts := []SweepPoint{
+		{Result: &BenchResult{RequestThroughput: 1, RequestGoodput: g(1)}},
+		{Result: &BenchResult{RequestThroughput: 2, RequestGoodput: g(1.9)}},
+		{Result: &BenchResult{RequestThroughput: 4, RequestGoodput: g(2)}},
+	}
+	if k := Knee(pts); k != 1 {
+		t.Fatalf("knee %d, want 1", k)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -175,10 +176,26 @@ func TestIntegrationServeFlow(t *testing.T) {
 
 	// A changed spec rolls the replicas one at a time, each ready before the next; fewer
 	// replicas prune the Deployment no longer rendered (its GPU is freed).
-	code, out, errs = run(append(serve, "--set", "maxModelLen=4096", "--timeout", "3m")...)
-	if code != 0 || !strings.Contains(errs, "rolling replica qwen-0: waiting for it to be ready before the next one") {
-		t.Fatalf("ain serve (changed spec): exit %d\n%s%s", code, out, errs)
+	// This run takes the key from a file and nothing in the environment: the readiness check
+	// must send it (it used to deploy, then exit 8 on its own 401).
+	keyFile := filepath.Join(t.TempDir(), "api-key")
+	if err := os.WriteFile(keyFile, []byte("sim-key\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	t.Setenv("AIN_API_KEY", "")
+	var fromFile []string
+	for _, a := range serve {
+		if a == "--api-key-from-env" {
+			fromFile = append(fromFile, "--api-key-file", keyFile)
+			continue
+		}
+		fromFile = append(fromFile, a)
+	}
+	code, out, errs = run(append(fromFile, "--set", "maxModelLen=4096", "--timeout", "3m")...)
+	if code != 0 || !strings.Contains(errs, "rolling replica qwen-0: waiting for it to be ready before the next one") || !strings.Contains(errs, "ready: ") {
+		t.Fatalf("ain serve (changed spec, --api-key-file): exit %d\n%s%s", code, out, errs)
+	}
+	t.Setenv("AIN_API_KEY", "sim-key")
 	one := append(append([]string{}, serve...), "--timeout", "3m")
 	for i, a := range one {
 		if a == "--replicas" {
