@@ -194,6 +194,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		for _, s := range secrets {
 			fmt.Fprintf(a.Streams.Err, "# also Secret %s (not printed: it holds a credential)\n", objName(s))
 		}
+		if objs.Ingress != nil {
+			fmt.Fprintf(a.Streams.Err, "# the Ingress's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Ingress.Spec.TLS[0].SecretName)
+		}
 		return a.printObjects(objs.All(), o.Output)
 	}
 	kc, cl, err := a.servingCluster()
