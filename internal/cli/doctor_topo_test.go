@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/sandbox"
+	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
 // TestDoctorTopo: the JSON keys the issue fixes (gpus[].gpu/nic/device/path/gdr, layout), the exit
@@ -54,5 +60,37 @@ func TestDoctorTopo(t *testing.T) {
 	code, _, errOut = runDoctorCLI(t, "", "doctor", "topo", "a", "b")
 	if code != int(ainerr.Usage) || !strings.Contains(errOut, "give one topology") {
 		t.Errorf("two files: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestDoctorTopoNodeSandbox: `ain doctor topo --node` runs its probe pod on the sandbox's real
+// API server (pinned to the node, holding its 8 GPUs and the RDMA resource); the simulated
+// kubelet answers with an 8x H100 matrix, which reads as the ideal layout.
+func TestDoctorTopoNodeSandbox(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	node := sandbox.NodeName(1)
+	code, out, errOut := runBenchCLI(t, "doctor", "topo", "--node", node, "--kubeconfig", sb.Kubeconfig, "-n", ns, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "probing "+node+": nvidia-smi topo -m in a pod holding its 8 GPU(s)") {
+		t.Errorf("stderr: %s", errOut)
+	}
+	var r struct {
+		Layout string
+		GPUs   []map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Layout != "ideal" || len(r.GPUs) != 8 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// The probe pod is gone afterwards.
+	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("probe pods left: %v %d", err, len(pods.Items))
+	}
+	code, _, errOut = runBenchCLI(t, "doctor", "topo", "--node", "no-such-node", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+	if code == 0 || !strings.Contains(errOut, "no-such-node") {
+		t.Errorf("unknown node: exit %d %s", code, errOut)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
+	"github.com/ain-hpc/ain/pkg/topo"
 )
 
 func TestScenariosLoad(t *testing.T) {
@@ -172,6 +173,12 @@ func TestSamples(t *testing.T) {
 		if rep.Transport != c.transport || rep.OK() != c.ok || rep.Ranks == nil || *rep.Ranks != 3 {
 			t.Errorf("%s (%s): transport %s ok %v ranks %v problems %+v, want %s ok %v 3 ranks", c.name, c.fabric, rep.Transport, rep.OK(), rep.Ranks, rep.Problems, c.transport, c.ok)
 		}
+	}
+	// The topology probe's matrix reads as the ideal layout ain doctor topo --node reports.
+	if tr, err := topo.Parse(strings.NewReader(render("probe/nvidia-smi-topo-h100.txt", sampleData("ib", 0, 3)))); err != nil {
+		t.Errorf("probe/nvidia-smi-topo-h100.txt: %v", err)
+	} else if r := topo.Analyze(tr); r.Layout != topo.LayoutIdeal || len(r.GPUs) != 8 {
+		t.Errorf("probe/nvidia-smi-topo-h100.txt: layout %s, %d GPUs", r.Layout, len(r.GPUs))
 	}
 	for _, c := range []struct {
 		name      string

@@ -1,0 +1,49 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TopologyCommand is what the topology probe runs on a GPU node.
+const TopologyCommand = "nvidia-smi topo -m"
+
+// DefaultTopologyImage runs the topology probe. nvidia-smi is a glibc binary that the NVIDIA
+// container toolkit mounts into a container requesting GPUs when NVIDIA_DRIVER_CAPABILITIES
+// includes "utility"; busybox cannot run it, a CUDA base image can and sets the capabilities.
+const DefaultTopologyImage = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+const probeTopo = "topology"
+
+// ProbeTopology runs `nvidia-smi topo -m` in a pod pinned to node that holds gpus GPUs (all of
+// the node's, so the matrix shows every GPU) and the RDMA resource (so it shows the NICs a rank
+// sees), and returns what it printed. o.ProbeImage defaults to DefaultTopologyImage here.
+func ProbeTopology(ctx context.Context, o Options, node string, gpus int64) ([]byte, error) {
+	if o.ProbeImage == "" {
+		o.ProbeImage = DefaultTopologyImage
+	}
+	o.defaults()
+	if gpus < 1 {
+		return nil, fmt.Errorf("node %s has no %s allocatable: nothing for nvidia-smi to show", node, o.Profile.Spec.GPUResource)
+	}
+	run := runID()
+	env := []corev1.EnvVar{{Name: "NVIDIA_DRIVER_CAPABILITIES", Value: "utility"}}
+	pod := probePod(o, run, probeTopo, "ain-topo-"+run, node, TopologyCommand, env, true)
+	c := &pod.Spec.Containers[0]
+	g := *resource.NewQuantity(gpus, resource.DecimalSI)
+	c.Resources.Requests[corev1.ResourceName(o.Profile.Spec.GPUResource)] = g
+	c.Resources.Limits[corev1.ResourceName(o.Profile.Spec.GPUResource)] = g
+	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("256Mi")
+	outs := runProbes(ctx, o, run, probeTopo, []*corev1.Pod{pod})
+	out := outs[0]
+	if out.log == nil {
+		return nil, fmt.Errorf("%s", notRun(out))
+	}
+	if out.pod.Status.Phase == corev1.PodFailed {
+		return out.log, fmt.Errorf("probe pod %s failed (is nvidia-smi in the image %s, and the NVIDIA container toolkit on the node?)", out.pod.Name, o.ProbeImage)
+	}
+	return out.log, nil
+}
