@@ -397,12 +397,18 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 	var entries []entry
 	for _, st := range all {
 		e := entry{ServingStatus: st}
-		endpoint := eo.Endpoint
-		if endpoint == "" {
-			endpoint = st.URL
+		ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
+		if ep.URL == "" && st.URL != "" && st.Ready > 0 {
+			// The ingress as clients find it: its CA from the Secret ain created, its
+			// published address when the host has no DNS record.
+			d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: a.reachable(eo)}
+			var err error
+			if ep, err = d.Endpoint(ctx, st.Name); err != nil {
+				e.Probe = &servingProbe{Endpoint: st.URL, At: a.Now().UTC().Format(time.RFC3339), Error: err.Error()}
+			}
 		}
-		if endpoint != "" && st.Ready > 0 {
-			e.Probe = a.probeModels(ctx, eo, endpoint)
+		if ep.URL != "" && st.Ready > 0 && e.Probe == nil {
+			e.Probe = a.probeModels(ctx, eo, ep)
 		}
 		entries = append(entries, e)
 	}
@@ -417,6 +423,12 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 		fmt.Fprintf(w, "%s: %d/%d replicas ready, model %s\n", e.Name, e.Ready, e.Desired, orDashStr(e.Model))
 		if e.URL != "" {
 			fmt.Fprintf(w, "  url:     %s\n", e.URL)
+		}
+		if e.Address != "" && !strings.Contains(e.URL, e.Address) {
+			fmt.Fprintf(w, "  address: %s (published by the ingress controller)\n", e.Address)
+		}
+		if e.TLSSecret != "" {
+			fmt.Fprintf(w, "  tls:     Secret %s\n", e.TLSSecret)
 		}
 		fmt.Fprintf(w, "  service: %s (in the cluster)\n", e.Service)
 		if p := e.Probe; p != nil {
@@ -444,11 +456,14 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 	return nil
 }
 
-func (a *App) probeModels(ctx context.Context, eo *endpointOptions, endpoint string) *servingProbe {
-	p := &servingProbe{Endpoint: endpoint, At: a.Now().UTC().Format(time.RFC3339)}
-	eo2 := *eo
-	eo2.Endpoint = endpoint
-	c, err := a.modelClient(ctx, &eo2, 0)
+func (a *App) probeModels(ctx context.Context, eo *endpointOptions, ep vllm.Endpoint) *servingProbe {
+	p := &servingProbe{Endpoint: ep.URL, At: a.Now().UTC().Format(time.RFC3339)}
+	key := eo.APIKey
+	if key == "" {
+		key = a.Getenv("AIN_API_KEY")
+	}
+	c, err := vllm.NewClient(eo.clientOptions(ep, key, 0))
+	err = endpointError(err)
 	if err == nil {
 		p.Endpoint = c.Endpoint()
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)

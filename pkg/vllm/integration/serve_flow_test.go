@@ -166,9 +166,10 @@ func TestIntegrationServeFlow(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Completed != 20 || res.Failed != 0 {
 		t.Fatalf("ain bench serve: exit %d\n%s%s", code, out, errs)
 	}
-	if _, out, _ = run("serve", "status"); true {
-		t.Logf("ain serve status:\n%s", out)
+	if _, out, _ = run("serve", "status"); !strings.Contains(out, "tls:     Secret qwen-tls") || !strings.Contains(out, "/v1/models lists Qwen2.5-7B-Instruct") {
+		t.Errorf("ain serve status: the probe through the ingress:\n%s", out)
 	}
+	t.Logf("ain serve status:\n%s", out)
 	// A port-forward is taken only when asked for, and says what it reaches.
 	if code, out, errs = run("models", "--port-forward", "--connect-to", "127.0.0.1:1"); code != 0 || !strings.Contains(errs, "port-forward through the API server to pod qwen-") {
 		t.Fatalf("ain models --port-forward: exit %d\n%s%s", code, out, errs)
