@@ -163,3 +163,67 @@ func TestQAStopsOnFatalErrors(t *testing.T) {
 		t.Errorf("unnamed case named %q", s.Cases[1].Name)
 	}
 }
+
+// Semantic checks: by embeddings (the server's /v1/embeddings; vllmsim's are bag-of-words
+// vectors) and by a judge model with the fixed rubric; several samples with a pass threshold.
+func TestQASemanticAndSamples(t *testing.T) {
+	s, err := ParseQA("qa.yaml", []byte(`
+samples: 3
+temperature: 0.7
+passThreshold: 0.6
+semantic: {mode: embeddings, threshold: 0.5}
+cases:
+  - name: port
+    question: Which UDP port does RoCEv2 use?
+    reference: RoCEv2 carries InfiniBand transport in UDP/IP with destination UDP port 4791.
+  - name: unrelated
+    question: capital of France?
+    reference: RoCEv2 carries InfiniBand transport in UDP/IP with destination UDP port 4791.
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, url := start(t, vllmsim.Options{})
+	c := newClient(t, Options{Endpoint: url})
+	rep, err := c.RunQA(context.Background(), s, "test-model", 0.5, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Results[0].Pass || rep.Results[1].Pass || len(rep.Results[0].Samples) != 3 || rep.Results[0].Passed != 3 {
+		t.Fatalf("embeddings: %+v", rep.Results)
+	}
+	ev := rep.Results[0].Samples[0].Checks[0].Evidence
+	if !strings.Contains(ev, "cosine similarity") {
+		t.Fatalf("evidence %q", ev)
+	}
+	// Samples use seeds 0, 1, 2 and the file's temperature.
+	bodies := srv.Bodies()
+	if !bytes.Contains(bodies[0], []byte(`"temperature":0.7`)) || !bytes.Contains(bodies[1], []byte(`"seed":1`)) {
+		t.Fatalf("sampling on the wire: %s / %s", bodies[0], bodies[1])
+	}
+
+	judge, err := ParseQA("qa.yaml", []byte(`
+semantic: {mode: judge}
+cases:
+  - name: port
+    question: Which UDP port does RoCEv2 use?
+    reference: UDP port 4791.
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for verdict, pass := range map[string]bool{"PASS\nIt states port 4791.": true, "FAIL\nWrong port.": false, "Maybe.": false} {
+		_, url := start(t, vllmsim.Options{Answers: append([]vllmsim.Answer{{Match: "answer to grade", Reply: verdict}}, vllmsim.DefaultAnswers()...)})
+		rep, err := newClient(t, Options{Endpoint: url}).RunQA(context.Background(), judge, "test-model", 1, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Results[0].Pass != pass || !strings.Contains(rep.Results[0].Samples[0].Checks[0].Evidence, "judge test-model") {
+			t.Errorf("judge %q: %+v", verdict, rep.Results[0])
+		}
+	}
+	// Samples at temperature 0 are copies of one answer: refused.
+	if _, err := ParseQA("qa.yaml", []byte("samples: 3\ncases:\n- question: q\n  required: [x]\n")); err == nil || !strings.Contains(err.Error(), "set temperature") {
+		t.Fatalf("samples at temperature 0: %v", err)
+	}
+}
