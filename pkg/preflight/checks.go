@@ -216,6 +216,10 @@ func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
 		return []Check{{Name: CheckNodes, Status: Fail, Message: "no node " + where, Fix: "check the selector (--nodes, the profile's nodeSelector) against kubectl get nodes --show-labels"}}, nil
 	}
 	gpuNeed := int64(max(o.GPUsPerNode, 1))
+	if o.Nodes > 0 {
+		gpuNeed = int64(o.GPUsPerNode) // a recipe's shape: 0 GPUs is a CPU job (qlora-merge)
+	}
+	fabric := o.usesFabric()
 	gpuRes := corev1.ResourceName(p.Spec.GPUResource)
 	rdmaRes := corev1.ResourceName(p.Spec.RDMA.Resource)
 	rdmaNeed := int64(p.Spec.RDMA.Count)
@@ -237,7 +241,7 @@ func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
 		if g := alloc(&n, gpuRes); g < gpuNeed {
 			why, kinds["gpu"] = append(why, fmt.Sprintf("%s allocatable %d (needs %d)", gpuRes, g, gpuNeed)), true
 		}
-		if p.RDMA() {
+		if fabric {
 			if r := alloc(&n, rdmaRes); r < rdmaNeed {
 				why, kinds["rdma"] = append(why, fmt.Sprintf("%s allocatable %d (needs %d)", rdmaRes, r, rdmaNeed)), true
 			}
@@ -252,7 +256,7 @@ func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
 	}
 	need := max(o.Nodes, 1)
 	what := fmt.Sprintf("%d %s", gpuNeed, gpuRes)
-	if p.RDMA() {
+	if fabric {
 		what += fmt.Sprintf(" and %d %s", rdmaNeed, rdmaRes)
 	}
 	var out []Check

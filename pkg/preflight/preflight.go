@@ -180,7 +180,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.Checks = append(res.Checks, checkNetworks(ctx, o)...)
 	res.Checks = append(res.Checks, checkPodSecurity(ctx, o)...)
 	if !o.SkipProbes {
-		if o.Profile.RDMA() && len(candidates) > 0 {
+		if o.usesFabric() && len(candidates) > 0 {
 			o.Progress(fmt.Sprintf("probing IB ports on %d node(s)", len(candidates)))
 			ib := probeIBPorts(ctx, o, candidates)
 			res.Probed = len(candidates)
@@ -194,6 +194,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.Duration = o.Now().Sub(start)
 	return res, nil
 }
+
+// usesFabric reports whether the checked workload uses the RDMA fabric: an RDMA profile and a
+// recipe of more than one pod (or no recipe). A one-pod job holds no RDMA device (pkg/jobs).
+func (o *Options) usesFabric() bool { return o.Profile.RDMA() && o.Nodes != 1 }
 
 func profileName(p *profile.Profile) string {
 	if p.Source != "" {

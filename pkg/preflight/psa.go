@@ -29,7 +29,7 @@ const (
 // securityContext says whether, because the cluster may set a default level for unlabelled
 // namespaces (AdmissionConfiguration) or exempt some namespaces, which no label shows.
 func checkPodSecurity(ctx context.Context, o Options) []Check {
-	if !o.Profile.RDMA() || o.Nodes == 1 {
+	if !o.usesFabric() {
 		return nil // no IPC_LOCK: a socket fabric, or a one-pod job (it holds no RDMA device)
 	}
 	ns := o.Namespace

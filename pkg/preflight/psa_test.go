@@ -93,3 +93,19 @@ func TestProbePodRestricted(t *testing.T) {
 		t.Fatalf("container securityContext %+v", c)
 	}
 }
+
+// A one-pod CPU job (qlora-merge: nodes 1, gpusPerNode 0) needs neither a GPU nor the RDMA
+// resource on its node.
+func TestCheckNodesCPUJob(t *testing.T) {
+	cs := fake.NewClientset(node("cpu-1", 0, 0, true))
+	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), Nodes: 1, GPUsPerNode: 0}
+	o.defaults()
+	checks, cands := checkNodes(context.Background(), o)
+	if len(cands) != 1 || checks[0].Status != Pass {
+		t.Fatalf("%+v", checks)
+	}
+	o.Nodes, o.GPUsPerNode = 2, 1
+	if checks, _ = checkNodes(context.Background(), o); checks[0].Status != Fail {
+		t.Errorf("a 2-node GPU job on a CPU node: %+v", checks[0])
+	}
+}
