@@ -60,14 +60,8 @@ type Cluster struct {
 	Kube      kubernetes.Interface
 	Dynamic   dynamic.Interface
 	Namespace string
-	Now       func() time.Time
-}
-
-func (c *Cluster) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
+	// Now is the clock (nil: time.Now), injected so tests control ages and timeouts.
+	Now func() time.Time
 }
 
 // ImmutableError says an existing job of the same name has a different spec.
