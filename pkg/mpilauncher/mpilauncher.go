@@ -351,9 +351,9 @@ const FixWorkerLost = "the launcher had started the job (see the job-started lin
 // FixLauncherBeforeWorkers is the advice for the launcher-before-workers verdict.
 const FixLauncherBeforeWorkers = "the launcher ran mpirun before the workers were resolvable/reachable. With mpi-operator " +
 	"(kubeflow.org/v2beta1, v0.5.0+) set spec.launcherCreationPolicy: WaitForWorkersReady. With training-operator's " +
-	"kubeflow.org/v1 MPIJob (no such field) give the launcher an init container that waits for every worker, e.g. " +
-	"`until getent hosts <job>-worker-0.<job>.<ns>.svc && nc -z <job>-worker-0.<job>.<ns>.svc 22; do sleep 2; done`, " +
-	"and keep restartPolicy: OnFailure with a backoffLimit so a retry can succeed"
+	"kubeflow.org/v1 MPIJob (no such field; its mpirun reaches workers with `kubectl exec` through kubexec.sh, not ssh " +
+	"or DNS) give the launcher an init container that waits until every worker pod's Ready condition is True " +
+	"(ain's worker gate, on by default: spec.workerGate), and keep a backoffLimit so a retry can succeed"
 
 // hostOf extracts the host name from an ssh error line.
 func hostOf(s string) string {
