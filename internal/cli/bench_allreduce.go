@@ -342,7 +342,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	start := a.Now()
 	name := jobNameFor(plan.name, v.Name, start)
 	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.variants), v.Name)
-	b, err := jobs.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace})
+	b, err := jobs.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: jobs.OperatorGang(gangSchedulers(kc))})
 	if err != nil {
 		return nil, ainerr.New(ainerr.Usage, err, "")
 	}

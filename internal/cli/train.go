@@ -130,6 +130,13 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
+	if gangs := gangSchedulers(kc); jobs.OperatorGang(gangs) {
+		// Detected, not assumed: all ranks or none (effective with the operator's --gang-scheduler-name).
+		if b, err = jobs.Build(r, p, jobs.Options{Name: o.Name, Namespace: a.Global.Namespace, GangScheduling: true}); err != nil {
+			return ainerr.New(ainerr.Usage, err, "")
+		}
+		fmt.Fprintf(a.Streams.Err, "gang scheduling: the cluster serves %s: runPolicy.schedulingPolicy.minAvailable = every pod of the job\n", strings.Join(gangs, ", "))
+	}
 	cl := a.cluster(kc)
 	ctx := c.Context
 	if o.DryRun == "server" {

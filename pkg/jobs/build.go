@@ -49,6 +49,11 @@ type Options struct {
 	Name string
 	// Namespace for every object (empty leaves it to the client's default).
 	Namespace string
+	// GangScheduling sets runPolicy.schedulingPolicy.minAvailable to every pod of the job, so a
+	// gang scheduler places all of them or none. Set it only when the cluster serves one the
+	// training-operator can use (OperatorGang); the operator honours it when started with
+	// --gang-scheduler-name (Volcano or scheduler-plugins), and ignores it otherwise.
+	GangScheduling bool
 }
 
 // Bundle is what one recipe renders to, in apply order.
@@ -71,17 +76,28 @@ func Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bundle, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.GangScheduling {
+			job.Spec.RunPolicy.SchedulingPolicy = minAvailable(r.Training.Nodes)
+		}
 		return &Bundle{Objects: []runtime.Object{job}}, nil
 	case r.MPI != nil:
 		job, err := buildMPIJob(r, p, name, o.Namespace)
 		if err != nil {
 			return nil, err
 		}
+		if o.GangScheduling {
+			job.Spec.RunPolicy.SchedulingPolicy = minAvailable(r.MPI.Nodes + 1) // the workers and the launcher
+		}
 		return &Bundle{Objects: []runtime.Object{job}}, nil
 	case r.Serving != nil:
 		return nil, fmt.Errorf("recipe %s is kind Serving: deploy it with `ain serve`, not as a job", r.Metadata.Name)
 	}
 	return nil, fmt.Errorf("recipe %s has no spec", r.Metadata.Name)
+}
+
+func minAvailable(pods int) *kubeflowv1.SchedulingPolicy {
+	n := int32(pods)
+	return &kubeflowv1.SchedulingPolicy{MinAvailable: &n}
 }
 
 // Labels returns the labels ain puts on a run's objects and pods.

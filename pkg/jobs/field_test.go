@@ -221,3 +221,38 @@ func TestGangAndAntiAffinityExplained(t *testing.T) {
 		t.Errorf("%s", e)
 	}
 }
+
+// Gang scheduling, where the cluster offers it: every pod of the job in minAvailable.
+func TestGangSchedulingPolicy(t *testing.T) {
+	p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int32{"allreduce": 4, "qlora": 3} {
+		r, err := recipe.Load(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Build(r, p, Options{GangScheduling: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sp *kubeflowv1.SchedulingPolicy
+		switch j := b.Objects[0].(type) {
+		case *kubeflowv1.MPIJob:
+			sp = j.Spec.RunPolicy.SchedulingPolicy
+		case *kubeflowv1.PyTorchJob:
+			sp = j.Spec.RunPolicy.SchedulingPolicy
+		}
+		if sp == nil || sp.MinAvailable == nil || *sp.MinAvailable != want {
+			t.Errorf("%s: schedulingPolicy %+v, want minAvailable %d", name, sp, want)
+		}
+	}
+	if OperatorGang([]string{"Kueue"}) || !OperatorGang([]string{"Volcano"}) {
+		t.Error("OperatorGang")
+	}
+	// Not detected: nothing rendered (the goldens have no schedulingPolicy).
+	if j := render(t, "allreduce", "ib").Objects[0].(*kubeflowv1.MPIJob); j.Spec.RunPolicy.SchedulingPolicy != nil {
+		t.Errorf("schedulingPolicy without a gang scheduler: %+v", j.Spec.RunPolicy.SchedulingPolicy)
+	}
+}

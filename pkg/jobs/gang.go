@@ -38,6 +38,18 @@ func GangAPIs(groups []string) []string {
 	return out
 }
 
+// OperatorGang reports whether gangs (GangAPIs) holds a gang scheduler the training-operator's
+// runPolicy.schedulingPolicy works with (Volcano, scheduler-plugins coscheduling; Kueue admits
+// jobs through its own queue label instead).
+func OperatorGang(gangs []string) bool {
+	for _, g := range gangs {
+		if g == "Volcano" || g == "scheduler-plugins coscheduling" {
+			return true
+		}
+	}
+	return false
+}
+
 // GangNote explains a job of which some ranks are placed and others are Pending ("" when all
 // or none are placed). gangs are the gang schedulers the cluster serves (GangAPIs).
 func GangNote(s Snapshot, gangs []string) string {
