@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -256,7 +253,7 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	}
 	sum := cl.Summarize(parent, snap, pods, o.TailLines, col.Wait())
 	if o.SaveLogs != "" {
-		if dir, err := saveLogs(parent, cl, o.SaveLogs, snap, pods); err != nil {
+		if dir, err := cl.SaveLogs(parent, o.SaveLogs, snap.Name, pods); err != nil {
 			fmt.Fprintf(a.Streams.Err, "warning: saving logs: %v\n", err)
 		} else {
 			fmt.Fprintf(a.Streams.Err, "logs saved under %s\n", dir)
@@ -322,32 +319,6 @@ func outcome(sum jobs.Summary, require, name string) error {
 			"see the evidence above; `ain doctor nccl-log "+name+"` explains it per rank")
 	}
 	return nil
-}
-
-// saveLogs writes every pod's full log to dir/<job>/<pod>.log and returns that folder.
-func saveLogs(ctx context.Context, cl *jobs.Cluster, dir string, snap jobs.Snapshot, pods []corev1.Pod) (string, error) {
-	out := filepath.Join(dir, snap.Name)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return "", err
-	}
-	for _, p := range pods {
-		rc, err := cl.PodLogs(ctx, p.Name, "", -1, false)
-		if err != nil {
-			return "", err
-		}
-		f, err := os.Create(filepath.Join(out, p.Name+".log"))
-		if err != nil {
-			rc.Close()
-			return "", err
-		}
-		_, err = io.Copy(f, rc)
-		rc.Close()
-		f.Close()
-		if err != nil {
-			return "", err
-		}
-	}
-	return out, nil
 }
 
 func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {

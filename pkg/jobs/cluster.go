@@ -157,14 +157,14 @@ func phaseAndMessage(s JobStatus) (string, string) {
 	return phase, msg
 }
 
-// Find returns the job called name (PyTorchJob or MPIJob).
+// Find returns the job called name, trying each backend in turn (PyTorchJob, MPIJob).
 func (c *Cluster) Find(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	for _, k := range JobKinds {
-		u, err := c.Dynamic.Resource(k.GVR).Namespace(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	for _, b := range Backends {
+		u, err := b.Find(ctx, c, name)
 		if err == nil {
 			return u, nil
 		}
-		if !apierrors.IsNotFound(err) {
+		if !IsNotFound(err) {
 			return nil, err
 		}
 	}
