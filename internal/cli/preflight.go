@@ -135,22 +135,20 @@ func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Rec
 		return nil
 	}
 	opts := a.preflightOptions(kc, r, p)
-	cache := a.preflightCache()
-	key := preflight.Key(opts)
-	if res, age, ok := cache.Load(key); ok {
-		fmt.Fprintf(w, "preflight: %s (cached %s ago; `ain preflight` re-runs it)\n", res.Summary(), age.Round(time.Second))
-		return nil
-	}
 	opts.Progress = func(s string) { fmt.Fprintf(w, "preflight: %s\n", s) }
-	res, err := preflight.Run(ctx, opts)
-	if err != nil {
-		return a.preflightError(ctx, kc, err)
-	}
-	_ = cache.Save(key, res)
-	a.printPreflight(res, true)
-	if res.Failed() {
-		return ainerr.New(ainerr.PreflightFailed, fmt.Errorf("preflight failed: %s", res.Summary()),
+	res, err := preflight.Gate{Cache: a.preflightCache()}.Run(ctx, opts)
+	var failed *preflight.FailedError
+	switch {
+	case errors.As(err, &failed):
+		a.printPreflight(failed.Result, true)
+		return ainerr.New(ainerr.PreflightFailed, err,
 			"fix the FAIL checks above (`ain preflight` shows them all), or submit anyway with --skip-preflight")
+	case err != nil:
+		return a.preflightError(ctx, kc, err)
+	case res.Cached:
+		fmt.Fprintf(w, "preflight: %s (cached %s ago; `ain preflight` re-runs it)\n", res.Summary(), res.Age.Round(time.Second))
+	default:
+		a.printPreflight(res.Result, true)
 	}
 	return nil
 }
