@@ -7,14 +7,24 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
 // ToUnstructured converts a typed object into the form server-side apply sends, dropping the
 // empty status and creationTimestamp a typed object always carries.
 func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	// A JSON round trip, not runtime.DefaultUnstructuredConverter: the converter's reflection
+	// cache costs ~2.2 MB and several ms on first use, which is most of an offline
+	// `ain render`'s own work (issue 16); encoding/json's cache is shared with the output step.
+	// utiljson.Unmarshal turns integral numbers into int64, as the converter does, so the
+	// map holds the same JSON-compatible types.
+	b, err := json.Marshal(obj)
 	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := utiljson.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: m}
