@@ -36,8 +36,12 @@ func jobArg(args []string) (string, bool) {
 	return args[0], true
 }
 
-// jobPods finds job name and its pods through the API server.
-func (a *App) jobPods(ctx context.Context, name string) (*kube.Clients, *jobs.Cluster, string, []corev1.Pod, error) {
+// jobPods checks the doctor flags for a job, finds job name and its pods through the API
+// server, and notes when the cluster is the sandbox.
+func (a *App) jobPods(ctx context.Context, o *doctorOptions, name string) (*kube.Clients, *jobs.Cluster, string, []corev1.Pod, error) {
+	if err := o.validate(1, 1, "the job"); err != nil {
+		return nil, nil, "", nil, err
+	}
 	kc, cl, job, pods, err := a.jobAndPods(ctx, name)
 	if err != nil {
 		var ae *ainerr.Error
@@ -50,20 +54,17 @@ func (a *App) jobPods(ctx context.Context, name string) (*kube.Clients, *jobs.Cl
 	if len(pods) == 0 {
 		return nil, nil, "", nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s %s/%s has no pods (yet, or cleaned up by its cleanPodPolicy)", job.GetKind(), kc.Namespace, name), "")
 	}
+	a.sandboxNote(kc)
 	return kc, cl, job.GetKind(), pods, nil
 }
 
 // runDoctorNCCLLogJob reads every rank's log of a job through the API server (one stream at a
 // time, in constant memory) and gives the transport verdict per rank.
 func (a *App) runDoctorNCCLLogJob(ctx context.Context, o *doctorOptions, name string) error {
-	if err := o.validate(1, 1, "the job"); err != nil {
-		return err
-	}
-	kc, cl, kind, pods, err := a.jobPods(ctx, name)
+	kc, cl, kind, pods, err := a.jobPods(ctx, o, name)
 	if err != nil {
 		return err
 	}
-	a.sandboxNote(kc)
 	an := nccl.NewLogAnalyzer()
 	container := jobs.MainContainer(kind)
 	for i := range pods {
@@ -136,14 +137,10 @@ func (a *App) portCause(ctx context.Context, kc *kube.Clients, pods []corev1.Pod
 // runDoctorLauncherJob reads an MPIJob launcher's log through the API server. A launcher that
 // failed in ain's worker gate (its init container timed out) is reported from the gate's log.
 func (a *App) runDoctorLauncherJob(ctx context.Context, o *doctorOptions, name string) error {
-	if err := o.validate(1, 1, "the job"); err != nil {
-		return err
-	}
-	kc, cl, kind, pods, err := a.jobPods(ctx, name)
+	kc, cl, kind, pods, err := a.jobPods(ctx, o, name)
 	if err != nil {
 		return err
 	}
-	a.sandboxNote(kc)
 	var launcher *corev1.Pod
 	for i := range pods {
 		if strings.EqualFold(pods[i].Labels["training.kubeflow.org/replica-type"], "launcher") {

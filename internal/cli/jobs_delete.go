@@ -55,14 +55,9 @@ func (a *App) releaseCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "finished", Usage: "only jobs that have ended", Destination: &finishedOnly},
 		},
 		Action: func(c *ucli.Context) error {
-			kc, err := a.clients()
+			kc, cl, items, err := a.listJobs(c.Context)
 			if err != nil {
 				return err
-			}
-			cl := a.cluster(kc)
-			items, err := cl.List(c.Context)
-			if err != nil {
-				return kc.Classify(err, "listing jobs")
 			}
 			var todo []*unstructured.Unstructured
 			for i := range items {

@@ -16,14 +16,9 @@ func (a *App) listCommand() *ucli.Command {
 		Usage: "ain's jobs in the namespace: kind, name, state, age, nodes, GPUs",
 		Flags: []ucli.Flag{outputFlag(&out, "table", "table or json", "json")},
 		Action: func(c *ucli.Context) error {
-			kc, err := a.clients()
+			kc, _, items, err := a.listJobs(c.Context)
 			if err != nil {
 				return err
-			}
-			cl := a.cluster(kc)
-			items, err := cl.List(c.Context)
-			if err != nil {
-				return kc.Classify(err, "listing jobs")
 			}
 			type row struct {
 				Kind    string `json:"kind"`
