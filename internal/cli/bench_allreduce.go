@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,47 +120,11 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 	if err != nil {
 		return nil, ainerr.Usagef("%v", err)
 	}
-	user := o.Sets.Value()
-	for _, s := range user {
-		k, _, _ := strings.Cut(s, "=")
-		for flag, name := range map[string]string{"--algo": "NCCL_ALGO", "--proto": "NCCL_PROTO", "--qps": "NCCL_IB_QPS_PER_CONNECTION"} {
-			if strings.TrimSpace(k) != "nccl.env."+name {
-				continue
-			}
-			for _, v := range variants {
-				if v.Env[name] != "" {
-					return nil, ainerr.Usagef("--set %s and %s both set %s: use one", s, flag, name)
-				}
-			}
-		}
+	sets, err := bench.PlanSets(variants, bench.Shape{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode,
+		MinBytes: o.Min, MaxBytes: o.Max, StepFactor: o.Factor, Iters: o.Iters}, o.Sets.Value())
+	if err != nil {
+		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
-	var sets []string
-	// Pods of a finished variant must free their GPUs for the next one even if ain is stopped.
-	if !hasSet(user, "runPolicy.cleanPodPolicy") {
-		sets = append(sets, "runPolicy.cleanPodPolicy=Running")
-	}
-	if o.Nodes != 0 {
-		sets = append(sets, "nodes="+strconv.Itoa(o.Nodes))
-	}
-	if o.GPUsPerNode != 0 {
-		sets = append(sets, "gpusPerNode="+strconv.Itoa(o.GPUsPerNode))
-	}
-	for _, f := range []struct{ flag, val, path string }{{"--min", o.Min, "minBytes"}, {"--max", o.Max, "maxBytes"}} {
-		if f.val == "" {
-			continue
-		}
-		if _, err := parseBytes(f.val); err != nil {
-			return nil, ainerr.Usagef("%s: %v", f.flag, err)
-		}
-		sets = append(sets, "ncclTests."+f.path+"="+f.val)
-	}
-	if o.Factor != 0 {
-		sets = append(sets, "ncclTests.stepFactor="+strconv.Itoa(o.Factor))
-	}
-	if o.Iters != 0 {
-		sets = append(sets, "ncclTests.iters="+strconv.Itoa(o.Iters))
-	}
-	sets = append(sets, user...)
 	plan := &benchPlan{variants: variants}
 	for _, v := range plan.variants {
 		in := o.recipeInput
@@ -189,24 +152,6 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 		plan.name = plan.recipes[0].Metadata.Name
 	}
 	return plan, nil
-}
-
-func hasSet(sets []string, path string) bool {
-	for _, s := range sets {
-		if k, _, _ := strings.Cut(s, "="); strings.TrimSpace(k) == path {
-			return true
-		}
-	}
-	return false
-}
-
-// jobNameFor names a variant's MPIJob: <name>-<variant>-<MMDDhhmmss>, within the recipe name limit.
-func jobNameFor(name, variant string, now time.Time) string {
-	suffix := "-" + variant + "-" + now.UTC().Format("0102150405")
-	if len(name)+len(suffix) > recipe.MaxNameLen {
-		name = strings.TrimRight(name[:max(recipe.MaxNameLen-len(suffix), 1)], "-")
-	}
-	return strings.ToLower(name + suffix)
 }
 
 func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error {
@@ -340,7 +285,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	v := plan.variants[i]
 	errw := a.Streams.Err
 	start := a.Now()
-	name := jobNameFor(plan.name, v.Name, start)
+	name := bench.JobName(plan.name, v.Name, start)
 	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.variants), v.Name)
 	b, err := jobs.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: jobs.OperatorGang(gangSchedulers(kc))})
 	if err != nil {
