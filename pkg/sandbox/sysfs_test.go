@@ -51,8 +51,21 @@ func TestProbeRunsOverSimulatedSysfs(t *testing.T) {
 			t.Errorf("%s: gid %v want %d", c.sample, rep.GIDIndex, c.gid)
 		}
 	}
+	// RoCE GIDs only on a host netdev: no usable GID for the pod, and the report says whose.
+	desc, err := RenderSample("probe/sysfs-roce-host-gids.txt", SampleData{Pod: "p", Namespace: "ns", Env: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runProbe(context.Background(), script, desc, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ibport.Parse(strings.NewReader(out))
+	if err != nil || !rep.Ready || rep.GIDIndex != nil || len(rep.ForeignGIDs) != 1 || !strings.Contains(rep.ForeignGIDs[0], "ens1f0np0") {
+		t.Errorf("host GIDs: %v %+v", err, rep)
+	}
 	// A node with no RDMA device: the script prints no port, and that is not an error.
-	out, err := runProbe(context.Background(), script, "/sys/class/net/eth0/ifindex:2\n", t.TempDir())
+	out, err = runProbe(context.Background(), script, "/sys/class/net/eth0/ifindex:2\n", t.TempDir())
 	if err != nil || strings.Contains(out, "infiniband") || !strings.Contains(out, "/sys/class/net/eth0/ifindex:2") {
 		t.Errorf("no device: %v %q", err, out)
 	}
