@@ -1,6 +1,8 @@
-// Package preflight_scale_test measures `ain preflight` against a sandbox of 200 simulated nodes:
-// wall time and the API requests it makes (counted in the API server's audit log by a unique
-// user agent), and checks that the number of list calls does not grow with the node count.
+// Package preflight_scale_test measures `ain preflight` against a sandbox of simulated nodes
+// (200, or AIN_PREFLIGHT_NODES): wall time and the API requests it makes (counted in the API
+// server's audit log by a unique user agent), and checks that the number of list calls does not
+// grow with the node count. BenchmarkPreflightGrowth prints how the cost grows from 100 nodes to
+// all of them (issue 16: AIN_PREFLIGHT_NODES=1000).
 package preflight_scale_test
 
 import (
@@ -12,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +25,21 @@ import (
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
-const nodes = 200
+// nodes is the sandbox's node count: 200 by default, AIN_PREFLIGHT_NODES to measure more (the
+// sandbox starts lazily, so a -short run starts nothing).
+var nodes = 200
 
-func TestMain(m *testing.M) { sandboxtest.Main(m, sandbox.Config{Nodes: nodes}) }
+func TestMain(m *testing.M) {
+	if v := os.Getenv("AIN_PREFLIGHT_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 {
+			fmt.Fprintf(os.Stderr, "AIN_PREFLIGHT_NODES=%q: want a node count >= 100\n", v)
+			os.Exit(2)
+		}
+		nodes = n
+	}
+	sandboxtest.Main(m, sandbox.Config{Nodes: nodes})
+}
 
 // counts are one run's audited requests.
 type counts struct {
@@ -56,7 +71,7 @@ func (c counts) String() string {
 }
 
 // audited counts the audit events (one per request, by auditID) whose userAgent is ua.
-func audited(t *testing.T, sb *sandboxtest.Sandbox, ua string) counts {
+func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 	t.Helper()
 	f, err := os.Open(filepath.Join(sandbox.Layout{Dir: sb.Dir}.Logs(), "audit.log"))
 	if err != nil {
@@ -98,7 +113,7 @@ func audited(t *testing.T, sb *sandboxtest.Sandbox, ua string) counts {
 	return c
 }
 
-func run(t *testing.T, sb *sandboxtest.Sandbox, ua string, args ...string) (*preflight.Result, time.Duration) {
+func run(t testing.TB, sb *sandboxtest.Sandbox, ua string, args ...string) (*preflight.Result, time.Duration) {
 	t.Helper()
 	d := t.TempDir()
 	env := map[string]string{"HOME": d, "XDG_CACHE_HOME": d, "AIN_USER_AGENT": ua}
@@ -153,5 +168,67 @@ func TestPreflight200Nodes(t *testing.T) {
 	}
 	if cAll.byVerb["list nodes"] != 1 {
 		t.Errorf("%d node list calls for %d nodes", cAll.byVerb["list nodes"], nodes)
+	}
+}
+
+// hostnames selects gpu-node-1..n, the simulated nodes' names.
+func hostnames(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("gpu-node-%d", i+1)
+	}
+	return "kubernetes.io/hostname in (" + strings.Join(names, ",") + ")"
+}
+
+// BenchmarkPreflightGrowth runs `ain preflight allreduce` once on 100 nodes (selected by name)
+// and once on every node of the sandbox, each node probed, and prints wall time, API requests
+// by verb and resource, and the growth factor of each from 100 nodes to all. Figures are
+// printed, not asserted; what is asserted is that every selected node was probed and that the
+// list calls do not grow with the node count.
+func BenchmarkPreflightGrowth(b *testing.B) {
+	sb := sandboxtest.Get(b)
+	for i := 0; i < b.N; i++ {
+		stamp := time.Now().UnixNano()
+		uaSmall := fmt.Sprintf("ain-preflight-growth-100-%d", stamp)
+		rSmall, wallSmall := run(b, sb, uaSmall, "allreduce", "--nodes", hostnames(100))
+		uaAll := fmt.Sprintf("ain-preflight-growth-%d-%d", nodes, stamp)
+		rAll, wallAll := run(b, sb, uaAll, "allreduce")
+		if rSmall.Probed != 100 || rAll.Probed != nodes {
+			b.Fatalf("probed %d of 100 and %d of %d nodes", rSmall.Probed, rAll.Probed, nodes)
+		}
+		cSmall, cAll := audited(b, sb, uaSmall), audited(b, sb, uaAll)
+		if cSmall.lists() != cAll.lists() {
+			b.Errorf("list calls grow with the node count: %d for 100 nodes, %d for %d", cSmall.lists(), cAll.lists(), nodes)
+		}
+		var keys []string
+		for k := range cAll.byVerb {
+			keys = append(keys, k)
+		}
+		for k := range cSmall.byVerb {
+			if _, ok := cAll.byVerb[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		var w strings.Builder
+		fmt.Fprintf(&w, "ain preflight allreduce, every selected node probed (sandbox of %d kwok nodes)\n", nodes)
+		fmt.Fprintf(&w, "%-32s %12s %12s %8s\n", "", "100 nodes", fmt.Sprintf("%d nodes", nodes), "growth")
+		row := func(name string, a, z float64, unit string) {
+			g := "-"
+			if a > 0 {
+				g = fmt.Sprintf("%.2fx", z/a)
+			}
+			fmt.Fprintf(&w, "%-32s %12s %12s %8s\n", name, fmt.Sprintf("%.4g%s", a, unit), fmt.Sprintf("%.4g%s", z, unit), g)
+		}
+		row("wall", wallSmall.Seconds(), wallAll.Seconds(), " s")
+		row("API requests", float64(cSmall.total), float64(cAll.total), "")
+		row("list calls", float64(cSmall.lists()), float64(cAll.lists()), "")
+		for _, k := range keys {
+			row("  "+k, float64(cSmall.byVerb[k]), float64(cAll.byVerb[k]), "")
+		}
+		fmt.Fprintf(&w, "node count growth %.1fx\n", float64(nodes)/100)
+		fmt.Fprint(os.Stderr, w.String())
+		b.ReportMetric(wallAll.Seconds(), "s/preflight-all")
+		b.ReportMetric(float64(cAll.total), "requests/preflight-all")
 	}
 }
