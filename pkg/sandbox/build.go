@@ -106,6 +106,20 @@ func (e *BuildError) Unwrap() error { return e.Err }
 // Builds run in temporary wrapper modules (go install refuses modules with replace
 // directives), never in the caller's module.
 func EnsureBinaries(ctx context.Context, cache string, w io.Writer) error {
+	return EnsureBinariesProgress(ctx, cache, w, nil)
+}
+
+// BuildProgress is called by EnsureBinariesProgress before the first build and after each
+// component: done of total missing components are built; building is the one now building ("" at
+// the end).
+type BuildProgress func(done, total int, building string)
+
+// EnsureBinariesProgress is EnsureBinaries that also reports each step to progress (which may be
+// nil), for callers that draw their own progress line (ain demo builds in the background).
+func EnsureBinariesProgress(ctx context.Context, cache string, w io.Writer, progress BuildProgress) error {
+	if progress == nil {
+		progress = func(int, int, string) {}
+	}
 	if w == nil {
 		w = io.Discard
 	}
@@ -127,6 +141,7 @@ func EnsureBinaries(ctx context.Context, cache string, w io.Writer) error {
 	fmt.Fprintf(w, "Building %d sandbox component(s) into %s (first use only; takes several minutes cold)\n", len(missing), cache)
 	start := time.Now()
 	for i, c := range missing {
+		progress(i, len(missing), c.Name)
 		t0 := time.Now()
 		// Another process (a parallel test binary, a user's `ain sandbox up`) may be building the
 		// same component: wait for it rather than build twice.
@@ -156,6 +171,7 @@ func EnsureBinaries(ctx context.Context, cache string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "  [%d/%d] %s %s built in %s\n", i+1, len(missing), c.Name, c.Version, time.Since(t0).Round(time.Second))
 	}
+	progress(len(missing), len(missing), "")
 	fmt.Fprintf(w, "Sandbox components built in %s\n", time.Since(start).Round(time.Second))
 	return nil
 }

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/sandbox"
+)
+
+// TestDemoOfflineSteps runs the steps `ain demo` shows while the sandbox builds: each must pass
+// with no cluster and say what the course expects of it.
+func TestDemoOfflineSteps(t *testing.T) {
+	out := t.TempDir()
+	steps, err := demoOfflineSteps(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"spec:", "kind: PyTorchJob", "ring", "NCCL used InfiniBand"}
+	if len(steps) != len(want) {
+		t.Fatalf("%d offline steps, want %d", len(steps), len(want))
+	}
+	for i, s := range steps {
+		if s.cluster {
+			t.Errorf("%s: an offline step must not need the cluster", s.title)
+		}
+		var o, e bytes.Buffer
+		a := &App{Streams: Streams{In: strings.NewReader(""), Out: &o, Err: &e}, Now: time.Now,
+			Getenv: func(k string) string { return map[string]string{"HOME": out}[k] }}
+		if code := a.Run(context.Background(), append([]string{"ain"}, s.args()...)); code != 0 {
+			t.Errorf("%s: exit %d\n%s", s.title, code, e.String())
+		}
+		if got := o.String() + e.String(); !strings.Contains(got, want[i]) {
+			t.Errorf("%s: output lacks %q:\n%s", s.title, want[i], got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "recorded-nccl-rank1.log")); err != nil {
+		t.Errorf("the recorded log is not in the results folder: %v", err)
+	}
+}
+
+// TestDemoBuildProgress checks the progress line: nothing to build on a complete cache; done/total,
+// what is building and an estimate from the pace so far otherwise.
+func TestDemoBuildProgress(t *testing.T) {
+	cache := t.TempDir()
+	for _, c := range sandbox.Components() {
+		if err := os.MkdirAll(c.Dir(cache), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(c.Dir(cache), ".complete"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := startDemoBuild(context.Background(), cache); b != nil {
+		t.Fatal("a complete cache started a build")
+	}
+	b := &demoBuild{start: time.Now().Add(-3 * time.Minute), done: 1, total: 4, now: "kwok", fin: make(chan struct{})}
+	if got, want := b.line(), "sandbox build: 1/4 components done, building kwok, 3m0s elapsed, about 9m0s left"; got != want {
+		t.Errorf("line() = %q, want %q", got, want)
+	}
+	b.done = 0
+	if got := b.line(); !strings.Contains(got, "0/4") || !strings.Contains(got, "estimate after the first component") {
+		t.Errorf("line() before any component = %q", got)
+	}
+	close(b.fin)
+	b.done = 4
+	var w bytes.Buffer
+	if err := b.wait(context.Background(), &w, time.Hour); err != nil || !strings.Contains(w.String(), "4/4 components done") {
+		t.Errorf("wait: %v, %q", err, w.String())
+	}
+}
