@@ -30,10 +30,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
 // SnapshotCommand prints the sysfs part of a snapshot (busybox sh and grep are enough).
@@ -47,17 +48,17 @@ type Snapshot struct {
 }
 
 var (
-	linePrefix = regexp.MustCompile(`^(\[[^\]]*\]\s?|\S+\s+\|\s+)`)
-	sysfsRe    = regexp.MustCompile(`/sys/class/infiniband/([^/\s]+)/ports/(\d+)/(counters|hw_counters)/([A-Za-z0-9_]+)(?::|\s+)\s*(\S+)\s*$`)
-	sysfsDirRe = regexp.MustCompile(`/sys/class/infiniband/([^/\s]+)/ports/(\d+)(?:/(?:counters|hw_counters))?/?\s*$`)
-	ethtoolCmd = regexp.MustCompile(`ethtool\s+(?:-S|--statistics)\s+(\S+)`)
-	bannerRe   = regexp.MustCompile(`^\s*[=#\-*]+\s*([A-Za-z][\w.-]*)\s*[=#\-*]+\s*$`)
-	portHeadRe = regexp.MustCompile(`^\s*[=#\-\[]*\s*([A-Za-z][A-Za-z0-9_.-]*?)\s*(?:[:/]|\s+port\s+)\s*(\d+)\s*(?:counters|hw counters|hw_counters)?\s*:?\s*[\]=\-#]*\s*$`)
-	rdmaStatRe = regexp.MustCompile(`^\s*link\s+([^/\s]+)/(\d+)\s+(.*)$`)
+	linePrefix = lazyre.New(`^(\[[^\]]*\]\s?|\S+\s+\|\s+)`)
+	sysfsRe    = lazyre.New(`/sys/class/infiniband/([^/\s]+)/ports/(\d+)/(counters|hw_counters)/([A-Za-z0-9_]+)(?::|\s+)\s*(\S+)\s*$`)
+	sysfsDirRe = lazyre.New(`/sys/class/infiniband/([^/\s]+)/ports/(\d+)(?:/(?:counters|hw_counters))?/?\s*$`)
+	ethtoolCmd = lazyre.New(`ethtool\s+(?:-S|--statistics)\s+(\S+)`)
+	bannerRe   = lazyre.New(`^\s*[=#\-*]+\s*([A-Za-z][\w.-]*)\s*[=#\-*]+\s*$`)
+	portHeadRe = lazyre.New(`^\s*[=#\-\[]*\s*([A-Za-z][A-Za-z0-9_.-]*?)\s*(?:[:/]|\s+port\s+)\s*(\d+)\s*(?:counters|hw counters|hw_counters)?\s*:?\s*[\]=\-#]*\s*$`)
+	rdmaStatRe = lazyre.New(`^\s*link\s+([^/\s]+)/(\d+)\s+(.*)$`)
 	// rdmaDevRe: names of RDMA devices (mlx5_0, mlx5_bond_0, rocep65s0f0, ibp12s0, irdma0, bnxt_re0,
 	// efa_0, rxe0, siw0, hfi1_0, qedr0), to tell "mlx5_0:1" (a port header) from "name: 1" (a counter).
-	rdmaDevRe = regexp.MustCompile(`^(mlx\d_\w+|[a-z]+\d*_\d+|rocep\w+|ibp\w+|irdma\d+|bnxt_re\d+|rxe\d+|siw\d+|qedr\d+)$`)
-	pairRe    = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?::\s*|\s+)(\d+)\s*$`)
+	rdmaDevRe = lazyre.New(`^(mlx\d_\w+|[a-z]+\d*_\d+|rocep\w+|ibp\w+|irdma\d+|bnxt_re\d+|rxe\d+|siw\d+|qedr\d+)$`)
+	pairRe    = lazyre.New(`^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?::\s*|\s+)(\d+)\s*$`)
 )
 
 // Parse reads one snapshot.
@@ -97,18 +98,18 @@ func Parse(r io.Reader) (*Snapshot, error) {
 	}
 	for sc.Scan() {
 		lineNo++
-		line := linePrefix.ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")
-		if m := sysfsRe.FindStringSubmatch(line); m != nil {
+		line := linePrefix().ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")
+		if m := sysfsRe().FindStringSubmatch(line); m != nil {
 			if err := set(m[1]+":"+m[2], m[4], m[5], "sysfs"); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if m := sysfsDirRe.FindStringSubmatch(line); m != nil {
+		if m := sysfsDirRe().FindStringSubmatch(line); m != nil {
 			section, sectionKind = m[1]+":"+m[2], "listing"
 			continue
 		}
-		if m := ethtoolCmd.FindStringSubmatch(line); m != nil {
+		if m := ethtoolCmd().FindStringSubmatch(line); m != nil {
 			// The counters follow, with or without the "NIC statistics:" line (a grep drops it).
 			pendingDev = m[1]
 			section, sectionKind = m[1], "ethtool"
@@ -126,7 +127,7 @@ func Parse(r io.Reader) (*Snapshot, error) {
 			section, sectionKind, pendingDev = dev, "ethtool", ""
 			continue
 		}
-		if m := rdmaStatRe.FindStringSubmatch(line); m != nil {
+		if m := rdmaStatRe().FindStringSubmatch(line); m != nil {
 			f := strings.Fields(m[3])
 			port := m[1] + ":" + m[2]
 			for i := 0; i+1 < len(f); i += 2 {
@@ -136,11 +137,11 @@ func Parse(r io.Reader) (*Snapshot, error) {
 			}
 			continue
 		}
-		if m := portHeadRe.FindStringSubmatch(line); m != nil && rdmaDevRe.MatchString(m[1]) {
+		if m := portHeadRe().FindStringSubmatch(line); m != nil && rdmaDevRe().MatchString(m[1]) {
 			section, sectionKind = m[1]+":"+m[2], "listing"
 			continue
 		}
-		if m := pairRe.FindStringSubmatch(line); m != nil && section != "" {
+		if m := pairRe().FindStringSubmatch(line); m != nil && section != "" {
 			kind := sectionKind
 			if kind == "banner" {
 				kind = "listing"
@@ -150,7 +151,7 @@ func Parse(r io.Reader) (*Snapshot, error) {
 			}
 			continue
 		}
-		if m := bannerRe.FindStringSubmatch(line); m != nil {
+		if m := bannerRe().FindStringSubmatch(line); m != nil {
 			section, sectionKind = m[1], "banner"
 			continue
 		}

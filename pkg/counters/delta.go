@@ -2,9 +2,10 @@ package counters
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
 // Counter classes.
@@ -93,9 +94,9 @@ var known = map[string]Info{
 }
 
 var (
-	pauseRe    = regexp.MustCompile(`^(rx|tx)_prio(\d)_pause$`)
-	pauseDurRe = regexp.MustCompile(`^(rx|tx)_prio(\d)_pause_duration$`)
-	prioBytes  = regexp.MustCompile(`^(rx|tx)_prio(\d)_(bytes|packets)$`)
+	pauseRe    = lazyre.New(`^(rx|tx)_prio(\d)_pause$`)
+	pauseDurRe = lazyre.New(`^(rx|tx)_prio(\d)_pause_duration$`)
+	prioBytes  = lazyre.New(`^(rx|tx)_prio(\d)_(bytes|packets)$`)
 )
 
 // Describe says what a counter is; ok is false for counters ain has no description for.
@@ -103,16 +104,16 @@ func Describe(name string) (Info, bool) {
 	if i, ok := known[name]; ok {
 		return i, true
 	}
-	if m := pauseRe.FindStringSubmatch(name); m != nil {
+	if m := pauseRe().FindStringSubmatch(name); m != nil {
 		if m[1] == "rx" {
 			return Info{ClassCongestion, "PFC pause frames received on priority " + m[2] + ": the switch asked this NIC to stop sending that priority"}, true
 		}
 		return Info{ClassCongestion, "PFC pause frames sent on priority " + m[2] + ": this NIC's receive buffer filled and it asked the switch to stop"}, true
 	}
-	if m := pauseDurRe.FindStringSubmatch(name); m != nil {
+	if m := pauseDurRe().FindStringSubmatch(name); m != nil {
 		return Info{ClassCongestion, "time (us) priority " + m[2] + " was paused (" + m[1] + ")"}, true
 	}
-	if m := prioBytes.FindStringSubmatch(name); m != nil {
+	if m := prioBytes().FindStringSubmatch(name); m != nil {
 		return Info{ClassTraffic, m[3] + " on priority " + m[2] + " (" + m[1] + ")"}, true
 	}
 	return Info{}, false
@@ -294,7 +295,7 @@ func findingsFromSums(r *Report, sums map[string]uint64, moved map[string][]stri
 		case ClassError:
 			errs = append(errs, fmt.Sprintf("%s +%d on %s", n, sums[n], strings.Join(moved[n], ",")))
 		}
-		if pauseRe.MatchString(n) {
+		if pauseRe().MatchString(n) {
 			pauses = append(pauses, fmt.Sprintf("%s +%d on %s", n, sums[n], strings.Join(moved[n], ",")))
 		}
 	}

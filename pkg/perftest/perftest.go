@@ -23,9 +23,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
 // Run is one perftest invocation's report.
@@ -90,24 +91,24 @@ type Row struct {
 
 // Detect reports whether text looks like perftest output: a perftest result header.
 func Detect(text string) bool {
-	return headerRe.MatchString(text)
+	return headerRe().MatchString(text)
 }
 
 var (
-	headerRe  = regexp.MustCompile(`(?m)#bytes\s+(#sl\s+)?#iterations\s+(BW peak|t_min|t_avg)`)
-	titleRe   = regexp.MustCompile(`^\s*((RDMA_Write|RDMA_Read|Send|Atomic|Raw Ethernet)\b(.*?) ?(BW|Latency) Test)\s*$`)
-	cmdRe     = regexp.MustCompile(`\b(ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_(?:bw|lat))\b`)
-	addrRe    = regexp.MustCompile(`^\s*(local|remote) address:\s*(.*)$`)
-	gidRe     = regexp.MustCompile(`^\s*GID:\s*([0-9A-Fa-f:]+)\s*$`)
-	settingRe = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_.* /-]*?)\s*:\s*(\S[^\t]*?)\s*(?:\t+|$)`)
+	headerRe  = lazyre.New(`(?m)#bytes\s+(#sl\s+)?#iterations\s+(BW peak|t_min|t_avg)`)
+	titleRe   = lazyre.New(`^\s*((RDMA_Write|RDMA_Read|Send|Atomic|Raw Ethernet)\b(.*?) ?(BW|Latency) Test)\s*$`)
+	cmdRe     = lazyre.New(`\b(ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_(?:bw|lat))\b`)
+	addrRe    = lazyre.New(`^\s*(local|remote) address:\s*(.*)$`)
+	gidRe     = lazyre.New(`^\s*GID:\s*([0-9A-Fa-f:]+)\s*$`)
+	settingRe = lazyre.New(`([A-Za-z][A-Za-z0-9_.* /-]*?)\s*:\s*(\S[^\t]*?)\s*(?:\t+|$)`)
 	// kubectl logs --prefix ("[pod/x/c] ") and mpirun --tag-output ("[1,0]<stdout>:").
-	linePrefixRe = regexp.MustCompile(`^\[[^\]]*\](<\w+>:)?\s?`)
-	dashesRe     = regexp.MustCompile(`^\s*-{20,}\s*$`)
-	fusedRe      = regexp.MustCompile(`^-?\d+\.\d{2}`)
+	linePrefixRe = lazyre.New(`^\[[^\]]*\](<\w+>:)?\s?`)
+	dashesRe     = lazyre.New(`^\s*-{20,}\s*$`)
+	fusedRe      = lazyre.New(`^-?\d+\.\d{2}`)
 	// A value kept as printed must also be a JSON number (ParseFloat takes "00", "Inf", "0x1p3").
-	jsonNumRe = regexp.MustCompile(`^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$`)
-	errorRe   = regexp.MustCompile(`(?i)couldn't|could not|failed|completion with error|unable to|error|no device|not supported|timeout|timed out`)
-	warnRe    = regexp.MustCompile(`(?i)^\s*(warning|conflicting cpu frequency)`)
+	jsonNumRe = lazyre.New(`^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$`)
+	errorRe   = lazyre.New(`(?i)couldn't|could not|failed|completion with error|unable to|error|no device|not supported|timeout|timed out`)
+	warnRe    = lazyre.New(`(?i)^\s*(warning|conflicting cpu frequency)`)
 )
 
 // columnKey maps a header column to the Row field it fills.
@@ -147,12 +148,12 @@ func Parse(r io.Reader) ([]*Run, error) {
 	}
 	for sc.Scan() {
 		lineNo++
-		raw := linePrefixRe.ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")
+		raw := linePrefixRe().ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")
 		line := raw
 		if prefix != "" {
 			line = strings.TrimPrefix(line, prefix)
 		}
-		if m := cmdRe.FindStringSubmatch(line); m != nil && !inTable && !strings.Contains(line, "Test") {
+		if m := cmdRe().FindStringSubmatch(line); m != nil && !inTable && !strings.Contains(line, "Test") {
 			cmdTest = m[1]
 			if cur != nil && (len(cur.Rows) > 0 || len(cur.Errors) > 0) {
 				cur = nil // the next invocation
@@ -163,7 +164,7 @@ func Parse(r io.Reader) ([]*Run, error) {
 			}
 			continue
 		}
-		if m := titleRe.FindStringSubmatch(line); m != nil {
+		if m := titleRe().FindStringSubmatch(line); m != nil {
 			inTable, prefix = false, ""
 			if cur == nil || len(cur.Rows) > 0 || cur.Title != "" || len(cur.Errors) > 0 {
 				cur = newRun()
@@ -175,7 +176,7 @@ func Parse(r io.Reader) ([]*Run, error) {
 			}
 			continue
 		}
-		if i := strings.Index(raw, "#bytes"); i >= 0 && headerRe.MatchString(raw[i:]) {
+		if i := strings.Index(raw, "#bytes"); i >= 0 && headerRe().MatchString(raw[i:]) {
 			if cur == nil || len(cur.Rows) > 0 {
 				cur = newRun()
 			}
@@ -201,7 +202,7 @@ func Parse(r io.Reader) ([]*Run, error) {
 			if strings.Contains(line, "Waiting for client") || strings.TrimSpace(line) == "" {
 				continue
 			}
-			if errorRe.MatchString(line) && !isSetting(line) {
+			if errorRe().MatchString(line) && !isSetting(line) {
 				// A client that failed before printing anything (could not connect) is a run too.
 				cur = newRun()
 				cur.Errors = append(cur.Errors, fmt.Sprintf("line %d: %s", lineNo, strings.TrimSpace(line)))
@@ -216,7 +217,7 @@ func Parse(r io.Reader) ([]*Run, error) {
 		}
 		trim := strings.TrimSpace(line)
 		switch {
-		case dashesRe.MatchString(line):
+		case dashesRe().MatchString(line):
 			if inTable && len(cur.Rows) > 0 {
 				inTable = false
 			}
@@ -231,7 +232,7 @@ func Parse(r io.Reader) ([]*Run, error) {
 			cur.Rows = append(cur.Rows, row)
 			continue
 		}
-		if m := addrRe.FindStringSubmatch(line); m != nil {
+		if m := addrRe().FindStringSubmatch(line); m != nil {
 			a := parseAddress(m[2])
 			if m[1] == "local" {
 				cur.Local = append(cur.Local, a)
@@ -242,7 +243,7 @@ func Parse(r io.Reader) ([]*Run, error) {
 			}
 			continue
 		}
-		if m := gidRe.FindStringSubmatch(line); m != nil {
+		if m := gidRe().FindStringSubmatch(line); m != nil {
 			// The GID line belongs to the address line right above it.
 			if list := lastAddr; list != nil && len(*list) > 0 && (*list)[len(*list)-1].GID == "" {
 				n := len(*list)
@@ -251,16 +252,16 @@ func Parse(r io.Reader) ([]*Run, error) {
 			}
 			continue
 		}
-		if warnRe.MatchString(line) {
+		if warnRe().MatchString(line) {
 			cur.Warnings = append(cur.Warnings, fmt.Sprintf("line %d: %s", lineNo, trim))
 			continue
 		}
-		if errorRe.MatchString(line) && !isSetting(line) {
+		if errorRe().MatchString(line) && !isSetting(line) {
 			cur.Errors = append(cur.Errors, fmt.Sprintf("line %d: %s", lineNo, trim))
 			continue
 		}
 		if !inTable && len(cur.Rows) == 0 {
-			for _, m := range settingRe.FindAllStringSubmatch(line, -1) {
+			for _, m := range settingRe().FindAllStringSubmatch(line, -1) {
 				k, v := strings.TrimSpace(m[1]), strings.TrimSpace(m[2])
 				cur.Settings[k] = v
 				applySetting(cur, k, v)
@@ -387,7 +388,7 @@ func splitFused(tokens []string) []string {
 		}
 		rest := t
 		for rest != "" {
-			m := fusedRe.FindString(rest)
+			m := fusedRe().FindString(rest)
 			if m == "" {
 				out = append(out, rest)
 				break
@@ -423,7 +424,7 @@ func parseRow(trim string, cols []string, lineNo int) (Row, error) {
 			}
 			continue
 		}
-		if !jsonNumRe.MatchString(v) {
+		if !jsonNumRe().MatchString(v) {
 			return Row{}, fmt.Errorf("line %d: column %s: %q is not a number", lineNo, k, v)
 		}
 		num := json.Number(v)
