@@ -190,9 +190,11 @@ func StateDir(getenv func(string) string) (string, error) {
 	if d := getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "ain", "sandbox"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("finding the sandbox state folder: %w (set AIN_SANDBOX_STATE)", err)
+	// HOME through getenv, not os.UserHomeDir: a caller that passes its own environment (the CLI's
+	// App.Getenv, every test) must not reach the real home folder and a sandbox left there.
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("finding the sandbox state folder: $HOME is not set (set AIN_SANDBOX_STATE or XDG_STATE_HOME)")
 	}
 	return filepath.Join(home, ".local", "state", "ain", "sandbox"), nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ain-hpc/ain/internal/testenv"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -322,7 +323,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	testenv.Main(m)
 }
 
 // childServer starts the simulated server in a child process and returns its URL and a stop

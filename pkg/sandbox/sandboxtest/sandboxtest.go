@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 )
 
@@ -70,6 +71,14 @@ func Main(m *testing.M, cfg sandbox.Config) {
 		}
 		os.Exit(0)
 	}
+	// The agent above keeps the environment the sandbox gave it; the tests run isolated from the
+	// machine (their own HOME and XDG folders, the shared binary cache pinned).
+	cleanup, err := testenv.Isolate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxtest:", err)
+		os.Exit(1)
+	}
+	defer cleanup()
 	shared.cfg = cfg
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -81,6 +90,7 @@ func Main(m *testing.M, cfg sandbox.Config) {
 	}()
 	code := m.Run()
 	stopShared()
+	cleanup()
 	os.Exit(code)
 }
 
