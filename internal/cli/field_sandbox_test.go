@@ -126,10 +126,18 @@ func TestFieldSandboxRoCEGIDOnPodInterface(t *testing.T) {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
 	var failed bool
+	disagree := 0
 	for _, c := range res.Checks {
 		if c.Name == preflight.CheckIBPorts && c.Status == preflight.Fail && c.Target == "gpu-node-2" {
 			failed = strings.Contains(c.Message, "RoCE v2 GIDs only on netdevs outside the pod (mlx5_0:1 (ens1f0np0))") && strings.Contains(c.Message, "eth0, lo")
 		}
+		// The other nodes simulate InfiniBand: the roce profile and the ports disagree, said as such.
+		if c.Name == preflight.CheckIBPorts && c.Status == preflight.Warn && strings.Contains(c.Message, "the profile's fabric is roce but the ports' link layer here is not Ethernet") {
+			disagree++
+		}
+	}
+	if disagree != 2 {
+		t.Errorf("%d node(s) reported the fabric disagreement, want 2: %+v", disagree, res.Checks)
 	}
 	if !failed {
 		t.Errorf("ib-ports checks: %+v", res.Checks)

@@ -417,6 +417,16 @@ func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
 			checks = append(checks, badPorts(node, out, bad))
 			continue
 		}
+		if ll := linkLayers(rep.Ports); o.Profile.Spec.Fabric == profile.FabricRoCE && ll["InfiniBand"] ||
+			o.Profile.Spec.Fabric == profile.FabricIB && ll["Ethernet"] && !ll["InfiniBand"] {
+			// The profile and the ports disagree: say so rather than judge one by the other.
+			want := map[string]string{profile.FabricRoCE: "Ethernet", profile.FabricIB: "InfiniBand"}[o.Profile.Spec.Fabric]
+			checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Warn,
+				Message:  fmt.Sprintf("the profile's fabric is %s but the ports' link layer here is not %s", o.Profile.Spec.Fabric, want),
+				Evidence: limit(linkLayerLines(out.log)),
+				Fix:      "set the profile's fabric from the link layer (InfiniBand: ib, Ethernet: roce), or use other nodes"})
+			continue
+		}
 		if o.Profile.Spec.Fabric == profile.FabricRoCE {
 			if rep.GIDIndex == nil && len(rep.ForeignGIDs) > 0 {
 				// The GID table has RoCE v2 IPv4 GIDs, but on netdevs the pod does not have: a QP
@@ -497,6 +507,25 @@ func badPorts(node string, out *probeOutcome, bad []ibport.Port) Check {
 		c.Fix = ibport.Fix(p.Reason, p.LinkLayer)
 	}
 	return c
+}
+
+func linkLayers(ports []ibport.Port) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range ports {
+		m[p.LinkLayer] = true
+	}
+	return m
+}
+
+func linkLayerLines(log []byte) []string {
+	var ev []string
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); strings.HasSuffix(strings.SplitN(l, ":", 2)[0], "/link_layer") {
+			ev = append(ev, l)
+		}
+	}
+	return ev
 }
 
 func gidLines(log []byte) []string {
