@@ -201,6 +201,7 @@ func (s *ServingSpec) StartupDuration() time.Duration {
 // validateServing checks the serving section.
 func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 	v.required("spec.image", s.Image)
+	v.image("spec.image", s.Image)
 	v.required("spec.model", s.Model)
 	v.min("spec.replicas", s.Replicas, 1)
 	v.min("spec.gpusPerReplica", s.GPUsPerReplica, 1)

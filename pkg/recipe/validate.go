@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -34,6 +35,26 @@ func (v *validator) warnf(path, format string, args ...any) {
 func (v *validator) required(path, value string) {
 	if strings.TrimSpace(value) == "" {
 		v.addf(path, "required: set it (see `ain recipes show` for an example)")
+	}
+}
+
+// image checks a container image reference against the registry grammar (distribution/reference,
+// the parser containerd and the kubelet use), so `image: 5`, `UPPER/Case:tag` or a name with a
+// space fail here with the file and line, not as ErrImagePull minutes later on a node.
+func (v *validator) image(path, value string) {
+	if strings.TrimSpace(value) == "" {
+		return // required() reports it
+	}
+	if tag := v.doc.ScalarTag(path); tag != "" && tag != "!!str" {
+		v.addf(path, "%s is a %s, not an image reference: write the image as registry/repository:tag (e.g. nvcr.io/nvidia/pytorch:24.05-py3)", value, strings.TrimPrefix(tag, "!!"))
+		return
+	}
+	if _, err := reference.ParseNormalizedNamed(value); err != nil {
+		msg := err.Error()
+		if strings.ContainsAny(value, " \t") {
+			msg = "it contains whitespace"
+		}
+		v.addf(path, "%q is not a valid image reference (%s): use lowercase registry/repository[:tag][@sha256:digest], e.g. nvcr.io/nvidia/pytorch:24.05-py3", value, msg)
 	}
 }
 
@@ -174,6 +195,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (r *Recipe) validateWorkload(w *Workload, v *validator) {
 	v.required("spec.image", w.Image)
+	v.image("spec.image", w.Image)
 	v.oneOf("spec.imagePullPolicy", w.ImagePullPolicy, "Always", "IfNotPresent", "Never")
 	v.min("spec.nodes", w.Nodes, 1)
 	if w.GPUsPerNode < 0 {

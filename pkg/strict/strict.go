@@ -71,7 +71,13 @@ type Doc struct {
 	root   *yaml.Node
 	pos    map[string]Pos
 	setBy  map[*yaml.Node]string // nodes made by Set, with the flag that made them
+	tags   map[string]string     // field path -> YAML tag of a scalar value (!!str, !!int, ...)
 }
+
+// ScalarTag is the YAML tag of the scalar at path (!!str, !!int, !!float, !!bool), empty when
+// path is absent or not a scalar. A string field decodes `image: 5` as "5"; the tag tells a
+// validator the author wrote a number.
+func (d *Doc) ScalarTag(path string) string { return d.tags[path] }
 
 // Parse parses one YAML document. A syntax error is returned as Problems with its line.
 func Parse(source string, data []byte) (*Doc, error) {
@@ -227,6 +233,12 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 	}
 	if path != "" {
 		d.record(path, n)
+		if n.Kind == yaml.ScalarNode {
+			if d.tags == nil {
+				d.tags = map[string]string{}
+			}
+			d.tags[path] = n.ShortTag()
+		}
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
