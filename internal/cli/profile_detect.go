@@ -26,7 +26,7 @@ func (a *App) profileDetectCommand() *ucli.Command {
 			"rate, RoCE GID index: they need a probe pod on a GPU node) keeps its default and is listed as not detected;\n" +
 			"where the sources disagree (nodes with different resources or link layers) the conflict is listed.\n\n" +
 			"Example:\n  ain profile detect > cluster.yaml && ain profile show --profile cluster.yaml",
-		Flags: []ucli.Flag{outputFlag(&out, "yaml", "yaml (a profile file with origin comments) or json")},
+		Flags: []ucli.Flag{outputFlag(&out, "yaml", "yaml (a profile file with origin comments) or json", "json")},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
 				return ainerr.Usagef("profile detect takes no arguments (got %q); redirect its output to a file", c.Args().First())

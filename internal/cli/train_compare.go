@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/trainlog"
 )
 
@@ -28,7 +30,7 @@ func (a *App) trainCompareCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "compare",
 		Usage:     "compare a training run's loss with an archived run: side by side, a loss-vs-step plot, a divergence verdict (course 12.2.4)",
-		ArgsUsage: "RUN ARCHIVE (each a training log, a JSON-lines log, a trainer_state.json, or a folder holding one or checkpoint-N/)",
+		ArgsUsage: "RUN ARCHIVE (each a training log, a JSON-lines log, a trainer_state.json, or a folder holding one or checkpoint-N/; RUN may be a JOB: its rank 0's log is read through the API server)",
 		Description: "Reads what Hugging Face Trainer and TRL record: the {'loss': ..., 'learning_rate': ..., 'epoch': ...} dicts printed\n" +
 			"every logging_steps (the step from the progress bar before them, else --logging-steps x position, else the\n" +
 			"position), JSON lines, or trainer_state.json's log_history; evaluation dicts and the final train_runtime/\n" +
@@ -52,12 +54,12 @@ func (a *App) trainCompareCommand() *ucli.Command {
 				return ainerr.Usagef("give RUN and ARCHIVE (got %d arguments)", c.NArg())
 			}
 			o.Run, o.Archive = c.Args().Get(0), c.Args().Get(1)
-			return a.runTrainCompare(o)
+			return a.runTrainCompare(c.Context, o)
 		},
 	}
 }
 
-func (a *App) runTrainCompare(o *trainCompareOptions) error {
+func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error {
 	if o.Output != "text" && o.Output != "json" {
 		return ainerr.Usagef("-o must be text or json, got %q", o.Output)
 	}
@@ -80,6 +82,14 @@ func (a *App) runTrainCompare(o *trainCompareOptions) error {
 	var runs [2]*trainlog.Run
 	for i, arg := range []string{o.Run, o.Archive} {
 		name := arg
+		if job, ok := jobArg([]string{arg}); ok && i == 0 {
+			r, err := a.trainRunFromJob(ctx, job, o.LoggingSteps)
+			if err != nil {
+				return err
+			}
+			runs[i] = r
+			continue
+		}
 		if arg != "-" {
 			p, err := trainlog.Resolve(arg)
 			if err != nil {
@@ -191,4 +201,37 @@ func summaryField(r *trainlog.Run, f string) string {
 		return numOrDash(r.Summary.Runtime)
 	}
 	return numOrDash(r.Summary.SamplesPerSecond)
+}
+
+// trainRunFromJob reads the training log of a job's rank 0 (the PyTorchJob master, else the
+// first pod) through the API server.
+func (a *App) trainRunFromJob(ctx context.Context, name string, loggingSteps int) (*trainlog.Run, error) {
+	kc, cl, kind, pods, err := a.jobPods(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	a.sandboxNote(kc)
+	pod := &pods[0]
+	for i := range pods {
+		if strings.HasSuffix(pods[i].Name, "-master-0") {
+			pod = &pods[i]
+		}
+	}
+	container := jobs.MainContainer(kind)
+	if !podHasContainer(pod, container) {
+		container = ""
+	}
+	rc, err := cl.PodLogs(ctx, pod.Name, container, -1, false)
+	if err != nil {
+		return nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s: reading its log: %w", pod.Name, err), "")
+	}
+	defer rc.Close()
+	r, err := trainlog.Parse(rc, kind+" "+name+" ("+pod.Name+")", trainlog.ParseOptions{LoggingSteps: loggingSteps})
+	if err != nil {
+		return nil, ainerr.New(ainerr.Failure, err, "")
+	}
+	if len(r.Entries) == 0 {
+		return nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s: no training loss in its log (yet?)", pod.Name), "the job's rank 0 prints {'loss': ...} every logging_steps once training runs")
+	}
+	return r, nil
 }
