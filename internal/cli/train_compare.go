@@ -206,7 +206,7 @@ func summaryField(r *trainlog.Run, f string) string {
 // trainRunFromJob reads the training log of a job's rank 0 (the PyTorchJob master, else the
 // first pod) through the API server.
 func (a *App) trainRunFromJob(ctx context.Context, name string, loggingSteps int) (*trainlog.Run, error) {
-	kc, cl, kind, pods, err := a.jobPods(ctx, name)
+	kc, cl, kind, pods, err := a.jobPods(ctx, &doctorOptions{Output: "text", Files: []string{name}}, name)
 	if err != nil {
 		return nil, err
 	}
