@@ -48,7 +48,7 @@ func (a *App) doctorTopoCommand() *ucli.Command {
 			outputFlag(&o.Output, "text", "output format: text or json", "json"),
 			&ucli.StringFlag{Name: "node", Usage: "probe this GPU node live instead of reading a file", Destination: &o.Node},
 			&ucli.StringFlag{Name: "image", Usage: "the probe pod's image (with --node; needs glibc for nvidia-smi)", Destination: &o.Image},
-			&ucli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long the probe pod may take (with --node)", Destination: &o.Timeout},
+			&ucli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long the probe pod may take (with --node)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 			&ucli.StringFlag{Name: "profile", Usage: "fabric profile file: its GPU and RDMA resources (with --node)", Destination: &o.Profile},
 		},
 		Action: func(c *ucli.Context) error {

@@ -61,7 +61,7 @@ func (a *App) sandboxCommand() *ucli.Command {
 					&ucli.StringFlag{Name: "rdma-resource", Value: sandbox.DefaultRDMAResource, Usage: "the RDMA device plugin's resource name", Destination: &o.RDMAResource},
 					&ucli.IntFlag{Name: "rdma-count", Value: sandbox.DefaultRDMACount, Usage: "allocatable RDMA resource per node", Destination: &o.RDMACount},
 					&ucli.StringSliceFlag{Name: "forward", Usage: "PODPORT=HOST:PORT: port-forwards to any sandbox pod's PODPORT reach this local address (repeatable)", Destination: &o.Forwards},
-					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout},
+					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 				},
 				Action: func(c *ucli.Context) error { return a.runSandboxUp(c.Context, o) },
 			},

@@ -14,6 +14,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
@@ -39,7 +40,7 @@ func (o *serveOptions) flags() []ucli.Flag {
 	return append(append(o.recipeInput.flags(), o.endpointOptions.flags()...),
 		&ucli.StringFlag{Name: "name", Usage: "deployment name (default: the recipe's metadata.name)", Destination: &o.Name},
 		&ucli.StringFlag{Name: "model", Usage: "model path on the model volume, or a Hugging Face name (sets spec.model)", Destination: &o.Model},
-		&ucli.IntFlag{Name: "replicas", Usage: "model server replicas (sets spec.replicas)", Destination: &o.Replicas},
+		&ucli.IntFlag{Name: "replicas", Usage: "model server replicas (sets spec.replicas)", Destination: &o.Replicas, Action: intBetween("replicas", 1, recipe.MaxReplicas)},
 		&ucli.StringFlag{Name: "topology", Usage: "independent (one Deployment per replica, default) or deployment (one with N replicas)", Destination: &o.Topology},
 		&ucli.StringFlag{Name: "host", Usage: "HTTPS ingress host (sets spec.ingress.host)", Destination: &o.Host},
 		&ucli.BoolFlag{Name: "api-key-from-env", Usage: "create Secret NAME-api-key from $AIN_API_KEY and have vLLM require it", Destination: &o.APIKeyFromEnv},
@@ -49,7 +50,7 @@ func (o *serveOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "dry-run", Usage: "client: print what would be applied; server: ask the API server (schema, webhooks) without creating", Destination: &o.DryRun},
 		outputFlag(&o.Output, "", "with --dry-run: yaml or json"),
 		&ucli.BoolFlag{Name: "no-wait", Usage: "apply and return; check later with ain serve status", Destination: &o.NoWait},
-		&ucli.DurationFlag{Name: "timeout", Usage: "stop waiting for the model after this long (default: the recipe's startupTimeout + 5m)", Destination: &o.Timeout},
+		&ucli.DurationFlag{Name: "timeout", Usage: "stop waiting for the model after this long (default: the recipe's startupTimeout + 5m)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 	)
 }
 

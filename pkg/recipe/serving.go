@@ -204,6 +204,7 @@ func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 	v.image("spec.image", s.Image)
 	v.required("spec.model", s.Model)
 	v.min("spec.replicas", s.Replicas, 1)
+	v.max("spec.replicas", s.Replicas, MaxReplicas)
 	v.min("spec.gpusPerReplica", s.GPUsPerReplica, 1)
 	v.oneOf("spec.topology", s.Topology, TopologyIndependent, TopologyDeployment)
 	v.oneOf("spec.imagePullPolicy", s.ImagePullPolicy, "Always", "IfNotPresent", "Never")

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+)
+
+// Flag values are checked when the flags are parsed, before a command does anything, with an
+// error naming the flag (issue 19: --timeout -5s ran without a limit, --replicas 0 deployed the
+// recipe's 2, bench --nodes 0 used 3). These Actions run only for a flag that was given, so
+// "not given" keeps meaning "the recipe's".
+
+// positiveDuration refuses a zero or negative duration for --name.
+func positiveDuration(name string) func(*ucli.Context, time.Duration) error {
+	return func(_ *ucli.Context, d time.Duration) error {
+		if d <= 0 {
+			return ainerr.Usagef("--%s %s: give a positive duration (e.g. 90s, 30m, 2h), or leave it out for no limit", name, d)
+		}
+		return nil
+	}
+}
+
+// intBetween refuses a value of --name outside [min, max].
+func intBetween(name string, min, max int) func(*ucli.Context, int) error {
+	return func(_ *ucli.Context, n int) error {
+		if n < min || n > max {
+			return ainerr.Usagef("--%s %d: give a number from %d to %d, or leave it out for the recipe's", name, n, min, max)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+)
+
+// TestFlagBounds: every flag value issue 19 found accepted wrongly is refused before anything
+// happens (no cluster is configured here, so a command that got past its flags would fail on
+// the cluster instead), with exit 2 and an error naming the flag and the accepted range.
+func TestFlagBounds(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "qlora", "--timeout", "-5s"}, "--timeout -5s: give a positive duration"},
+		{[]string{"train", "qlora", "--timeout", "0s"}, "--timeout 0s"},
+		{[]string{"serve", "vllm", "--dry-run=client", "--timeout", "-1m"}, "--timeout -1m0s"},
+		{[]string{"bench", "allreduce", "--timeout", "-5s"}, "--timeout -5s"},
+		{[]string{"serve", "vllm", "--dry-run=client", "--replicas", "0"}, "--replicas 0: give a number from 1 to 1024"},
+		{[]string{"serve", "vllm", "--dry-run=client", "--replicas", "1000000"}, "--replicas 1000000: give a number from 1 to 1024"},
+		{[]string{"serve", "vllm", "--dry-run=client", "--replicas", "-3"}, "--replicas -3"},
+		{[]string{"bench", "allreduce", "--nodes", "0"}, "--nodes 0: give a number from 1 to 4096"},
+		{[]string{"bench", "allreduce", "--nodes", "100000"}, "--nodes 100000"},
+		{[]string{"bench", "allreduce", "--gpus-per-node", "0"}, "--gpus-per-node 0"},
+		{[]string{"render", "qlora", "--set", "nodes=5000"}, "spec.nodes: must be at most 4096, got 5000"},
+		{[]string{"render", "vllm", "--set", "replicas=1000000"}, "spec.replicas: must be at most 1024"},
+		{[]string{"train", "qlora", "-o", "xml"}, "-o xml"},
+		{[]string{"list", "-o", "xml"}, "-o xml"},
+		{[]string{"status", "x", "-o", "xml"}, "-o xml"},
+	}
+	for _, c := range cases {
+		code, out, errb := runDoctorCLI(t, "", c.args...)
+		if code != int(ainerr.Usage) || !strings.Contains(errb, c.want) {
+			t.Errorf("%v: exit %d, want %d and %q in:\n%s%s", c.args, code, ainerr.Usage, c.want, out, errb)
+		}
+	}
+	t.Logf("%d bad flag values refused", len(cases))
+}
