@@ -375,7 +375,8 @@ func (a *App) runDoctorLauncher(o *doctorOptions) error {
 	r, err := mpilauncher.Analyze(rc)
 	rc.Close()
 	if err != nil {
-		return ainerr.New(ainerr.Failure, err, "")
+		// Name the input: a bare "bufio.Scanner: token too long" does not say which file.
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(o.Files[0]), err), "")
 	}
 	return a.reportLauncher(o, r)
 }
@@ -424,4 +425,12 @@ func (a *App) reportLauncher(o *doctorOptions, r *mpilauncher.Report) error {
 		return checkFailed()
 	}
 	return nil
+}
+
+// inputName is how an error names a doctor input: its path, or "stdin" for -.
+func inputName(name string) string {
+	if name == "-" {
+		return "stdin"
+	}
+	return name
 }

@@ -30,9 +30,11 @@ package mpilauncher
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // Verdicts.
@@ -43,6 +45,10 @@ const (
 	VerdictConfigError           = "config-error"
 	VerdictSSHThrottled          = "ssh-throttled"
 	VerdictWorkerLost            = "worker-lost"
+	// VerdictEmpty and VerdictNotText: the input holds no launcher log to judge (issue 19: an
+	// empty file and random bytes were reported "OK: healthy").
+	VerdictEmpty   = "empty"
+	VerdictNotText = "not-text"
 )
 
 // Verdicts lists every verdict Analyze returns.
@@ -185,11 +191,16 @@ func Analyze(r io.Reader) (*Report, error) {
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
+	nonBlank, binary := 0, 0
 	for sc.Scan() {
 		rep.Lines++
 		s := strings.TrimSpace(sc.Text())
 		if s == "" {
 			continue
+		}
+		nonBlank++
+		if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+			binary++
 		}
 		if strings.Trim(s, "-") == "" && len(s) >= 10 {
 			inHelp = !inHelp
@@ -243,9 +254,19 @@ func Analyze(r io.Reader) (*Report, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("line %d is longer than %d MiB (%w): this is not a launcher log, or lines were joined", rep.Lines+1, maxLineBytes>>20, err)
+		}
 		return nil, fmt.Errorf("reading launcher log: %w", err)
 	}
 	switch {
+	case nonBlank == 0:
+		rep.Verdict, rep.Fix = VerdictEmpty, "the input has no text: give the launcher pod's log (kubectl logs <job>-launcher), or the MPIJob's name"
+		return rep, nil
+	case binary*2 >= nonBlank:
+		rep.Verdict = VerdictNotText
+		rep.Fix = fmt.Sprintf("%d of %d lines are not text (NUL bytes or invalid UTF-8): this is not a launcher log", binary, nonBlank)
+		return rep, nil
 	case slots > 0:
 		rep.Verdict, rep.Fix = VerdictConfigError, FixHostSlots
 	case strong > 0 || (closed > 0 && throttled == 0):
