@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"github.com/ain-hpc/ain/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,28 +33,7 @@ func inputs(t *testing.T, pattern string) []Input {
 
 func checkGolden(t *testing.T, name string, r *Report) {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		_ = os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update writes it)", err)
-	}
-	if !bytes.Equal(want, buf.Bytes()) {
-		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, buf.Bytes())
-	}
+	golden.JSON(t, name, r, *update)
 }
 
 // TestVerdicts: one case per status and format (sources in testdata/README.md).

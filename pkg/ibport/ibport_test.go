@@ -2,8 +2,8 @@ package ibport
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
+	"github.com/ain-hpc/ain/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,28 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 func checkGolden(t *testing.T, name string, got any) {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(got); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		_ = os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(want, buf.Bytes()) {
-		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, buf.Bytes())
-	}
+	golden.JSON(t, name, got, *update)
 }
 
 type wantPort struct {

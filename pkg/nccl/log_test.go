@@ -1,9 +1,8 @@
 package nccl
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
+	"github.com/ain-hpc/ain/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,31 +15,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // checkGolden compares got (as indented JSON) with testdata/golden/<name>.json.
 func checkGolden(t *testing.T, name string, got any) {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(got); err != nil {
-		t.Fatal(err)
-	}
-	b := buf.Bytes()
-	path := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(want, b) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", path, b)
-	}
+	golden.JSON(t, name, got, *update)
 }
 
 func codes(fs []Finding) []string {
