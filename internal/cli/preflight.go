@@ -102,7 +102,7 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 // preflightOptions fills the options every preflight run shares.
 func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Profile) preflight.Options {
 	o := preflight.Options{
-		Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Cluster: kc.Server, Profile: p,
+		Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Cluster: kc.Server, User: kube.Identity(kc.Config), Profile: p,
 		ProbeImage: a.Getenv("AIN_PROBE_IMAGE"), Now: a.Now,
 	}
 	if r != nil {

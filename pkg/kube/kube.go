@@ -10,6 +10,8 @@
 package kube
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -212,4 +214,27 @@ func rootCause(err error) error {
 		}
 		err = u
 	}
+}
+
+// Identity is a stable, non-secret name for the credentials in cfg: a hash of the user name,
+// token (or token file), client certificate, exec plugin and impersonation. Two users of one
+// cluster get different identities; the credentials themselves never leave this function.
+func Identity(cfg *rest.Config) string {
+	if cfg == nil {
+		return ""
+	}
+	h := sha256.New()
+	parts := []string{cfg.Username, cfg.Password, cfg.BearerToken, cfg.BearerTokenFile, cfg.CertFile, string(cfg.CertData),
+		cfg.Impersonate.UserName, strings.Join(cfg.Impersonate.Groups, ",")}
+	if cfg.ExecProvider != nil {
+		parts = append(parts, cfg.ExecProvider.Command, strings.Join(cfg.ExecProvider.Args, " "))
+	}
+	if cfg.AuthProvider != nil {
+		parts = append(parts, cfg.AuthProvider.Name)
+	}
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
