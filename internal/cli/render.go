@@ -13,6 +13,7 @@ type renderOptions struct {
 	recipeInput
 	Output string
 	Name   string
+	Host   string
 }
 
 func (a *App) renderCommand() *ucli.Command {
@@ -27,10 +28,12 @@ func (a *App) renderCommand() *ucli.Command {
 			"Examples:\n" +
 			"  ain render qlora -o yaml\n" +
 			"  ain render allreduce --fabric roce --set nodes=2 --set gpusPerNode=8 -o json\n" +
+			"  ain render vllm --host llm.example.com\n" +
 			"  ain render my-recipe.yaml --profile cluster.yaml",
 		Flags: append(o.recipeInput.flags(),
 			outputFlag(&o.Output, "yaml", "yaml or json", "json"),
 			&ucli.StringFlag{Name: "name", Usage: "job name (default: the recipe's metadata.name)", Destination: &o.Name},
+			&ucli.StringFlag{Name: "host", Usage: "serving recipes: HTTPS ingress host (sets spec.ingress.host, as ain serve --host)", Destination: &o.Host},
 		),
 		Action: func(c *ucli.Context) error { return a.runRender(c, o) },
 	}
@@ -43,6 +46,18 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 	r, p, err := o.load(c, a.Getenv)
 	if err != nil {
 		return err
+	}
+	if o.Host != "" {
+		// Only a serving recipe has an Ingress; say so rather than report spec.ingress as unknown.
+		if r.Serving == nil {
+			return ainerr.Usagef("--host %s: only serving recipes (ain recipes list shows their kind) have an ingress host; drop --host", o.Host)
+		}
+		// Like ain serve: the flag is a --set override (validated and located like the field), and an
+		// explicit --set ingress.host wins.
+		o.Sets = *ucli.NewStringSlice(append([]string{"ingress.host=" + o.Host}, o.Sets.Value()...)...)
+		if r, p, err = o.load(c, a.Getenv); err != nil {
+			return err
+		}
 	}
 	a.printWarnings(r)
 	var objs []runtime.Object

@@ -54,9 +54,20 @@ func TestServeSecretFromFile(t *testing.T) {
 
 // The course command's rendering: the Ingress exists without any flag, and its only backend
 // paths are the API (/v1, Prefix) and the health check (/health, Exact); the TLS Secret is
-// named after --name.
+// named after --name. --host and --set ingress.host render the same; --host on a training recipe
+// is a usage error naming the flag.
 func TestRenderServingIngressPaths(t *testing.T) {
-	code, out, errs := runModelCLI(t, nil, "", "render", "vllm", "--set", "ingress.host=llm.example.com", "--name", "qwen", "-o", "json")
+	for _, hostArgs := range [][]string{{"--set", "ingress.host=llm.example.com"}, {"--host", "llm.example.com"}} {
+		t.Run(hostArgs[0], func(t *testing.T) { checkRenderedIngress(t, hostArgs) })
+	}
+	code, out, errs := runModelCLI(t, nil, "", "render", "qlora", "--host", "llm.example.com")
+	if code != int(ainerr.Usage) || !strings.Contains(errs, "--host llm.example.com: only serving recipes") || out != "" {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+func checkRenderedIngress(t *testing.T, hostArgs []string) {
+	code, out, errs := runModelCLI(t, nil, "", append([]string{"render", "vllm", "--name", "qwen", "-o", "json"}, hostArgs...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
