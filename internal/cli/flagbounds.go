@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"os"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -31,4 +33,19 @@ func intBetween(name string, min, max int) func(*ucli.Context, int) error {
 		}
 		return nil
 	}
+}
+
+// writableDir checks that files can be created under dir (made if missing) for --name, before
+// any job is submitted: a results folder found unwritable after an hour's job loses its logs
+// (issue 19: train --save-logs DIR was not checked before the job ran).
+func writableDir(name, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ainerr.New(ainerr.Usage, fmt.Errorf("--%s %s: cannot create the folder: %w", name, dir, err), "give a folder you can write to")
+	}
+	f, err := os.CreateTemp(dir, ".ain-write-check-*")
+	if err != nil {
+		return ainerr.New(ainerr.Usage, fmt.Errorf("--%s %s: cannot write there: %w", name, dir, err), "give a folder you can write to")
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,4 +40,25 @@ func TestFlagBounds(t *testing.T) {
 		}
 	}
 	t.Logf("%d bad flag values refused", len(cases))
+}
+
+// TestSaveLogsCheckedFirst: an unusable --save-logs folder is refused before the cluster is even
+// looked up (no cluster is configured here: a later check would fail on that instead).
+func TestSaveLogsCheckedFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := runDoctorCLI(t, "", "train", "qlora", "--save-logs", filepath.Join(file, "logs"))
+	if code != int(ainerr.Usage) || !strings.Contains(errb, "--save-logs "+file) || strings.Contains(errb, "no cluster") {
+		t.Fatalf("exit %d\n%s%s", code, out, errb)
+	}
+	ok := filepath.Join(t.TempDir(), "a", "b")
+	code, _, errb = runDoctorCLI(t, "", "train", "qlora", "--save-logs", ok)
+	if strings.Contains(errb, "--save-logs") {
+		t.Fatalf("a writable folder refused: exit %d %s", code, errb)
+	}
+	if entries, err := os.ReadDir(ok); err != nil || len(entries) != 0 {
+		t.Fatalf("the check left files behind: %v %v", entries, err)
+	}
 }

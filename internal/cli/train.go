@@ -123,6 +123,11 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	if o.DryRun == "client" {
 		return a.printObjects(b.Objects, o.Output)
 	}
+	if o.SaveLogs != "" && o.DryRun == "" {
+		if err := writableDir("save-logs", o.SaveLogs); err != nil {
+			return err
+		}
+	}
 	kc, err := a.clients()
 	if err != nil {
 		return err
