@@ -5,14 +5,19 @@ package golden
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// JSON encodes got as indented JSON and compares it with testdata/golden/NAME.json; with update
-// set it rewrites the file instead.
-func JSON(t testing.TB, name string, got any, update bool) {
+// update is the -update flag of every test binary that imports golden, so the packages do not
+// each declare it.
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// JSON encodes got as indented JSON and compares it with testdata/golden/NAME.json; with -update
+// it rewrites the file instead.
+func JSON(t testing.TB, name string, got any) {
 	t.Helper()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -22,7 +27,7 @@ func JSON(t testing.TB, name string, got any, update bool) {
 		t.Fatal(err)
 	}
 	path := filepath.Join("testdata", "golden", name+".json")
-	if update {
+	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,11 @@
 package counters
 
 import (
-	"flag"
 	"strings"
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 func parseFile(t *testing.T, name string) *Snapshot {
 	t.Helper()
@@ -101,7 +98,7 @@ func TestCompare(t *testing.T) {
 					}
 				}
 			}
-			golden.JSON(t, tc.name, r, *update)
+			golden.JSON(t, tc.name, r)
 		})
 	}
 }

@@ -3,16 +3,14 @@ package hang
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"github.com/ain-hpc/ain/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+	"github.com/ain-hpc/ain/internal/golden"
+)
 
 func inputs(t *testing.T, pattern string) []Input {
 	t.Helper()
@@ -29,11 +27,6 @@ func inputs(t *testing.T, pattern string) []Input {
 		ins = append(ins, Input{Name: filepath.ToSlash(strings.TrimPrefix(f, "testdata"+string(filepath.Separator))), Data: b})
 	}
 	return ins
-}
-
-func checkGolden(t *testing.T, name string, r *Report) {
-	t.Helper()
-	golden.JSON(t, name, r, *update)
 }
 
 // TestVerdicts: one case per status and format (sources in testdata/README.md).
@@ -86,7 +79,7 @@ func TestVerdicts(t *testing.T) {
 			if !r.OK() && len(r.Evidence) == 0 {
 				t.Errorf("no evidence for %s", r.Status)
 			}
-			checkGolden(t, name, r)
+			golden.JSON(t, name, r)
 		})
 	}
 }

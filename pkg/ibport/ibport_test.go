@@ -2,8 +2,6 @@ package ibport
 
 import (
 	"bytes"
-	"flag"
-	"github.com/ain-hpc/ain/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,14 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-func checkGolden(t *testing.T, name string, got any) {
-	t.Helper()
-	golden.JSON(t, name, got, *update)
-}
 
 type wantPort struct {
 	id, state, phys, link, rate, reason string
@@ -103,7 +96,7 @@ func TestParse(t *testing.T) {
 					t.Errorf("no fix for %s", p.Reason)
 				}
 			}
-			checkGolden(t, strings.TrimSuffix(tc.file, ".txt"), r)
+			golden.JSON(t, strings.TrimSuffix(tc.file, ".txt"), r)
 		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 // TestRdmaLink checks each `rdma link` sample (sources in testdata/README.md) against the
@@ -70,7 +72,7 @@ func TestRdmaLink(t *testing.T) {
 					t.Errorf("port %d = %s %s %s %s ready=%v reason=%q, want %+v", i, id, p.State, p.PhysState, p.LinkLayer, p.Ready, p.Reason, w)
 				}
 			}
-			checkGolden(t, strings.TrimSuffix(tc.file, ".txt"), r)
+			golden.JSON(t, strings.TrimSuffix(tc.file, ".txt"), r)
 		})
 	}
 }

@@ -2,17 +2,14 @@ package mpilauncher
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+	"github.com/ain-hpc/ain/internal/golden"
+)
 
 func analyzeFile(t *testing.T, path string) *Report {
 	t.Helper()
@@ -72,23 +69,7 @@ func TestVerdicts(t *testing.T) {
 			if (r.Verdict == VerdictHealthy) != (r.Fix == "") {
 				t.Errorf("fix %q for verdict %s", r.Fix, r.Verdict)
 			}
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(r)
-			golden := filepath.Join("testdata", "golden", strings.TrimSuffix(tc.file, ".log")+".json")
-			if *update {
-				_ = os.MkdirAll(filepath.Dir(golden), 0o755)
-				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil || !bytes.Equal(want, buf.Bytes()) {
-				t.Errorf("%s differs (go test -update rewrites it): %v\n%s", golden, err, buf.Bytes())
-			}
+			golden.JSON(t, strings.TrimSuffix(tc.file, ".log"), r)
 		})
 	}
 }

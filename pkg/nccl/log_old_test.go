@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 // TestOldNCCLLogs covers the NCCL 2.3-2.5 line formats and libibverbs failures on logs cut from
@@ -54,7 +56,7 @@ func TestOldNCCLLogs(t *testing.T) {
 					t.Errorf("perRank %v, want %v", got, tc.perRank)
 				}
 			}
-			checkGolden(t, "old-"+strings.TrimSuffix(tc.file, ".log"), r)
+			golden.JSON(t, "old-"+strings.TrimSuffix(tc.file, ".log"), r)
 		})
 	}
 }

@@ -1,22 +1,14 @@
 package nccl
 
 import (
-	"flag"
-	"github.com/ain-hpc/ain/internal/golden"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-// checkGolden compares got (as indented JSON) with testdata/golden/<name>.json.
-func checkGolden(t *testing.T, name string, got any) {
-	t.Helper()
-	golden.JSON(t, name, got, *update)
-}
 
 func codes(fs []Finding) []string {
 	out := []string{}
@@ -142,7 +134,7 @@ func TestLogVerdicts(t *testing.T) {
 					t.Errorf("problem %s has no fix", f.Code)
 				}
 			}
-			checkGolden(t, "log-"+strings.TrimSuffix(tc.file, ".log"), r)
+			golden.JSON(t, "log-"+strings.TrimSuffix(tc.file, ".log"), r)
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 // TestPerfJSONAndPerIter reads nccl-tests' -J file and the -I 1 table. The samples are written
@@ -77,7 +79,7 @@ func TestPerfJSONAndPerIter(t *testing.T) {
 			if _, err := json.Marshal(runs); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, "perf-"+strings.NewReplacer("/", "-", ".txt", "", ".json", "").Replace(tc.file), r)
+			golden.JSON(t, "perf-"+strings.NewReplacer("/", "-", ".txt", "", ".json", "").Replace(tc.file), r)
 		})
 	}
 }

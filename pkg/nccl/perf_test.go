@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 func parsePerfFile(t *testing.T, path string) []*PerfRun {
@@ -85,7 +87,7 @@ func TestPerfFormats(t *testing.T) {
 					t.Errorf("run %d: errors %q, want %d", i, r.Errors, w.errors)
 				}
 			}
-			checkGolden(t, "perf-"+strings.TrimSuffix(tc.file, ".txt"), runs)
+			golden.JSON(t, "perf-"+strings.TrimSuffix(tc.file, ".txt"), runs)
 		})
 	}
 }

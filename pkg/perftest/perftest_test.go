@@ -2,15 +2,12 @@ package perftest
 
 import (
 	"encoding/json"
-	"flag"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 func parseFile(t *testing.T, name string) []*Run {
 	t.Helper()
@@ -87,7 +84,7 @@ func TestParse(t *testing.T) {
 			if len(r.Local) != tc.qps || len(r.Remote) != tc.qps {
 				t.Errorf("%d local, %d remote addresses, want %d", len(r.Local), len(r.Remote), tc.qps)
 			}
-			golden.JSON(t, strings.TrimSuffix(tc.file, ".txt"), runs, *update)
+			golden.JSON(t, strings.TrimSuffix(tc.file, ".txt"), runs)
 		})
 	}
 }

@@ -120,8 +120,8 @@ type Options struct {
 	// User identifies the credentials (kube.Identity, a hash) for the cache key only: what an
 	// administrator may list or create says nothing about a student's rights (issue 19: a student
 	// was shown an admin's "6 PASS (cached)", then got forbidden).
-	User string
-	Profile   *profile.Profile
+	User    string
+	Profile *profile.Profile
 	// Nodes and GPUsPerNode are the recipe's shape (0: no recipe, one suitable node is enough).
 	Nodes       int
 	GPUsPerNode int

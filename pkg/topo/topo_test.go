@@ -1,15 +1,12 @@
 package topo
 
 import (
-	"flag"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 func analyzeFile(t *testing.T, name string) *Report {
 	t.Helper()
@@ -106,7 +103,7 @@ func TestAnalyze(t *testing.T) {
 					t.Errorf("rail of GPU%d on %s, want %s", rl.GPU, rl.NIC, want)
 				}
 			}
-			golden.JSON(t, strings.TrimSuffix(strings.TrimSuffix(tc.file, ".txt"), ".xml"), r, *update)
+			golden.JSON(t, strings.TrimSuffix(strings.TrimSuffix(tc.file, ".txt"), ".xml"), r)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package trainlog
 
 import (
 	"bytes"
-	"flag"
 	"math"
 	"strings"
 	"testing"
@@ -10,8 +9,6 @@ import (
 	"github.com/ain-hpc/ain/internal/golden"
 	"github.com/ain-hpc/ain/pkg/bench"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 func parseFile(t *testing.T, name string, o ParseOptions) *Run {
 	t.Helper()
@@ -90,7 +87,7 @@ func TestCompare(t *testing.T) {
 			if tc.note != "" && !strings.Contains(strings.Join(c.Notes, "; "), tc.note) {
 				t.Errorf("notes %q lack %q", c.Notes, tc.note)
 			}
-			golden.JSON(t, "compare-"+strings.Split(tc.run, ".")[0], c, *update)
+			golden.JSON(t, "compare-"+strings.Split(tc.run, ".")[0], c)
 		})
 	}
 	// The rule's edges: within tolerance, beyond it either way, too few points, a rising loss.
