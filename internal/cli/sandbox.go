@@ -318,15 +318,28 @@ func (a *App) runSandboxDown(ctx context.Context, o *sandboxOptions) error {
 	if err != nil {
 		return err
 	}
+	server := ""
+	if st, err := sandbox.LoadState(dir); err == nil {
+		server = st.Server // read before --purge removes the state folder
+	}
 	err = sandbox.Down(ctx, dir, o.Purge, a.Streams.Err)
 	if errors.Is(err, sandbox.ErrNotRunning) {
 		fmt.Fprintf(a.Streams.Out, "No sandbox in %s.\n", dir)
-		return nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return err
+	} else {
+		fmt.Fprintln(a.Streams.Out, "Sandbox stopped.")
 	}
-	fmt.Fprintln(a.Streams.Out, "Sandbox stopped.")
+	if o.Purge {
+		// The sandbox's cached preflight results go with it (issue 19: --purge left them behind).
+		n, err := a.preflightCache().PurgeCluster(server)
+		if err != nil {
+			return fmt.Errorf("removing the sandbox's cached preflight results: %w", err)
+		}
+		if n > 0 {
+			fmt.Fprintf(a.Streams.Out, "Removed %d cached preflight result(s) of %s.\n", n, server)
+		}
+	}
 	return nil
 }
 

@@ -100,3 +100,33 @@ func (c Cache) Save(key string, r *Result) error {
 	}
 	return os.Rename(tmp, c.path(key))
 }
+
+// PurgeCluster removes every cached result for the cluster at server (the API server URL a
+// result records), e.g. when `ain sandbox down --purge` deletes that cluster: its port may be
+// reused by the next sandbox, whose nodes the old PASS says nothing about. It returns how many
+// entries it removed; a missing cache folder is no error.
+func (c Cache) PurgeCluster(server string) (int, error) {
+	if server == "" {
+		return 0, nil
+	}
+	names, err := filepath.Glob(filepath.Join(c.Dir, "*.json"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		var e cached
+		if json.Unmarshal(data, &e) != nil || e.Result == nil || e.Result.Cluster != server {
+			continue
+		}
+		if err := os.Remove(name); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
