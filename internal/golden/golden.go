@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,4 +67,20 @@ func Open(t testing.TB, name string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// Parse opens the file at path (as given, not under testdata) and returns what parse makes of
+// it, failing the test on an error: the parsers' tests read every sample this way.
+func Parse[T any](t testing.TB, path string, parse func(io.Reader) (T, error)) T {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := parse(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return v
 }

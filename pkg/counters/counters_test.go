@@ -1,6 +1,7 @@
 package counters
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,11 +10,7 @@ import (
 
 func parseFile(t *testing.T, name string) *Snapshot {
 	t.Helper()
-	s, err := Parse(golden.Open(t, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return golden.Parse(t, filepath.Join("testdata", name), Parse)
 }
 
 const gib = 1 << 30

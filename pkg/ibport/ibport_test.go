@@ -61,15 +61,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			f, err := os.Open(filepath.Join("testdata", tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			r, err := Parse(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := golden.Parse(t, filepath.Join("testdata", tc.file), Parse)
 			if r.Format != tc.format || r.Ready != tc.ready {
 				t.Errorf("format %s ready %v, want %s %v", r.Format, r.Ready, tc.format, tc.ready)
 			}

@@ -13,16 +13,7 @@ import (
 
 func analyzeFile(t *testing.T, path string) *Report {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := Analyze(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return golden.Parse(t, path, Analyze)
 }
 
 // TestVerdicts covers each signature family; samples are written from the messages Open MPI

@@ -1,7 +1,6 @@
 package nccl
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -16,15 +15,7 @@ var (
 func TestLogCorpus(t *testing.T) {
 	for _, e := range readCorpusIndex(t, "nccl-log") {
 		t.Run(filepath.Base(e.Path), func(t *testing.T) {
-			f, err := os.Open(filepath.Join(corpusDir, e.Path))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			r, err := AnalyzeLog(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := analyzeFile(t, filepath.Join(corpusDir, e.Path))
 			m := reCorpusTransport.FindStringSubmatch(e.Expected)
 			if m == nil {
 				t.Fatalf("INDEX.md gives no transport for %s", e.Path)

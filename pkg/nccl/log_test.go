@@ -1,7 +1,6 @@
 package nccl
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,16 +19,7 @@ func codes(fs []Finding) []string {
 
 func analyzeFile(t *testing.T, path string) *LogReport {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := AnalyzeLog(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return golden.Parse(t, path, AnalyzeLog)
 }
 
 // TestLogVerdicts covers every transport and finding on samples written from the documented

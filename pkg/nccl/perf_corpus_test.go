@@ -73,15 +73,7 @@ var (
 func TestPerfCorpus(t *testing.T) {
 	for _, e := range readCorpusIndex(t, "nccl-tests") {
 		t.Run(filepath.Base(e.Path), func(t *testing.T) {
-			f, err := os.Open(filepath.Join(corpusDir, e.Path))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			runs, err := ParsePerf(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			runs := parsePerfFile(t, filepath.Join(corpusDir, e.Path))
 			if len(runs) != 1 {
 				t.Fatalf("got %d runs, want 1", len(runs))
 			}

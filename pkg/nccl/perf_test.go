@@ -2,7 +2,6 @@ package nccl
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,16 +11,7 @@ import (
 
 func parsePerfFile(t *testing.T, path string) []*PerfRun {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	runs, err := ParsePerf(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runs
+	return golden.Parse(t, path, ParsePerf)
 }
 
 // TestPerfFormats covers the nccl-tests formats: new and old columns, N/A, wrong values,

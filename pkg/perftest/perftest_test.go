@@ -2,6 +2,7 @@ package perftest
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,11 +12,7 @@ import (
 
 func parseFile(t *testing.T, name string) []*Run {
 	t.Helper()
-	runs, err := Parse(golden.Open(t, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runs
+	return golden.Parse(t, filepath.Join("testdata", name), Parse)
 }
 
 func num(n *json.Number) string {

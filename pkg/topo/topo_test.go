@@ -1,7 +1,7 @@
 package topo
 
 import (
-	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,11 +10,7 @@ import (
 
 func analyzeFile(t *testing.T, name string) *Report {
 	t.Helper()
-	topo, err := Parse(golden.Open(t, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Analyze(topo)
+	return Analyze(golden.Parse(t, filepath.Join("testdata", name), Parse))
 }
 
 func deref(s *string) string {
@@ -110,21 +106,13 @@ func TestAnalyze(t *testing.T) {
 
 // TestParseMatrixDetails: affinity columns, NVLink counts, SOC read as SYS.
 func TestParseMatrixDetails(t *testing.T) {
-	f, err := os.Open("testdata/smi-h100-ideal-tabs.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	topo, err := ParseMatrix(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo := golden.Parse(t, "testdata/smi-h100-ideal-tabs.txt", ParseMatrix)
 	g := topo.GPUs[5]
 	if g.CPUAffinity != "80-159" || g.NUMAAffinity != "1" || g.GPUNUMAID != "N/A" || g.NVLinks[0] != 18 || len(g.NVLinks) != 7 {
 		t.Errorf("GPU5 = %+v", g)
 	}
 	old := "        GPU0    GPU1    mlx5_0  CPU Affinity\nGPU0     X      SOC     SOC     0-7\nGPU1    SOC      X      PHB     8-15\nmlx5_0  SOC     PHB      X\n"
-	topo, err = ParseMatrix(strings.NewReader(old))
+	topo, err := ParseMatrix(strings.NewReader(old))
 	if err != nil {
 		t.Fatal(err)
 	}
