@@ -24,10 +24,10 @@ func TestSecretsCanary(t *testing.T) {
 		{"serve", "vllm", "--name", "m", "--dry-run=client", "-o", "yaml", "--api-key-from-env", "--hf-token-from-env"},
 		{"-v", "-v", "serve", "vllm", "--name", "m", "--dry-run=client", "--api-key-from-env", "--hf-token-from-env"},
 		{"-v", "serve", "vllm", "--name", "m", "--api-key-file", file, "--hf-token-file", file}, // no cluster: fails
-		{"serve", "vllm", "--name", "m", "--api-key-file", file, "--api-key-from-env"},           // both: usage error
+		{"serve", "vllm", "--name", "m", "--api-key-file", file, "--api-key-from-env"},          // both: usage error
 		{"serve", "vllm", "--name", "m", "--dry-run=client", "--api-key-file", file, "--replicas", "0"},
 		{"render", "vllm", "-o", "json"},
-		{"-v", "models", "--api-key", canary},                                   // no endpoint
+		{"-v", "models", "--api-key", canary},                                     // no endpoint
 		{"-v", "models", "--endpoint", "http://127.0.0.1:1", "--api-key", canary}, // refused connection
 		{"chat", "--endpoint", "http://127.0.0.1:1", "--api-key", canary, "hi"},
 		{"train", "qlora", "--dry-run=client", "-o", "yaml", "--set", "nccl.env.NCCL_DEBUG=" + canary[:0] + "INFO"},
@@ -39,7 +39,7 @@ func TestSecretsCanary(t *testing.T) {
 			t.Errorf("%v (exit %d) printed the secret:\n%s%s", args, code, out, errb)
 		}
 		refs += strings.Count(out, "secretKeyRef")
-		all += out
+		all += out + errb
 	}
 	// The credentials did reach the renderer (as Secrets named, not printed).
 	if !strings.Contains(all, "Secret m-api-key") || !strings.Contains(all, "m-hf-token") {
