@@ -145,7 +145,7 @@ func EnsureBinariesProgress(ctx context.Context, cache string, w io.Writer, prog
 		t0 := time.Now()
 		// Another process (a parallel test binary, a user's `ain sandbox up`) may be building the
 		// same component: wait for it rather than build twice.
-		unlock, err := lockFile(filepath.Join(cache, c.Name+"-"+c.Version+".lock"))
+		unlock, err := lockFile(filepath.Join(cache, c.Name+"-"+c.Version+".lock"), 0o600)
 		if err != nil {
 			return err
 		}

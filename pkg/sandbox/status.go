@@ -168,18 +168,14 @@ func ForwardPort(ctx context.Context, dir string, pf PortForward) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(st.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	k, err := newKube(cfg)
+	k, err := kubeFor(st)
 	if err != nil {
 		return err
 	}
 	if err := k.applyPortForward(ctx, pf); err != nil {
 		return err
 	}
-	unlock, err := lockFile(Layout{st.Dir}.Lock())
+	unlock, err := lockFile(Layout{st.Dir}.Lock(), 0o600)
 	if err != nil {
 		return err
 	}
@@ -205,7 +201,7 @@ func SetScenario(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := lockFile(Layout{dir}.Lock())
+	unlock, err := lockFile(Layout{dir}.Lock(), 0o600)
 	if err != nil {
 		return err
 	}
@@ -214,11 +210,7 @@ func SetScenario(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(st.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	k, err := newKube(cfg)
+	k, err := kubeFor(st)
 	if err != nil {
 		return err
 	}
@@ -227,4 +219,13 @@ func SetScenario(ctx context.Context, dir, name string) error {
 		return err
 	}
 	return saveState(st)
+}
+
+// kubeFor connects to the sandbox that st describes.
+func kubeFor(st *State) (*kube, error) {
+	cfg, err := restConfig(st.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return newKube(cfg)
 }

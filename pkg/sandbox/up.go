@@ -72,7 +72,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 			return nil, false, err
 		}
 	}
-	unlock, err := lockFile(l.Lock())
+	unlock, err := lockFile(l.Lock(), 0o600)
 	if err != nil {
 		return nil, false, err
 	}
@@ -547,8 +547,9 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 	return nil
 }
 
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+// lockFile takes an exclusive flock on path (created with perm) until the returned func runs.
+func lockFile(path string, perm os.FileMode) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, perm)
 	if err != nil {
 		return nil, err
 	}

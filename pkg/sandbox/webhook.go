@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // The training-operator v1.8.1 reads its webhook serving certificate from this folder, fixed
@@ -35,18 +34,8 @@ type webhookCerts struct {
 
 // lockWebhookDir serialises sandboxes of this machine while they claim or release the folder.
 func lockWebhookDir() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(webhookBaseDir), "ain-sandbox-webhook.lock"), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	// 0o666: this lock is machine-wide, not under one sandbox's state folder.
+	return lockFile(filepath.Join(filepath.Dir(webhookBaseDir), "ain-sandbox-webhook.lock"), 0o666)
 }
 
 func userID(stateDir string) string {
