@@ -29,18 +29,25 @@ func FuzzParsePerf(f *testing.F) {
 			}
 			return
 		}
-		if _, err := json.Marshal(runs); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range runs {
-			for _, row := range r.Rows {
-				if row.OOP == nil {
-					t.Fatalf("row without out-of-place half: %+v", row)
-				}
-			}
-		}
+		checkPerfRuns(t, runs)
 		if err := WritePerfCSV(io.Discard, runs); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// checkPerfRuns holds for whatever the perf parsers return: the runs encode as JSON and every row
+// has its out-of-place half.
+func checkPerfRuns(t *testing.T, runs []*PerfRun) {
+	t.Helper()
+	if _, err := json.Marshal(runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		for _, row := range r.Rows {
+			if row.OOP == nil {
+				t.Fatalf("row without out-of-place half: %+v", row)
+			}
+		}
+	}
 }
