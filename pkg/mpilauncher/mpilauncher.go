@@ -142,6 +142,10 @@ var signatures = []signature{
 	{"ssh-refused", true, all("ssh:", "connect to host", "Connection timed out")},
 	{kindSSHClosed, true, sshPort22("Connection closed by ")},
 	{"ssh-refused", true, sshPort22("Connection reset by ")},
+	// The kubeflow.org/v1 launcher reaches workers with kubexec.sh (`kubectl exec POD -- orted ...`,
+	// training-operator v1.8.1 newConfigMap); the API server refuses an exec into a worker whose
+	// container is not running yet with this line.
+	{"kubexec", true, all("unable to upgrade connection", "container not found")},
 	{"orte-daemons", true, contains("ORTE was unable to reliably start one or more daemons")},
 	{"orte-daemons", true, contains("ORTE does not know how to route a message")},
 	{"orte-daemons", true, all("daemon", "died unexpectedly", "while attempting to launch")},

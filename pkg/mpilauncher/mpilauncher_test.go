@@ -114,6 +114,7 @@ func TestMoreSignatures(t *testing.T) {
 		"A daemon (pid 4121) died unexpectedly with status 255 while attempting to launch so we are aborting.":   VerdictLauncherBeforeWorkers,
 		"[mpiexec@l-0] HYDU_getfullhostname (utils/others/others.c:146): unable to get host address for w-0 (1)": VerdictLauncherBeforeWorkers,
 		"ssh: connect to host w-1.w port 22: Connection timed out":                                               VerdictLauncherBeforeWorkers,
+		`error: unable to upgrade connection: container not found ("mpi")`:                                       VerdictLauncherBeforeWorkers,
 		"There are not enough slots available in the system to satisfy the 16 slots":                             VerdictOther,
 		"Warning: Permanently added 'w-0.w' (ED25519) to the list of known hosts.":                               VerdictHealthy,
 	} {

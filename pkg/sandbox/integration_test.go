@@ -190,6 +190,30 @@ func jobPods(t *testing.T, cs kubernetes.Interface, ns, job string) []corev1.Pod
 	return pods.Items
 }
 
+// masterPodsSettled returns the job's master pods once none is Pending or Running, or as they are
+// at the timeout (the caller's assertions then say what was wrong).
+func masterPodsSettled(t *testing.T, cs kubernetes.Interface, ns, job string, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var masters []corev1.Pod
+		settled := true
+		for _, p := range jobPods(t, cs, ns, job) {
+			if p.Labels["training.kubeflow.org/replica-type"] != "master" {
+				continue
+			}
+			masters = append(masters, p)
+			if p.Status.Phase == corev1.PodPending || p.Status.Phase == corev1.PodRunning {
+				settled = false
+			}
+		}
+		if settled || time.Now().After(deadline) {
+			return masters
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // podLog reads a pod's log through the API server (what `kubectl logs` does).
 func podLog(t *testing.T, cs kubernetes.Interface, ns, pod string) string {
 	t.Helper()
@@ -585,10 +609,9 @@ func TestIntegrationScenarios(t *testing.T) {
 		if got := waitJob(t, sb, pytorchGVR, ns, "crash", 90*time.Second); got != "Failed" {
 			t.Fatalf("job %s, want Failed", got)
 		}
-		for _, p := range jobPods(t, sb.Clientset(t), ns, "crash") {
-			if p.Labels["training.kubeflow.org/replica-type"] != "master" {
-				continue
-			}
+		// The operator marks the job Failed as soon as any replica fails; in this scenario every
+		// rank crashes, but the master's own status may land a moment after a worker's.
+		for _, p := range masterPodsSettled(t, sb.Clientset(t), ns, "crash", 30*time.Second) {
 			st := p.Status.ContainerStatuses
 			if p.Status.Phase != corev1.PodFailed || len(st) == 0 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 1 {
 				t.Errorf("%s: %s %+v", p.Name, p.Status.Phase, st)
