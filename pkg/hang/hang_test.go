@@ -171,6 +171,19 @@ func TestUnpickle(t *testing.T) {
 	if _, err := unpickle([]byte("\x80\x02]q\x00h\x00a.")); err != nil {
 		t.Fatal(err)
 	}
+	// Broken input is an error that says what and where, never a panic or a partial value.
+	for in, want := range map[string]string{
+		"\x80\x02X\x05\x00\x00\x00ab": "truncated input at byte 7",
+		"\x80\x02s.":                  "stack underflow at byte 3",
+		"\x80\x02K\x01e.":             "no mark at byte 5",
+		"\x80\x02h\x07.":              "memo 7 not set at byte 4",
+		"\x80\x02\xff":                "unsupported opcode 0xff at byte 3",
+		"\x80\x02}":                   "truncated input at byte 3",
+	} {
+		if v, err := unpickle([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, %v; want error %q", in, v, err, want)
+		}
+	}
 	// Classes are not instantiated: they decode to an opaque string.
 	v, err := unpickle([]byte("\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03."))
 	if err != nil || !strings.HasPrefix(v.(string), "<object <global os.system>") {

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"reflect"
 	"strconv"
+	"strings"
 )
 
 // unpickle decodes the subset of Python's pickle format (protocols 0-5 opcodes that build plain
@@ -45,403 +46,280 @@ type unpickler struct {
 	pos   int
 	stack []any
 	memo  map[int]any
+	// err is the first error met: the readers below record it and return zero values, so an
+	// opcode's case reads its operands without checking each one; run stops after the opcode.
+	err  error
+	zero [8]byte
 }
 
-func (u *unpickler) next(n int) ([]byte, error) {
-	if n < 0 || n > len(u.b)-u.pos {
-		return nil, errTruncated
+func (u *unpickler) fail(err error) {
+	if u.err == nil {
+		u.err = err
+	}
+}
+
+// next returns the next n bytes; past the end it records errTruncated and returns n zero bytes
+// (nil when n > 8: such lengths come from bytesLen, which checked them).
+func (u *unpickler) next(n int) []byte {
+	if u.err != nil || n < 0 || n > len(u.b)-u.pos {
+		u.fail(errTruncated)
+		if n >= 0 && n <= len(u.zero) {
+			return u.zero[:n]
+		}
+		return nil
 	}
 	s := u.b[u.pos : u.pos+n]
 	u.pos += n
-	return s, nil
+	return s
 }
 
-func (u *unpickler) push(v any) error {
+func (u *unpickler) push(v any) {
 	if len(u.stack) >= maxPickleStack {
-		return errors.New("stack too deep")
+		u.fail(errors.New("stack too deep"))
+		return
 	}
 	u.stack = append(u.stack, v)
-	return nil
 }
 
-func (u *unpickler) pop() (any, error) {
+func (u *unpickler) pop() any {
 	if len(u.stack) == 0 {
-		return nil, errors.New("stack underflow")
+		u.fail(errors.New("stack underflow"))
+		return nil
 	}
 	v := u.stack[len(u.stack)-1]
 	u.stack = u.stack[:len(u.stack)-1]
-	return v, nil
+	return v
+}
+
+// popN removes and returns the top n items.
+func (u *unpickler) popN(n int) []any {
+	if len(u.stack) < n {
+		u.fail(errors.New("stack underflow"))
+		return nil
+	}
+	items := append([]any(nil), u.stack[len(u.stack)-n:]...)
+	u.stack = u.stack[:len(u.stack)-n]
+	return items
 }
 
 // popMark returns the items above the topmost mark and removes them and the mark.
-func (u *unpickler) popMark() ([]any, error) {
+func (u *unpickler) popMark() []any {
 	for i := len(u.stack) - 1; i >= 0; i-- {
 		if _, ok := u.stack[i].(mark); ok {
 			items := append([]any(nil), u.stack[i+1:]...)
 			u.stack = u.stack[:i]
-			return items, nil
+			return items
 		}
 	}
-	return nil, errors.New("no mark")
+	u.fail(errors.New("no mark"))
+	return nil
 }
 
-func (u *unpickler) top() (any, error) {
+func (u *unpickler) top() any {
 	if len(u.stack) == 0 {
-		return nil, errors.New("stack underflow")
+		u.fail(errors.New("stack underflow"))
+		return nil
 	}
-	return u.stack[len(u.stack)-1], nil
+	return u.stack[len(u.stack)-1]
 }
 
-func (u *unpickler) readLen(n int) (int, error) {
-	b, err := u.next(n)
-	if err != nil {
-		return 0, err
+// uint reads an n-byte little-endian unsigned integer (n is 1, 2, 4 or 8).
+func (u *unpickler) uint(n int) uint64 {
+	b := u.next(n)
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
 	}
-	var l uint64
-	switch n {
-	case 1:
-		l = uint64(b[0])
-	case 4:
-		l = uint64(binary.LittleEndian.Uint32(b))
-	case 8:
-		l = binary.LittleEndian.Uint64(b)
-	}
+	return v
+}
+
+// bytesLen reads an n-byte length and then that many bytes.
+func (u *unpickler) bytesLen(n int) []byte {
+	l := u.uint(n)
 	if l > uint64(len(u.b)-u.pos) {
-		return 0, errTruncated
+		u.fail(errTruncated)
+		return nil
 	}
-	return int(l), nil
+	return u.next(int(l))
 }
 
-func (u *unpickler) line() (string, error) {
+func (u *unpickler) line() string {
+	if u.err != nil {
+		return ""
+	}
 	for i := u.pos; i < len(u.b); i++ {
 		if u.b[i] == '\n' {
 			s := string(u.b[u.pos:i])
 			u.pos = i + 1
-			return s, nil
+			return s
 		}
 	}
-	return "", errTruncated
+	u.fail(errTruncated)
+	return ""
+}
+
+// setItems stores key, value pairs into the dict on top of the stack.
+func (u *unpickler) setItems(kv []any) {
+	if d, ok := u.top().(map[string]any); ok {
+		for i := 0; i+1 < len(kv); i += 2 {
+			d[keyString(kv[i])] = kv[i+1]
+		}
+	}
+}
+
+// appendItems extends the list on top of the stack.
+func (u *unpickler) appendItems(items []any) {
+	if l, ok := u.top().(*pyList); ok {
+		l.v = append(l.v, items...)
+	}
+}
+
+func (u *unpickler) getMemo(idx int) {
+	v, ok := u.memo[idx]
+	if !ok {
+		u.fail(fmt.Errorf("memo %d not set", idx))
+		return
+	}
+	u.push(v)
 }
 
 func (u *unpickler) run() (any, error) {
-	for {
-		op, err := u.next(1)
-		if err != nil {
-			return nil, err
+	for u.err == nil {
+		op := u.next(1)
+		if u.err != nil {
+			break
 		}
 		switch c := op[0]; c {
 		case 0x80: // PROTO
-			if _, err := u.next(1); err != nil {
-				return nil, err
-			}
+			u.next(1)
 		case 0x95: // FRAME
-			if _, err := u.next(8); err != nil {
-				return nil, err
-			}
+			u.next(8)
 		case '.': // STOP
-			return u.pop()
+			v := u.pop()
+			return v, u.err
 		case '(':
-			err = u.push(mark{})
+			u.push(mark{})
 		case '}':
-			err = u.push(map[string]any{})
-		case ']':
-			err = u.push(&pyList{})
+			u.push(map[string]any{})
+		case ']', 0x8f: // EMPTY_LIST, EMPTY_SET
+			u.push(&pyList{})
 		case ')':
-			err = u.push([]any{})
-		case 0x8f: // EMPTY_SET
-			err = u.push(&pyList{})
+			u.push([]any{})
 		case 'N':
-			err = u.push(nil)
+			u.push(nil)
 		case 0x88:
-			err = u.push(true)
+			u.push(true)
 		case 0x89:
-			err = u.push(false)
+			u.push(false)
 		case 'K':
-			b, e := u.next(1)
-			if e != nil {
-				return nil, e
-			}
-			err = u.push(int64(b[0]))
+			u.push(int64(u.uint(1)))
 		case 'M':
-			b, e := u.next(2)
-			if e != nil {
-				return nil, e
-			}
-			err = u.push(int64(binary.LittleEndian.Uint16(b)))
+			u.push(int64(u.uint(2)))
 		case 'J':
-			b, e := u.next(4)
-			if e != nil {
-				return nil, e
-			}
-			err = u.push(int64(int32(binary.LittleEndian.Uint32(b))))
-		case 0x8a, 0x8b: // LONG1, LONG4
-			n := 1
-			if c == 0x8b {
-				n = 4
-			}
-			l, e := u.readLen(n)
-			if e != nil {
-				return nil, e
-			}
-			b, _ := u.next(l)
-			err = u.push(longValue(b))
+			u.push(int64(int32(u.uint(4))))
+		case 0x8a: // LONG1
+			u.push(longValue(u.bytesLen(1)))
+		case 0x8b: // LONG4
+			u.push(longValue(u.bytesLen(4)))
 		case 'G':
-			b, e := u.next(8)
-			if e != nil {
-				return nil, e
-			}
-			err = u.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
-		case 'X', 0x8c, 0x8d, 'T', 'U', 'B', 'C', 0x8e: // unicode and byte strings
-			n := 4
-			switch c {
-			case 0x8c, 'U', 'C':
-				n = 1
-			case 0x8d, 0x8e:
-				n = 8
-			}
-			l, e := u.readLen(n)
-			if e != nil {
-				return nil, e
-			}
-			b, _ := u.next(l)
-			err = u.push(string(b))
+			u.push(math.Float64frombits(binary.BigEndian.Uint64(u.next(8))))
+		case 0x8c, 'U', 'C': // unicode and byte strings, 1-byte length
+			u.push(string(u.bytesLen(1)))
+		case 'X', 'T', 'B': // 4-byte length
+			u.push(string(u.bytesLen(4)))
+		case 0x8d, 0x8e: // 8-byte length
+			u.push(string(u.bytesLen(8)))
 		case 'I', 'L': // INT, LONG (protocol 0): decimal text; "01"/"00" are True/False
-			s, e := u.line()
-			if e != nil {
-				return nil, e
-			}
-			switch s {
+			switch s := strings.TrimSuffix(u.line(), "L"); s {
 			case "01":
-				err = u.push(true)
+				u.push(true)
 			case "00":
-				err = u.push(false)
+				u.push(false)
 			default:
-				if len(s) > 0 && s[len(s)-1] == 'L' {
-					s = s[:len(s)-1]
-				}
 				if n, e := strconv.ParseInt(s, 10, 64); e == nil {
-					err = u.push(n)
+					u.push(n)
 				} else {
-					err = u.push(s)
+					u.push(s)
 				}
 			}
 		case 'F':
-			s, e := u.line()
-			if e != nil {
-				return nil, e
-			}
-			f, _ := strconv.ParseFloat(s, 64)
-			err = u.push(f)
-		case 'S', 'V': // STRING, UNICODE (protocol 0)
-			s, e := u.line()
-			if e != nil {
-				return nil, e
-			}
-			if c == 'V' {
-				s = rawUnicodeEscape(s)
-			}
-			if c == 'S' && len(s) >= 2 && (s[0] == '\'' || s[0] == '"') {
+			f, _ := strconv.ParseFloat(u.line(), 64)
+			u.push(f)
+		case 'S': // STRING (protocol 0): a quoted Python literal
+			s := u.line()
+			if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') {
 				if q, e := strconv.Unquote(`"` + s[1:len(s)-1] + `"`); e == nil {
 					s = q
 				} else {
 					s = s[1 : len(s)-1]
 				}
 			}
-			err = u.push(s)
+			u.push(s)
+		case 'V': // UNICODE (protocol 0)
+			u.push(rawUnicodeEscape(u.line()))
 		case 'a': // APPEND
-			v, e := u.pop()
-			if e != nil {
-				return nil, e
-			}
-			t, e := u.top()
-			if e != nil {
-				return nil, e
-			}
-			if l, ok := t.(*pyList); ok {
-				l.v = append(l.v, v)
-			}
+			v := u.pop()
+			u.appendItems([]any{v})
 		case 'e', 0x90: // APPENDS, ADDITEMS
-			items, e := u.popMark()
-			if e != nil {
-				return nil, e
-			}
-			t, e := u.top()
-			if e != nil {
-				return nil, e
-			}
-			if l, ok := t.(*pyList); ok {
-				l.v = append(l.v, items...)
-			}
+			u.appendItems(u.popMark())
 		case 's': // SETITEM
-			v, e := u.pop()
-			if e != nil {
-				return nil, e
-			}
-			k, e := u.pop()
-			if e != nil {
-				return nil, e
-			}
-			t, e := u.top()
-			if e != nil {
-				return nil, e
-			}
-			if d, ok := t.(map[string]any); ok {
-				d[keyString(k)] = v
-			}
+			kv := u.popN(2)
+			u.setItems(kv)
 		case 'u': // SETITEMS
-			items, e := u.popMark()
-			if e != nil {
-				return nil, e
-			}
-			t, e := u.top()
-			if e != nil {
-				return nil, e
-			}
-			if d, ok := t.(map[string]any); ok {
-				for i := 0; i+1 < len(items); i += 2 {
-					d[keyString(items[i])] = items[i+1]
-				}
-			}
+			u.setItems(u.popMark())
 		case 'd': // DICT
-			items, e := u.popMark()
-			if e != nil {
-				return nil, e
-			}
-			d := map[string]any{}
-			for i := 0; i+1 < len(items); i += 2 {
-				d[keyString(items[i])] = items[i+1]
-			}
-			err = u.push(d)
-		case 'l', 't', 0x91: // LIST, TUPLE, FROZENSET
-			items, e := u.popMark()
-			if e != nil {
-				return nil, e
-			}
-			if c == 'l' {
-				err = u.push(&pyList{v: items})
-			} else {
-				err = u.push(items)
-			}
+			items := u.popMark()
+			u.push(map[string]any{})
+			u.setItems(items)
+		case 'l': // LIST
+			u.push(&pyList{v: u.popMark()})
+		case 't', 0x91: // TUPLE, FROZENSET
+			u.push(u.popMark())
 		case 0x85, 0x86, 0x87: // TUPLE1-3
-			n := int(c - 0x84)
-			if len(u.stack) < n {
-				return nil, errors.New("stack underflow")
-			}
-			items := append([]any(nil), u.stack[len(u.stack)-n:]...)
-			u.stack = u.stack[:len(u.stack)-n]
-			err = u.push(items)
-		case 'q', 'r': // BINPUT, LONG_BINPUT
-			n := 1
-			if c == 'r' {
-				n = 4
-			}
-			b, e := u.next(n)
-			if e != nil {
-				return nil, e
-			}
-			idx := int(b[0])
-			if n == 4 {
-				idx = int(binary.LittleEndian.Uint32(b))
-			}
-			t, e := u.top()
-			if e != nil {
-				return nil, e
-			}
-			u.memo[idx] = t
+			u.push(u.popN(int(c - 0x84)))
+		case 'q': // BINPUT
+			u.memo[int(u.uint(1))] = u.top()
+		case 'r': // LONG_BINPUT
+			u.memo[int(u.uint(4))] = u.top()
 		case 0x94: // MEMOIZE
-			t, e := u.top()
-			if e != nil {
-				return nil, e
-			}
-			u.memo[len(u.memo)] = t
+			u.memo[len(u.memo)] = u.top()
 		case 'p': // PUT (protocol 0)
-			s, e := u.line()
-			if e != nil {
-				return nil, e
-			}
-			idx, _ := strconv.Atoi(s)
-			t, e := u.top()
-			if e != nil {
-				return nil, e
-			}
-			u.memo[idx] = t
-		case 'h', 'j', 'g': // BINGET, LONG_BINGET, GET
-			var idx int
-			switch c {
-			case 'h':
-				b, e := u.next(1)
-				if e != nil {
-					return nil, e
-				}
-				idx = int(b[0])
-			case 'j':
-				b, e := u.next(4)
-				if e != nil {
-					return nil, e
-				}
-				idx = int(binary.LittleEndian.Uint32(b))
-			default:
-				s, e := u.line()
-				if e != nil {
-					return nil, e
-				}
-				idx, _ = strconv.Atoi(s)
-			}
-			v, ok := u.memo[idx]
-			if !ok {
-				return nil, fmt.Errorf("memo %d not set", idx)
-			}
-			err = u.push(v)
+			idx, _ := strconv.Atoi(u.line())
+			u.memo[idx] = u.top()
+		case 'h': // BINGET
+			u.getMemo(int(u.uint(1)))
+		case 'j': // LONG_BINGET
+			u.getMemo(int(u.uint(4)))
+		case 'g': // GET (protocol 0)
+			idx, _ := strconv.Atoi(u.line())
+			u.getMemo(idx)
 		case 'c': // GLOBAL module\nname\n
-			m, e := u.line()
-			if e != nil {
-				return nil, e
-			}
-			n, e := u.line()
-			if e != nil {
-				return nil, e
-			}
-			err = u.push("<global " + m + "." + n + ">")
+			m := u.line()
+			n := u.line()
+			u.push("<global " + m + "." + n + ">")
 		case 0x93: // STACK_GLOBAL
-			n, e := u.pop()
-			if e != nil {
-				return nil, e
+			mn := u.popN(2)
+			if len(mn) == 2 {
+				u.push("<global " + keyString(mn[0]) + "." + keyString(mn[1]) + ">")
 			}
-			m, e := u.pop()
-			if e != nil {
-				return nil, e
-			}
-			err = u.push(fmt.Sprintf("<global %v.%v>", m, n))
 		case 'R', 0x81: // REDUCE, NEWOBJ: callable(args) is not called
-			if _, e := u.pop(); e != nil {
-				return nil, e
+			fa := u.popN(2)
+			if len(fa) == 2 {
+				u.push("<object " + keyString(fa[0]) + ">")
 			}
-			f, e := u.pop()
-			if e != nil {
-				return nil, e
-			}
-			err = u.push(fmt.Sprintf("<object %v>", f))
 		case 'b': // BUILD: state applied to an object we do not build
-			if _, e := u.pop(); e != nil {
-				return nil, e
-			}
+			u.pop()
 		case '0': // POP
-			_, err = u.pop()
+			u.pop()
 		case '1': // POP_MARK
-			_, err = u.popMark()
+			u.popMark()
 		case '2': // DUP
-			t, e := u.top()
-			if e != nil {
-				return nil, e
-			}
-			err = u.push(t)
+			u.push(u.top())
 		default:
-			return nil, fmt.Errorf("unsupported opcode 0x%02x", c)
-		}
-		if err != nil {
-			return nil, err
+			u.fail(fmt.Errorf("unsupported opcode 0x%02x", c))
 		}
 	}
+	return nil, u.err
 }
 
 func longValue(b []byte) any {
@@ -470,14 +348,19 @@ func longValue(b []byte) any {
 	return n.String()
 }
 
+// keyString formats a dict key, or an operand of GLOBAL/REDUCE, without walking into containers:
+// pickle can make a dict or list contain itself, and fmt would follow it until the stack overflows
+// (a fuzz-found crash).
 func keyString(k any) string {
 	switch v := k.(type) {
 	case string:
 		return v
 	case int64:
 		return strconv.FormatInt(v, 10)
+	case float64, bool, nil:
+		return fmt.Sprint(v)
 	}
-	return fmt.Sprint(k)
+	return fmt.Sprintf("<%T>", k)
 }
 
 // finish replaces the *pyList builders by plain slices. Pickle can share and even nest an object
