@@ -1,8 +1,10 @@
 package hang
 
 import (
+	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -70,11 +72,7 @@ func analyzeFR(ins []Input) (*Report, error) {
 			}
 		}
 	}
-	names := make([]string, 0, len(groups))
-	for n := range groups {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(groups))
 	allRanks := map[int]bool{}
 	for k := range dumps {
 		allRanks[k] = true
@@ -186,7 +184,7 @@ func analyzeFR(ins []Input) (*Report, error) {
 			desc = ":" + best.group.desc
 		}
 		r.Collective = fmt.Sprintf("%s #%d in process group %s%s", op, best.seq, n, desc)
-		for _, k := range sortedKeys(dumps) {
+		for _, k := range slices.Sorted(maps.Keys(dumps)) {
 			pg := dumps[k].pgs[n]
 			if pg == nil || !best.group.ranks[k] {
 				continue
@@ -222,15 +220,6 @@ func analyzeFR(ins []Input) (*Report, error) {
 	return r, nil
 }
 
-func sortedKeys(m map[int]*frDump) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
-}
-
 // firstDifference compares, for one group, the collectives every rank recorded with the same
 // sequence number and describes the first that differ in op or input sizes.
 func firstDifference(name string, members map[int]bool, dumps map[int]*frDump) string {
@@ -242,17 +231,8 @@ func firstDifference(name string, members map[int]bool, dumps map[int]*frDump) s
 			}
 		}
 	}
-	ordered := make([]int64, 0, len(seqs))
-	for s := range seqs {
-		ordered = append(ordered, s)
-	}
-	sort.Slice(ordered, func(i, j int) bool { return ordered[i] < ordered[j] })
-	ranks := make([]int, 0, len(members))
-	for k := range members {
-		ranks = append(ranks, k)
-	}
-	sort.Ints(ranks)
-	for _, s := range ordered {
+	ranks := slices.Sorted(maps.Keys(members))
+	for _, s := range slices.Sorted(maps.Keys(seqs)) {
 		var ref *frEntry
 		refRank := -1
 		for _, k := range ranks {
@@ -301,7 +281,7 @@ func readFR(in Input) (*frDump, error) {
 	var err error
 	t := strings.TrimLeft(string(in.Data[:min(len(in.Data), 8)]), " \t\r\n")
 	if strings.HasPrefix(t, "{") {
-		err = jsonUnmarshal(in.Data, &root)
+		err = json.Unmarshal(in.Data, &root)
 	} else {
 		root, err = unpickle(in.Data)
 	}

@@ -19,7 +19,6 @@ package hang
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -128,14 +127,12 @@ func Analyze(inputs []Input) (*Report, error) {
 		return nil, fmt.Errorf("no input")
 	}
 	var ras, fr []Input
-	var rasJSON bool
+	var rasFormats []string
 	for _, in := range inputs {
-		switch Detect(in.Data) {
-		case FormatRASText:
+		switch f := Detect(in.Data); f {
+		case FormatRASText, FormatRASJSON:
 			ras = append(ras, in)
-		case FormatRASJSON:
-			ras = append(ras, in)
-			rasJSON = true
+			rasFormats = append(rasFormats, f)
 		case FormatFlightRecorder:
 			fr = append(fr, in)
 		default:
@@ -151,21 +148,18 @@ func Analyze(inputs []Input) (*Report, error) {
 	if len(fr) > 0 {
 		return analyzeFR(fr)
 	}
-	var reps []*Report
-	for _, in := range ras {
-		var r *Report
-		var err error
-		if Detect(in.Data) == FormatRASJSON {
-			r, err = analyzeRASJSON(in)
-		} else {
-			r = analyzeRASText(in)
+	reps := make([]*Report, len(ras))
+	for i, in := range ras {
+		if rasFormats[i] == FormatRASText {
+			reps[i] = analyzeRASText(in)
+			continue
 		}
+		r, err := analyzeRASJSON(in)
 		if err != nil {
 			return nil, err
 		}
-		reps = append(reps, r)
+		reps[i] = r
 	}
-	_ = rasJSON
 	return compareQueries(ras, reps), nil
 }
 
@@ -231,5 +225,3 @@ func lines(b []byte, f func(no int, s string)) {
 		f(no, sc.Text())
 	}
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -25,7 +25,7 @@ func unpickle(b []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pickle: %w at byte %d", err, u.pos)
 	}
-	return finish(v, 0), nil
+	return finish(v), nil
 }
 
 // pyList keeps list identity while it is being built: pickle's memo refers to the same object
@@ -366,7 +366,7 @@ func keyString(k any) string {
 // finish replaces the *pyList builders by plain slices. Pickle can share and even nest an object
 // in itself through its memo: each list is converted once, maps are walked once, and the walk
 // has a node budget, so a hostile input cannot make it explode.
-func finish(v any, _ int) any {
+func finish(v any) any {
 	f := &finisher{lists: map[*pyList][]any{}, maps: map[uintptr]bool{}, budget: 1 << 24}
 	return f.walk(v, 0)
 }

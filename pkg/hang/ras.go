@@ -1,8 +1,10 @@
 package hang
 
 import (
+	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -283,7 +285,7 @@ type rasJSON struct {
 // way the text output does (missing ranks, differing operation counts per collective type, errors).
 func analyzeRASJSON(in Input) (*Report, error) {
 	var d rasJSON
-	if err := jsonUnmarshal(in.Data, &d); err != nil {
+	if err := json.Unmarshal(in.Data, &d); err != nil {
 		return nil, fmt.Errorf("%s: reading ncclras JSON: %w", displayName(in.Name), err)
 	}
 	r := newReport(FormatRASJSON)
@@ -321,12 +323,7 @@ func analyzeRASJSON(in Input) (*Report, error) {
 				r.Evidence = append(r.Evidence, Evidence{File: in.Name, Text: fmt.Sprintf("communicator %s: rank %d init_state %d async_error %d", c.Hash, *rk.Rank, rk.Status.InitState, rk.Status.AsyncError)})
 			}
 		}
-		names := make([]string, 0, len(ops))
-		for op := range ops {
-			names = append(names, op)
-		}
-		sortStrings(names)
-		for _, op := range names {
+		for _, op := range slices.Sorted(maps.Keys(ops)) {
 			var top int64 = -1
 			differ := false
 			for i, rk := range c.Ranks {
@@ -379,8 +376,6 @@ func indentOf(s string) int {
 	}
 	return n
 }
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 func allInts(f []string) bool {
 	for _, x := range f {
