@@ -74,7 +74,7 @@ func (a *App) openInput(name string) (io.ReadCloser, error) {
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, ainerr.New(ainerr.Failure, fmt.Errorf("open %s: %w", name, err), "")
+		return nil, ainerr.New(ainerr.Failure, err, "") // *PathError already reads "open NAME: ..."
 	}
 	return f, nil
 }

@@ -90,7 +90,12 @@ func (a *App) printHang(r *hang.Report) {
 	if !r.OK() {
 		status = "PROBLEM"
 	}
-	fmt.Fprintf(w, "%s: %s (%s, %d ranks)\n", status, r.Status, r.Format, r.NRanks)
+	// RAS's Errors section alone does not say how many ranks the job has: print no "0 ranks".
+	ranks := "ranks unknown"
+	if r.NRanks > 0 {
+		ranks = fmt.Sprintf("%d ranks", r.NRanks)
+	}
+	fmt.Fprintf(w, "%s: %s (%s, %s)\n", status, r.Status, r.Format, ranks)
 	if r.Collective != "" {
 		fmt.Fprintf(w, "collective: %s\n", r.Collective)
 	}

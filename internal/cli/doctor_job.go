@@ -44,12 +44,18 @@ func (a *App) jobPods(ctx context.Context, o *doctorOptions, name string) (*kube
 	}
 	kc, cl, job, pods, err := a.jobAndPods(ctx, name)
 	if err != nil {
+		// The argument named no file, so it was taken for a job: whatever failed (no such job, no
+		// cluster configured, the cluster unreachable), say both were tried, so that a mistyped
+		// file name does not read as a cluster problem.
 		var ae *ainerr.Error
-		if errors.As(err, &ae) && ae.Code == ainerr.Usage {
-			// The argument was neither a file nor a job: say both were tried.
-			return nil, nil, "", nil, ainerr.New(ainerr.Usage, fmt.Errorf("%w (and no file of that name)", ae.Err), "`ain list` shows the jobs; give a FILE to read a saved log")
+		if !errors.As(err, &ae) {
+			ae = ainerr.New(ainerr.Failure, err, "")
 		}
-		return nil, nil, "", nil, err
+		hint := ae.Hint
+		if ae.Code == ainerr.Usage {
+			hint = "`ain list` shows the jobs; give a FILE to read a saved log"
+		}
+		return nil, nil, "", nil, ainerr.New(ae.Code, fmt.Errorf("%w (and there is no file named %s)", ae.Err, name), hint)
 	}
 	if len(pods) == 0 {
 		return nil, nil, "", nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s %s/%s has no pods (yet, or cleaned up by its cleanPodPolicy)", job.GetKind(), kc.Namespace, name), "")

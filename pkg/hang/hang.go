@@ -136,6 +136,10 @@ func Analyze(inputs []Input) (*Report, error) {
 		case FormatFlightRecorder:
 			fr = append(fr, in)
 		default:
+			if len(bytes.TrimSpace(in.Data)) == 0 {
+				return nil, fmt.Errorf("%s is empty: give the output of `ncclras` (NCCL >= 2.24) or the files TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank> "+
+					"that PyTorch wrote with TORCH_NCCL_DUMP_ON_TIMEOUT=1", displayName(in.Name))
+			}
 			return nil, fmt.Errorf("%s is neither ncclras output (text or -f json) nor a Flight Recorder dump (pickle or JSON): "+
 				"give the output of `ncclras` (NCCL >= 2.24) or the files TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank> that PyTorch "+
 				"wrote with TORCH_NCCL_DUMP_ON_TIMEOUT=1", displayName(in.Name))

@@ -129,6 +129,7 @@ func TestBadInputs(t *testing.T) {
 		want string
 	}{
 		"not a hang input":  {[]Input{{Name: "train.log", Data: []byte("epoch 1 loss 2.3\n")}}, "train.log is neither ncclras output"},
+		"empty":             {[]Input{{Name: "ras.txt", Data: []byte(" \n")}}, "ras.txt is empty"},
 		"mixed":             {[]Input{ras, fr}, "not both"},
 		"broken pickle":     {[]Input{{Name: "trace_3", Data: fr.Data[:200]}}, "trace_3: not a readable Flight Recorder dump"},
 		"no rank in name":   {[]Input{{Name: "dump.bin", Data: fr.Data}}, "cannot tell which rank"},
