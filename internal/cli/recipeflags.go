@@ -20,6 +20,14 @@ type recipeInput struct {
 	Sets    ucli.StringSlice
 	Profile string
 	Fabric  string
+	// flagSets are fields the command's own flags set (ain serve --host sets ingress.host),
+	// applied before --set (an explicit --set wins); a problem in one names its flag.
+	flagSets []recipe.Override
+}
+
+// setBy records that flag (as the user typed it, "--host h") sets the recipe field PATH=VALUE.
+func (in *recipeInput) setBy(flag, set string) {
+	in.flagSets = append(in.flagSets, recipe.Override{Set: set, Flag: flag})
 }
 
 func (in *recipeInput) flags() []ucli.Flag {
@@ -53,7 +61,7 @@ func (in *recipeInput) load(c *ucli.Context, getenv func(string) string) (*recip
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := recipe.Load(ref, in.Sets.Value())
+	r, err := recipe.LoadOverrides(ref, append(append([]recipe.Override{}, in.flagSets...), recipe.SetOverrides(in.Sets.Value())...))
 	if err != nil {
 		hint := "fix the fields named above; `ain recipes list` and `ain recipes show NAME` print valid examples"
 		if _, ok := recipe.Builtin(baseName(ref)); ok {

@@ -54,7 +54,7 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 		}
 		// Like ain serve: the flag is a --set override (validated and located like the field), and an
 		// explicit --set ingress.host wins.
-		o.Sets = *ucli.NewStringSlice(append([]string{"ingress.host=" + o.Host}, o.Sets.Value()...)...)
+		o.setBy("--host "+o.Host, "ingress.host="+o.Host)
 		if r, p, err = o.load(c, a.Getenv); err != nil {
 			return err
 		}

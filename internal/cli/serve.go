@@ -113,19 +113,19 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if o.Output != "" && o.DryRun == "" {
 		return ainerr.Usagef("-o %s goes with --dry-run (ain serve status -o json reports a running one)", o.Output)
 	}
-	// Flags are --set overrides, so they are validated (and located) like the recipe's fields.
-	var sets []string
+	// Flags are field overrides, so they are validated (and located, by the flag's name) like
+	// the recipe's fields; an explicit --set wins.
 	if o.Model != "" {
-		sets = append(sets, "model="+o.Model)
+		o.setBy("--model "+o.Model, "model="+o.Model)
 	}
 	if o.Replicas != 0 {
-		sets = append(sets, fmt.Sprintf("replicas=%d", o.Replicas))
+		o.setBy(fmt.Sprintf("--replicas %d", o.Replicas), fmt.Sprintf("replicas=%d", o.Replicas))
 	}
 	if o.Topology != "" {
-		sets = append(sets, "topology="+o.Topology)
+		o.setBy("--topology "+o.Topology, "topology="+o.Topology)
 	}
 	if o.Host != "" {
-		sets = append(sets, "ingress.host="+o.Host)
+		o.setBy("--host "+o.Host, "ingress.host="+o.Host)
 	}
 	var secrets []runtime.Object
 	name := o.Name
@@ -165,7 +165,12 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		sname := name + "-" + suffix
 		secrets = append(secrets, vllm.CredentialSecret(sname, a.Global.Namespace, key, []byte(v),
 			map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: name}))
-		sets = append(sets, field+".name="+sname, field+".key="+key)
+		flag := "--" + suffix + "-from-env"
+		if file != "" {
+			flag = "--" + suffix + "-file " + file
+		}
+		o.setBy(flag, field+".name="+sname)
+		o.setBy(flag, field+".key="+key)
 		return nil
 	}
 	if apiKey {
@@ -178,7 +183,6 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 			return err
 		}
 	}
-	o.Sets = *ucli.NewStringSlice(append(sets, o.Sets.Value()...)...)
 	r, p, err := o.load(c, a.Getenv)
 	if err != nil {
 		return err

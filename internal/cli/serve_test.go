@@ -28,10 +28,17 @@ func TestServeDryRunClient(t *testing.T) {
 	if !strings.Contains(errs, "Secret vllm-api-key (not printed") {
 		t.Errorf("stderr: %s", errs)
 	}
-	// Flags are validated like recipe fields.
+	// Flags are validated like recipe fields, and a problem names the flag the user typed
+	// (not a --set they never gave), for ain serve and ain render alike.
 	code, _, errs = runModelCLI(t, nil, "", "serve", "vllm", "--topology", "per-pod", "--dry-run=client")
-	if code != int(ainerr.Usage) || !strings.Contains(errs, `spec.topology: "per-pod" is not one of independent, deployment`) {
+	if code != int(ainerr.Usage) || !strings.Contains(errs, `--topology per-pod: spec.topology: "per-pod" is not one of independent, deployment`) {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, cmd := range [][]string{{"serve", "vllm", "--dry-run=client"}, {"render", "vllm"}} {
+		code, _, errs = runModelCLI(t, nil, "", append(cmd, "--host", "bad_host!")...)
+		if code != int(ainerr.Usage) || !strings.Contains(errs, `--host bad_host!: spec.ingress.host: "bad_host!" is not a DNS name`) || strings.Contains(errs, "--set") {
+			t.Fatalf("%v: exit %d: %s", cmd, code, errs)
+		}
 	}
 	code, _, errs = runModelCLI(t, nil, "", "serve", "qlora", "--dry-run=client")
 	if code != int(ainerr.Usage) || !strings.Contains(errs, "ain train qlora") {

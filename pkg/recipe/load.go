@@ -51,18 +51,37 @@ type servingDoc struct {
 // Parse decodes a recipe from data (named source in messages), applies --set overrides,
 // defaults and validation. The error, if any, is strict.Problems listing every problem.
 func Parse(source string, data []byte, sets []string) (*Recipe, error) {
+	return ParseOverrides(source, data, SetOverrides(sets))
+}
+
+// Override is one field override, PATH=VALUE as --set takes it, and the flag it came from
+// ("--set nodes=2", or "--host h" for a command flag that sets spec.ingress.host), which
+// problems in it name.
+type Override struct{ Set, Flag string }
+
+// SetOverrides are --set flags as overrides.
+func SetOverrides(sets []string) []Override {
+	out := make([]Override, len(sets))
+	for i, s := range sets {
+		out[i] = Override{Set: s, Flag: "--set " + s}
+	}
+	return out
+}
+
+// ParseOverrides is Parse with overrides that name their flags; later ones win.
+func ParseOverrides(source string, data []byte, ovs []Override) (*Recipe, error) {
 	doc, err := strict.Parse(source, data)
 	if err != nil {
 		return nil, err
 	}
 	var ps strict.Problems
-	for _, s := range sets {
-		if err := doc.Set(s, "spec", setRoots); err != nil {
+	for _, o := range ovs {
+		if err := doc.SetFrom(o.Flag, o.Set, "spec", setRoots); err != nil {
 			var sp strict.Problems
 			if errors.As(err, &sp) {
 				ps = append(ps, sp...)
 			} else {
-				ps = append(ps, strict.Problem{Source: "--set " + s, Msg: err.Error()})
+				ps = append(ps, strict.Problem{Source: o.Flag, Msg: err.Error()})
 			}
 		}
 	}
@@ -180,11 +199,16 @@ func unwrapPathErr(err error) error {
 
 // Load resolves ref and parses it with the given --set overrides.
 func Load(ref string, sets []string) (*Recipe, error) {
+	return LoadOverrides(ref, SetOverrides(sets))
+}
+
+// LoadOverrides resolves ref and parses it with overrides that name their flags.
+func LoadOverrides(ref string, ovs []Override) (*Recipe, error) {
 	source, data, err := Resolve(ref)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(source, data, sets)
+	return ParseOverrides(source, data, ovs)
 }
 
 // Workload returns the pod-level settings of a training or MPI recipe, nil for serving.

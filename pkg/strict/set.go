@@ -14,12 +14,17 @@ import (
 // and "{k: v}" keep their types) and is type-checked by Decode like any file value; problems
 // in it are reported against "--set path=value".
 func (d *Doc) Set(arg, prefix string, roots []string) error {
+	return d.SetFrom("--set "+arg, arg, prefix, roots)
+}
+
+// SetFrom is Set with problems reported against src: a command flag that sets a field
+// (ain serve --host H sets ingress.host) names itself, not a --set the user never typed.
+func (d *Doc) SetFrom(src, arg, prefix string, roots []string) error {
 	path, value, ok := strings.Cut(arg, "=")
 	path = strings.TrimSpace(path)
 	if !ok || path == "" {
-		return Problems{{Source: "--set " + arg, Msg: "expected path=value, e.g. --set nodes=2 or --set nccl.env.NCCL_ALGO=Ring"}}
+		return Problems{{Source: src, Msg: "expected path=value, e.g. --set nodes=2 or --set nccl.env.NCCL_ALGO=Ring"}}
 	}
-	src := "--set " + arg
 	if prefix != "" && !hasRoot(path, roots) {
 		path = prefix + "." + path
 	}
