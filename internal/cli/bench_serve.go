@@ -143,10 +143,10 @@ func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
 	case o.Output != "table" && o.Output != "json" && o.Output != "vllm-json":
 		return cfg, ainerr.Usagef("-o %s: use table, json or vllm-json", o.Output)
 	}
-	goodput := strings.Join(append(o.Goodput.Value(), o.SLO), " ")
+	goodput := strings.TrimSpace(strings.Join(append(o.Goodput.Value(), o.SLO), " "))
 	slo, err := vllm.ParseSLO(goodput)
 	if err != nil {
-		return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--goodput: %w", err), "")
+		return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--goodput: %w", err), "e.g. --goodput ttft:500 --goodput tpot:50 (milliseconds; ttft, tpot, e2el)")
 	}
 	cfg.SLO = slo
 	for _, p := range strings.Split(o.Percentiles, ",") {
@@ -205,6 +205,10 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 	sweeping := len(rates) > 1 || len(concs) > 1
 	if o.Plot != "" && !sweeping {
 		return ainerr.Usagef("--plot draws a sweep: give a list in --request-rate or --concurrency")
+	}
+	if ext := strings.ToLower(filepath.Ext(o.Plot)); o.Plot != "" && ext != ".png" && ext != ".svg" {
+		// Checked before the sweep runs, not after minutes of load.
+		return ainerr.Usagef("--plot %s: name a .png or .svg file", o.Plot)
 	}
 	if n := len(cfg.Prompts); n > 0 && n < cfg.Requests {
 		fmt.Fprintf(a.Streams.Err, "note: %d prompts for %d requests: repeats are served from vLLM's prefix cache (automatic prefix caching is on by default), which lowers TTFT; use more prompts, or the random dataset\n", n, cfg.Requests)

@@ -288,8 +288,12 @@ func TestBenchServeVLLMParity(t *testing.T) {
 	if st, err := os.Stat(plot); err != nil || st.Size() < 1000 {
 		t.Fatalf("plot: %v", err)
 	}
-	// Bad goodput syntax names the flag.
-	if code, _, errs = runModelCLI(t, env, "", "bench", "serve", "--goodput", "ttft500"); code != int(ainerr.Usage) || !strings.Contains(errs, "--goodput") {
+	// Bad goodput syntax names the flag and the bad pair.
+	if code, _, errs = runModelCLI(t, env, "", "bench", "serve", "--goodput", "ttft:50", "--goodput", "tpot:abc"); code != int(ainerr.Usage) || !strings.Contains(errs, `--goodput: "tpot:abc": want`) {
 		t.Fatalf("bad goodput: exit %d %s", code, errs)
+	}
+	// A plot format ain cannot draw is refused before the sweep runs (nothing measured).
+	if code, _, errs = runModelCLI(t, env, "", "bench", "serve", "--request-rate", "1,2", "--plot", plot+".jpg"); code != int(ainerr.Usage) || !strings.Contains(errs, ".png or .svg") || strings.Contains(errs, "requests done") {
+		t.Fatalf("bad plot format: exit %d %s", code, errs)
 	}
 }

@@ -102,8 +102,8 @@ func ParseSLO(s string) (SLO, error) {
 		kv = strings.Replace(kv, ":", "=", 1)
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		ms, err := strconv.ParseFloat(strings.TrimSuffix(v, "ms"), 64)
-		if !ok || err != nil || ms <= 0 {
-			return slo, fmt.Errorf("goodput %q: want ttft:MS tpot:MS e2el:MS (or ttft=MS,...) with positive milliseconds", s)
+		if !ok || err != nil || ms <= 0 || math.IsInf(ms, 0) {
+			return slo, fmt.Errorf("%q: want ttft:MS tpot:MS e2el:MS (or ttft=MS,...) with positive milliseconds", strings.Replace(kv, "=", ":", 1))
 		}
 		d := time.Duration(ms * float64(time.Millisecond))
 		switch strings.ToLower(k) {
@@ -114,7 +114,7 @@ func ParseSLO(s string) (SLO, error) {
 		case "e2el":
 			slo.E2EL = d
 		default:
-			return slo, fmt.Errorf("goodput: unknown metric %q (ttft, tpot, e2el)", k)
+			return slo, fmt.Errorf("unknown metric %q (ttft, tpot, e2el)", k)
 		}
 	}
 	return slo, nil

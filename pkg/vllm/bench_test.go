@@ -2,10 +2,10 @@ package vllm
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ain-hpc/ain/internal/testenv"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
@@ -522,5 +523,16 @@ func TestPeaksAndKnee(t *testing.T) {
 	}
 	if k := Knee(pts); k != 1 {
 		t.Fatalf("knee %d, want 1", k)
+	}
+	// The sweep plot (rates 1, 2, inf) is drawn by bench.Render: a PNG or SVG, other formats refused.
+	pts[0].X, pts[1].X, pts[2].X = 1, 2, 0
+	for _, f := range []struct{ format, magic string }{{"png", "\x89PNG"}, {"svg", "<?xml"}} {
+		var buf bytes.Buffer
+		if err := PlotSweep(&buf, pts, "request rate", f.format); err != nil || !strings.HasPrefix(buf.String(), f.magic) {
+			t.Fatalf("%s plot: %v, starts %q", f.format, err, buf.String()[:min(8, buf.Len())])
+		}
+	}
+	if err := PlotSweep(io.Discard, pts, "request rate", "jpg"); err == nil || !strings.Contains(err.Error(), "png or svg") {
+		t.Fatalf("jpg plot: %v", err)
 	}
 }

@@ -1,17 +1,14 @@
 package vllm
 
 import (
-	"fmt"
-	"image/color"
 	"io"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/ain-hpc/ain/pkg/bench"
 )
 
 // SweepPoint is one run of a request-rate or concurrency sweep.
@@ -46,35 +43,37 @@ func Knee(points []SweepPoint) int {
 }
 
 // PlotSweep draws TTFT p99 and ITL p99 (ms) against the swept setting, and goodput (req/s)
-// when targets were given, marking the knee; format "png" or "svg".
+// when targets were given, marking the knee; format "png" or "svg", drawn by bench.Render
+// like ain's other plots. An infinite rate (X 0) is placed after the others, by its index.
 func PlotSweep(w io.Writer, points []SweepPoint, xName, format string) error {
 	p := plot.New()
 	p.Title.Text = "serving sweep: latency p99 vs " + xName
 	p.X.Label.Text = xName
 	p.Y.Label.Text = "ms (goodput: req/s)"
+	x := func(i int) float64 {
+		if points[i].X == 0 {
+			return float64(i + 1)
+		}
+		return points[i].X
+	}
 	series := []struct {
 		name string
 		get  func(*BenchResult) (float64, bool)
-		col  color.RGBA
 	}{
-		{"TTFT p99 (ms)", func(r *BenchResult) (float64, bool) { return r.TTFTMs.P99, true }, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}},
-		{"ITL p99 (ms)", func(r *BenchResult) (float64, bool) { return r.ITLMs.P99, true }, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}},
+		{"TTFT p99 (ms)", func(r *BenchResult) (float64, bool) { return r.TTFTMs.P99, true }},
+		{"ITL p99 (ms)", func(r *BenchResult) (float64, bool) { return r.ITLMs.P99, true }},
 		{"goodput (req/s)", func(r *BenchResult) (float64, bool) {
 			if r.RequestGoodput == nil {
 				return 0, false
 			}
 			return *r.RequestGoodput, true
-		}, color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}},
+		}},
 	}
-	for _, s := range series {
+	for si, s := range series {
 		var xy plotter.XYs
 		for i, pt := range points {
 			if v, ok := s.get(pt.Result); ok {
-				x := pt.X
-				if x == 0 {
-					x = float64(i + 1) // inf: placed after the others by index
-				}
-				xy = append(xy, plotter.XY{X: x, Y: v})
+				xy = append(xy, plotter.XY{X: x(i), Y: v})
 			}
 		}
 		if len(xy) == 0 {
@@ -84,31 +83,17 @@ func PlotSweep(w io.Writer, points []SweepPoint, xName, format string) error {
 		if err != nil {
 			return err
 		}
-		l.Color, pts.Color = s.col, s.col
+		l.Color, pts.Color = bench.Palette[si], bench.Palette[si]
 		p.Add(l, pts)
 		p.Legend.Add(s.name, l)
 	}
 	if k := Knee(points); k >= 0 {
-		pt := points[k]
-		knee, _ := plotter.NewScatter(plotter.XYs{{X: pt.X, Y: pt.Result.TTFTMs.P99}})
+		knee, _ := plotter.NewScatter(plotter.XYs{{X: x(k), Y: points[k].Result.TTFTMs.P99}})
 		knee.GlyphStyle.Shape = draw.RingGlyph{}
 		knee.GlyphStyle.Radius = vg.Points(8)
 		p.Add(knee)
-		p.Legend.Add("knee: "+pt.Label, knee)
+		p.Legend.Add("knee: "+points[k].Label, knee)
 	}
 	p.Legend.Top = true
-	width, height := vg.Points(750), vg.Points(450)
-	switch strings.ToLower(format) {
-	case "svg":
-		c := vgsvg.New(width, height)
-		p.Draw(draw.New(c))
-		_, err := c.WriteTo(w)
-		return err
-	case "png":
-		c := vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
-		p.Draw(draw.New(c))
-		_, err := c.WriteTo(w)
-		return err
-	}
-	return fmt.Errorf("plot format %q: want png or svg", format)
+	return bench.Render(w, p, bench.PlotOptions{Format: format})
 }
