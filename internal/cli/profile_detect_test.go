@@ -33,7 +33,7 @@ func TestProfileDetectSandbox(t *testing.T) {
 	if p.Spec.Fabric != "ib" || p.Spec.RDMA.Resource != "rdma/rdma_shared_device_a" || p.Spec.GPUResource != "nvidia.com/gpu" || len(p.Spec.Networks) != 0 {
 		t.Errorf("spec %+v\n%s", p.Spec, out)
 	}
-	for _, want := range []string{"fabric: ib  # node label network.nvidia.com/link-layer on 3 of 3 GPU nodes",
+	for _, want := range []string{"fabric: ib  # node label ain.dev/link-layer on 3 of 3 GPU nodes",
 		"resource: rdma/rdma_shared_device_a  # node allocatable (3 of 3 GPU nodes)",
 		"the NetworkAttachmentDefinition CRD (k8s.cni.cncf.io/v1) is not installed: no Multus",
 		"spec.lineRate: the port rate"} {

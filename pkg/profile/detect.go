@@ -60,15 +60,19 @@ type DetectedNetwork struct {
 	RDMA         bool   `json:"rdma"`             // tied to an RDMA resource, or an RDMA-only CNI type
 }
 
-// Node labels read (GPU feature discovery, NFD; the link-layer label is the sandbox's and
-// some providers').
+// Node labels read. The GPU labels are GPU feature discovery's, the rdma/pci ones NFD's (the
+// NVIDIA Network Operator keys on pci-15b3.present: Mellanox/network-operator
+// pkg/nodeinfo/attributes.go). No operator publishes a port's link layer as a label (the Network
+// Operator's own labels are network.nvidia.com/operator.*), so the fabric comes from CoreWeave's
+// flavor label, from ain.dev/link-layer, which an admin sets (`kubectl label node N
+// ain.dev/link-layer=infiniband`; the sandbox's nodes carry it), or from the RDMA network's CNI type.
 const (
 	labelGPUProduct = "nvidia.com/gpu.product" // GPU feature discovery
 	labelGPUCount   = "nvidia.com/gpu.count"
 	labelRDMACap    = "feature.node.kubernetes.io/rdma.capable" // NFD rdma source
 	labelRDMAAvail  = "feature.node.kubernetes.io/rdma.available"
 	labelMellanox   = "feature.node.kubernetes.io/pci-15b3.present" // NFD pci source: a Mellanox/NVIDIA NIC
-	labelLinkLayer  = "network.nvidia.com/link-layer"
+	labelLinkLayer  = "ain.dev/link-layer"
 	labelCWFlavor   = "backend.coreweave.cloud/flavor" // CoreWeave: infiniband or roce
 )
 
@@ -239,7 +243,7 @@ func Detect(nodes []corev1.Node, nads []NAD, nadErr error) *Detected {
 		p.Spec.Fabric = f
 		set("spec.fabric", "the RDMA network's CNI type ("+strings.Join(nadFabric[f], ", ")+")")
 	case len(p.Spec.RDMA.Resource) > 0 && d.Origins["spec.rdma.resource"] != "default":
-		d.Undetected["spec.fabric"] = "an RDMA resource exists but nothing says InfiniBand or Ethernet: a probe pod reads /sys/class/infiniband/*/ports/*/link_layer (ain doctor ib-ports)"
+		d.Undetected["spec.fabric"] = "an RDMA resource exists but nothing says InfiniBand or Ethernet: a probe pod reads /sys/class/infiniband/*/ports/*/link_layer (ain doctor ib-ports); label the GPU nodes " + labelLinkLayer + "=infiniband or =ethernet to let detect read it"
 	default:
 		if gpuNodes > 0 {
 			p.Spec.Fabric = FabricSocket

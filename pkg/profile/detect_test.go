@@ -53,7 +53,7 @@ func TestDetect(t *testing.T) {
 			gpuNode("gpu-1", 8, map[string]int64{"nvidia.com/mlnxnics": 8}, map[string]string{labelLinkLayer: "infiniband"}),
 			gpuNode("gpu-2", 8, map[string]int64{"nvidia.com/mlnxnics": 8}, map[string]string{labelLinkLayer: "infiniband"}),
 		}, fabric: FabricIB, rdma: "nvidia.com/mlnxnics",
-			origins:    map[string]string{"spec.fabric": "node label network.nvidia.com/link-layer on 2 of 2"},
+			origins:    map[string]string{"spec.fabric": "node label ain.dev/link-layer on 2 of 2"},
 			undetected: []string{"spec.networks", "spec.hcas"}},
 		{name: "no-rdma", nodes: []corev1.Node{gpuNode("gpu-1", 4, nil, nil)}, nadErr: errors.New("the server could not find the requested resource"),
 			fabric: FabricSocket, rdma: DefaultRDMAResource,

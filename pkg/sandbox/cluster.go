@@ -396,7 +396,7 @@ func simulatedNode(c Config, i int, rdma bool) *corev1.Node {
 		"feature.node.kubernetes.io/pci-15b3.present":    "true",
 		"feature.node.kubernetes.io/kernel-version.full": "5.15.0-119-generic",
 		"network.nvidia.com/operator.mofed.wait":         "false",
-		"network.nvidia.com/link-layer":                  linkLayer,
+		"ain.dev/link-layer":                             linkLayer, // ain's own label: no operator publishes the link layer
 	}
 	if rdma {
 		lbl["feature.node.kubernetes.io/rdma.capable"] = "true"
