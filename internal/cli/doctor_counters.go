@@ -33,7 +33,7 @@ func (a *App) doctorCountersCommand() *ucli.Command {
 			"and PFC are working; ECN marks without CNPs mean DCQCN's notification point is off. With --expect-bytes, RDMA\n" +
 			"ports that sent less than the workload had to send mean the traffic did not cross these HCAs.\n" +
 			"With one snapshot: the counters, bytes since reset, and nonzero loss/error counters as warnings.\n\n" +
-			"Exit status: 0, or 5 (check failed) when a delta shows a problem; 1 when a file cannot be read or holds no counters; 2 on bad arguments.",
+			"Exit status: 0, or 5 (check failed) when a delta shows a problem or counters went backwards (deltas unknown); 1 when a file cannot be read or holds no counters; 2 on bad arguments.",
 		Flags: []ucli.Flag{
 			outputFlag(&o.Output, "text", "output format: text or json", "json"),
 			&ucli.StringFlag{Name: "expect-bytes", Usage: "bytes the workload had to send from this node over RDMA between the snapshots (binary units: 96G, 512M)", Destination: &o.ExpectBytes},
@@ -99,10 +99,13 @@ func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
 
 func (a *App) printCounters(r *counters.Report, deltas, all bool) {
 	w := a.Streams.Out
-	problems := 0
+	problems, backwards := 0, 0
 	for _, f := range r.Findings {
-		if f.Severity == "problem" {
+		switch {
+		case f.Severity == "problem":
 			problems++
+		case f.Code == "counter-went-backwards":
+			backwards = len(f.Ports)
 		}
 	}
 	switch {
@@ -110,6 +113,8 @@ func (a *App) printCounters(r *counters.Report, deltas, all bool) {
 		fmt.Fprintf(w, "OK: one snapshot of %d port(s) (%s); values since the last counter reset\n", len(r.Ports), strings.Join(r.Formats, ", "))
 	case problems > 0:
 		fmt.Fprintf(w, "PROBLEM: %d problem(s) in the counter deltas of %d port(s)\n", problems, len(r.Ports))
+	case backwards > 0:
+		fmt.Fprintf(w, "INCONCLUSIVE: %d counter(s) went backwards between the snapshots: their deltas are unknown (BEFORE must come first)\n", backwards)
 	default:
 		fmt.Fprintf(w, "OK: no loss or error counter moved on %d port(s)\n", len(r.Ports))
 	}
@@ -118,6 +123,10 @@ func (a *App) printCounters(r *counters.Report, deltas, all bool) {
 		rows := make([][]string, 0, len(r.Bytes))
 		for _, p := range sortedPorts(r.Bytes) {
 			t := r.Bytes[p]
+			if t.Unknown {
+				rows = append(rows, []string{p, "unknown (went backwards)", "unknown (went backwards)"})
+				continue
+			}
 			rows = append(rows, []string{p, counters.HumanBytes(t.XmitBytes), counters.HumanBytes(t.RcvBytes)})
 		}
 		a.table([]string{"RDMA PORT", "SENT (4 x port_xmit_data)", "RECEIVED (4 x port_rcv_data)"}, rows)

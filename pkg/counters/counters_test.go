@@ -126,3 +126,25 @@ func TestParseFormats(t *testing.T) {
 		t.Errorf("bad value: %v", err)
 	}
 }
+
+// TestCompareSwapped: snapshots given after-then-before make every counter go backwards. That is
+// no verdict: not OK, the bytes are unknown (not "idle", not "short of the expected bytes").
+func TestCompareSwapped(t *testing.T) {
+	b, a := parseFile(t, "roce-lossy-before.txt"), parseFile(t, "roce-lossy-after.txt")
+	r := Compare(a, b, Options{ExpectBytes: 1 << 30})
+	if r.OK {
+		t.Error("ok with every counter gone backwards")
+	}
+	if tr := r.Bytes["mlx5_0:1"]; !tr.Unknown || tr.XmitBytes != 0 {
+		t.Errorf("mlx5_0:1 traffic %+v, want unknown", tr)
+	}
+	codes := map[string]bool{}
+	for _, f := range r.Findings {
+		codes[f.Code] = true
+	}
+	for c, want := range map[string]bool{"counter-went-backwards": true, "rdma-bytes-unknown": true, "rdma-idle": false, "rdma-bytes-short": false, "rdma-traffic": false, "packet-loss": false} {
+		if codes[c] != want {
+			t.Errorf("finding %s present %v, want %v: %+v", c, codes[c], want, r.Findings)
+		}
+	}
+}

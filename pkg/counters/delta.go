@@ -143,6 +143,9 @@ type Finding struct {
 type Traffic struct {
 	XmitBytes uint64 `json:"xmitBytes"`
 	RcvBytes  uint64 `json:"rcvBytes"`
+	// Unknown: port_xmit_data or port_rcv_data went backwards (reset, driver reload, or the
+	// snapshots given in the wrong order), so the bytes are not known; they read 0.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Report is `ain doctor counters` with two snapshots.
@@ -226,11 +229,9 @@ func Compare(before, after *Snapshot, o Options) *Report {
 			r.Deltas[p] = append(r.Deltas[p], d)
 		}
 		if _, ok := a["port_xmit_data"]; ok {
-			t := Traffic{}
-			if a["port_xmit_data"] >= b["port_xmit_data"] {
+			t := Traffic{Unknown: a["port_xmit_data"] < b["port_xmit_data"] || a["port_rcv_data"] < b["port_rcv_data"]}
+			if !t.Unknown {
 				t.XmitBytes = 4 * (a["port_xmit_data"] - b["port_xmit_data"])
-			}
-			if a["port_rcv_data"] >= b["port_rcv_data"] {
 				t.RcvBytes = 4 * (a["port_rcv_data"] - b["port_rcv_data"])
 			}
 			r.Bytes[p] = t
@@ -238,7 +239,9 @@ func Compare(before, after *Snapshot, o Options) *Report {
 	}
 	if len(backwards) > 0 {
 		add("warning", "counter-went-backwards", backwards, "take the snapshots again without a driver reload or counter reset in between",
-			"counters went backwards (reset or driver reload between the snapshots): %s; their deltas are unknown", strings.Join(backwards, ", "))
+			"counters went backwards (reset or driver reload between the snapshots, or the snapshots given in the wrong order): %s; their deltas are unknown", strings.Join(backwards, ", "))
+		// Unknown deltas are no verdict: "no loss" cannot be said of a counter that was reset.
+		r.OK = false
 	}
 	findingsFromSums(r, sums, moved, o, add)
 	return r
@@ -248,23 +251,30 @@ type addFunc func(sev, code string, ports []string, fix, format string, args ...
 
 func findingsFromSums(r *Report, sums map[string]uint64, moved map[string][]string, o Options, add addFunc) {
 	var total uint64
-	var carrying []string
+	var carrying, unknown []string
 	for _, p := range sortedKeys(r.Bytes) {
 		t := r.Bytes[p]
 		total += t.XmitBytes
-		if t.XmitBytes > 0 || t.RcvBytes > 0 {
+		switch {
+		case t.Unknown:
+			unknown = append(unknown, p)
+		case t.XmitBytes > 0 || t.RcvBytes > 0:
 			carrying = append(carrying, fmt.Sprintf("%s sent %s, received %s", p, HumanBytes(t.XmitBytes), HumanBytes(t.RcvBytes)))
 		}
 	}
-	if len(r.Bytes) > 0 {
-		if len(carrying) == 0 {
-			add("info", "rdma-idle", nil, "", "no RDMA port moved any data between the snapshots")
-		} else {
-			add("info", "rdma-traffic", nil, "", "RDMA traffic: %s", strings.Join(carrying, "; "))
-		}
+	switch {
+	case len(carrying) > 0:
+		add("info", "rdma-traffic", nil, "", "RDMA traffic: %s", strings.Join(carrying, "; "))
+	case len(r.Bytes) > 0 && len(unknown) == 0:
+		add("info", "rdma-idle", nil, "", "no RDMA port moved any data between the snapshots")
 	}
 	if o.ExpectBytes > 0 {
-		if total < o.ExpectBytes {
+		if total < o.ExpectBytes && len(unknown) > 0 {
+			// The ports whose data counters went backwards may have carried the rest: no verdict.
+			add("warning", "rdma-bytes-unknown", unknown, "take the snapshots again, before then after the workload, without a driver reload in between",
+				"the RDMA ports with known deltas sent %s, less than the %s expected, but the data counters of %s went backwards: what they sent is unknown",
+				HumanBytes(total), HumanBytes(o.ExpectBytes), strings.Join(unknown, ", "))
+		} else if total < o.ExpectBytes {
 			// Where did it go? A netdev whose byte counter moved by that much carried it (sockets).
 			var netdevs []string
 			for _, p := range sortedKeys(r.Deltas) {
