@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -88,7 +89,13 @@ func Load(o Options) (*Clients, error) {
 	}
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
 	if o.Kubeconfig == "" && getenv("KUBECONFIG") != "" && !isSandbox {
-		rules = &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(getenv("KUBECONFIG"))}
+		list := filepath.SplitList(getenv("KUBECONFIG"))
+		if !slices.ContainsFunc(list, fileExists) {
+			// clientcmd skips missing files and then blames KUBERNETES_MASTER: name the files.
+			return nil, ainerr.New(ainerr.Usage, fmt.Errorf("$KUBECONFIG=%s: no such file", getenv("KUBECONFIG")),
+				"point $KUBECONFIG or --kubeconfig at your cluster's kubeconfig, or unset it to use ~/.kube/config or the local sandbox")
+		}
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: list}
 	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
