@@ -21,6 +21,9 @@ const FormatRdmaLink = "rdma-link"
 
 // rdmaLinkLine reads one line of `rdma link` output; it reports whether the line was one.
 func (p *parser) rdmaLinkLine(s string) bool {
+	if t, ok := oldRdmaLinkText(s); ok {
+		s = t
+	}
 	switch {
 	case strings.HasPrefix(s, "link ") && strings.Contains(s, " state "):
 		p.rdmaLinkText(s)
@@ -30,6 +33,33 @@ func (p *parser) rdmaLinkLine(s string) bool {
 		return true
 	}
 	return false
+}
+
+// oldRdmaLinkText rewrites a line of iproute2 before rdma/link.c moved to json_print (the 4.x
+// releases, e.g. 4.15 in Ubuntu 18.04), "1/1: mlx5_0/1: state ACTIVE ...", as today's
+// "link mlx5_0/1 state ACTIVE ..." (checked against both versions of link_parse_cb).
+func oldRdmaLinkText(s string) (string, bool) {
+	idx, rest, ok := strings.Cut(s, ": ")
+	if !ok || !strings.Contains(rest, " state ") {
+		return "", false
+	}
+	if a, b, ok := strings.Cut(idx, "/"); !ok || !isDigits(a) || !isDigits(b) {
+		return "", false
+	}
+	name, rest, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return "", false
+	}
+	return "link " + name + " " + rest, true
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func (p *parser) rdmaLinkText(s string) {
@@ -122,7 +152,9 @@ func (p *parser) rdmaLinkJSON(s string) {
 			continue
 		}
 		p.setFormat(FormatRdmaLink)
-		pt := p.port(l.Ifname, *l.Port)
+		// Old iproute2 (4.x) wrote "ifname":"mlx5_0/1" beside "port":1; today's writes "mlx5_0".
+		name := strings.TrimSuffix(l.Ifname, "/"+strconv.Itoa(*l.Port))
+		pt := p.port(name, *l.Port)
 		pt.State = normState(l.State)
 		pt.PhysState = normPhys(l.PhysicalState)
 		pt.LinkLayer = rdmaLinkLayer(pt.LinkLayer, l.Lid != nil || l.SubnetPrefix != "", l.Netdev)

@@ -41,6 +41,10 @@ func TestRdmaLink(t *testing.T) {
 			{"mlx5_0:1", "INIT", "LinkUp", "InfiniBand", "", ReasonNoSM, false, -1},
 			{"mlx5_1:1", "INIT", "LinkUp", "InfiniBand", "", ReasonNoSM, false, -1},
 		}},
+		{"rdma-link-old-iproute2.txt", false, []wantPort{
+			{"mlx5_0:1", "INIT", "LinkUp", "InfiniBand", "", ReasonNoSM, false, -1},
+			{"mlx5_1:1", "ACTIVE", "LinkUp", "Ethernet", "", "", true, -1},
+		}},
 		{"rdma-link-json.txt", false, []wantPort{
 			{"mlx5_0:1", "INIT", "LinkUp", "InfiniBand", "", ReasonNoSM, false, -1},
 			{"mlx5_1:1", "ACTIVE", "LinkUp", "Ethernet", "", "", true, -1},
@@ -91,6 +95,11 @@ func TestRdmaLinkNotConfused(t *testing.T) {
 	}
 	if r.Format != FormatRdmaLink+"+"+FormatIbstat {
 		t.Errorf("format %q", r.Format)
+	}
+	// Old iproute2's JSON names the port "dev/port" in ifname: the device is still mlx5_0.
+	r, err = Parse(strings.NewReader(`[{"ifindex":1,"port":1,"ifname":"mlx5_0/1","state":"ACTIVE","physical_state":"LINK_UP","netdev":"ens1f0","netdev_index":4}]`))
+	if err != nil || len(r.Ports) != 1 || r.Ports[0].Device != "mlx5_0" || r.Ports[0].Port != 1 || !r.Ports[0].Ready {
+		t.Fatalf("old JSON: %v %+v", err, r)
 	}
 }
 
