@@ -235,7 +235,7 @@ func (a *App) doctorIBPortsCommand() *ucli.Command {
 		Description: "A port NCCL can use is ACTIVE (physical state LinkUp); NCCL skips the others silently.\n" +
 			"LinkUp + INIT: no subnet manager. Polling/Down: cable or peer. Disabled: administratively down.\n" +
 			"For RoCE ports with GIDs (ibv_devinfo -v or the sysfs dump) it gives the NCCL_IB_GID_INDEX value.\n" +
-			"The sysfs dump is what this prints on a node or in a pod (busybox is enough):\n  " + ibport.SysfsDumpCommand + "\n\n" +
+			"The sysfs dump is what this prints on a node or in a pod (busybox is enough):\n  " + ibport.SysfsDumpCommandShown() + "\n\n" +
 			doctorExitNote,
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
@@ -294,7 +294,7 @@ func (a *App) printIBPorts(r *ibport.Report) {
 	}
 	fmt.Fprintf(w, "%s: %s (format: %s)\n", status, r.Summary(), r.Format)
 	if len(r.Ports) == 0 {
-		fmt.Fprintln(w, "  fix: check the input is the output of ibstat, ibv_devinfo, ibstatus or:\n  "+ibport.SysfsDumpCommand)
+		fmt.Fprintln(w, "  fix: check the input is the output of ibstat, ibv_devinfo [-v], ibstatus, rdma link [-j] or:\n  "+ibport.SysfsDumpCommandShown())
 		return
 	}
 	rows := make([][]string, 0, len(r.Ports))

@@ -71,6 +71,12 @@ const SysfsDumpCommand = `grep -H . ` +
 	`${AIN_SYSFS_ROOT:-}/sys/class/net/*/ifindex ` +
 	`2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$'`
 
+// SysfsDumpCommandShown is SysfsDumpCommand as a person types it on a node or in a pod: without
+// the sandbox's $AIN_SYSFS_ROOT prefix, which is noise outside the sandbox.
+func SysfsDumpCommandShown() string {
+	return strings.ReplaceAll(SysfsDumpCommand, "${AIN_SYSFS_ROOT:-}", "")
+}
+
 // Reasons a port is not ready.
 const (
 	ReasonNone         = ""
