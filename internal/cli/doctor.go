@@ -352,7 +352,7 @@ func (a *App) doctorLauncherCommand() *ucli.Command {
 			"start its daemons, no job output before), config-error (ssh asked to resolve \"host:N\": the slots syntax reached ssh),\n" +
 			"ssh-throttled (\"exchange_identification: Connection closed by remote host\": sshd MaxStartups, not a worker that is\n" +
 			"not up: that one refuses), worker-lost (the daemon was lost after the job printed output: a worker died mid-job),\n" +
-			"healthy, or other (a failure of another kind).\n\n" + doctorExitNote,
+			"healthy, other (a failure of another kind), or empty / not-text (no launcher log to judge).\n\n" + doctorExitNote,
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
@@ -402,6 +402,12 @@ func (a *App) reportLauncher(o *doctorOptions, r *mpilauncher.Report) error {
 			fmt.Fprint(w, ": sshd on a worker throttled the launcher's connections")
 		case mpilauncher.VerdictWorkerLost:
 			fmt.Fprint(w, ": a worker died mid-job, after the launch succeeded")
+		case mpilauncher.VerdictHealthy:
+			// Any text without a failure signature is healthy: say what was read, so that a wrong
+			// file is not taken for a good launch.
+			fmt.Fprintf(w, ": no launcher failure in %d line(s)", r.Lines)
+		case mpilauncher.VerdictEmpty, mpilauncher.VerdictNotText:
+			fmt.Fprint(w, ": no launcher log to judge")
 		}
 		if len(r.Hosts) > 0 {
 			what := "unreachable"

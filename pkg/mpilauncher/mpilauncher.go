@@ -52,7 +52,7 @@ const (
 )
 
 // Verdicts lists every verdict Analyze returns.
-var Verdicts = []string{VerdictHealthy, VerdictLauncherBeforeWorkers, VerdictConfigError, VerdictSSHThrottled, VerdictWorkerLost, VerdictOther}
+var Verdicts = []string{VerdictHealthy, VerdictLauncherBeforeWorkers, VerdictConfigError, VerdictSSHThrottled, VerdictWorkerLost, VerdictOther, VerdictEmpty, VerdictNotText}
 
 // Limits that keep memory constant.
 const (
