@@ -2,7 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -121,7 +122,7 @@ func (a *App) printCounters(r *counters.Report, deltas, all bool) {
 	if len(r.Bytes) > 0 {
 		fmt.Fprintln(w)
 		rows := make([][]string, 0, len(r.Bytes))
-		for _, p := range sortedPorts(r.Bytes) {
+		for _, p := range slices.Sorted(maps.Keys(r.Bytes)) {
 			t := r.Bytes[p]
 			if t.Unknown {
 				rows = append(rows, []string{p, "unknown (went backwards)", "unknown (went backwards)"})
@@ -134,7 +135,7 @@ func (a *App) printCounters(r *counters.Report, deltas, all bool) {
 	if deltas && len(r.Deltas) > 0 {
 		fmt.Fprintln(w)
 		var rows [][]string
-		for _, p := range sortedPorts(r.Deltas) {
+		for _, p := range slices.Sorted(maps.Keys(r.Deltas)) {
 			for _, d := range r.Deltas[p] {
 				if d.Meaning == "" && !all {
 					continue
@@ -154,13 +155,4 @@ func (a *App) printCounters(r *counters.Report, deltas, all bool) {
 			fmt.Fprintf(w, "  fix: %s\n", f.Fix)
 		}
 	}
-}
-
-func sortedPorts[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -2,6 +2,8 @@ package counters
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -252,7 +254,7 @@ type addFunc func(sev, code string, ports []string, fix, format string, args ...
 func findingsFromSums(r *Report, sums map[string]uint64, moved map[string][]string, o Options, add addFunc) {
 	var total uint64
 	var carrying, unknown []string
-	for _, p := range sortedKeys(r.Bytes) {
+	for _, p := range slices.Sorted(maps.Keys(r.Bytes)) {
 		t := r.Bytes[p]
 		total += t.XmitBytes
 		switch {
@@ -277,7 +279,7 @@ func findingsFromSums(r *Report, sums map[string]uint64, moved map[string][]stri
 		} else if total < o.ExpectBytes {
 			// Where did it go? A netdev whose byte counter moved by that much carried it (sockets).
 			var netdevs []string
-			for _, p := range sortedKeys(r.Deltas) {
+			for _, p := range slices.Sorted(maps.Keys(r.Deltas)) {
 				for _, d := range r.Deltas[p] {
 					if d.Counter == "tx_bytes" && d.Delta != nil && *d.Delta >= o.ExpectBytes/2 {
 						netdevs = append(netdevs, fmt.Sprintf("%s sent %s", p, HumanBytes(*d.Delta)))
@@ -295,7 +297,7 @@ func findingsFromSums(r *Report, sums map[string]uint64, moved map[string][]stri
 			add("info", "rdma-bytes-ok", nil, "", "the RDMA ports sent %s, at least the %s expected", HumanBytes(total), HumanBytes(o.ExpectBytes))
 		}
 	}
-	names := sortedKeys(sums)
+	names := slices.Sorted(maps.Keys(sums))
 	var loss, errs, pauses []string
 	for _, n := range names {
 		info, _ := Describe(n)
@@ -335,15 +337,6 @@ func findingsFromSums(r *Report, sums map[string]uint64, moved map[string][]stri
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for n := range m {
-		k = append(k, n)
-	}
-	sort.Strings(k)
-	return k
-}
-
 // HumanBytes prints a byte count in binary units (1.5 GiB).
 func HumanBytes(n uint64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
@@ -369,7 +362,7 @@ func Single(s *Snapshot) *Report {
 		if _, ok := c["port_xmit_data"]; ok {
 			r.Bytes[p] = Traffic{XmitBytes: 4 * c["port_xmit_data"], RcvBytes: 4 * c["port_rcv_data"]}
 		}
-		for _, n := range sortedKeys(c) {
+		for _, n := range slices.Sorted(maps.Keys(c)) {
 			if info, ok := Describe(n); ok && c[n] > 0 && (info.Class == ClassLoss || info.Class == ClassError) {
 				nonzero = append(nonzero, fmt.Sprintf("%s %s=%d", p, n, c[n]))
 			}

@@ -3,7 +3,9 @@ package profile
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -404,7 +406,7 @@ func (d *Detected) YAML(server, when string) ([]byte, error) {
 	}
 	if len(d.Undetected) > 0 {
 		b.WriteString("#\n# Not detected:\n")
-		for _, k := range sortedStrings(d.Undetected) {
+		for _, k := range slices.Sorted(maps.Keys(d.Undetected)) {
 			b.WriteString("#   " + k + ": " + d.Undetected[k] + "\n")
 		}
 	}
@@ -429,13 +431,4 @@ func (d *Detected) YAML(server, when string) ([]byte, error) {
 		b.WriteString(line + "\n")
 	}
 	return []byte(b.String()), nil
-}
-
-func sortedStrings(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
