@@ -37,14 +37,24 @@ var servingGVRs = map[string]schema.GroupVersionResource{
 	"Secret":     {Version: "v1", Resource: "secrets"},
 }
 
+// serverKinds are the kinds of a model server's own objects (labelled with its component);
+// the Secrets beside them are created outside the rendering and carry no component label.
+var serverKinds = []string{"Deployment", "Service", "Ingress"}
+
+// applier is kube.Applier (ain's one apply and prune) over the given serving kinds.
+func (c *Cluster) applier(kinds ...string) *kube.Applier {
+	m := make(map[string]kube.Resource, len(kinds))
+	for _, k := range kinds {
+		m[k] = kube.Resource{GVR: servingGVRs[k], Namespaced: true}
+	}
+	return &kube.Applier{Dynamic: c.Dynamic, Namespace: c.Namespace, Kinds: m}
+}
+
 // Apply server-side applies objs (field manager "ain"); dryRun asks the API server (schema,
 // admission webhooks) without persisting. Re-running with the same recipe changes nothing.
 func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool) ([]*unstructured.Unstructured, error) {
-	kinds := map[string]kube.Resource{}
-	for k, gvr := range servingGVRs {
-		kinds[k] = kube.Resource{GVR: gvr, Namespaced: true}
-	}
-	ap := &kube.Applier{Dynamic: c.Dynamic, Namespace: c.Namespace, Kinds: kinds, Force: true}
+	ap := c.applier(append(serverKinds, "Secret")...)
+	ap.Force = true
 	dry := kube.DryRunNone
 	if dryRun {
 		dry = kube.DryRunServer
@@ -60,13 +70,8 @@ func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool)
 // Prune deletes the model-server objects of deployment name (Deployments, Service, Ingress
 // labelled as ain's with its run name and component) that rendered no longer contains:
 // `--replicas 2` then `--replicas 1` removes replica 1 and frees its GPU, a dropped ingress
-// goes. It uses kube.Applier.Prune, ain's one prune. Secrets are not pruned: the TLS and
-// credential Secrets are created outside the rendering and carry no component label.
+// goes. Secrets are not pruned (see serverKinds).
 func (c *Cluster) Prune(ctx context.Context, name string, rendered []runtime.Object) ([]string, error) {
-	kinds := map[string]kube.Resource{}
-	for _, k := range []string{"Deployment", "Service", "Ingress"} {
-		kinds[k] = kube.Resource{GVR: servingGVRs[k], Namespaced: true}
-	}
 	var keep []kube.Applied
 	for _, o := range rendered {
 		u, err := kube.ToUnstructured(o)
@@ -75,8 +80,7 @@ func (c *Cluster) Prune(ctx context.Context, name string, rendered []runtime.Obj
 		}
 		keep = append(keep, kube.Applied{Object: u})
 	}
-	ap := &kube.Applier{Dynamic: c.Dynamic, Namespace: c.Namespace, Kinds: kinds}
-	return ap.Prune(ctx, name, map[string]string{LabelComponent: ComponentServer}, keep)
+	return c.applier(serverKinds...).Prune(ctx, name, map[string]string{LabelComponent: ComponentServer}, keep)
 }
 
 // PodStatus is one model server pod.
@@ -277,28 +281,17 @@ func podStatus(p *corev1.Pod) PodStatus {
 }
 
 // Delete removes what `ain serve` created for NAME: Deployments, Service, Ingress and the
-// Secrets it created (labelled as its own), and returns "Kind/name" of each. Training jobs are
-// not touched (`ain release` ends jobs and keeps services).
+// Secrets it created (labelled as its own), and returns "Kind/name" of each. It is a prune
+// that keeps nothing. Training jobs are not touched (`ain release` ends jobs and keeps services).
 func (c *Cluster) Delete(ctx context.Context, name string) ([]string, error) {
-	sel := labels.Set{jobs.LabelRun: name, jobs.LabelManagedBy: jobs.ManagedByAin}.String()
-	var gone []string
-	prop := metav1.DeletePropagationBackground
-	for _, kind := range []string{"Ingress", "Service", "Deployment", "Secret"} {
-		ri := c.Dynamic.Resource(servingGVRs[kind]).Namespace(c.Namespace)
-		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return gone, err
-		}
-		for _, u := range list.Items {
-			if kind != "Secret" && u.GetLabels()[LabelComponent] != ComponentServer {
-				continue
-			}
-			err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &prop})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return gone, err
-			}
-			gone = append(gone, kind+"/"+u.GetName())
-		}
+	gone, err := c.Prune(ctx, name, nil)
+	if err != nil {
+		return gone, err
+	}
+	secrets, err := c.applier("Secret").Prune(ctx, name, nil, nil)
+	gone = append(gone, secrets...)
+	if err != nil {
+		return gone, err
 	}
 	if len(gone) == 0 {
 		return nil, &NotFoundError{Name: name, Namespace: c.Namespace}

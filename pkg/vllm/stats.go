@@ -26,33 +26,21 @@ func PercentileName(p float64) string { return strconv.FormatFloat(p, 'f', -1, 6
 // summarize returns the statistics of xs (seconds) in milliseconds. Like vLLM's
 // `np.mean(x or 0)`, an empty sample gives zeros. xs is sorted in place.
 func summarize(xs []float64, pcts []float64) Stats {
+	var st Stats
+	if len(pcts) > 0 {
+		st.Percentiles = make(map[string]float64, len(pcts))
+	}
 	if len(xs) == 0 {
-		st := Stats{}
 		for _, p := range pcts {
-			if st.Percentiles == nil {
-				st.Percentiles = map[string]float64{}
-			}
 			st.Percentiles[PercentileName(p)] = 0
 		}
 		return st
 	}
 	sort.Float64s(xs)
-	mean := stat.Mean(xs, nil)
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	st := Stats{
-		Mean:   mean * 1000,
-		Median: percentile(xs, 50) * 1000,
-		Std:    math.Sqrt(ss/float64(len(xs))) * 1000,
-		P90:    percentile(xs, 90) * 1000,
-		P99:    percentile(xs, 99) * 1000,
-	}
+	mean, std := stat.PopMeanStdDev(xs, nil)
+	st.Mean, st.Std = mean*1000, std*1000
+	st.Median, st.P90, st.P99 = percentile(xs, 50)*1000, percentile(xs, 90)*1000, percentile(xs, 99)*1000
 	for _, p := range pcts {
-		if st.Percentiles == nil {
-			st.Percentiles = map[string]float64{}
-		}
 		st.Percentiles[PercentileName(p)] = percentile(xs, p) * 1000
 	}
 	return st
