@@ -239,12 +239,13 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	for i := range bodies {
 		bodies[i], outLens[i] = c.benchBody(cfg, reqs[i])
 	}
+	target := c.benchTarget(cfg.API)
 	// Warm-up, not measured: the first request alone (it must succeed: a wrong key or model
 	// stops here, explained), the rest concurrently; then as many connections as the run
 	// keeps in flight are opened, so that no measured TTFT pays a TCP or TLS handshake.
 	for i := 0; i < cfg.Warmup; i++ {
 		var rec reqRecord
-		c.benchRequest(ctx, cfg.Now, cfg.API, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, outLens[i%len(bodies)])
+		c.benchRequest(ctx, cfg.Now, target, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, outLens[i%len(bodies)])
 		if !rec.ok && i == 0 {
 			return nil, fmt.Errorf("warm-up request failed, nothing measured: %w", rec.err)
 		}
@@ -295,7 +296,7 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 				}
 				recs[i].queued = cfg.Now().Sub(arrived)
 			}
-			c.benchRequest(ctx, cfg.Now, cfg.API, bodies[i], requestID(runID, i), &recs[i], outLens[i])
+			c.benchRequest(ctx, cfg.Now, target, bodies[i], requestID(runID, i), &recs[i], outLens[i])
 			if cfg.Progress != nil {
 				mu.Lock()
 				done++
@@ -437,15 +438,23 @@ func (c *Client) benchBody(cfg BenchConfig, r BenchRequest) ([]byte, int) {
 	return b, out
 }
 
+// benchTarget is the URL the benchmark posts to and its name in errors, built once per run
+// rather than per request.
+type benchTarget struct{ op, url string }
+
+func (c *Client) benchTarget(api string) benchTarget {
+	if api == APICompletions {
+		return benchTarget{"POST /v1/completions", c.base.String() + "/completions"}
+	}
+	return benchTarget{"POST /v1/chat/completions", c.base.String() + "/chat/completions"}
+}
+
 // benchRequest sends one streaming request and records its timings. Only this function
 // and the SSE reader run per token; neither allocates per chunk (the ITL slice is sized for
 // the expected output up front).
-func (c *Client) benchRequest(ctx context.Context, now func() time.Time, api string, body []byte, id string, rec *reqRecord, outputLen int) {
-	op, path := "POST /v1/chat/completions", "/chat/completions"
-	if api == APICompletions {
-		op, path = "POST /v1/completions", "/completions"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.String()+path, bytes.NewReader(body))
+func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t benchTarget, body []byte, id string, rec *reqRecord, outputLen int) {
+	op := t.op
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
 		rec.err = err
 		return

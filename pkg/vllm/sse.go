@@ -92,8 +92,12 @@ var (
 	keyText       = []byte(`"text"`)
 	keyReasoning  = []byte(`"reasoning"`)
 	keyReasonOld  = []byte(`"reasoning_content"`)
-	keyError      = []byte(`"error"`)
-	keyObjError   = []byte(`"object":"error"`)
+	// textKeys carry a chunk's text: the answer (chat content, completions text) or a
+	// reasoning model's thinking (reasoning since vLLM PR #27752; reasoning_content before,
+	// removed by PR #33402).
+	textKeys    = [][]byte{keyContent, keyText, keyReasoning, keyReasonOld}
+	keyError    = []byte(`"error"`)
+	keyObjError = []byte(`"object":"error"`)
 )
 
 // classify scans a chunk's JSON. A key such as "choices" cannot occur inside a JSON string
@@ -106,9 +110,7 @@ func classify(p []byte) chunkInfo {
 			ci.choices = len(v) > 0 && v[0] != ']'
 		}
 		if ci.choices {
-			// Answer text (chat content, completions text) or a reasoning model's thinking
-			// (reasoning since vLLM PR #27752, reasoning_content before).
-			for _, k := range [][]byte{keyContent, keyText, keyReasoning, keyReasonOld} {
+			for _, k := range textKeys {
 				c, ok := valueAfter(v, k)
 				if ok && len(c) > 1 && c[0] == '"' && c[1] != '"' {
 					ci.text = true
