@@ -67,7 +67,8 @@ func (a *App) runBenchParse(o *benchParseOptions) error {
 	}
 	runs, err := nccl.ParsePerf(bytes.NewReader(data))
 	if err != nil {
-		return ainerr.New(ainerr.Failure, err, "")
+		// ParsePerf names the byte, not the file.
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(o.File), err), "")
 	}
 	if len(runs) == 0 {
 		return ainerr.New(ainerr.Failure, fmt.Errorf("no nccl-tests results in %s", o.File),
