@@ -43,6 +43,7 @@ func TestVerdicts(t *testing.T) {
 		{"ras/ras-doc-dead.txt", FormatRASText, StatusDead, 0, []int{21}, nil, nil, ""},
 		{"ras/ras-doc-finalize-status.txt", FormatRASText, StatusMismatch, 32, nil, nil, nil, ""},
 		{"ras/ras-doc-json-missing.json", FormatRASJSON, StatusIncomplete, 2, []int{1}, nil, nil, ""},
+		{"ras/ras-2.28.9-json-missing-comma.json", FormatRASJSON, StatusIncomplete, 2, []int{1}, nil, nil, ""},
 		{"ras/ras-2.26-allreduce-straggler-written.txt", FormatRASText, StatusMismatch, 8, nil, []int{7}, nil, "AllReduce operation 64"},
 		{"ras/ras-2.28-json-straggler-written.json", FormatRASJSON, StatusMismatch, 4, nil, []int{2}, []int{0, 1, 3}, "AllReduce operation 64"},
 		{"fr/tutorial-crash/*", FormatFlightRecorder, StatusMismatch, 2, nil, []int{1}, []int{0}, "nccl:all_reduce #5 in process group 0:default_pg"},
@@ -189,5 +190,25 @@ func TestUnpickle(t *testing.T) {
 	v, err := unpickle([]byte("\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03."))
 	if err != nil || !strings.HasPrefix(v.(string), "<object <global os.system>") {
 		t.Errorf("global: %v %v", v, err)
+	}
+}
+
+// TestAddMissingCommas: the 2.28.9 repair leaves valid JSON (and the inside of strings) as it is.
+func TestAddMissingCommas(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*.json"))
+	files = slices.DeleteFunc(files, func(f string) bool { return strings.Contains(f, "missing-comma") })
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := addMissingCommas(b); !bytes.Equal(got, b) {
+			t.Errorf("%s: changed a valid document", f)
+		}
+	}
+	in := "{\"a\": 1\n \"b\": \"x\\\"\n\\\"y\"\n \"c\": [true]\n \"d\": null}"
+	want := "{\"a\": 1,\n \"b\": \"x\\\"\n\\\"y\",\n \"c\": [true],\n \"d\": null}"
+	if got := string(addMissingCommas([]byte(in))); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package hang
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -286,7 +287,10 @@ type rasJSON struct {
 func analyzeRASJSON(in Input) (*Report, error) {
 	var d rasJSON
 	if err := json.Unmarshal(in.Data, &d); err != nil {
-		return nil, fmt.Errorf("%s: reading ncclras JSON: %w", displayName(in.Name), err)
+		var se *json.SyntaxError
+		if !errors.As(err, &se) || json.Unmarshal(addMissingCommas(in.Data), &d) != nil {
+			return nil, fmt.Errorf("%s: reading ncclras JSON: %w", displayName(in.Name), err)
+		}
 	}
 	r := newReport(FormatRASJSON)
 	missing, stuck, ahead := map[int]bool{}, map[int]bool{}, map[int]bool{}
@@ -384,4 +388,71 @@ func allInts(f []string) bool {
 		}
 	}
 	return true
+}
+
+// addMissingCommas repairs the JSON of ncclras 2.28.9, which writes a missing rank's "nvml_dev"
+// with no comma before its "status" object: where a value ends a line and the next line starts
+// with a key, it inserts the comma. Strings are skipped, so their contents are never changed.
+// It is tried only when the input did not parse, and ncclras puts one key per line.
+func addMissingCommas(b []byte) []byte {
+	out := make([]byte, 0, len(b)+64)
+	inStr, esc := false, false
+	var last byte // the last non-space byte outside strings (or the closing quote)
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inStr {
+			out = append(out, c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr, last = false, '"'
+			}
+			continue
+		}
+		if c == '"' {
+			// A key or value starting a line right after a value: the comma is missing.
+			if valueEnd(last) && lineBreakSince(out) {
+				out = insertBeforeSpace(out)
+			}
+			inStr = true
+		}
+		out = append(out, c)
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			last = c
+		}
+	}
+	return out
+}
+
+func valueEnd(c byte) bool {
+	return c == '"' || c == '}' || c == ']' || c == 'e' || c == 'l' || (c >= '0' && c <= '9')
+}
+
+// lineBreakSince reports whether out ends with white space that holds a newline.
+func lineBreakSince(out []byte) bool {
+	for i := len(out) - 1; i >= 0; i-- {
+		switch out[i] {
+		case '\n':
+			return true
+		case ' ', '\t', '\r':
+			continue
+		}
+		return false
+	}
+	return false
+}
+
+// insertBeforeSpace puts a comma before the trailing white space of out.
+func insertBeforeSpace(out []byte) []byte {
+	i := len(out)
+	for i > 0 && (out[i-1] == ' ' || out[i-1] == '\t' || out[i-1] == '\r' || out[i-1] == '\n') {
+		i--
+	}
+	out = append(out, 0)
+	copy(out[i+1:], out[i:])
+	out[i] = ','
+	return out
 }
