@@ -35,11 +35,11 @@ func (a *App) benchParseCommand() *ucli.Command {
 			"perftest output (any ib_*_bw/_lat table: MB/sec or --report_gbits, -a, per-port, -D, percentiles) is told\n" +
 			"apart by its header and parsed with its settings, QPs and RoCE GIDs; values are kept exactly as printed.\n\n" +
 			"Exit status: 0, or 5 (check failed) when a run reports wrong values (#wrong > 0, out-of-bounds values)\n" +
-			"or a test failure; 1 when no nccl-tests table is found; 2 on bad arguments.",
+			"or a test failure; 1 when no nccl-tests or perftest table is found; 2 on bad arguments.",
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text, json or csv", "json", "csv")},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
-				return ainerr.Usagef("give one FILE with nccl-tests output (- for standard input), got %d arguments", c.NArg())
+				return ainerr.Usagef("give one FILE with nccl-tests or perftest output (- for standard input), got %d arguments", c.NArg())
 			}
 			o.File = c.Args().First()
 			return a.runBenchParse(o)
@@ -71,8 +71,8 @@ func (a *App) runBenchParse(o *benchParseOptions) error {
 		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(o.File), err), "")
 	}
 	if len(runs) == 0 {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("no nccl-tests results in %s", o.File),
-			"the input should hold the table printed by a *_perf binary (size count type ... busbw #wrong)")
+		return ainerr.New(ainerr.Failure, fmt.Errorf("no nccl-tests or perftest results in %s", o.File),
+			"the input should hold the table printed by an nccl-tests *_perf binary (size count type ... busbw #wrong) or by perftest's ib_*_bw/ib_*_lat (#bytes #iterations ...)")
 	}
 	switch o.Output {
 	case "json":

@@ -134,7 +134,7 @@ func TestBenchParse(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	code, _, errOut := runDoctorCLI(t, "no table here\n", "bench", "parse", "-")
-	if code != int(ainerr.Failure) || !strings.Contains(errOut, "no nccl-tests results") {
+	if code != int(ainerr.Failure) || !strings.Contains(errOut, "no nccl-tests or perftest results") {
 		t.Errorf("exit %d stderr %s", code, errOut)
 	}
 }
