@@ -17,12 +17,35 @@ import (
 
 // positiveDuration refuses a zero or negative duration for --name.
 func positiveDuration(name string) func(*ucli.Context, time.Duration) error {
-	return func(_ *ucli.Context, d time.Duration) error {
+	return func(c *ucli.Context, d time.Duration) error {
 		if d <= 0 {
-			return ainerr.Usagef("--%s %s: give a positive duration (e.g. 90s, 30m, 2h), or leave it out for no limit", name, d)
+			return ainerr.Usagef("--%s %s: give a positive duration (e.g. 90s, 30m, 2h), or leave it out%s", name, d, durationDefault(c, name))
 		}
 		return nil
 	}
+}
+
+// durationDefault says what leaving --name out means, from the flag itself: its default value,
+// its DefaultText ("none": no limit), or nothing when neither says (the usage then does).
+func durationDefault(c *ucli.Context, name string) string {
+	if c == nil || c.Command == nil {
+		return ""
+	}
+	for _, f := range c.Command.Flags {
+		df, ok := f.(*ucli.DurationFlag)
+		if !ok || df.Name != name {
+			continue
+		}
+		switch {
+		case df.DefaultText == "none":
+			return " for no limit"
+		case df.DefaultText != "":
+			return " for the default (" + df.DefaultText + ")"
+		case df.Value > 0:
+			return " for the default (" + df.Value.String() + ")"
+		}
+	}
+	return ""
 }
 
 // intBetween refuses a value of --name outside [min, max].

@@ -41,7 +41,7 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "no-wait", Usage: "submit and return; follow later with ain status / ain logs -f", Destination: &o.NoWait},
 		&ucli.StringFlag{Name: "dry-run", Usage: "client: print what would be applied; server: ask the API server (schema, webhooks) without creating", Destination: &o.DryRun},
 		outputFlag(&o.Output, "", "with --dry-run: yaml or json; otherwise json prints the final summary as JSON", "yaml", "json"),
-		&ucli.DurationFlag{Name: "timeout", Usage: "stop watching after this long (exit 6); the job keeps running", Destination: &o.Timeout, Action: positiveDuration("timeout")},
+		&ucli.DurationFlag{Name: "timeout", Usage: "stop watching after this long (exit 6); the job keeps running", DefaultText: "none", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 		&ucli.BoolFlag{Name: "delete-on-interrupt", Usage: "on Ctrl-C, delete the job instead of leaving it running", Destination: &o.DeleteOnInterrupt},
 		&ucli.StringFlag{Name: "save-logs", Usage: "save every pod's log under `DIR`/<job>/ when the job ends", Destination: &o.SaveLogs},
 		&ucli.StringFlag{Name: "require-transport", Usage: "exit 5 unless every rank's NCCL used this transport (ib or roce), even if the job succeeded", Destination: &o.RequireTransport},

@@ -67,7 +67,7 @@ func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error
 		return ainerr.Usagef("--tolerance: a relative difference such as 0.1 (10%%), got %v", o.Tolerance)
 	}
 	if o.LoggingSteps < 0 {
-		return ainerr.Usagef("--logging-steps must be positive, got %d", o.LoggingSteps)
+		return ainerr.Usagef("--logging-steps: the run's logging_steps (a positive number; 0 leaves it unset), got %d", o.LoggingSteps)
 	}
 	format := ""
 	if o.Plot != "" {
