@@ -310,6 +310,10 @@ func readFR(in Input) (*frDump, error) {
 			pg.ranks = intList(c["ranks"])
 		}
 	}
+	// pg_status is keyed by the group's numeric pg_id (FlightRecorder::getPgStatus), pg_config and
+	// the entries' process_group by its name: the same string for default-named groups, not for
+	// named ones (Megatron's). The entries, which carry both, map one to the other.
+	idToName := map[string]string{}
 	entries, _ := m["entries"].([]any)
 	for _, v := range entries {
 		e, ok := v.(map[string]any)
@@ -322,6 +326,9 @@ func readFR(in Input) (*frDump, error) {
 		name := pgName(e)
 		if name == "" {
 			continue
+		}
+		if id, ok := num(e["pg_id"]); ok {
+			idToName[strconv.FormatInt(int64(id), 10)] = name
 		}
 		seq, ok := num(e["collective_seq_id"])
 		if !ok || seq <= 0 {
@@ -343,8 +350,12 @@ func readFR(in Input) (*frDump, error) {
 	}
 	// pg_status, when present, is authoritative: the ring buffer may have dropped old entries.
 	if st, ok := m["pg_status"].(map[string]any); ok {
-		for name, v := range st {
+		for id, v := range st {
 			s, _ := v.(map[string]any)
+			name := id
+			if n, ok := idToName[id]; ok {
+				name = n
+			}
 			pg := d.pg(name)
 			if x, ok := num(s["last_enqueued_collective"]); ok {
 				pg.lastEnq = int64(x)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -210,5 +211,32 @@ func TestAddMissingCommas(t *testing.T) {
 	want := "{\"a\": 1,\n \"b\": \"x\\\"\n\\\"y\",\n \"c\": [true],\n \"d\": null}"
 	if got := string(addMissingCommas([]byte(in))); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// TestFRNamedGroup: pg_status is keyed by pg_id, pg_config and the entries by the group's name;
+// for a named group (Megatron's) the two differ and must land on the same group.
+func TestFRNamedGroup(t *testing.T) {
+	dump := func(rank, enq int) Input {
+		b, _ := json.Marshal(map[string]any{
+			"version":   "2.5",
+			"pg_config": map[string]any{"tp-group": map[string]any{"name": "tp-group", "desc": "tp", "ranks": "[0, 1]"}},
+			"pg_status": map[string]any{"1": map[string]any{"last_enqueued_collective": enq, "last_started_collective": enq, "last_completed_collective": 5}},
+			"entries": []any{map[string]any{"pg_id": 1, "process_group": []any{"tp-group", "tp"}, "collective_seq_id": 3,
+				"profiling_name": "nccl:all_reduce", "state": "completed", "is_p2p": false}},
+		})
+		return Input{Name: "nccl_trace_rank_" + strconv.Itoa(rank) + ".json", Data: b}
+	}
+	r, err := Analyze([]Input{dump(0, 6), dump(1, 5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != StatusMismatch || !strings.Contains(r.Collective, "#6 in process group tp-group:tp") || !slices.Equal(r.StuckRanks, []int{1}) {
+		t.Errorf("status %s collective %q stuck %v", r.Status, r.Collective, r.StuckRanks)
+	}
+	for _, e := range r.Evidence {
+		if strings.Contains(e.Text, "process group 1") {
+			t.Errorf("pg_status read as a group of its own: %s", e.Text)
+		}
 	}
 }
