@@ -55,12 +55,18 @@ func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*
 		}
 	}
 	o.via = ep.Via
+	if o.Insecure {
+		fmt.Fprintln(a.Streams.Err, "WARNING: --insecure: the server's TLS certificate is NOT verified; whoever sits on the path can read the API key, the prompts and the answers.")
+	}
+	return a.endpointClient(o, ep, conns)
+}
+
+// endpointClient is the client for ep with the flags' TLS settings and the API key of
+// --api-key, else AIN_API_KEY.
+func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*vllm.Client, error) {
 	key := o.APIKey
 	if key == "" {
 		key = a.Getenv("AIN_API_KEY")
-	}
-	if o.Insecure {
-		fmt.Fprintln(a.Streams.Err, "WARNING: --insecure: the server's TLS certificate is NOT verified; whoever sits on the path can read the API key, the prompts and the answers.")
 	}
 	c, err := vllm.NewClient(o.clientOptions(ep, key, conns))
 	return c, endpointError(err)

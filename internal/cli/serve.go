@@ -400,15 +400,15 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 		Probe *servingProbe `json:"probe,omitempty"`
 	}
 	var entries []entry
+	// The ingress as clients find it: its CA from the Secret ain created, its published
+	// address when the host has no DNS record.
+	d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: a.reachable(eo)}
 	for _, st := range all {
 		e := entry{ServingStatus: st}
 		ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
 		if ep.URL == "" && st.URL != "" && st.Ready > 0 {
-			// The ingress as clients find it: its CA from the Secret ain created, its
-			// published address when the host has no DNS record.
-			d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: a.reachable(eo)}
 			var err error
-			if ep, err = d.Endpoint(ctx, st.Name); err != nil {
+			if ep, err = d.EndpointOf(ctx, st); err != nil {
 				e.Probe = &servingProbe{Endpoint: st.URL, At: a.Now().UTC().Format(time.RFC3339), Error: err.Error()}
 			}
 		}
@@ -463,12 +463,7 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 
 func (a *App) probeModels(ctx context.Context, eo *endpointOptions, ep vllm.Endpoint) *servingProbe {
 	p := &servingProbe{Endpoint: ep.URL, At: a.Now().UTC().Format(time.RFC3339)}
-	key := eo.APIKey
-	if key == "" {
-		key = a.Getenv("AIN_API_KEY")
-	}
-	c, err := vllm.NewClient(eo.clientOptions(ep, key, 0))
-	err = endpointError(err)
+	c, err := a.endpointClient(eo, ep, 0)
 	if err == nil {
 		p.Endpoint = c.Endpoint()
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -107,7 +107,13 @@ func (d *Discovery) Endpoint(ctx context.Context, name string) (Endpoint, error)
 		}
 		return ep, &AmbiguousError{Namespace: d.Cluster.Namespace, Names: names}
 	}
-	st := all[0]
+	return d.EndpointOf(ctx, all[0])
+}
+
+// EndpointOf is Endpoint for a model server already listed (ain serve status probes each
+// one it lists without listing them again).
+func (d *Discovery) EndpointOf(ctx context.Context, st ServingStatus) (Endpoint, error) {
+	ep := Endpoint{Stop: func() {}}
 	var ingErr error
 	if st.URL != "" {
 		cand := Endpoint{URL: st.URL, Via: "ingress", Stop: ep.Stop}
