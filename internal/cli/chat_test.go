@@ -255,14 +255,14 @@ func TestBenchServeVLLMParity(t *testing.T) {
 	}
 	for _, k := range []string{"date", "endpoint_type", "label", "model_id", "num_prompts", "request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed",
 		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
-		"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "generated_texts", "errors", "max_output_tokens_per_s", "max_concurrent_requests",
+		"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times", "generated_texts", "errors", "max_output_tokens_per_s", "max_concurrent_requests",
 		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms", "p99.9_ttft_ms", "mean_tpot_ms", "p99.9_itl_ms", "std_e2el_ms", "p50_e2el_ms"} {
 		if _, ok := res[k]; !ok {
 			t.Errorf("no %q in vLLM's result JSON", k)
 		}
 	}
 	if res["completed"] != 12.0 || res["request_rate"] != "inf" || res["max_concurrency"] != 4.0 || res["endpoint_type"] != "openai" ||
-		res["request_goodput"] != res["request_throughput"] || len(res["itls"].([]any)) != 12 || res["max_concurrent_requests"].(float64) > 4 {
+		res["request_goodput"] != res["request_throughput"] || len(res["itls"].([]any)) != 12 || len(res["queue_times"].([]any)) != 12 || res["max_concurrent_requests"].(float64) > 4 {
 		t.Fatalf("%s", b)
 	}
 	// /v1/completions with a token-ID prompt of exactly --input-len tokens.

@@ -795,11 +795,12 @@ func (r *BenchResult) VLLMResult(label string) map[string]any {
 	n := len(r.records)
 	inputLens, outputLens := make([]int, n), make([]int, n)
 	ttfts, latencies, starts := make([]float64, n), make([]float64, n), make([]float64, n)
-	itls, texts, errs := make([][]float64, n), make([]string, n), make([]string, n)
+	itls, texts, errs, queued := make([][]float64, n), make([]string, n), make([]string, n), make([]float64, n)
 	for i := range r.records {
 		rec := &r.records[i]
 		inputLens[i] = rec.promptTokens
 		itls[i] = []float64{}
+		queued[i] = rec.queued.Seconds()
 		if !rec.ok {
 			if rec.err != nil {
 				errs[i] = rec.err.Error()
@@ -817,6 +818,8 @@ func (r *BenchResult) VLLMResult(label string) map[string]any {
 	}
 	out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inputLens, outputLens, ttfts, itls
 	out["latencies"], out["start_times"], out["generated_texts"], out["errors"] = latencies, starts, texts, errs
+	// Seconds each request waited for a --max-concurrency slot (vLLM's client_queue_time).
+	out["queue_times"] = queued
 	pcts := r.pcts
 	if len(pcts) == 0 {
 		pcts = []float64{99}
