@@ -12,15 +12,14 @@ import (
 // frDump is what this package reads of one rank's Flight Recorder dump (torch
 // FlightRecorder::dump, keys as in the flight recorder tutorial and fr_trace's loader).
 type frDump struct {
-	file    string
-	rank    int
-	version string
-	pgs     map[string]*frPG // by process group name (pg_config key)
+	file string
+	rank int
+	pgs  map[string]*frPG // by process group name (pg_config key)
 }
 
 type frPG struct {
-	name, desc string
-	ranks      []int // global ranks of the group, from pg_config
+	desc  string
+	ranks []int // global ranks of the group, from pg_config
 	// From pg_status when present, else from the entries.
 	lastEnq, lastStarted, lastComp int64
 	entries                        map[int64]frEntry // collectives (not p2p) by collective_seq_id
@@ -292,7 +291,7 @@ func readFR(in Input) (*frDump, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: a Flight Recorder dump is a dict with \"entries\" and \"pg_config\"; this one is a %T", displayName(in.Name), root)
 	}
-	d := &frDump{file: in.Name, pgs: map[string]*frPG{}, version: str(m["version"])}
+	d := &frDump{file: in.Name, pgs: map[string]*frPG{}}
 	rank, ok := rankFromName(in.Name)
 	if v, has := num(m["rank"]); has {
 		rank, ok = int(v), true
@@ -374,7 +373,7 @@ func readFR(in Input) (*frDump, error) {
 func (d *frDump) pg(name string) *frPG {
 	pg := d.pgs[name]
 	if pg == nil {
-		pg = &frPG{name: name, entries: map[int64]frEntry{}}
+		pg = &frPG{entries: map[int64]frEntry{}}
 		d.pgs[name] = pg
 	}
 	return pg

@@ -17,7 +17,6 @@ type rasGroup struct {
 	count int
 	ranks []int
 	line  int
-	text  string
 }
 
 // analyzeRASText reads ncclras's text output. The lines it relies on are printed by NCCL's
@@ -151,7 +150,7 @@ func analyzeRASText(in Input) *Report {
 			op = strings.TrimSuffix(strings.TrimPrefix(s, "Communicator ranks have different "), " operation counts")
 			ev(no, s)
 		case strings.Contains(s, " ranks have launched up to operation ") || strings.Contains(s, " ranks have not launched any operations"):
-			g := &rasGroup{line: no, text: s}
+			g := &rasGroup{line: no}
 			g.count, _ = strconv.Atoi(f[0])
 			if i := strings.LastIndex(s, "operation "); i >= 0 && strings.Contains(s, "launched up to") {
 				g.value, _ = strconv.ParseInt(strings.TrimSpace(s[i+len("operation "):]), 10, 64)
@@ -165,7 +164,7 @@ func analyzeRASText(in Input) *Report {
 			case block == "INCOMPLETE":
 				missing[k] = true
 			case strings.Contains(s, " has launched up to operation ") || strings.Contains(s, " has not launched any operations"):
-				g := &rasGroup{count: 1, ranks: []int{k}, line: no, text: s}
+				g := &rasGroup{count: 1, ranks: []int{k}, line: no}
 				if i := strings.Index(s, "operation "); i >= 0 && strings.Contains(s, "launched up to") {
 					g.value, _ = strconv.ParseInt(strings.Fields(s[i+len("operation "):])[0], 10, 64)
 				}
