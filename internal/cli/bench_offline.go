@@ -48,11 +48,6 @@ func (a *App) benchParseCommand() *ucli.Command {
 }
 
 func (a *App) runBenchParse(o *benchParseOptions) error {
-	switch o.Output {
-	case "text", "json", "csv":
-	default:
-		return ainerr.Usagef("-o must be text, json or csv, got %q", o.Output)
-	}
 	rc, err := a.openInput(o.File)
 	if err != nil {
 		return err

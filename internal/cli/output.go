@@ -33,7 +33,12 @@ func checkFormat(v, def string, formats []string) error {
 	if def != "" {
 		formats = append([]string{def}, formats...)
 	}
-	return ainerr.Usagef("-o %s: use %s", v, strings.Join(formats, " or "))
+	last := len(formats) - 1
+	list := formats[last]
+	if last > 0 {
+		list = strings.Join(formats[:last], ", ") + " or " + list
+	}
+	return ainerr.Usagef("-o %s: use %s", v, list)
 }
 
 // writeJSON prints v as indented JSON on stdout. HTML characters are not escaped (log lines

@@ -37,9 +37,6 @@ func (a *App) profileDetectCommand() *ucli.Command {
 }
 
 func (a *App) runProfileDetect(ctx context.Context, out string) error {
-	if out != "yaml" && out != "json" {
-		return ainerr.Usagef("-o %s: use yaml or json", out)
-	}
 	kc, err := a.clients()
 	if err != nil {
 		return err

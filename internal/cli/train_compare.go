@@ -60,9 +60,6 @@ func (a *App) trainCompareCommand() *ucli.Command {
 }
 
 func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error {
-	if o.Output != "text" && o.Output != "json" {
-		return ainerr.Usagef("-o must be text or json, got %q", o.Output)
-	}
 	if !(o.Tolerance > 0 && o.Tolerance < 10) {
 		return ainerr.Usagef("--tolerance: a relative difference such as 0.1 (10%%), got %v", o.Tolerance)
 	}
