@@ -26,13 +26,7 @@ func Plot(w io.Writer, c *Comparison, o bench.PlotOptions) error {
 	n := 0
 	for i, r := range []*Run{c.Run, c.Archive} {
 		label := []string{"run ", "archive "}[i] + r.Name
-		var xy plotter.XYs
-		for _, e := range r.Entries {
-			if e.Loss != nil && e.Loss.finite() {
-				xy = append(xy, plotter.XY{X: e.Step, Y: float64(*e.Loss)})
-			}
-		}
-		if len(xy) > 0 {
+		if xy := finitePoints(r.Entries, func(e Entry) (float64, *Num) { return e.Step, e.Loss }); len(xy) > 0 {
 			l, err := plotter.NewLine(xy)
 			if err != nil {
 				return err
@@ -46,13 +40,7 @@ func Plot(w io.Writer, c *Comparison, o bench.PlotOptions) error {
 			p.Legend.Add(label, l)
 			n++
 		}
-		var ev plotter.XYs
-		for _, e := range r.Evals {
-			if e.EvalLoss != nil && e.EvalLoss.finite() {
-				ev = append(ev, plotter.XY{X: e.Step, Y: float64(*e.EvalLoss)})
-			}
-		}
-		if len(ev) > 0 {
+		if ev := finitePoints(r.Evals, func(e Eval) (float64, *Num) { return e.Step, e.EvalLoss }); len(ev) > 0 {
 			s, err := plotter.NewScatter(ev)
 			if err != nil {
 				return err
@@ -71,4 +59,16 @@ func Plot(w io.Writer, c *Comparison, o bench.PlotOptions) error {
 	p.Legend.Top = true
 	p.Legend.Left = false
 	return bench.Render(w, p, o)
+}
+
+// finitePoints: the (step, value) of each record whose value is there and finite (a NaN loss is
+// reported by the verdict, not drawn).
+func finitePoints[T any](recs []T, at func(T) (float64, *Num)) plotter.XYs {
+	var xy plotter.XYs
+	for _, r := range recs {
+		if x, y := at(r); y != nil && y.finite() {
+			xy = append(xy, plotter.XY{X: x, Y: float64(*y)})
+		}
+	}
+	return xy
 }
