@@ -76,6 +76,11 @@ func (a *App) openInput(name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, ainerr.New(ainerr.Failure, err, "") // *PathError already reads "open NAME: ..."
 	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		// Opening a directory succeeds; reading it fails with a bare "is a directory".
+		f.Close()
+		return nil, ainerr.Usagef("%s is a directory: give the file(s) in it", name)
+	}
 	return f, nil
 }
 
