@@ -66,7 +66,7 @@ func (a *App) runBenchParse(o *benchParseOptions) error {
 		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(o.File), err), "")
 	}
 	if len(runs) == 0 {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("no nccl-tests or perftest results in %s", o.File),
+		return ainerr.New(ainerr.Failure, fmt.Errorf("no nccl-tests or perftest results in %s", inputName(o.File)),
 			"the input should hold the table printed by an nccl-tests *_perf binary (size count type ... busbw #wrong) or by perftest's ib_*_bw/ib_*_lat (#bytes #iterations ...)")
 	}
 	switch o.Output {

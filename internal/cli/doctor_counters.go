@@ -71,10 +71,10 @@ func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
 		s, err := counters.Parse(rc)
 		rc.Close()
 		if err != nil {
-			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", name, err), "")
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(name), err), "")
 		}
 		if len(s.Ports) == 0 {
-			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no counters found", name),
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no counters found", inputName(name)),
 				"take a snapshot with: "+counters.SnapshotCommand+" (and ethtool -S <netdev> for PFC pause counters)")
 		}
 		snaps = append(snaps, s)

@@ -74,7 +74,7 @@ func (a *App) runDoctorTopo(o *doctorTopoOptions) error {
 	t, err := topo.Parse(rc)
 	rc.Close()
 	if err != nil {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", o.Files[0], err), "")
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(o.Files[0]), err), "")
 	}
 	return a.reportTopo(o, topo.Analyze(t))
 }

@@ -98,13 +98,13 @@ func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error
 		if err != nil {
 			return err
 		}
-		r, err := trainlog.Parse(rc, name, trainlog.ParseOptions{LoggingSteps: o.LoggingSteps})
+		r, err := trainlog.Parse(rc, inputName(name), trainlog.ParseOptions{LoggingSteps: o.LoggingSteps})
 		rc.Close()
 		if err != nil {
 			return ainerr.New(ainerr.Failure, err, "")
 		}
 		if len(r.Entries) == 0 {
-			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no training loss found", name),
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no training loss found", inputName(name)),
 				"give the log of rank 0 (ain logs JOB > run.log) with its {'loss': ...} lines, or a trainer_state.json")
 		}
 		runs[i] = r
