@@ -104,6 +104,9 @@ type benchPlan struct {
 	recipes  []*recipe.Recipe // one per variant
 	profile  *profile.Profile
 	name     string
+	// gang: the cluster serves a gang scheduler the operator can use (discovered once per
+	// bench, not once per variant).
+	gang bool
 }
 
 func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, error) {
@@ -166,6 +169,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	cl := a.cluster(kc)
 	a.sandboxNote(kc)
+	plan.gang = jobs.OperatorGang(gangSchedulers(kc))
 	parent := c.Context
 	ctx := parent
 	cancel := context.CancelFunc(func() {})
@@ -287,7 +291,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	start := a.Now()
 	name := bench.JobName(plan.name, v.Name, start)
 	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.variants), v.Name)
-	b, err := jobs.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: jobs.OperatorGang(gangSchedulers(kc))})
+	b, err := jobs.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: plan.gang})
 	if err != nil {
 		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
