@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ain-hpc/ain/pkg/sandbox/bincache"
 )
 
 // Unset are the variables a user's machine sets that would reach ain in a test: the cluster
@@ -32,21 +34,9 @@ var root string
 func Root() string { return root }
 
 // SandboxCache is where the shared sandbox binary cache is, resolved from the machine's
-// environment the way sandbox.CacheDir resolves it ($AIN_SANDBOX_CACHE, $XDG_CACHE_HOME/ain/
-// sandbox-bin, ~/.cache/ain/sandbox-bin). testenv cannot import pkg/sandbox: pkg/kube's own
-// tests use testenv and pkg/sandbox imports pkg/kube.
-func SandboxCache(getenv func(string) string) (string, error) {
-	if d := getenv("AIN_SANDBOX_CACHE"); d != "" {
-		return filepath.Abs(d)
-	}
-	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "ain", "sandbox-bin"), nil
-	}
-	if h := getenv("HOME"); h != "" {
-		return filepath.Join(h, ".cache", "ain", "sandbox-bin"), nil
-	}
-	return "", fmt.Errorf("no HOME: cannot find the sandbox binary cache (set AIN_SANDBOX_CACHE)")
-}
+// environment by sandbox.CacheDir's rule (bincache.Dir; testenv cannot import pkg/sandbox:
+// pkg/kube's own tests use testenv and pkg/sandbox imports pkg/kube).
+func SandboxCache(getenv func(string) string) (string, error) { return bincache.Dir(getenv) }
 
 // pinned returns the values to keep for the shared caches, computed from the real environment.
 func pinned() (map[string]string, error) {

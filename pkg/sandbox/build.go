@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/ain-hpc/ain/pkg/sandbox/bincache"
 )
 
 // Versions of the components the sandbox runs. The binaries are cached per version.
@@ -66,23 +68,8 @@ func component(name string) Component {
 }
 
 // CacheDir is the root of the binary cache: $AIN_SANDBOX_CACHE, else
-// $XDG_CACHE_HOME/ain/sandbox-bin, else ~/.cache/ain/sandbox-bin.
-func CacheDir(getenv func(string) string) (string, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if d := getenv("AIN_SANDBOX_CACHE"); d != "" {
-		return filepath.Abs(d)
-	}
-	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "ain", "sandbox-bin"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("finding the sandbox cache: %w (set AIN_SANDBOX_CACHE)", err)
-	}
-	return filepath.Join(home, ".cache", "ain", "sandbox-bin"), nil
-}
+// $XDG_CACHE_HOME/ain/sandbox-bin, else ~/.cache/ain/sandbox-bin (bincache.Dir).
+func CacheDir(getenv func(string) string) (string, error) { return bincache.Dir(getenv) }
 
 // BuildError says which component failed to build, with the command and its output.
 type BuildError struct {

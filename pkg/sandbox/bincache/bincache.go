@@ -1,0 +1,36 @@
+// Package bincache locates the sandbox's binary cache (etcd, kube-apiserver, ... built from
+// source). It is its own leaf package so that internal/testenv, which pkg/kube's tests use and
+// which therefore cannot import pkg/sandbox (pkg/sandbox imports pkg/kube), resolves the folder
+// by the same rule as sandbox.CacheDir instead of a copy of it.
+package bincache
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Dir is the root of the binary cache: $AIN_SANDBOX_CACHE, else $XDG_CACHE_HOME/ain/sandbox-bin,
+// else $HOME/.cache/ain/sandbox-bin (the process's home when getenv has no HOME). getenv nil
+// means os.Getenv.
+func Dir(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if d := getenv("AIN_SANDBOX_CACHE"); d != "" {
+		return filepath.Abs(d)
+	}
+	if d := getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "ain", "sandbox-bin"), nil
+	}
+	h := getenv("HOME")
+	if h == "" {
+		// A getenv that carries no HOME (a command's injected environment) still means this
+		// user's cache.
+		var err error
+		if h, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("finding the sandbox cache: %w (set AIN_SANDBOX_CACHE)", err)
+		}
+	}
+	return filepath.Join(h, ".cache", "ain", "sandbox-bin"), nil
+}
