@@ -156,9 +156,9 @@ func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
 		}
 		cfg.Percentiles = append(cfg.Percentiles, v)
 	}
-	name, path := o.Dataset, o.DatasetPath
+	name, path, pathFlag := o.Dataset, o.DatasetPath, "--dataset-path"
 	if o.Prompts != "" {
-		name, path = "prompts", o.Prompts
+		name, path, pathFlag = "prompts", o.Prompts, "--prompts"
 	}
 	switch name {
 	case "random":
@@ -175,10 +175,10 @@ func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
 				out = o.OutputLen // set explicitly: it overrides the replies' lengths
 			}
 			if cfg.Dataset, err = vllm.LoadShareGPT(path, out); err != nil {
-				return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--dataset-path: %w", err), "")
+				return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("%s: %w", pathFlag, err), "")
 			}
 		} else if cfg.Prompts, err = vllm.LoadPrompts(path); err != nil {
-			return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--dataset-path: %w", err), "")
+			return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("%s: %w", pathFlag, err), "")
 		}
 	default:
 		return cfg, ainerr.Usagef("--dataset-name %s: use random, sharegpt or prompts", name)

@@ -862,7 +862,20 @@ func LoadShareGPT(path string, outputLen int) ([]BenchRequest, error) {
 		} `json:"conversations"`
 	}
 	if err := json.Unmarshal(b, &convs); err != nil {
-		return nil, fmt.Errorf("%s: not a ShareGPT JSON array of {\"conversations\": [...]}: %v", path, err)
+		// Where and what, not the decoder's Go type dump.
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			err = fmt.Errorf("line %d: %v", 1+bytes.Count(b[:se.Offset], []byte("\n")), se)
+		case errors.As(err, &te):
+			where := "the top level"
+			if te.Field != "" {
+				where = strings.TrimPrefix(te.Field, ".")
+			}
+			err = fmt.Errorf("line %d: %s is a JSON %s", 1+bytes.Count(b[:min(int(te.Offset), len(b))], []byte("\n")), where, te.Value)
+		}
+		return nil, fmt.Errorf("%s: not a ShareGPT file (a JSON array of {\"conversations\": [{\"from\": \"human\", \"value\": ...}, ...]}): %v", path, err)
 	}
 	var out []BenchRequest
 	for _, c := range convs {
