@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
@@ -40,6 +39,7 @@ type benchAllreduceOptions struct {
 	Output        string
 	SkipPreflight bool
 	KeepJobs      bool
+	API           string
 }
 
 func (o *benchAllreduceOptions) flags() []ucli.Flag {
@@ -58,7 +58,8 @@ func (o *benchAllreduceOptions) flags() []ucli.Flag {
 		&ucli.DurationFlag{Name: "timeout", Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", DefaultText: "none", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)", "json"),
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight (ain preflight) before the first job", Destination: &o.SkipPreflight},
-		&ucli.BoolFlag{Name: "keep-jobs", Usage: "keep each variant's MPIJob after reading its output (default: delete it so the next variant gets the nodes)", Destination: &o.KeepJobs},
+		&ucli.BoolFlag{Name: "keep-jobs", Usage: "keep each variant's job after reading its output (default: delete it so the next variant gets the nodes)", Destination: &o.KeepJobs},
+		apiFlag(&o.API),
 	)
 }
 
@@ -107,6 +108,8 @@ type benchPlan struct {
 	// gang: the cluster serves a gang scheduler the operator can use (discovered once per
 	// bench, not once per variant).
 	gang bool
+	// backend is the job API every variant is submitted as (chosen once per bench).
+	backend jobs.Backend
 }
 
 func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, error) {
@@ -169,7 +172,11 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	cl := a.cluster(kc)
 	a.sandboxNote(kc)
-	plan.gang = jobs.OperatorGang(gangSchedulers(kc))
+	if plan.backend, err = a.chooseBackend(kc, plan.recipes[0], p, o.API); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.Streams.Err, "job API: %s\n", plan.backend.API().Describe())
+	plan.gang = jobs.OperatorGang(gangSchedulers(kc)) && plan.backend.API() != jobs.APITrainer
 	parent := c.Context
 	ctx := parent
 	cancel := context.CancelFunc(func() {})
@@ -291,12 +298,14 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	start := a.Now()
 	name := bench.JobName(plan.name, v.Name, start)
 	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.variants), v.Name)
-	b, err := jobs.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: plan.gang})
+	be := plan.backend
+	kind := be.Kind()
+	b, err := be.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: plan.gang})
 	if err != nil {
 		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
 	if len(pinned) > 0 {
-		if err := bench.PinWorkers(b.Objects[0], pinned); err != nil {
+		if err := bench.PinWorkers(b.Objects, pinned); err != nil {
 			return nil, err
 		}
 	}
@@ -304,15 +313,15 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	if err != nil {
 		return nil, a.applyError(kc, err)
 	}
-	if applied[0].Unchanged {
-		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("MPIJob %s/%s already exists: its output would be an old run's", kc.Namespace, name), "delete it first: ain delete "+name)
+	if applied[len(applied)-1].Unchanged {
+		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("%s %s/%s already exists: its output would be an old run's", kind, kc.Namespace, name), "delete it first: ain delete "+name)
 	}
 	env := "NCCL's own choices"
 	if len(v.Env) > 0 {
 		env = strings.Join(v.Sets(), " ")
 		env = strings.ReplaceAll(env, "nccl.env.", "")
 	}
-	fmt.Fprintf(errw, "%s: applied MPIJob %s/%s (%s)\n", tag, kc.Namespace, name, env)
+	fmt.Fprintf(errw, "%s: applied %s %s/%s (%s)\n", tag, kind, kc.Namespace, name, env)
 	vr := &bench.VariantResult{Variant: v, Job: name, Started: start}
 	cleanup := func() {
 		if keep {
@@ -322,12 +331,12 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 		defer dcancel()
 		if u, err := cl.Find(dctx, name); err == nil {
 			if _, err := cl.Delete(dctx, u); err == nil {
-				_ = cl.WaitGone(dctx, name)
+				_ = cl.WaitGone(dctx, be, name)
 			}
 		}
 	}
 	view := newJobView(a, start)
-	snap, err := cl.Watch(ctx, "MPIJob", name, jobs.WatchOptions{OnChange: view.update, Explain: cl.ExplainPending})
+	snap, err := cl.Watch(ctx, be, name, jobs.WatchOptions{OnChange: view.update, Explain: cl.ExplainPending})
 	view.stop()
 	vr.Phase = snap.Phase
 	vr.Nodes = workerNodes(snap.Pods)
@@ -337,7 +346,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 		if why := pendingReasons(snap, kc); why != "" {
 			fmt.Fprintln(errw, why)
 		}
-		fmt.Fprintf(errw, "%s: stopped (%s); deleting MPIJob %s\n", tag, snap.Phase, name)
+		fmt.Fprintf(errw, "%s: stopped (%s); deleting %s %s\n", tag, snap.Phase, kind, name)
 		keep = false
 		cleanup()
 		if ctx.Err() != nil {
@@ -346,17 +355,17 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 		return vr, kc.Classify(err, "watching the job")
 	}
 	if snap.Phase == jobs.PhaseDeleted {
-		return vr, ainerr.New(ainerr.JobFailed, fmt.Errorf("MPIJob %s/%s was deleted before it finished", kc.Namespace, name), "")
+		return vr, ainerr.New(ainerr.JobFailed, fmt.Errorf("%s %s/%s was deleted before it finished", kind, kc.Namespace, name), "")
 	}
-	raw, err := launcherOutput(ctx, cl, name)
+	raw, err := launcherOutput(ctx, cl, be, name)
 	if err != nil {
 		return vr, kc.Classify(err, "reading the launcher's output")
 	}
 	bench.Analyze(vr, raw, plan.profile.Spec.Fabric)
 	if snap.Phase == jobs.PhaseFailed {
-		vr.Problems = append(vr.Problems, bench.ProblemJobFailed+": the MPIJob failed: "+snap.Message)
+		vr.Problems = append(vr.Problems, bench.ProblemJobFailed+": the "+kind+" failed: "+snap.Message)
 		vr.Valid = false
-		fmt.Fprintf(errw, "%s: MPIJob %s FAILED; the launcher's last lines:\n", tag, name)
+		fmt.Fprintf(errw, "%s: %s %s FAILED; the launcher's last lines:\n", tag, kind, name)
 		for _, l := range lastLines(raw, 15) {
 			fmt.Fprintf(errw, "  | %s\n", l)
 		}
@@ -384,29 +393,29 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 }
 
 // launcherOutput reads the launcher pod's whole log (bounded).
-func launcherOutput(ctx context.Context, cl *jobs.Cluster, job string) ([]byte, error) {
-	pods, err := cl.Pods(ctx, job)
+func launcherOutput(ctx context.Context, cl *jobs.Cluster, be jobs.Backend, job string) ([]byte, error) {
+	pods, err := be.Pods(ctx, cl, job)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range pods {
-		if !strings.EqualFold(p.Labels[kubeflowv1.ReplicaTypeLabel], "launcher") {
+		if jobs.Replica(&p) != "launcher" {
 			continue
 		}
-		rc, err := cl.PodLogs(ctx, p.Name, jobs.MPIContainer, -1, false)
+		rc, err := be.Logs(ctx, cl, p.Name, -1, false)
 		if err != nil {
 			return nil, err
 		}
 		defer rc.Close()
 		return io.ReadAll(io.LimitReader(rc, 256<<20))
 	}
-	return nil, fmt.Errorf("MPIJob %s has no launcher pod left to read (was it cleaned up?)", job)
+	return nil, fmt.Errorf("%s %s has no launcher pod left to read (was it cleaned up?)", be.Kind(), job)
 }
 
 func workerNodes(pods []jobs.PodInfo) []string {
 	var out []string
 	for _, p := range pods {
-		if strings.EqualFold(p.Replica, "worker") && p.Node != "" {
+		if (p.Replica == "worker" || p.Replica == jobs.TrainerNodeJob) && p.Node != "" {
 			out = append(out, p.Node)
 		}
 	}

@@ -20,7 +20,7 @@ func TestDemoOfflineSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"spec:", "kind: PyTorchJob", "ring", "NCCL used InfiniBand"}
+	want := []string{"spec:", "kind: TrainJob", "ring", "NCCL used InfiniBand"}
 	if len(steps) != len(want) {
 		t.Fatalf("%d offline steps, want %d", len(steps), len(want))
 	}

@@ -149,17 +149,23 @@ func (a *App) runDoctorLauncherJob(ctx context.Context, o *doctorOptions, name s
 	}
 	var launcher *corev1.Pod
 	for i := range pods {
-		if strings.EqualFold(pods[i].Labels["training.kubeflow.org/replica-type"], "launcher") {
+		if jobs.Replica(&pods[i]) == "launcher" {
 			launcher = &pods[i]
 		}
 	}
 	if launcher == nil {
+		if kind == jobs.TrainJobKind || kind == "MPIJob" {
+			// v2beta1 (WaitForWorkersReady) and a TrainJob's MPI runtime (dependsOn node Ready)
+			// create the launcher only once every worker is Ready.
+			return ainerr.New(ainerr.Failure, fmt.Errorf("%s %s has no launcher pod (yet): on the mpi-operator and the Trainer the launcher is created only when every worker pod is Ready", kind, name),
+				"`ain status "+name+"` shows which workers are not Ready and why")
+		}
 		return ainerr.Usagef("%s is a %s without a launcher pod: `ain doctor launcher` reads MPIJob launchers", name, kind)
 	}
 	if r := a.gateVerdict(ctx, cl, launcher); r != nil {
 		return a.reportLauncher(o, r)
 	}
-	cname := jobs.MPIContainer
+	cname := jobs.MainContainer(kind)
 	if !podHasContainer(launcher, cname) {
 		cname = ""
 	}

@@ -36,7 +36,7 @@ func (a *App) jobAndPods(ctx context.Context, name string) (*kube.Clients, *jobs
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	pods, err := cl.Pods(ctx, name)
+	pods, err := cl.JobPods(ctx, job)
 	if err != nil {
 		return nil, nil, nil, nil, kc.Classify(err, "reading the job's pods")
 	}

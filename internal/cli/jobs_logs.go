@@ -52,7 +52,11 @@ func (a *App) runLogs(ctx context.Context, name string, o *logsOptions) error {
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
-	err = cl.StreamLogs(ctx, a.Streams.Out, job.GetKind(), name, sel, o.Tail, o.Follow)
+	be, err := jobs.BackendOf(job)
+	if err != nil {
+		return err
+	}
+	err = cl.StreamLogs(ctx, a.Streams.Out, be, name, sel, o.Tail, o.Follow)
 	var se *jobs.LogStreamError
 	if errors.As(err, &se) {
 		return kc.Classify(se.Err, "reading the log of "+se.Pod)

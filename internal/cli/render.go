@@ -14,6 +14,7 @@ type renderOptions struct {
 	Output string
 	Name   string
 	Host   string
+	API    string
 }
 
 func (a *App) renderCommand() *ucli.Command {
@@ -22,17 +23,21 @@ func (a *App) renderCommand() *ucli.Command {
 		Name:      "render",
 		Usage:     "print the Kubernetes objects a recipe becomes (no cluster needed)",
 		ArgsUsage: "RECIPE",
-		Description: "Renders exactly what `ain train` / `ain bench` would apply: a kubeflow.org/v1 PyTorchJob or MPIJob whose\n" +
-			"pods carry the GPU and RDMA resources, IPC_LOCK, a memory-backed /dev/shm and the NCCL environment of the\n" +
-			"fabric profile. Output is deterministic.\n\n" +
+		Description: "Renders exactly what `ain train` / `ain bench` would apply, as the job API of --api (else the profile's\n" +
+			"spec.jobAPI, else the best one the configured cluster serves, else the default: a TrainJob plus its TrainingRuntime\n" +
+			"for torch recipes, a kubeflow.org/v2beta1 MPIJob for MPI recipes). Every GPU pod carries the GPU and RDMA\n" +
+			"resources, IPC_LOCK, a memory-backed /dev/shm and the NCCL environment of the fabric profile. Output is\n" +
+			"deterministic; stderr says which API and why.\n\n" +
 			"Examples:\n" +
 			"  ain render qlora -o yaml\n" +
 			"  ain render allreduce --fabric roce --set nodes=2 --set gpusPerNode=8 -o json\n" +
+			"  ain render allreduce --api training-operator   # the legacy kubeflow.org/v1 MPIJob\n" +
 			"  ain render vllm --host llm.example.com\n" +
 			"  ain render my-recipe.yaml --profile cluster.yaml",
 		Flags: append(o.recipeInput.flags(),
 			outputFlag(&o.Output, "yaml", "yaml or json", "json"),
 			&ucli.StringFlag{Name: "name", Usage: "job name (default: the recipe's metadata.name)", Destination: &o.Name},
+			apiFlag(&o.API),
 			&ucli.StringFlag{Name: "host", Usage: "serving recipes: HTTPS ingress host (sets spec.ingress.host, as ain serve --host)", Destination: &o.Host},
 		),
 		Action: func(c *ucli.Context) error { return a.runRender(c, o) },
@@ -70,11 +75,9 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 		}
 		objs = so.All()
 	} else {
-		b, err := jobs.Build(r, p, jobs.Options{Name: o.Name, Namespace: a.Global.Namespace})
-		if err != nil {
-			return ainerr.New(ainerr.Usage, err, "")
+		if objs, err = a.renderJob(r, p, o.API, o.Name); err != nil {
+			return err
 		}
-		objs = b.Objects
 	}
 	out, err := jobs.Encode(objs, o.Output)
 	if err != nil {

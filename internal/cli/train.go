@@ -33,6 +33,7 @@ type trainOptions struct {
 	RequireTransport  string
 	TailLines         int
 	SkipPreflight     bool
+	API               string
 }
 
 func (o *trainOptions) flags() []ucli.Flag {
@@ -47,6 +48,7 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "require-transport", Usage: "exit 5 unless every rank's NCCL used this transport (ib or roce), even if the job succeeded", Destination: &o.RequireTransport},
 		&ucli.IntFlag{Name: "tail", Value: 20, Usage: "log lines shown for a failed replica", Destination: &o.TailLines},
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the readiness preflight before submitting (said so in the output)", Destination: &o.SkipPreflight},
+		apiFlag(&o.API),
 	)
 }
 
@@ -116,12 +118,12 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return ainerr.Usagef("recipe %s is kind Serving: deploy it with `ain serve %s`", r.Metadata.Name, r.Metadata.Name)
 	}
 	a.printWarnings(r)
-	b, err := jobs.Build(r, p, jobs.Options{Name: o.Name, Namespace: a.Global.Namespace})
-	if err != nil {
-		return ainerr.New(ainerr.Usage, err, "")
-	}
 	if o.DryRun == "client" {
-		return a.printObjects(b.Objects, o.Output)
+		objs, err := a.renderJob(r, p, o.API, o.Name)
+		if err != nil {
+			return err
+		}
+		return a.printObjects(objs, o.Output)
 	}
 	if o.SaveLogs != "" && o.DryRun == "" {
 		if err := writableDir("save-logs", o.SaveLogs); err != nil {
@@ -132,17 +134,25 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	if gangs := gangSchedulers(kc); jobs.OperatorGang(gangs) {
+	be, err := a.chooseBackend(kc, r, p, o.API)
+	if err != nil {
+		return err
+	}
+	bo := jobs.Options{Name: o.Name, Namespace: a.Global.Namespace}
+	if gangs := gangSchedulers(kc); jobs.OperatorGang(gangs) && be.API() != jobs.APITrainer {
 		// Detected, not assumed: all ranks or none (effective with the operator's --gang-scheduler-name).
-		if b, err = jobs.Build(r, p, jobs.Options{Name: o.Name, Namespace: a.Global.Namespace, GangScheduling: true}); err != nil {
-			return ainerr.New(ainerr.Usage, err, "")
-		}
+		bo.GangScheduling = true
 		fmt.Fprintf(a.Streams.Err, "gang scheduling: the cluster serves %s: runPolicy.schedulingPolicy.minAvailable = every pod of the job\n", strings.Join(gangs, ", "))
 	}
+	b, err := be.Build(r, p, bo)
+	if err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
+	}
+	fmt.Fprintf(a.Streams.Err, "job API: %s\n", be.API().Describe())
 	cl := a.cluster(kc)
 	ctx := c.Context
 	if o.DryRun == "server" {
-		res, err := cl.Apply(ctx, b.Objects, true)
+		res, skipped, err := cl.ApplyDryRun(ctx, b.Objects)
 		if err != nil {
 			return a.applyError(kc, err)
 		}
@@ -151,21 +161,23 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 			objs[i] = x.Object
 		}
 		fmt.Fprintln(a.Streams.Err, "server dry run: the API server accepted it (schema and admission webhooks); nothing was created")
+		for _, sk := range skipped {
+			fmt.Fprintf(a.Streams.Err, "server dry run: %s not sent: %s\n", sk.What, sk.Why)
+		}
 		return a.printObjects(objs, o.Output)
 	}
 	a.sandboxNote(kc)
 	if err := a.preflightGate(ctx, kc, r, p, o.SkipPreflight); err != nil {
 		return err
 	}
-	job := b.Objects[0]
 	name := jobName(r, o.Name)
-	kind := job.GetObjectKind().GroupVersionKind().Kind
+	kind := be.Kind()
 	res, err := cl.Apply(ctx, b.Objects, false)
 	if err != nil {
 		return a.applyError(kc, err)
 	}
-	if res[0].Unchanged {
-		fmt.Fprintf(a.Streams.Err, "%s %s/%s already submitted with this spec (%s): nothing changed; watching it\n", kind, kc.Namespace, name, jobs.PhaseOf(res[0].Object))
+	if job := res[len(res)-1]; job.Unchanged {
+		fmt.Fprintf(a.Streams.Err, "%s %s/%s already submitted with this spec (%s): nothing changed; watching it\n", kind, kc.Namespace, name, jobs.PhaseOf(job.Object))
 	} else {
 		fmt.Fprintf(a.Streams.Err, "applied %s %s/%s (%s; server-side apply, field manager %s)\n", kind, kc.Namespace, name, describeShape(r, p), jobs.FieldManager)
 	}
@@ -173,7 +185,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		fmt.Fprintf(a.Streams.Err, "follow it with: ain status %s   ain logs %s -f\n", name, name)
 		return nil
 	}
-	return a.watchJob(ctx, kc, cl, kind, name, o)
+	return a.watchJob(ctx, kc, cl, be, name, o)
 }
 
 func jobName(r *recipe.Recipe, override string) string {
@@ -209,7 +221,8 @@ func (a *App) printObjects(objs []runtime.Object, format string) error {
 }
 
 // watchJob follows the job to its end and prints the summary; the returned error carries the exit code.
-func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluster, kind, name string, o *trainOptions) error {
+func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluster, be jobs.Backend, name string, o *trainOptions) error {
+	kind := be.Kind()
 	ctx := parent
 	var cancel context.CancelFunc = func() {}
 	if o.Timeout > 0 {
@@ -220,7 +233,7 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	view := newJobView(a, start)
 	defer view.stop()
 	col := cl.NewCollector(kind, o.TailLines)
-	snap, err := cl.Watch(ctx, kind, name, jobs.WatchOptions{
+	snap, err := cl.Watch(ctx, be, name, jobs.WatchOptions{
 		OnChange: view.update, Explain: cl.ExplainPending,
 		OnPodFinished: func(p corev1.Pod) { col.Collect(parent, p) },
 	})
@@ -252,7 +265,7 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	if snap.Phase == jobs.PhaseDeleted {
 		return ainerr.New(ainerr.JobFailed, fmt.Errorf("%s %s/%s was deleted before it finished", kind, kc.Namespace, name), "")
 	}
-	pods, err := cl.Pods(parent, name)
+	pods, err := be.Pods(parent, cl, name)
 	if err != nil {
 		return kc.Classify(err, "reading the job's pods")
 	}
@@ -288,7 +301,7 @@ func pendingReasons(s jobs.Snapshot, kc *kube.Clients) string {
 		if s.Message != "" && strings.HasPrefix(s.Message, "no pods: ") {
 			lines = append(lines, "  "+s.Message)
 		} else if s.Phase == jobs.PhasePending {
-			lines = append(lines, "  no pods yet: is the training-operator running? (ain preflight)")
+			lines = append(lines, "  no pods yet: is the job's controller running? (ain preflight checks which job APIs the cluster serves)")
 		}
 	}
 	return strings.Join(lines, "\n")

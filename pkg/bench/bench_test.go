@@ -10,8 +10,12 @@ import (
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/nccl"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 )
 
@@ -427,7 +431,7 @@ func TestPinWorkers(t *testing.T) {
 		kubeflowv1.MPIJobReplicaTypeLauncher: {},
 		kubeflowv1.MPIJobReplicaTypeWorker:   {},
 	}}}
-	if err := PinWorkers(job, []string{"gpu-node-1", "gpu-node-2"}); err != nil {
+	if err := PinWorkers([]runtime.Object{job}, []string{"gpu-node-1", "gpu-node-2"}); err != nil {
 		t.Fatal(err)
 	}
 	terms := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker].Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
@@ -442,12 +446,37 @@ func TestPinWorkers(t *testing.T) {
 	zone := corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}
 	w := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]
 	w.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{zone}}}
-	_ = PinWorkers(job, []string{"n1", "n2", "n3"})
+	_ = PinWorkers([]runtime.Object{job}, []string{"n1", "n2", "n3"})
 	terms = w.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	if len(terms) != 3 || len(terms[2].MatchExpressions) != 1 || terms[2].MatchFields[0].Values[0] != "n3" {
 		t.Errorf("terms %+v", terms)
 	}
-	if err := PinWorkers(&corev1.Pod{}, []string{"n1"}); err == nil {
+	if err := PinWorkers([]runtime.Object{&corev1.Pod{}}, []string{"n1"}); err == nil {
 		t.Error("a Pod pinned")
+	}
+}
+
+// The v2beta1 MPIJob's workers and a TrainJob runtime's node pods are pinned; the launchers are not.
+func TestPinWorkersBackends(t *testing.T) {
+	r, err := recipe.Load("allreduce", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, api := range []jobs.API{jobs.APIMPIOperator, jobs.APITrainer} {
+		be, err := jobs.Choose(r, jobs.Served{}, api)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := be.Build(r, profile.Default(), jobs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := PinWorkers(b.Objects, []string{"n1"}); err != nil {
+			t.Fatalf("%s: %v", api, err)
+		}
+		out, _ := jobs.Encode(b.Objects, "yaml")
+		if n := strings.Count(string(out), "metadata.name"); n != 1 {
+			t.Errorf("%s: %d node field selectors, want 1 (workers only)\n%s", api, n, out)
+		}
 	}
 }

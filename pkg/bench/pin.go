@@ -3,25 +3,51 @@ package bench
 import (
 	"fmt"
 
+	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
-// PinWorkers requires the MPIJob's worker pods to run on nodes, so that every variant of a bench
-// measures the same nodes as the first one. A node field selector takes one value per term, so
-// each node gets its own (ORed) term: metadata.name In [node], ANDed with whatever each existing
-// term already requires.
-func PinWorkers(obj runtime.Object, nodes []string) error {
-	job, ok := obj.(*kubeflowv1.MPIJob)
-	if !ok {
-		return fmt.Errorf("pinning workers: %T is not an MPIJob", obj)
-	}
-	w := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]
-	if w == nil || len(nodes) == 0 {
+// PinWorkers requires the MPI worker pods of a rendered bundle (a kubeflow.org/v1 or v2beta1
+// MPIJob, or the "node" pods of a TrainJob's TrainingRuntime) to run on nodes, so that every
+// variant of a bench measures the same nodes as the first one. A node field selector takes one
+// value per term, so each node gets its own (ORed) term: metadata.name In [node], ANDed with
+// whatever each existing term already requires.
+func PinWorkers(objs []runtime.Object, nodes []string) error {
+	if len(nodes) == 0 {
 		return nil
 	}
-	spec := &w.Template.Spec
+	for _, obj := range objs {
+		var spec *corev1.PodSpec
+		switch job := obj.(type) {
+		case *kubeflowv1.MPIJob:
+			if w := job.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker]; w != nil {
+				spec = &w.Template.Spec
+			}
+		case *mpiv2beta1.MPIJob:
+			if w := job.Spec.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeWorker]; w != nil {
+				spec = &w.Template.Spec
+			}
+		case *trainer.TrainingRuntime:
+			for i, rj := range job.Spec.Template.Spec.ReplicatedJobs {
+				if rj.Name == jobs.TrainerNodeJob {
+					spec = &job.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+				}
+			}
+		}
+		if spec != nil {
+			pin(spec, nodes)
+			return nil
+		}
+	}
+	return fmt.Errorf("pinning workers: no MPI worker pod template among the %d rendered object(s)", len(objs))
+}
+
+func pin(spec *corev1.PodSpec, nodes []string) {
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}
 	}
@@ -45,5 +71,4 @@ func PinWorkers(obj runtime.Object, nodes []string) error {
 		}
 	}
 	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
-	return nil
 }

@@ -13,32 +13,43 @@ import (
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
-// Each built-in job recipe has exactly one backend, whose Build renders an object of the
-// backend's own kind, and a backend refuses a recipe of another.
+// Every backend that handles a built-in job recipe renders an object of its own kind and
+// apiVersion as the bundle's job, and a backend refuses a recipe it does not run.
 func TestBackendsBuildTheirKind(t *testing.T) {
 	p := profile.Default()
-	for name, kind := range map[string]string{"qlora": "PyTorchJob", "allreduce": "MPIJob"} {
+	for _, name := range []string{"qlora", "allreduce"} {
 		r, err := recipe.Load(name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := BackendForRecipe(r)
-		if err != nil || b.Kind() != kind {
-			t.Fatalf("%s: backend %v %v, want %s", name, b, err, kind)
-		}
-		bundle, err := b.Build(r, p, Options{Namespace: "ns"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := bundle.Objects[0].GetObjectKind().GroupVersionKind(); got.Kind != kind || got.GroupVersion() != b.GVR().GroupVersion() {
-			t.Errorf("%s: built %v, backend says %s %v", name, got, kind, b.GVR())
-		}
-		for _, other := range Backends {
-			if other.Kind() != kind {
-				if _, err := other.Build(r, p, Options{}); err == nil {
-					t.Errorf("%s backend built recipe %s", other.Kind(), name)
+		handled := 0
+		for _, b := range Backends {
+			bundle, err := b.Build(r, p, Options{Namespace: "ns"})
+			if !b.Handles(r) {
+				if err == nil {
+					t.Errorf("%s %s backend built recipe %s", b.API(), b.Kind(), name)
 				}
+				continue
 			}
+			handled++
+			if err != nil {
+				t.Fatalf("%s %s: %v", b.API(), name, err)
+			}
+			got := bundle.Job().GetObjectKind().GroupVersionKind()
+			if got.Kind != b.Kind() || got.GroupVersion() != b.GVR().GroupVersion() {
+				t.Errorf("%s: built %v, backend says %s %v", name, got, b.Kind(), b.GVR())
+			}
+			u, err := ToUnstructured(bundle.Job())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back, err := BackendOf(u); err != nil || back.API() != b.API() || back.Kind() != b.Kind() {
+				t.Errorf("%s: BackendOf(built %s) = %v %v", name, b.Kind(), back, err)
+			}
+		}
+		// training-operator and trainer run both kinds, mpi-operator MPI only.
+		if want := map[string]int{"qlora": 2, "allreduce": 3}[name]; handled != want {
+			t.Errorf("%s: %d backends handle it, want %d", name, handled, want)
 		}
 	}
 	if r, _ := recipe.Load("vllm", nil); r != nil {
@@ -46,7 +57,10 @@ func TestBackendsBuildTheirKind(t *testing.T) {
 			t.Errorf("a serving recipe has job backend %s", b.Kind())
 		}
 	}
-	if _, err := BackendFor("TrainJob"); err == nil {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("batch/v1")
+	u.SetKind("Job")
+	if _, err := BackendOf(u); err == nil {
 		t.Error("a backend for a kind ain does not run")
 	}
 }

@@ -63,12 +63,9 @@ type Bundle struct {
 
 // Build renders r for the cluster described by p.
 func Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bundle, error) {
-	name := o.Name
-	if name == "" {
-		name = r.Metadata.Name
-	}
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 || len(name) > recipe.MaxNameLen {
-		return nil, fmt.Errorf("job name %q: use at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", name, recipe.MaxNameLen)
+	name, err := jobName(r, o)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case r.Training != nil:
@@ -93,6 +90,18 @@ func Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bundle, error) {
 		return nil, fmt.Errorf("recipe %s is kind Serving: deploy it with `ain serve`, not as a job", r.Metadata.Name)
 	}
 	return nil, fmt.Errorf("recipe %s has no spec", r.Metadata.Name)
+}
+
+// jobName is the run's name: o.Name, else the recipe's, checked as a DNS label.
+func jobName(r *recipe.Recipe, o Options) (string, error) {
+	name := o.Name
+	if name == "" {
+		name = r.Metadata.Name
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 || len(name) > recipe.MaxNameLen {
+		return "", fmt.Errorf("job name %q: use at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", name, recipe.MaxNameLen)
+	}
+	return name, nil
 }
 
 func minAvailable(pods int) *kubeflowv1.SchedulingPolicy {
@@ -373,13 +382,16 @@ func MPIProgram(m *recipe.MPISpec) []string {
 	return prog
 }
 
-func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubeflowv1.MPIJob, error) {
+// mpiTemplates builds an MPI recipe's launcher and worker pod templates, shared by every MPI
+// backend (kubeflow.org/v1 and v2beta1 MPIJob, TrainJob on an MPI runtime). container names the
+// containers (MPIContainer, or the Trainer's "node").
+func mpiTemplates(r *recipe.Recipe, p *profile.Profile, name, container string) (launcher, worker corev1.PodTemplateSpec, err error) {
 	m := r.MPI
 	// Workers: the operator runs their first container with "sleep 365d" when it has no
 	// command, and mpirun starts the ranks in them through kubectl exec.
-	worker, err := podTemplate(r, p, name, MPIContainer, nil, m.GPUsPerNode)
+	worker, err = podTemplate(r, p, name, container, nil, m.GPUsPerNode)
 	if err != nil {
-		return nil, err
+		return launcher, worker, err
 	}
 	// The launcher runs mpirun only: no GPU, so none of the GPU nodes' placement. The profile's
 	// nodeSelector is not copied: on arm64 GPU nodes (GH200, GB200) it would put the launcher
@@ -388,11 +400,11 @@ func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubefl
 	// tainted GPU nodes only still runs it; amd64 is preferred, not required.
 	ll := Labels(r, name)
 	ll[LabelRole] = RoleLauncher
-	launcher := corev1.PodTemplateSpec{
+	launcher = corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: ll},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
-				Name:            MPIContainer,
+				Name:            container,
 				Image:           m.Image,
 				ImagePullPolicy: corev1.PullPolicy(m.ImagePullPolicy),
 				Command:         MPIRunCommand(r, p),
@@ -417,11 +429,20 @@ func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubefl
 		}
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
-			return nil, fmt.Errorf("spec.launcher.resources: %w", err)
+			return launcher, worker, fmt.Errorf("spec.launcher.resources: %w", err)
 		}
 		lr[k] = q
 	}
 	launcher.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: lr}
+	return launcher, worker, nil
+}
+
+func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubeflowv1.MPIJob, error) {
+	m := r.MPI
+	launcher, worker, err := mpiTemplates(r, p, name, MPIContainer)
+	if err != nil {
+		return nil, err
+	}
 	if WorkerGateEnabled(m) {
 		addWorkerGate(m, &launcher, &worker)
 	}
@@ -442,3 +463,6 @@ func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubefl
 		},
 	}, nil
 }
+
+// Job is the bundle's job object: the last one (what it needs is applied before it).
+func (b *Bundle) Job() runtime.Object { return b.Objects[len(b.Objects)-1] }

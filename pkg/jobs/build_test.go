@@ -51,25 +51,30 @@ func TestGolden(t *testing.T) {
 				if !bytes.Equal(got, again) {
 					t.Fatal("rendering twice gave different bytes: output must be deterministic")
 				}
-				path := filepath.Join("testdata", "golden", name+"-"+fabric+".yaml")
-				if *update {
-					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(path, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run go test ./pkg/jobs -update)", err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("%s differs from the rendering; if the change is intended run go test ./pkg/jobs -update\n--- got\n%s", path, got)
-				}
+				golden(t, filepath.Join("testdata", "golden", name+"-"+fabric+".yaml"), got)
 			})
 		}
+	}
+}
+
+// golden compares got with the file at path (-update rewrites it).
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/jobs -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the rendering; if the change is intended run go test ./pkg/jobs -update\n--- got\n%s", path, got)
 	}
 }
 

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
+	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,30 +32,31 @@ var (
 	MPIJobGVR     = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "mpijobs"}
 )
 
-// JobKinds maps kind names to resources, in lookup order.
-var JobKinds = []struct {
-	Kind string
-	GVR  schema.GroupVersionResource
-}{
-	{kubeflowv1.PyTorchJobKind, PyTorchJobGVR},
-	{kubeflowv1.MPIJobKind, MPIJobGVR},
+// jobResources are the resources of what a job apply may create, by apiVersion and kind: the
+// job kinds and what their builders add (two MPIJob versions share a kind, so the kind alone
+// does not say where an object goes).
+var jobResources = map[schema.GroupVersionKind]kube.Resource{
+	PyTorchJobGVR.GroupVersion().WithKind(kubeflowv1.PyTorchJobKind):        {GVR: PyTorchJobGVR, Namespaced: true},
+	MPIJobGVR.GroupVersion().WithKind(kubeflowv1.MPIJobKind):                {GVR: MPIJobGVR, Namespaced: true},
+	MPIJobV2GVR.GroupVersion().WithKind(mpiv2beta1.Kind):                    {GVR: MPIJobV2GVR, Namespaced: true},
+	TrainJobGVR.GroupVersion().WithKind(trainer.TrainJobKind):               {GVR: TrainJobGVR, Namespaced: true},
+	TrainingRuntimeGVR.GroupVersion().WithKind(trainer.TrainingRuntimeKind): {GVR: TrainingRuntimeGVR, Namespaced: true},
+	{Version: "v1", Kind: "ConfigMap"}:                                      kube.ConfigMaps,
+	{Version: "v1", Kind: "Secret"}:                                         kube.Secrets,
+	{Version: "v1", Kind: "Service"}:                                        kube.Services,
 }
 
-// applyKinds are the kinds a job apply may create: the job kinds and what their builders add.
-var applyKinds = map[string]kube.Resource{
-	kubeflowv1.PyTorchJobKind: {GVR: PyTorchJobGVR, Namespaced: true},
-	kubeflowv1.MPIJobKind:     {GVR: MPIJobGVR, Namespaced: true},
-	"ConfigMap":               kube.ConfigMaps,
-	"Secret":                  kube.Secrets,
-	"Service":                 kube.Services,
-}
+// keepSpec are the kinds whose spec a re-run must not change: the jobs, and the TrainingRuntime
+// a running TrainJob uses.
+var keepSpec = map[string]bool{kubeflowv1.PyTorchJobKind: true, kubeflowv1.MPIJobKind: true,
+	trainer.TrainJobKind: true, trainer.TrainingRuntimeKind: true}
 
-// GVRFor returns the resource of a kind ain creates.
-func GVRFor(kind string) (schema.GroupVersionResource, error) {
-	if r, ok := applyKinds[kind]; ok {
+// GVRFor returns the resource of an object ain creates, from its apiVersion and kind.
+func GVRFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	if r, ok := jobResources[gvk]; ok {
 		return r.GVR, nil
 	}
-	return schema.GroupVersionResource{}, fmt.Errorf("ain does not apply %s objects", kind)
+	return schema.GroupVersionResource{}, fmt.Errorf("ain does not apply %s %s objects", gvk.GroupVersion(), gvk.Kind)
 }
 
 // Cluster talks to the API server for one namespace.
@@ -83,8 +87,16 @@ type ApplyResult = kube.Applied
 // existing job whose spec would change is not touched: ImmutableError. dryRun asks the API
 // server (schema, webhooks) without persisting.
 func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool) ([]ApplyResult, error) {
-	ap := &kube.Applier{Dynamic: c.Dynamic, Namespace: c.Namespace, Kinds: applyKinds, Force: true,
-		KeepSpec: map[string]bool{kubeflowv1.PyTorchJobKind: true, kubeflowv1.MPIJobKind: true}}
+	// The kinds of this bundle, each to the resource of its own apiVersion: one apply never
+	// holds a v1 and a v2beta1 MPIJob.
+	kinds := map[string]kube.Resource{}
+	for _, o := range objs {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		if r, ok := jobResources[gvk]; ok {
+			kinds[gvk.Kind] = r
+		}
+	}
+	ap := &kube.Applier{Dynamic: c.Dynamic, Namespace: c.Namespace, Kinds: kinds, Force: true, KeepSpec: keepSpec}
 	dry := kube.DryRunNone
 	if dryRun {
 		dry = kube.DryRunServer
@@ -95,6 +107,37 @@ func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool)
 		return out, &ImmutableError{Kind: sc.Kind, Name: sc.Name, Namespace: sc.Namespace, Phase: PhaseOf(sc.Existing)}
 	}
 	return out, err
+}
+
+// DryRunSkipped is an object a server dry run did not send, and why.
+type DryRunSkipped struct{ What, Why string }
+
+// ApplyDryRun is Apply as a server dry run (schema, defaulting, admission webhooks; nothing is
+// persisted). A TrainJob whose TrainingRuntime does not exist yet is not sent: the Trainer's
+// webhook refuses a TrainJob before its runtime exists, and a dry run creates no runtime, so
+// the answer would be about the dry run, not the job; skipped says so.
+func (c *Cluster) ApplyDryRun(ctx context.Context, objs []runtime.Object) (res []ApplyResult, skipped []DryRunSkipped, err error) {
+	var send []runtime.Object
+	for _, o := range objs {
+		tj, ok := o.(*trainer.TrainJob)
+		if !ok {
+			send = append(send, o)
+			continue
+		}
+		ns := tj.Namespace
+		if ns == "" {
+			ns = c.Namespace
+		}
+		_, gerr := c.Dynamic.Resource(TrainingRuntimeGVR).Namespace(ns).Get(ctx, tj.Spec.RuntimeRef.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(gerr) {
+			skipped = append(skipped, DryRunSkipped{What: trainer.TrainJobKind + "/" + tj.Name,
+				Why: "its TrainingRuntime " + tj.Spec.RuntimeRef.Name + " does not exist yet (the Trainer's webhook checks a TrainJob against its runtime; a real apply creates the runtime first)"})
+			continue
+		}
+		send = append(send, o)
+	}
+	res, err = c.Apply(ctx, send, true)
+	return res, skipped, err
 }
 
 // Phases of a job, from its conditions.
@@ -135,8 +178,15 @@ func StatusOf(u *unstructured.Unstructured) JobStatus {
 // PhaseOf returns the job's current phase: the last condition whose status is True, with
 // Succeeded and Failed taking precedence.
 func PhaseOf(u *unstructured.Unstructured) string {
-	phase, _ := phaseAndMessage(StatusOf(u))
-	return phase
+	return StateOf(u).Phase
+}
+
+// StateOf reads a job's state through its backend (a kind ain does not run reads as kubeflow's).
+func StateOf(u *unstructured.Unstructured) State {
+	if b, err := BackendOf(u); err == nil {
+		return b.State(u)
+	}
+	return kubeflowState(u)
 }
 
 func phaseAndMessage(s JobStatus) (string, string) {
@@ -157,7 +207,8 @@ func phaseAndMessage(s JobStatus) (string, string) {
 	return phase, msg
 }
 
-// Find returns the job called name, trying each backend in turn (PyTorchJob, MPIJob).
+// Find returns the job called name, trying each backend in turn (v1 PyTorchJob and MPIJob,
+// v2beta1 MPIJob, TrainJob); an API the cluster does not serve answers not found.
 func (c *Cluster) Find(ctx context.Context, name string) (*unstructured.Unstructured, error) {
 	for _, b := range Backends {
 		u, err := b.Find(ctx, c, name)
@@ -175,7 +226,7 @@ func (c *Cluster) Find(ctx context.Context, name string) (*unstructured.Unstruct
 type NotFoundError struct{ Name, Namespace string }
 
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("no PyTorchJob or MPIJob %q in namespace %s", e.Name, e.Namespace)
+	return fmt.Sprintf("no job (PyTorchJob, MPIJob, TrainJob) %q in namespace %s", e.Name, e.Namespace)
 }
 
 // IsNotFound reports whether err is a NotFoundError.
@@ -187,8 +238,13 @@ func IsNotFound(err error) bool {
 // List returns ain's jobs in the namespace (label managed-by=ain), newest first.
 func (c *Cluster) List(ctx context.Context) ([]unstructured.Unstructured, error) {
 	var all []unstructured.Unstructured
-	for _, k := range JobKinds {
-		l, err := c.Dynamic.Resource(k.GVR).Namespace(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedByAin})
+	seen := map[schema.GroupVersionResource]bool{}
+	for _, b := range Backends {
+		if seen[b.GVR()] {
+			continue
+		}
+		seen[b.GVR()] = true
+		l, err := c.Dynamic.Resource(b.GVR()).Namespace(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedByAin})
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				continue // CRD not installed
@@ -203,9 +259,18 @@ func (c *Cluster) List(ctx context.Context) ([]unstructured.Unstructured, error)
 	return all, nil
 }
 
-// Pods returns the pods of job name (by the operator's job-name label), sorted by replica and index.
-func (c *Cluster) Pods(ctx context.Context, name string) ([]corev1.Pod, error) {
-	l, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kubeflowv1.JobNameLabel + "=" + name})
+// JobPods returns the pods of a job (through its backend), sorted as SortPods sorts them.
+func (c *Cluster) JobPods(ctx context.Context, job *unstructured.Unstructured) ([]corev1.Pod, error) {
+	b, err := BackendOf(job)
+	if err != nil {
+		return nil, err
+	}
+	return b.Pods(ctx, c, job.GetName())
+}
+
+// podsBySelector lists the pods matching a label selector, sorted by replica and index.
+func (c *Cluster) podsBySelector(ctx context.Context, sel string) ([]corev1.Pod, error) {
+	l, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +282,7 @@ func (c *Cluster) Pods(ctx context.Context, name string) ([]corev1.Pod, error) {
 // SortPods orders pods master/launcher first, then workers by index.
 func SortPods(pods []corev1.Pod) {
 	sort.SliceStable(pods, func(i, j int) bool {
-		ri, rj := replicaOrder(pods[i].Labels[kubeflowv1.ReplicaTypeLabel]), replicaOrder(pods[j].Labels[kubeflowv1.ReplicaTypeLabel])
+		ri, rj := replicaOrder(Replica(&pods[i])), replicaOrder(Replica(&pods[j]))
 		if ri != rj {
 			return ri < rj
 		}
@@ -229,31 +294,65 @@ func replicaOrder(t string) int {
 	switch t {
 	case "master", "launcher":
 		return 0
-	case "worker":
+	case "worker", TrainerNodeJob:
 		return 1
 	}
 	return 2
 }
 
-// ReplicaIndex is the pod's replica index label as a number (-1 when absent).
-func ReplicaIndex(p *corev1.Pod) int {
-	var n int
-	if _, err := fmt.Sscanf(p.Labels[kubeflowv1.ReplicaIndexLabel], "%d", &n); err != nil {
-		return -1
+// Replica is the pod's role in its job, from the labels its controller sets: the
+// training-operator's replica-type (master, worker, launcher), the mpi-operator's job-role
+// (launcher, worker), JobSet's replicated job (a TrainJob's node or launcher).
+func Replica(p *corev1.Pod) string {
+	for _, k := range []string{kubeflowv1.ReplicaTypeLabel, mpiv2beta1.JobRoleLabel, ReplicatedJobLabel} {
+		if v := p.Labels[k]; v != "" {
+			return strings.ToLower(v)
+		}
 	}
-	return n
+	return ""
 }
 
-// Delete deletes the job (its pods, services and config go with it through owner references)
-// and every other object labelled with its run. It returns what it deleted.
+// ReplicaIndex is the pod's index within its replica (-1 when absent): the kubeflow operators'
+// replica-index label, or an Indexed Job's completion index (a TrainJob node's rank). An
+// mpi-operator launcher has no index label: it is the only one, index 0.
+func ReplicaIndex(p *corev1.Pod) int {
+	for _, k := range []string{kubeflowv1.ReplicaIndexLabel, CompletionIndexLabel} {
+		var n int
+		if v, ok := p.Labels[k]; ok {
+			if _, err := fmt.Sscanf(v, "%d", &n); err == nil {
+				return n
+			}
+		}
+	}
+	if v, ok := p.Annotations[CompletionIndexLabel]; ok {
+		var n int
+		if _, err := fmt.Sscanf(v, "%d", &n); err == nil {
+			return n
+		}
+	}
+	if p.Labels[mpiv2beta1.JobRoleLabel] == "launcher" {
+		return 0
+	}
+	return -1
+}
+
+// Delete deletes the job through its backend (its pods, and what ain applied with it).
 func (c *Cluster) Delete(ctx context.Context, job *unstructured.Unstructured) ([]string, error) {
-	gvr, err := GVRFor(job.GetKind())
+	b, err := BackendOf(job)
 	if err != nil {
 		return nil, err
 	}
+	return b.Delete(ctx, c, job)
+}
+
+// deleteJob deletes the job (its pods, services and config go with it through owner
+// references) and the pods of b's selector. With ownedOnly, only pods the job itself owns are
+// deleted here (a re-created job of the same name keeps its new pods); backends whose pods
+// belong to an intermediate Job (mpi-operator's launcher, JobSet's Jobs) delete by label.
+func (c *Cluster) deleteJob(ctx context.Context, b Backend, job *unstructured.Unstructured, ownedOnly bool) ([]string, error) {
 	bg := metav1.DeletePropagationBackground
 	uid := job.GetUID()
-	if err := c.Dynamic.Resource(gvr).Namespace(c.Namespace).Delete(ctx, job.GetName(), metav1.DeleteOptions{
+	if err := c.Dynamic.Resource(b.GVR()).Namespace(c.Namespace).Delete(ctx, job.GetName(), metav1.DeleteOptions{
 		PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid},
 	}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
@@ -261,11 +360,10 @@ func (c *Cluster) Delete(ctx context.Context, job *unstructured.Unstructured) ([
 	deleted := []string{job.GetKind() + "/" + job.GetName()}
 	// Pods are removed by the garbage collector through owner references; delete them here
 	// too so nothing labelled with the run is left when this returns.
-	sel := kubeflowv1.JobNameLabel + "=" + job.GetName()
-	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: b.PodSelector(job.GetName())})
 	if err == nil {
 		for _, p := range pods.Items {
-			if len(p.OwnerReferences) > 0 && p.OwnerReferences[0].UID != types.UID(uid) {
+			if ownedOnly && len(p.OwnerReferences) > 0 && p.OwnerReferences[0].UID != types.UID(uid) {
 				continue
 			}
 			if err := c.Kube.CoreV1().Pods(c.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err == nil {
@@ -278,8 +376,8 @@ func (c *Cluster) Delete(ctx context.Context, job *unstructured.Unstructured) ([
 
 // WaitGone waits until no pod of the job is left, or ctx ends: one list, then a watch from
 // that list's resource version (re-listed only if the watch closes).
-func (c *Cluster) WaitGone(ctx context.Context, name string) error {
-	sel := metav1.ListOptions{LabelSelector: kubeflowv1.JobNameLabel + "=" + name}
+func (c *Cluster) WaitGone(ctx context.Context, b Backend, name string) error {
+	sel := metav1.ListOptions{LabelSelector: b.PodSelector(name)}
 	for {
 		l, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, sel)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -37,16 +36,28 @@ func (e *NoPodMatchError) Error() string {
 // SelectPods returns the pods of s among pods (sorted as SortPods sorts them).
 func SelectPods(job string, pods []corev1.Pod, s LogSelection) ([]corev1.Pod, error) {
 	var sel []corev1.Pod
+	// The lead pod: the master or launcher; a TrainJob on a torch runtime has neither, and its
+	// node 0 is the rendezvous master (PET_MASTER_ADDR).
+	hasLead := false
+	for i := range pods {
+		if rt := Replica(&pods[i]); rt == "master" || rt == "launcher" {
+			hasLead = true
+		}
+	}
 	for _, p := range pods {
-		rt := p.Labels[kubeflowv1.ReplicaTypeLabel]
+		rt := Replica(&p)
 		switch {
 		case s.All:
 		case s.Replica != "":
 			if rt != strings.ToLower(s.Replica) || (s.Index >= 0 && ReplicaIndex(&p) != s.Index) {
 				continue
 			}
-		default:
+		case hasLead:
 			if rt != "master" && rt != "launcher" {
+				continue
+			}
+		default:
+			if rt != TrainerNodeJob || ReplicaIndex(&p) != 0 {
 				continue
 			}
 		}
@@ -55,7 +66,7 @@ func SelectPods(job string, pods []corev1.Pod, s LogSelection) ([]corev1.Pod, er
 	if len(sel) == 0 {
 		e := &NoPodMatchError{Job: job}
 		for _, p := range pods {
-			e.Have = append(e.Have, fmt.Sprintf("%s-%d", p.Labels[kubeflowv1.ReplicaTypeLabel], ReplicaIndex(&p)))
+			e.Have = append(e.Have, fmt.Sprintf("%s-%d", Replica(&p), ReplicaIndex(&p)))
 		}
 		return nil, e
 	}
@@ -76,8 +87,8 @@ func (e *LogStreamError) Unwrap() error { return e.Err }
 // open for new lines until the pod finishes (a pod watch ends each stream a short grace after
 // its pod Succeeded or Failed, since some log servers keep a finished pod's stream open) or ctx
 // ends. tail < 0 means every line.
-func (c *Cluster) StreamLogs(ctx context.Context, w io.Writer, kind, job string, pods []corev1.Pod, tail int64, follow bool) error {
-	container := MainContainer(kind)
+func (c *Cluster) StreamLogs(ctx context.Context, w io.Writer, b Backend, job string, pods []corev1.Pod, tail int64, follow bool) error {
+	container := b.Container()
 	prefix := len(pods) > 1
 	out := &lockedWriter{w: w}
 	var wg sync.WaitGroup
@@ -88,7 +99,7 @@ func (c *Cluster) StreamLogs(ctx context.Context, w io.Writer, kind, job string,
 		for _, p := range pods {
 			streamCtx[p.Name], cancels[p.Name] = context.WithCancel(ctx)
 		}
-		go c.endFollowWhenDone(ctx, job, cancels)
+		go c.endFollowWhenDone(ctx, b.PodSelector(job), cancels)
 	}
 	for _, p := range pods {
 		wg.Add(1)
@@ -128,8 +139,8 @@ func (c *Cluster) StreamLogs(ctx context.Context, w io.Writer, kind, job string,
 
 // endFollowWhenDone watches the job's pods and cancels a pod's log stream once it has finished
 // (after a short grace so the last lines arrive).
-func (c *Cluster) endFollowWhenDone(ctx context.Context, job string, cancels map[string]context.CancelFunc) {
-	w, err := c.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: kubeflowv1.JobNameLabel + "=" + job})
+func (c *Cluster) endFollowWhenDone(ctx context.Context, selector string, cancels map[string]context.CancelFunc) {
+	w, err := c.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return
 	}

@@ -52,8 +52,11 @@ type Summary struct {
 
 // MainContainer is the container holding a job's work for the given kind.
 func MainContainer(kind string) string {
-	if kind == kubeflowv1.MPIJobKind {
+	switch kind {
+	case kubeflowv1.MPIJobKind: // v1 and v2beta1: ain names the container
 		return MPIContainer
+	case trainJob.kind:
+		return TrainerContainer
 	}
 	return PyTorchContainer
 }

@@ -8,8 +8,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Shape returns the number of GPU pods and GPUs a job asks for, from its replica specs.
+// Shape returns the number of GPU pods and GPUs a job asks for (through its backend).
 func Shape(u *unstructured.Unstructured) (nodes int, gpus int64) {
+	if b, err := BackendOf(u); err == nil {
+		return b.Shape(u)
+	}
+	return replicaShape(u)
+}
+
+// replicaShape reads the kubeflow operators' replica specs (v1 and v2beta1 alike).
+func replicaShape(u *unstructured.Unstructured) (nodes int, gpus int64) {
 	key := "pytorchReplicaSpecs"
 	if u.GetKind() == kubeflowv1.MPIJobKind {
 		key = "mpiReplicaSpecs"

@@ -62,21 +62,15 @@ func (s *Snapshot) Key() string {
 
 // SnapshotOf builds a snapshot from a job and its pods; explain may add reasons to pods.
 func SnapshotOf(job *unstructured.Unstructured, pods []corev1.Pod) Snapshot {
-	st := StatusOf(job)
-	phase, msg := phaseAndMessage(st)
+	st := StateOf(job)
 	s := Snapshot{
 		Kind: job.GetKind(), Name: job.GetName(), Namespace: job.GetNamespace(),
-		Phase: phase, Message: msg, Created: job.GetCreationTimestamp().Time, Conditions: st.Conditions,
+		Phase: st.Phase, Message: st.Message, Created: job.GetCreationTimestamp().Time, Conditions: st.Conditions,
+		Started: st.Started, Finished: st.Finished,
 	}
-	if st.StartTime != nil {
-		s.Started = st.StartTime.Time
-	}
-	if st.CompletionTime != nil {
-		s.Finished = st.CompletionTime.Time
-	}
-	if Terminal(phase) && s.Finished.IsZero() {
+	if Terminal(s.Phase) && s.Finished.IsZero() {
 		for _, c := range st.Conditions {
-			if string(c.Type) == phase {
+			if string(c.Type) == s.Phase {
 				s.Finished = c.LastTransitionTime.Time
 			}
 		}
@@ -84,13 +78,17 @@ func SnapshotOf(job *unstructured.Unstructured, pods []corev1.Pod) Snapshot {
 	SortPods(pods)
 	for i := range pods {
 		s.Pods = append(s.Pods, podInfo(&pods[i]))
+		// A TrainJob has no start time of its own: its first pod's start is the job's.
+		if t := s.Pods[i].Started; st.Started.IsZero() && !t.IsZero() && (s.Started.IsZero() || t.Before(s.Started)) {
+			s.Started = t
+		}
 	}
 	return s
 }
 
 func podInfo(p *corev1.Pod) PodInfo {
 	pi := PodInfo{
-		Name: p.Name, Replica: p.Labels[kubeflowv1.ReplicaTypeLabel], Index: ReplicaIndex(p),
+		Name: p.Name, Replica: Replica(p), Index: ReplicaIndex(p),
 		Phase: string(p.Status.Phase), Node: p.Spec.NodeName,
 	}
 	if p.Status.StartTime != nil {
@@ -133,11 +131,8 @@ type WatchOptions struct {
 // Watch follows a job and its pods with informers (list once, then watch; the reflector
 // re-lists and resumes by itself after a dropped connection or an API server restart) until the
 // job ends, is deleted, or ctx is done. It returns the last snapshot.
-func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) (Snapshot, error) {
-	gvr, err := GVRFor(kind)
-	if err != nil {
-		return Snapshot{}, err
-	}
+func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOptions) (Snapshot, error) {
+	gvr, kind := b.GVR(), b.Kind()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -147,7 +142,7 @@ func (c *Cluster) Watch(ctx context.Context, kind, name string, o WatchOptions) 
 	jobInf := jobFactory.ForResource(gvr).Informer()
 	podFactory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(c.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = kubeflowv1.JobNameLabel + "=" + name
+			lo.LabelSelector = b.PodSelector(name)
 		}))
 	podInf := podFactory.Core().V1().Pods().Informer()
 

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -83,7 +84,14 @@ type Spec struct {
 	// NodeSelector and Tolerations place every GPU pod.
 	NodeSelector map[string]string `yaml:"nodeSelector,omitempty" json:"nodeSelector,omitempty"`
 	Tolerations  []Toleration      `yaml:"tolerations,omitempty" json:"tolerations,omitempty"`
+	// JobAPI forces the workload API jobs are submitted as: auto (default: the best one the
+	// cluster serves), trainer (TrainJob), mpi-operator (kubeflow.org/v2beta1 MPIJob, MPI
+	// recipes) or training-operator (kubeflow.org/v1). --api overrides it.
+	JobAPI string `yaml:"jobAPI,omitempty" json:"jobAPI,omitempty"`
 }
+
+// JobAPIs are the values of spec.jobAPI (pkg/jobs.API names them).
+var JobAPIs = []string{"auto", "trainer", "mpi-operator", "training-operator"}
 
 // RDMAResource is a device-plugin resource and the count each pod requests.
 type RDMAResource struct {
@@ -252,6 +260,13 @@ func (p *Profile) Validate(doc *strict.Doc) error {
 		add("kind", "expected %s, got %q", Kind, p.Kind)
 	}
 	s := p.Spec
+	if s.JobAPI != "" && !slices.Contains(JobAPIs, s.JobAPI) {
+		msg := fmt.Sprintf("%q is not a job API: use %s", s.JobAPI, strings.Join(JobAPIs, ", "))
+		if sug := strict.Suggest(s.JobAPI, JobAPIs); sug != "" && sug != s.JobAPI {
+			msg += fmt.Sprintf(" (did you mean %q?)", sug)
+		}
+		add("spec.jobAPI", "%s", msg)
+	}
 	switch s.Fabric {
 	case FabricIB, FabricRoCE, FabricSocket:
 	default:

@@ -1,0 +1,199 @@
+package jobs
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+func renderWith(t testing.TB, api API, name, fabric string) *Bundle {
+	t.Helper()
+	r, err := recipe.Load(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Load(profile.Options{Fabric: fabric, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Choose(r, Served{}, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := b.Build(r, p, Options{Namespace: "ns"})
+	if err != nil {
+		t.Fatalf("build %s on %s: %v", name, api, err)
+	}
+	return bundle
+}
+
+// TestGoldenBackends renders the built-in job recipes with the mpi-operator and Trainer
+// backends and compares the YAML with testdata/golden/<api>/<recipe>-<fabric>.yaml
+// (go test ./pkg/jobs -run TestGoldenBackends -update rewrites them).
+func TestGoldenBackends(t *testing.T) {
+	cases := map[API][]string{APIMPIOperator: {"allreduce"}, APITrainer: {"qlora", "allreduce"}}
+	for api, names := range cases {
+		for _, name := range names {
+			for _, fabric := range []string{profile.FabricIB, profile.FabricSocket} {
+				t.Run(string(api)+"/"+name+"-"+fabric, func(t *testing.T) {
+					got, err := Encode(renderWith(t, api, name, fabric).Objects, "yaml")
+					if err != nil {
+						t.Fatal(err)
+					}
+					golden(t, filepath.Join("testdata", "golden", string(api), name+"-"+fabric+".yaml"), got)
+				})
+			}
+		}
+	}
+}
+
+// The v2beta1 MPIJob: what the mpi-operator needs, on the real type.
+func TestMPIJobV2(t *testing.T) {
+	job, ok := renderWith(t, APIMPIOperator, "allreduce", profile.FabricIB).Job().(*mpiv2beta1.MPIJob)
+	if !ok {
+		t.Fatalf("job is %T", renderWith(t, APIMPIOperator, "allreduce", profile.FabricIB).Job())
+	}
+	s := job.Spec
+	if s.LauncherCreationPolicy != mpiv2beta1.LauncherCreationPolicyWaitForWorkersReady {
+		t.Errorf("launcherCreationPolicy %q", s.LauncherCreationPolicy)
+	}
+	if s.RunPolicy.CleanPodPolicy == nil || *s.RunPolicy.CleanPodPolicy != mpiv2beta1.CleanPodPolicyRunning {
+		t.Errorf("cleanPodPolicy %v", s.RunPolicy.CleanPodPolicy)
+	}
+	if s.SSHAuthMountPath != "/root/.ssh" || s.SlotsPerWorker == nil || *s.SlotsPerWorker != 1 {
+		t.Errorf("sshAuthMountPath %q slotsPerWorker %v", s.SSHAuthMountPath, s.SlotsPerWorker)
+	}
+	l := s.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeLauncher].Template.Spec
+	w := s.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeWorker]
+	if *w.Replicas != 3 {
+		t.Errorf("workers %d", *w.Replicas)
+	}
+	for k := range l.Containers[0].Resources.Limits {
+		t.Errorf("launcher has a limit on %s (no GPU or RDMA)", k)
+	}
+	for k := range l.Containers[0].Resources.Requests {
+		if strings.Contains(string(k), "/") {
+			t.Errorf("launcher requests %s", k)
+		}
+	}
+	if len(l.InitContainers) != 0 {
+		t.Error("v2beta1 launcher has ain's worker gate: WaitForWorkersReady replaces it")
+	}
+	wc := w.Template.Spec.Containers[0]
+	if len(wc.Command) != 0 {
+		t.Errorf("worker command %v: empty lets the operator run sshd -De", wc.Command)
+	}
+	if wc.ReadinessProbe == nil || wc.ReadinessProbe.TCPSocket == nil || wc.ReadinessProbe.TCPSocket.Port.IntVal != 22 {
+		t.Errorf("worker readiness %+v: want a TCP probe of sshd", wc.ReadinessProbe)
+	}
+	checkRank(t, w.Template, envOf(t, "allreduce"))
+}
+
+// checkRank asserts the fabric wiring of a GPU rank's pod template (ib profile): GPU, RDMA,
+// IPC_LOCK, memory /dev/shm, Multus, and the environment Env gives (what v1 renders).
+
+// envOf is Env for a built-in recipe on the ib profile.
+func envOf(t *testing.T, name string) []corev1.EnvVar {
+	r, err := recipe.Load(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Load(profile.Options{Fabric: profile.FabricIB, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Env(r, p)
+}
+
+func checkRank(t *testing.T, tmpl corev1.PodTemplateSpec, wantEnv []corev1.EnvVar) {
+	t.Helper()
+	c := tmpl.Spec.Containers[0]
+	if _, ok := c.Resources.Limits["nvidia.com/gpu"]; !ok {
+		t.Error("rank has no GPU")
+	}
+	if _, ok := c.Resources.Limits[profile.DefaultRDMAResource]; !ok {
+		t.Error("rank has no RDMA resource")
+	}
+	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil || len(c.SecurityContext.Capabilities.Add) == 0 || c.SecurityContext.Capabilities.Add[0] != "IPC_LOCK" {
+		t.Error("rank has no IPC_LOCK")
+	}
+	shm := false
+	for _, v := range tmpl.Spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			shm = true
+		}
+	}
+	if !shm {
+		t.Error("rank has no memory-backed /dev/shm")
+	}
+	if tmpl.Annotations[MultusAnnotation] == "" && len(profile.Default().Spec.Networks) > 0 {
+		t.Error("rank has no Multus annotation")
+	}
+	if !reflect.DeepEqual(c.Env, wantEnv) {
+		t.Errorf("rank env %v, want the fabric's NCCL env %v (as v1)", c.Env, wantEnv)
+	}
+}
+
+// The TrainJob of a torch recipe: runtime first, wired ranks in the trainer step, the TrainJob
+// naming it; and of an MPI recipe: node workers running sshd, a launcher without GPU that
+// depends on the nodes being Ready.
+func TestTrainJob(t *testing.T) {
+	b := renderWith(t, APITrainer, "qlora", profile.FabricIB)
+	if len(b.Objects) != 2 {
+		t.Fatalf("%d objects, want runtime + TrainJob", len(b.Objects))
+	}
+	rt := b.Objects[0].(*trainer.TrainingRuntime)
+	job := b.Job().(*trainer.TrainJob)
+	if job.Spec.RuntimeRef.Name != rt.Name || *job.Spec.RuntimeRef.Kind != trainer.TrainingRuntimeKind || rt.Namespace != "ns" {
+		t.Errorf("runtimeRef %+v, runtime %s/%s", job.Spec.RuntimeRef, rt.Namespace, rt.Name)
+	}
+	if *job.Spec.Trainer.NumNodes != 3 || *job.Spec.Trainer.NumProcPerNode != 1 {
+		t.Errorf("trainer %+v", job.Spec.Trainer)
+	}
+	if rt.Spec.MLPolicy.Torch == nil || *rt.Spec.MLPolicy.NumNodes != 3 {
+		t.Errorf("mlPolicy %+v", rt.Spec.MLPolicy)
+	}
+	rjs := rt.Spec.Template.Spec.ReplicatedJobs
+	if len(rjs) != 1 || rjs[0].Name != "node" || rjs[0].Replicas != 1 || rjs[0].Template.Labels[trainerAncestorLabel] != "trainer" {
+		t.Fatalf("replicated jobs %+v", rjs)
+	}
+	pod := rjs[0].Template.Spec.Template
+	if pod.Spec.Containers[0].Name != "node" || pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("container %s restartPolicy %s", pod.Spec.Containers[0].Name, pod.Spec.RestartPolicy)
+	}
+	checkRank(t, pod, envOf(t, "qlora"))
+
+	b = renderWith(t, APITrainer, "allreduce", profile.FabricIB)
+	rt = b.Objects[0].(*trainer.TrainingRuntime)
+	rjs = rt.Spec.Template.Spec.ReplicatedJobs
+	if len(rjs) != 2 || rjs[0].Name != "node" || rjs[1].Name != "launcher" {
+		t.Fatalf("replicated jobs %+v", rjs)
+	}
+	if d := rjs[1].DependsOn; len(d) != 1 || d[0].Name != "node" || d[0].Status != jobsetv1alpha2.DependencyReady {
+		t.Errorf("launcher dependsOn %+v", d)
+	}
+	if rjs[1].Template.Labels[trainerAncestorLabel] != "trainer" || rjs[0].Template.Labels[trainerAncestorLabel] != "" {
+		t.Error("the launcher, not the nodes, is the trainer step of an MPI runtime")
+	}
+	mpi := rt.Spec.MLPolicy.MPI
+	if mpi == nil || *mpi.SSHAuthMountPath != "/root/.ssh" || *mpi.RunLauncherAsNode || *mpi.NumProcPerNode != 1 {
+		t.Errorf("mlPolicy.mpi %+v", mpi)
+	}
+	node := rjs[0].Template.Spec.Template
+	if strings.Join(node.Spec.Containers[0].Command, " ") != "/usr/sbin/sshd -De" {
+		t.Errorf("node command %v", node.Spec.Containers[0].Command)
+	}
+	checkRank(t, node, envOf(t, "allreduce"))
+	for k := range rjs[1].Template.Spec.Template.Spec.Containers[0].Resources.Limits {
+		t.Errorf("launcher has a limit on %s", k)
+	}
+}

@@ -1,0 +1,308 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+// The trainer.kubeflow.org/v1alpha1 TrainJob of Kubeflow Trainer v2 (v2.3.0). A TrainJob names a
+// runtime; the Trainer turns runtime + TrainJob into a JobSet of the same name. ain renders,
+// for every run, its own namespaced TrainingRuntime (named as the run, labelled as ain's, applied
+// just before the TrainJob: a namespace-level user can create it, no cluster-admin needed), whose
+// pod templates carry what the stock torch-distributed runtime leaves out: the GPU and RDMA
+// resources, the Multus annotation, IPC_LOCK, a memory-backed /dev/shm and the fabric's NCCL
+// environment. Facts from github.com/kubeflow/trainer/v2@v2.3.0:
+//
+//   - the replicated job labelled trainer.kubeflow.org/trainjob-ancestor-step=trainer must have
+//     replicas 1 and a container named "node" (pkg/webhooks/trainingruntime_webhook.go), and the
+//     TrainJob webhook refuses a TrainJob whose TrainingRuntime does not exist yet
+//     (pkg/runtime/core/trainingruntime.go ValidateObjects): the runtime is applied first;
+//   - the torch plugin (pkg/runtime/framework/plugins/torch/torch.go) sets PET_NNODES,
+//     PET_NPROC_PER_NODE (trainer.numProcPerNode, else "auto"), PET_NODE_RANK (the Job completion
+//     index), PET_MASTER_ADDR=<job>-node-0-0.<job> and PET_MASTER_PORT=29500 on the "node"
+//     container: what torchrun reads, as with the training-operator's PyTorchJob;
+//   - the MPI plugin (plugins/mpi/mpi.go) needs replicated jobs "launcher" and "node", mounts the
+//     SSH keys (Secret <job>-mpi-ssh-auth) at mlPolicy.mpi.sshAuthMountPath in both, the hostfile
+//     (ConfigMap <job>-mpi-hostfile) at /etc/mpi on the launcher, and sets
+//     OMPI_MCA_orte_default_hostfile, OMPI_MCA_orte_keep_fqdn_hostnames,
+//     OMPI_MCA_orte_set_default_slots (numProcPerNode) and OMPI_MCA_plm_rsh_args there. It does
+//     not start sshd: the runtime's node container runs "/usr/sbin/sshd -De", as the Trainer's own
+//     MPI runtimes do (manifests/base/runtimes/deepspeed_distributed.yaml), so the image needs sshd;
+//   - the launcher waits for its workers through JobSet's dependsOn (launcher after node is
+//     Ready, as in deepspeed_distributed.yaml): Ready counts Pods with Ready=True, and the node
+//     container's readiness probe is a TCP connect to sshd;
+//   - the JobSet labels every Pod jobset.sigs.k8s.io/jobset-name=<job> and
+//     jobset.sigs.k8s.io/replicatedjob-name=node|launcher; the Job controller adds
+//     batch.kubernetes.io/job-completion-index (the node rank);
+//   - status.conditions are metav1.Conditions Complete, Failed, Suspended; status.jobsStatus
+//     counts each replicated job's active, ready, succeeded and failed Jobs.
+const (
+	// TrainJobKind is the TrainJob kind.
+	TrainJobKind = trainer.TrainJobKind
+	// TrainerContainer is the container name the Trainer requires for the trainer step.
+	TrainerContainer = "node"
+	// TrainerNodeJob and TrainerLauncherJob are the replicated jobs of ain's runtimes.
+	TrainerNodeJob     = "node"
+	TrainerLauncherJob = "launcher"
+	// trainerAncestorLabel marks the replicated job the TrainJob's trainer applies to.
+	trainerAncestorLabel = "trainer.kubeflow.org/trainjob-ancestor-step"
+	trainerAncestor      = "trainer"
+	// JobSetNameLabel and ReplicatedJobLabel are JobSet's pod labels.
+	JobSetNameLabel    = jobsetv1alpha2.JobSetNameKey
+	ReplicatedJobLabel = jobsetv1alpha2.ReplicatedJobNameKey
+	// CompletionIndexLabel is the Job controller's pod label of an Indexed Job's index.
+	CompletionIndexLabel = batchv1.JobCompletionIndexAnnotation
+	// AnnotationGPUsPerNode records the GPUs of each node pod on the TrainJob (whose own spec
+	// does not hold them: they are in the runtime), for `ain list`.
+	AnnotationGPUsPerNode = "ain.dev/gpus-per-node"
+	// TrainJob conditions (trainer's TrainJobComplete, TrainJobFailed, TrainJobSuspended).
+	trainJobComplete  = trainer.TrainJobComplete
+	trainJobFailed    = trainer.TrainJobFailed
+	trainJobSuspended = trainer.TrainJobSuspended
+)
+
+type trainJobBackend struct{ jobAPI }
+
+var trainJob = trainJobBackend{jobAPI{kind: trainer.TrainJobKind, gvr: TrainJobGVR, container: TrainerContainer, selector: JobSetNameLabel}}
+
+func (trainJobBackend) API() API                      { return APITrainer }
+func (trainJobBackend) Handles(r *recipe.Recipe) bool { return r.Training != nil || r.MPI != nil }
+
+// Delete deletes the TrainJob (its JobSet, Jobs and Pods go with it) and then the run's
+// TrainingRuntime, which ain applied with it.
+func (b trainJobBackend) Delete(ctx context.Context, c *Cluster, job *unstructured.Unstructured) ([]string, error) {
+	deleted, err := c.deleteJob(ctx, b, job, false)
+	if err != nil {
+		return deleted, err
+	}
+	rt, _, _ := unstructured.NestedString(job.Object, "spec", "runtimeRef", "name")
+	kind, _, _ := unstructured.NestedString(job.Object, "spec", "runtimeRef", "kind")
+	if rt == "" || (kind != "" && kind != trainer.TrainingRuntimeKind) {
+		return deleted, nil
+	}
+	ri := c.Dynamic.Resource(TrainingRuntimeGVR).Namespace(c.Namespace)
+	u, err := ri.Get(ctx, rt, metav1.GetOptions{})
+	if err != nil {
+		return deleted, nil // gone already, or not readable: the TrainJob is what mattered
+	}
+	// Only a runtime ain rendered for this run; a shared runtime someone else made stays.
+	if l := u.GetLabels(); l[LabelManagedBy] != ManagedByAin || l[LabelRun] != job.GetName() {
+		return deleted, nil
+	}
+	bg := metav1.DeletePropagationBackground
+	if err := ri.Delete(ctx, rt, metav1.DeleteOptions{PropagationPolicy: &bg}); err == nil || apierrors.IsNotFound(err) {
+		deleted = append(deleted, trainer.TrainingRuntimeKind+"/"+rt)
+	}
+	return deleted, nil
+}
+
+// State maps the TrainJob's conditions and jobsStatus to ain's phases.
+func (trainJobBackend) State(u *unstructured.Unstructured) State {
+	var st trainer.TrainJobStatus
+	if raw, ok := u.Object["status"].(map[string]any); ok {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
+	}
+	s := State{Phase: PhasePending}
+	var latest time.Time
+	for _, c := range st.Conditions {
+		s.Conditions = append(s.Conditions, jobCondition(c))
+		if c.Status != metav1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case trainJobComplete:
+			s.Phase, s.Message, s.Finished = PhaseSucceeded, c.Message, c.LastTransitionTime.Time
+			return s
+		case trainJobFailed:
+			s.Phase, s.Message, s.Finished = PhaseFailed, c.Message, c.LastTransitionTime.Time
+			return s
+		case trainJobSuspended:
+			if !c.LastTransitionTime.Time.Before(latest) {
+				s.Phase, s.Message, latest = PhaseSuspended, c.Message, c.LastTransitionTime.Time
+			}
+		}
+	}
+	if s.Phase == PhaseSuspended {
+		return s
+	}
+	for _, js := range st.JobsStatus {
+		if deref(js.Active) > 0 || deref(js.Ready) > 0 {
+			s.Phase = PhaseRunning
+			return s
+		}
+		if s.Phase == PhasePending {
+			s.Phase = PhaseCreated
+		}
+	}
+	return s
+}
+
+func deref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// jobCondition shows a TrainJob condition in the kubeflow shape the status view prints.
+func jobCondition(c metav1.Condition) kubeflowv1.JobCondition {
+	return kubeflowv1.JobCondition{
+		Type: kubeflowv1.JobConditionType(c.Type), Status: corev1.ConditionStatus(c.Status),
+		Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime, LastUpdateTime: c.LastTransitionTime,
+	}
+}
+
+// Shape: spec.trainer.numNodes pods with the GPUs ain recorded on the TrainJob.
+func (trainJobBackend) Shape(u *unstructured.Unstructured) (int, int64) {
+	n, _, _ := unstructured.NestedInt64(u.Object, "spec", "trainer", "numNodes")
+	if n == 0 {
+		n = 1
+	}
+	g, _ := strconv.ParseInt(u.GetAnnotations()[AnnotationGPUsPerNode], 10, 64)
+	return int(n), n * g
+}
+
+// Build renders the run's TrainingRuntime and the TrainJob that uses it (in that order).
+func (trainJobBackend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bundle, error) {
+	name, err := jobName(r, o)
+	if err != nil {
+		return nil, err
+	}
+	var rt *trainer.TrainingRuntime
+	var procs int32
+	switch {
+	case r.Training != nil:
+		rt, err = torchRuntime(r, p, name, o.Namespace)
+		procs = int32(max(r.Training.GPUsPerNode, 1))
+	case r.MPI != nil:
+		rt, err = mpiRuntime(r, p, name, o.Namespace)
+		procs = mpiSlots(r.MPI)
+	default:
+		return nil, fmt.Errorf("recipe %s is not a job recipe: a TrainJob runs training and MPI recipes", r.Metadata.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := r.Workload()
+	nodes := int32(w.Nodes)
+	meta := objectMeta(r, p, name, o.Namespace)
+	meta.Annotations[AnnotationGPUsPerNode] = strconv.Itoa(w.GPUsPerNode)
+	job := &trainer.TrainJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
+		ObjectMeta: meta,
+		Spec: trainer.TrainJobSpec{
+			RuntimeRef: trainer.RuntimeRef{Name: rt.Name, APIGroup: ptrTo(trainer.GroupVersion.Group), Kind: ptrTo(trainer.TrainingRuntimeKind)},
+			Trainer:    &trainer.Trainer{NumNodes: &nodes, NumProcPerNode: &procs},
+		},
+	}
+	if d := w.RunPolicy.ActiveDeadlineSeconds; d != nil {
+		job.Spec.ActiveDeadlineSeconds = *d
+	}
+	return &Bundle{Objects: []runtime.Object{rt, job}}, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// mpiSlots is the ranks per worker: one per GPU, or per -g GPUs (as MPIRunCommand's -npernode).
+func mpiSlots(m *recipe.MPISpec) int32 {
+	slots := int32(max(m.GPUsPerNode, 1))
+	if t := m.NCCLTests; t != nil && t.GPUsPerThread > 1 {
+		slots = max(slots/int32(t.GPUsPerThread), 1)
+	}
+	return slots
+}
+
+// replicatedJob wraps a pod template into a JobSet replicated job: one Indexed Job (the Trainer
+// sets parallelism and completions to the node count), pods never restarted in place (a failed
+// rank fails the job, as with the kubeflow operators' restartPolicy Never), the recipe's
+// backoffLimit.
+func replicatedJob(name string, w *recipe.Workload, t corev1.PodTemplateSpec, trainerStep bool) jobsetv1alpha2.ReplicatedJob {
+	t.Spec.RestartPolicy = corev1.RestartPolicyNever
+	rj := jobsetv1alpha2.ReplicatedJob{
+		Name:     name,
+		Replicas: 1,
+		Template: batchv1.JobTemplateSpec{
+			Spec: batchv1.JobSpec{
+				CompletionMode: ptrTo(batchv1.IndexedCompletion),
+				BackoffLimit:   w.RunPolicy.BackoffLimit,
+				Template:       t,
+			},
+		},
+	}
+	if trainerStep {
+		rj.Template.Labels = map[string]string{trainerAncestorLabel: trainerAncestor}
+	}
+	return rj
+}
+
+func runtimeObject(r *recipe.Recipe, p *profile.Profile, name, ns string, spec trainer.TrainingRuntimeSpec) *trainer.TrainingRuntime {
+	return &trainer.TrainingRuntime{
+		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind},
+		ObjectMeta: objectMeta(r, p, name, ns),
+		Spec:       spec,
+	}
+}
+
+// torchRuntime: one replicated job "node" (the trainer step), numNodes pods of the rank template.
+func torchRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer.TrainingRuntime, error) {
+	t := r.Training
+	tmpl, err := podTemplate(r, p, name, TrainerContainer, t.Command, t.GPUsPerNode)
+	if err != nil {
+		return nil, err
+	}
+	nodes := int32(t.Nodes)
+	return runtimeObject(r, p, name, ns, trainer.TrainingRuntimeSpec{
+		MLPolicy: &trainer.MLPolicy{NumNodes: &nodes, MLPolicySource: trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}},
+		Template: trainer.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{
+			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{replicatedJob(TrainerNodeJob, &t.Workload, tmpl, true)},
+		}},
+	}), nil
+}
+
+// mpiRuntime: "node" (workers running sshd, with the GPUs) then "launcher" (mpirun, the trainer
+// step, no GPU), which starts once every node pod is Ready; the job succeeds when the launcher does.
+func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer.TrainingRuntime, error) {
+	m := r.MPI
+	launcher, worker, err := mpiTemplates(r, p, name, TrainerContainer)
+	if err != nil {
+		return nil, err
+	}
+	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
+	worker.Spec.Containers[0].ReadinessProbe = sshReady()
+	nodes := int32(m.Nodes)
+	impl := trainer.MPIImplementationOpenMPI
+	launcherJob := replicatedJob(TrainerLauncherJob, &m.Workload, launcher, true)
+	launcherJob.DependsOn = []jobsetv1alpha2.DependsOn{{Name: TrainerNodeJob, Status: jobsetv1alpha2.DependencyReady}}
+	return runtimeObject(r, p, name, ns, trainer.TrainingRuntimeSpec{
+		MLPolicy: &trainer.MLPolicy{NumNodes: &nodes, MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{
+			NumProcPerNode: ptrTo(mpiSlots(m)), MPIImplementation: &impl,
+			SSHAuthMountPath: ptrTo(SSHAuthMountPath), RunLauncherAsNode: ptrTo(false),
+		}}},
+		Template: trainer.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{
+			// Workers resolve by name before they are Ready (the launcher connects once they are).
+			Network: &jobsetv1alpha2.Network{PublishNotReadyAddresses: ptrTo(true)},
+			SuccessPolicy: &jobsetv1alpha2.SuccessPolicy{
+				Operator: jobsetv1alpha2.OperatorAll, TargetReplicatedJobs: []string{TrainerLauncherJob},
+			},
+			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{
+				replicatedJob(TrainerNodeJob, &m.Workload, worker, false),
+				launcherJob,
+			},
+		}},
+	}), nil
+}
