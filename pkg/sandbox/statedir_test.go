@@ -3,6 +3,7 @@ package sandbox
 import (
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestStateDirUsesGivenEnvironment: a caller's environment decides the state folder, never the
@@ -20,5 +21,27 @@ func TestStateDirUsesGivenEnvironment(t *testing.T) {
 	got, _ = StateDir(env(map[string]string{"HOME": "/h", "XDG_STATE_HOME": "/s"}))
 	if got != filepath.FromSlash("/s/ain/sandbox") {
 		t.Fatalf("StateDir = %q", got)
+	}
+}
+
+// TestStartTimeout: a normal sandbox keeps the 3-minute limit; a large one gets the time kwok
+// needs to make its nodes Ready (issue 16 measured preflight at 1000 nodes).
+func TestStartTimeout(t *testing.T) {
+	for _, c := range []struct {
+		nodes int
+		want  time.Duration
+	}{
+		{3, 3 * time.Minute},
+		{300, 3 * time.Minute},
+		{500, 4 * time.Minute},
+		{1000, 6*time.Minute + 30*time.Second},
+		{5000, 26*time.Minute + 30*time.Second},
+	} {
+		if got := startTimeout(c.nodes); got != c.want {
+			t.Errorf("startTimeout(%d) = %s, want %s", c.nodes, got, c.want)
+		}
+		if got := startTimeout(c.nodes); got < nodesReadyTimeout(c.nodes) {
+			t.Errorf("startTimeout(%d) = %s is shorter than the Ready wait %s", c.nodes, got, nodesReadyTimeout(c.nodes))
+		}
 	}
 }
