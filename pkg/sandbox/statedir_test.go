@@ -32,10 +32,10 @@ func TestStartTimeout(t *testing.T) {
 		want  time.Duration
 	}{
 		{3, 3 * time.Minute},
-		{300, 3 * time.Minute},
-		{500, 4 * time.Minute},
-		{1000, 6*time.Minute + 30*time.Second},
-		{5000, 26*time.Minute + 30*time.Second},
+		{150, 3 * time.Minute},
+		{500, 6*time.Minute + 30*time.Second},
+		{1000, 11*time.Minute + 30*time.Second},
+		{5000, 51*time.Minute + 30*time.Second},
 	} {
 		if got := startTimeout(c.nodes); got != c.want {
 			t.Errorf("startTimeout(%d) = %s, want %s", c.nodes, got, c.want)
