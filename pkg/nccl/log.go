@@ -6,10 +6,12 @@
 //     NCCL used: ib, roce, socket, plugin:<name> (aws-ofi, IBext, ...), none (P2P/SHM only) or
 //     unknown, whether GPUDirect RDMA was on, and the known problems with their fixes. It streams:
 //     memory is bounded by the number of processes (capped) and small fixed-size summaries, never by
-//     the size of the log. A reader goroutine splits and hashes lines (log_split.go) while the
-//     caller's goroutine analyses them in order; a line seen before with a known effect (a rank's
-//     TUNING or channel line, repeated for every call) is applied from a cache (log_repeat.go)
-//     instead of being parsed, with results identical to a full parse.
+//     the size of the log. Worker goroutines read blocks in turn and split them into lines in
+//     parallel (log_split.go) while the caller's goroutine analyses the lines in order; a line
+//     seen before with a known effect (a rank's TUNING or channel line, repeated for every call)
+//     is applied from a cache (log_repeat.go) instead of being parsed, and once its repeats are
+//     known to only count, the workers mark its copies so that the analyser just counts them;
+//     results are identical to a full parse.
 //   - ParsePerf reads nccl-tests output of any *_perf binary, old and new column sets, the
 //     per-iteration columns of -I 1 and the JSON file of -J (recognised by its leading '{'), and
 //     returns the rows and trailer values (the average bus bandwidth kept exactly as printed).

@@ -6,6 +6,7 @@ package nccl
 import (
 	"bytes"
 	"io"
+	"sync/atomic"
 )
 
 // LogAnalyzer reads NCCL logs line by line and keeps only bounded summaries, so memory stays
@@ -46,6 +47,7 @@ type LogAnalyzer struct {
 	intern         map[string]string // algorithm/protocol names seen in TUNING lines
 	rc             repeatCache
 	blocks         []*lineBlock // the splitter's buffers, kept across Feeds
+	known          atomic.Pointer[knownLines]
 }
 
 type proc struct {

@@ -40,7 +40,8 @@ type repeatCache struct {
 	slots   []repeatEntry
 	off     bool // TestRepeatCacheExact turns it off to compare
 	offer   repeatOffer
-	hits    int64
+	hits    int64 // repeats applied without a parse, of which
+	known   int64 // marked by the splitter's workers (knownLines)
 	entries int
 }
 
@@ -59,8 +60,9 @@ func (c *repeatCache) grow() {
 	}
 }
 
-// repeatHashed applies a cached line's effect and reports whether it did; h is the line's hash
-// under the cache's seed. When it did not, it returns the slot the line may be remembered in.
+// repeatHashed applies a cached line's effect and reports whether it did (returning its entry,
+// then full); h is the line's hash under the cache's seed. When it did not, it returns the slot
+// the line may be remembered in.
 func (a *LogAnalyzer) repeatHashed(h uint64, line []byte) (*repeatEntry, bool) {
 	e := &a.rc.slots[h&uint64(len(a.rc.slots)-1)]
 	if e.line == nil || !bytes.Equal(e.line, line) {
@@ -77,7 +79,7 @@ func (a *LogAnalyzer) repeatHashed(h uint64, line []byte) (*repeatEntry, bool) {
 		a.tuning[e.tune].Count++
 	}
 	a.rc.hits++
-	return nil, true
+	return e, true
 }
 
 // remember stores the line in slot e when its handler offered it.

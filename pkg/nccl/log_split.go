@@ -1,180 +1,378 @@
-// The line splitter: a reader goroutine that cuts the input into lines and hashes them, so that
-// the analyser (in the caller's goroutine, lines in order) only looks lines up and parses misses.
+// The line splitter: worker goroutines that take turns reading the input in blocks and then, in
+// parallel, cut their block into lines, hash them and mark the lines known to repeat (knownLines)
+// and those without "NCCL ", so that the analyser (in the caller's goroutine, lines in input
+// order) only counts those and looks up or parses the rest.
 
 package nccl
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 const (
-	splitBlock  = 5 << 18 // 1.25 MiB per block; > maxLineBytes so a kept line always fits
-	splitBlocks = 2       // blocks in flight (one filled, one analysed): 2.5 MiB at most
-	firstBlock  = 64 << 10
-	noHash      = 0 // a line that must not be looked up (cut long line)
+	// A block reads splitRead bytes after the carried start of an unfinished line (< maxLineBytes),
+	// into a buffer of splitBlock bytes. Reads stay small so that a block is still in the core's
+	// cache when split; the buffer's pages past what is read are never touched (not resident).
+	splitRead  = 256 << 10
+	splitBlock = maxLineBytes + splitRead
+	firstBlock = 64 << 10
+	noHash     = 0 // a line that must not be looked up (cut long line, or longer than maxRepeatLine)
+
+	// What a worker found out about a line (lineBlock.kinds); a kind >= 0 is a known repeat of a
+	// TUNING line that counts one call of tuning choice kind.
+	kindParse = -3 // the analyser looks the line up and parses it when needed
+	kindSkip  = -2 // no "NCCL ": the analyser counts it and reads nothing else (as line does)
+	kindKnown = -1 // a known repeat that only counts as an NCCL line
 )
 
-// lineBlock is a run of whole lines: buf[starts[i]:ends[i]] is line i ('\n' included when present).
+// maxSplitWorkers bounds the reading goroutines: more cores than this do not make a log read
+// from one file faster, and each worker holds one block in flight.
+const maxSplitWorkers = 4
+
+// lineBlock is a run of whole lines: kinds[i] is what its worker found out about line i. A known
+// repeat (kind >= kindKnown) is only counted, so only the other lines are kept: the j-th of them
+// is buf[starts[j]:ends[j]] ('\n' included when present), with hash hashes[j].
 type lineBlock struct {
 	buf          []byte
+	from, n      int // the block's lines lie in buf[from:n]; what follows n is the next line's start
+	kinds        []int32
 	starts, ends []int32
 	hashes       []uint64
 	err          error // set on the last block: io.EOF or the read error
+	ready        chan struct{}
 }
 
-// splitLines reads r and sends blocks of lines to out, in order, reusing blocks that come back on
-// free. A line longer than maxLineBytes keeps its first maxLineBytes and is marked noHash.
-func splitLines(r io.Reader, seed maphash.Seed, out chan<- *lineBlock, free <-chan *lineBlock, have int, stop <-chan struct{}) {
-	defer close(out)
-	var carry []byte   // the unfinished last line of the previous block
-	allocated := have  // blocks already in free (kept from an earlier input)
-	skipping := false  // inside a cut long line: drop input up to its '\n'
-	size := firstBlock // small inputs (a pod's log, a pasted excerpt) never need a full block
+// knownLines is the table of lines whose repeat is known to change nothing but counts: the
+// analyser adds a line when a repeat of it was applied from the repeat cache with its evidence
+// kind full, a state that never reverts within an input. The workers, which split blocks that
+// come later in the input than any line the analyser has seen, may then mark every copy of it as
+// counted without a look-up by the analyser. Slots are written once per input (direct-mapped: a
+// line whose slot is taken stays with the analyser's cache), read concurrently. A known line
+// needs no hash: only lines the analyser looks up are hashed.
+type knownLines struct {
+	slots []atomic.Pointer[knownLine]
+}
+
+type knownLine struct {
+	line []byte
+	kind int32 // kindKnown or a tuning index
+}
+
+const (
+	knownBits  = 13
+	knownSlots = 1 << knownBits // bounded memory: knownSlots x maxRepeatLine at most
+)
+
+// knownSlot picks line's slot from its length and 7 of its 8-byte words (the first three, where
+// launcher prefixes and host:pid:tid headers differ, two in the middle and the last two), mixed
+// by three independent multiplications: a few nanoseconds where a hash of the whole line takes
+// several times that, and it is computed for every line. Two known lines alike in those bytes
+// only share a slot; the one left out is looked up by the analyser as before (never a wrong
+// answer: a slot's line is compared in full). Shorter lines take the slot of their full hash.
+func knownSlot(seed maphash.Seed, line []byte) uint64 {
+	n := len(line)
+	if n < 32 {
+		return maphash.Bytes(seed, line) >> (64 - knownBits)
+	}
+	w := func(i int) uint64 { return binary.LittleEndian.Uint64(line[i:]) }
+	a := w(0) ^ bits.RotateLeft64(w(8), 21) ^ uint64(n)
+	b := w(16) ^ bits.RotateLeft64(w(n/2-8), 42)
+	c := w(n/2) ^ bits.RotateLeft64(w(n-16), 13) ^ bits.RotateLeft64(w(n-8), 34)
+	h := a*0x9e3779b97f4a7c15 ^ b*0xc2b2ae3d27d4eb4f ^ c*0x165667b19e3779f9
+	return h >> (64 - knownBits)
+}
+
+func (t *knownLines) lookup(slot uint64, line []byte) (int32, bool) {
+	k := t.slots[slot].Load()
+	if k == nil || !bytes.Equal(k.line, line) {
+		return 0, false
+	}
+	return k.kind, true
+}
+
+// add records line (copied) unless its slot is taken; only the analyser's goroutine adds.
+func (t *knownLines) add(slot uint64, line []byte, tune int) {
+	p := &t.slots[slot]
+	if p.Load() != nil {
+		return
+	}
+	kind := int32(kindKnown)
+	if tune >= 0 {
+		kind = int32(tune)
+	}
+	p.Store(&knownLine{line: append([]byte(nil), line...), kind: kind})
+}
+
+// splitter hands out blocks in input order. The workers read in turn (mu), so the input is read
+// sequentially and stdin stays a stream; they split in parallel.
+type splitter struct {
+	r    io.Reader
+	seed maphash.Seed
+
+	mu        sync.Mutex // the reading turn, and what follows
+	carry     []byte     // the unfinished last line of the previous block
+	skipping  bool       // inside a cut long line: drop input up to its '\n'
+	size      int        // bytes the next block reads: firstBlock (small inputs need no more), then splitRead
+	done      bool       // the last block was read
+	allocated int        // blocks made so far
+
+	known *atomic.Pointer[knownLines] // the analyser's, set once it has read growAfter lines
+
+	nblocks int
+	order   chan *lineBlock // blocks in input order; its capacity is nblocks, so sends never wait
+	free    chan *lineBlock
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// startSplit starts the workers on r; blocks kept from an earlier input are reused. The caller
+// takes blocks with next, gives each back with release and calls close at the end.
+func startSplit(r io.Reader, seed maphash.Seed, known *atomic.Pointer[knownLines], blocks []*lineBlock) *splitter {
+	workers := min(max(runtime.GOMAXPROCS(0), 1), maxSplitWorkers)
+	n := max(workers+1, len(blocks)) // one block to analyse while each worker fills one
+	s := &splitter{r: r, seed: seed, known: known, size: firstBlock, nblocks: n,
+		order: make(chan *lineBlock, n), free: make(chan *lineBlock, n), stop: make(chan struct{})}
+	for _, b := range blocks {
+		s.free <- b
+	}
+	s.allocated = len(blocks)
+	s.wg.Add(workers)
+	for range workers {
+		go s.work()
+	}
+	return s
+}
+
+func (s *splitter) work() {
+	defer s.wg.Done()
 	for {
-		var b *lineBlock
-		select {
-		case b = <-free:
-		default:
-			if allocated < splitBlocks { // a small input never needs the second block
-				allocated++
-				b = &lineBlock{buf: make([]byte, 0, size)}
-				break
+		s.mu.Lock()
+		if s.done {
+			s.mu.Unlock()
+			return
+		}
+		b := s.block()
+		if b == nil {
+			s.mu.Unlock()
+			return
+		}
+		s.fill(b)
+		s.order <- b
+		s.mu.Unlock()
+		b.split(s.seed, s.known.Load())
+		b.ready <- struct{}{}
+	}
+}
+
+// block returns a free block, a new one while fewer than nblocks exist, or nil once stopped.
+func (s *splitter) block() *lineBlock {
+	select {
+	case b := <-s.free:
+		return b
+	default:
+	}
+	if s.allocated < s.nblocks {
+		s.allocated++
+		return &lineBlock{ready: make(chan struct{}, 1)}
+	}
+	select {
+	case b := <-s.free:
+		return b
+	case <-s.stop:
+		return nil
+	}
+}
+
+// fill reads the next block: the carried line start, then as much input as fits. Whole lines
+// stay in the block; an unfinished last line is carried to the next one, unless it is already
+// maxLineBytes long: it is then kept (split cuts it) and the rest of it is skipped.
+func (s *splitter) fill(b *lineBlock) {
+	if cap(b.buf) < len(s.carry)+s.size { // new, or a first small block outgrown
+		c := splitBlock
+		if s.size == firstBlock {
+			c = firstBlock
+		}
+		b.buf = make([]byte, 0, c)
+	}
+	b.buf = append(b.buf[:0], s.carry...)
+	s.carry = s.carry[:0]
+	n, err := io.ReadFull(s.r, b.buf[len(b.buf):len(b.buf)+s.size])
+	b.buf = b.buf[:len(b.buf)+n]
+	if err == nil {
+		s.size = splitRead // the input fills blocks: full ones from now on
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	data := b.buf
+	b.from, b.n, b.err = 0, len(data), err
+	if s.skipping {
+		if i := bytes.IndexByte(data, '\n'); i < 0 {
+			b.from = len(data)
+		} else {
+			b.from, s.skipping = i+1, false
+		}
+	}
+	if err != nil {
+		s.done = true
+		return // the last block: its last line needs no '\n'
+	}
+	tail := data[b.from:]
+	tail = tail[bytes.LastIndexByte(tail, '\n')+1:]
+	if len(tail) >= maxLineBytes {
+		s.skipping = true
+		return
+	}
+	s.carry = append(s.carry, tail...)
+	b.n -= len(tail)
+}
+
+// split cuts buf[from:n] into lines, hashes them and marks the known repeats (known may be nil)
+// and the lines without "NCCL ".
+func (b *lineBlock) split(seed maphash.Seed, known *knownLines) {
+	b.starts, b.ends, b.hashes, b.kinds = b.starts[:0], b.ends[:0], b.hashes[:0], b.kinds[:0]
+	data := b.buf[:b.n]
+	for pos := b.from; pos < len(data); {
+		end := len(data) // the input's last line, without '\n', or a line to cut
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			end = pos + i + 1
+		}
+		next := end
+		if end-pos > maxLineBytes {
+			end = pos + maxLineBytes // a cut long line, as the analyser has always read them
+		}
+		line := data[pos:end]
+		kind := int32(kindParse)
+		if known != nil && len(line) <= maxRepeatLine {
+			if k, ok := known.lookup(knownSlot(seed, line), line); ok {
+				kind = k
 			}
-			select {
-			case b = <-free:
-			case <-stop:
-				return
+		}
+		if kind == kindParse {
+			h := uint64(noHash)
+			if bytes.Index(line, bNCCL) < 0 {
+				kind = kindSkip
+			} else if len(line) <= maxRepeatLine {
+				h = maphash.Bytes(seed, line) | 1 // never noHash
 			}
-		}
-		if cap(b.buf) < size {
-			b.buf = make([]byte, 0, size) // a first small block, outgrown
-		}
-		b.buf, b.starts, b.ends, b.hashes, b.err = append(b.buf[:0], carry...), b.starts[:0], b.ends[:0], b.hashes[:0], nil
-		carry = carry[:0]
-		n, err := io.ReadFull(r, b.buf[len(b.buf):cap(b.buf)])
-		b.buf = b.buf[:len(b.buf)+n]
-		if err == nil {
-			size = splitBlock // the input fills blocks: use full ones (they also hold the longest kept line)
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = io.EOF
-		}
-		data := b.buf
-		pos := 0
-		if skipping {
-			i := indexNL(data)
-			if i < 0 {
-				pos = len(data)
-			} else {
-				pos, skipping = i+1, false
-			}
-		}
-		for pos < len(data) {
-			i := indexNL(data[pos:])
-			if i < 0 {
-				break
-			}
-			end := pos + i + 1
-			b.add(seed, data, pos, end)
-			pos = end
-		}
-		rest := data[pos:]
-		switch {
-		case err != nil && len(rest) > 0:
-			b.add(seed, data, pos, len(data)) // the last line, without '\n'
-		case len(rest) >= maxLineBytes:
-			// A line longer than maxLineBytes: keep its start, drop the rest up to its '\n'.
 			b.starts = append(b.starts, int32(pos))
-			b.ends = append(b.ends, int32(pos+maxLineBytes))
-			b.hashes = append(b.hashes, noHash)
-			skipping = true
-		default:
-			carry = append(carry, rest...)
+			b.ends = append(b.ends, int32(end))
+			b.hashes = append(b.hashes, h)
 		}
-		b.err = err
-		select {
-		case out <- b:
-		case <-stop:
-			return
-		}
-		if err != nil {
-			return
-		}
+		b.kinds = append(b.kinds, kind)
+		pos = next
 	}
 }
 
-func (b *lineBlock) add(seed maphash.Seed, data []byte, start, end int) {
-	h := uint64(noHash)
-	if end-start > maxLineBytes {
-		end = start + maxLineBytes // a cut long line, as the analyser has always read them
-	} else if end-start <= maxRepeatLine {
-		h = maphash.Bytes(seed, data[start:end]) | 1 // never noHash
-	}
-	b.starts = append(b.starts, int32(start))
-	b.ends = append(b.ends, int32(end))
-	b.hashes = append(b.hashes, h)
+// next returns the next block in input order, once split.
+func (s *splitter) next() *lineBlock {
+	b := <-s.order
+	<-b.ready
+	return b
 }
 
-func indexNL(b []byte) int { return bytes.IndexByte(b, '\n') }
+func (s *splitter) release(b *lineBlock) { s.free <- b }
+
+// close stops the workers and returns the blocks for reuse by the next input. The workers are
+// gone when it returns, so the caller may close the reader.
+func (s *splitter) close() []*lineBlock {
+	close(s.stop)
+	s.wg.Wait()
+	var blocks []*lineBlock
+	for len(s.order) > 0 { // read but not analysed (an early return)
+		b := <-s.order
+		<-b.ready
+		blocks = append(blocks, b)
+	}
+	for len(s.free) > 0 {
+		blocks = append(blocks, <-s.free)
+	}
+	return blocks
+}
 
 // feedSplit is Feed's loop over the splitter's blocks.
 func (a *LogAnalyzer) feedSplit(name string, r io.Reader) error {
-	out := make(chan *lineBlock, splitBlocks-1)
-	free := make(chan *lineBlock, splitBlocks)
-	stop := make(chan struct{})
-	for _, b := range a.blocks { // reuse the blocks of the previous input (one log per rank: many Feeds)
-		free <- b
+	if t := a.known.Load(); t != nil {
+		clear(t.slots) // no worker runs between inputs
 	}
-	go splitLines(r, a.rc.seed, out, free, len(a.blocks), stop)
-	defer func() {
-		close(stop)
-		for range out { // let the splitter finish before the reader is closed by the caller
-		}
-		a.blocks = a.blocks[:0]
-		for len(free) > 0 {
-			a.blocks = append(a.blocks, <-free)
-		}
-	}()
+	s := startSplit(r, a.rc.seed, &a.known, a.blocks)
+	defer func() { a.blocks = s.close() }()
 	lineNo := 0
-	for b := range out {
-		for i := range b.starts {
-			line := b.buf[b.starts[i]:b.ends[i]]
-			if len(line) == 0 {
-				continue
-			}
-			lineNo++
-			a.lines++
-			if lineNo == growAfter {
-				a.rc.grow()
-			}
-			if lineNo <= 16 && !a.binarySeen && bytes.IndexByte(line, 0) >= 0 {
-				a.binary, a.binarySeen = "the "+displayName(name), true
-				if name != "" {
-					a.binary = name
-				}
-			}
-			h := b.hashes[i]
-			if h == noHash || a.rc.off {
-				a.line(lineNo, line)
-				continue
-			}
-			e, done := a.repeatHashed(h, line)
-			if done {
-				continue
-			}
-			a.rc.offer = repeatOffer{}
-			a.line(lineNo, line)
-			a.remember(e, line)
-		}
+	for {
+		b := s.next()
+		a.analyseBlock(b, name, &lineNo)
 		err := b.err
-		free <- b
-		if err != nil && err != io.EOF {
+		s.release(b)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("reading %s: %w", displayName(name), err)
 		}
 	}
-	return nil
+}
+
+// analyseBlock feeds a block's lines to the analyser in order; known repeats are only counted.
+func (a *LogAnalyzer) analyseBlock(b *lineBlock, name string, lineNo *int) {
+	no := *lineNo
+	j := -1 // the kept line
+	for _, kind := range b.kinds {
+		no++
+		a.lines++
+		if no == growAfter {
+			a.rc.grow()
+			if a.known.Load() == nil && !a.rc.off {
+				a.known.Store(&knownLines{slots: make([]atomic.Pointer[knownLine], knownSlots)})
+			}
+		}
+		if kind >= kindKnown { // never with the cache off: nothing is then added to the known table
+			a.ncclLines++
+			if kind >= 0 {
+				a.tuning[kind].Count++
+			}
+			a.rc.hits++
+			a.rc.known++
+			continue
+		}
+		j++
+		line := b.buf[b.starts[j]:b.ends[j]]
+		if no <= 16 && !a.binarySeen && bytes.IndexByte(line, 0) >= 0 {
+			a.binary, a.binarySeen = "the "+displayName(name), true
+			if name != "" {
+				a.binary = name
+			}
+		}
+		if a.rc.off {
+			a.line(no, line)
+			continue
+		}
+		if kind == kindSkip {
+			continue
+		}
+		h := b.hashes[j]
+		if h == noHash {
+			a.line(no, line)
+			continue
+		}
+		e, done := a.repeatHashed(h, line)
+		if done {
+			if t := a.known.Load(); t != nil {
+				t.add(knownSlot(a.rc.seed, line), line, e.tune)
+			}
+			continue
+		}
+		a.rc.offer = repeatOffer{}
+		a.line(no, line)
+		a.remember(e, line)
+	}
+	*lineNo = no
 }
