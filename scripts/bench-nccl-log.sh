@@ -4,9 +4,16 @@
 #
 #   scripts/bench-nccl-log.sh [SIZE_MIB] [RUNS]     defaults: 512 MiB, 5 paired runs
 #   AIN_BIN=/path/to/ain scripts/bench-nccl-log.sh  times another build (e.g. before a change)
+#   AIN_BENCH_LOG=FILE scripts/bench-nccl-log.sh    reuses a log written by TestWriteSyntheticLog
 #
-# Prints each tool's median wall time and peak RSS (GNU time or /proc-based fallback) and the ratio
-# ain/grep. The log is written under ${TMPDIR:-/tmp} and removed at the end.
+# Prints each tool's median wall time, CPU time and peak RSS (GNU time or /proc-based fallback),
+# the median of the per-round ratios ain/grep (each round times grep then ain back to back, so a
+# change of load between rounds cancels out) and the load average. The log is written under
+# ${TMPDIR:-/tmp} and removed at the end.
+#
+# The ain binary is copied, not linked in place: a binary just written by the Go linker maps with
+# about 15 MiB more resident text on this kernel (page-cache layout, not the program; `ain
+# version` 51 MiB freshly linked, 37 MiB once copied), which would hide the analyser's memory.
 set -euo pipefail
 size=${1:-512}
 runs=${2:-5}
@@ -16,21 +23,26 @@ trap 'rm -rf "$work"' EXIT
 log=$work/nccl.log
 
 echo "building ain and writing a ${size} MiB 16-rank log to $log" >&2
-if [ -n "${AIN_BIN:-}" ]; then cp "$AIN_BIN" "$work/ain"; else (cd "$root" && go build -o "$work/ain" ./cmd/ain); fi
-(cd "$root" && AIN_GEN_LOG="$log" AIN_GEN_LOG_MB="$size" go test -count=1 -run '^TestWriteSyntheticLog$' ./pkg/nccl >/dev/null)
+if [ -n "${AIN_BIN:-}" ]; then cp "$AIN_BIN" "$work/ain"; else (cd "$root" && go build -o "$work/ain.linked" ./cmd/ain) && cp "$work/ain.linked" "$work/ain"; fi
+if [ -n "${AIN_BENCH_LOG:-}" ]; then # a log written before (same generator): not removed
+	log=$AIN_BENCH_LOG
+	size=$(($(stat -c %s "$log") >> 20))
+else
+	(cd "$root" && AIN_GEN_LOG="$log" AIN_GEN_LOG_MB="$size" go test -count=1 -run '^TestWriteSyntheticLog$' ./pkg/nccl >/dev/null)
+fi
 cat "$log" >/dev/null # warm the page cache for both tools
 
-timeit() { # prints "wall_seconds max_rss_kib" for the command
+timeit() { # prints "wall_seconds max_rss_kib cpu_seconds" for the command
 	if /usr/bin/time -f '%e %M' true 2>/dev/null; then
 		# Output to a file, not /dev/null: GNU grep stops at the first match when its output is /dev/null.
-		/usr/bin/time -f '%e %M' -o "$work/t" "$@" >"$work/out" 2>&1 || true
-		cat "$work/t"
+		/usr/bin/time -f '%e %M %U %S' -o "$work/t" "$@" >"$work/out" 2>&1 || true
+		awk '{print $1, $2, $3 + $4}' "$work/t"
 	else
 		local s e
 		s=$(date +%s.%N)
 		"$@" >"$work/out" 2>&1 || true
 		e=$(date +%s.%N)
-		echo "$(echo "$e - $s" | bc) 0"
+		echo "$(echo "$e - $s" | bc) 0 0"
 	fi
 }
 
@@ -38,18 +50,27 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 
 : >"$work/ain.txt"
 : >"$work/grep.txt"
+: >"$work/ratio.txt"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for i in $(seq "$runs"); do # paired: each run times grep then ain back to back
-	timeit grep -c NET/ "$log" >>"$work/grep.txt"
-	timeit "$work/ain" doctor nccl-log -o json "$log" >>"$work/ain.txt"
+	g=$(timeit grep -c NET/ "$log")
+	a=$(timeit "$work/ain" doctor nccl-log -o json "$log")
+	echo "$g" >>"$work/grep.txt"
+	echo "$a" >>"$work/ain.txt"
+	echo "${a%% *} ${g%% *}" | awk '$2 > 0 {print $1 / $2}' >>"$work/ratio.txt"
 done
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
 gw=$(cut -d' ' -f1 "$work/grep.txt" | median)
 aw=$(cut -d' ' -f1 "$work/ain.txt" | median)
+gc=$(cut -d' ' -f3 "$work/grep.txt" | median)
+ac=$(cut -d' ' -f3 "$work/ain.txt" | median)
 gm=$(cut -d' ' -f2 "$work/grep.txt" | sort -g | tail -1)
 am=$(cut -d' ' -f2 "$work/ain.txt" | sort -g | tail -1)
+ratio=$(median <"$work/ratio.txt")
 lines=$(wc -l <"$log")
 verdict=$("$work/ain" doctor nccl-log "$log" | head -1 || true)
-printf 'log: %s MiB, %s lines, %s CPU(s)\n' "$size" "$lines" "$(nproc)"
-printf 'grep -c NET/          median wall %6.2f s   peak RSS %6.1f MiB\n' "$gw" "$(echo "$gm/1024" | bc -l)"
-printf 'ain doctor nccl-log   median wall %6.2f s   peak RSS %6.1f MiB\n' "$aw" "$(echo "$am/1024" | bc -l)"
-printf 'ratio ain/grep (wall): %.2fx   (%d paired runs)\n' "$(echo "$aw/$gw" | bc -l)" "$runs"
+printf 'log: %s MiB, %s lines, %s CPU(s); load average %s before, %s after\n' "$size" "$lines" "$(nproc)" "$load0" "$load1"
+printf 'grep -c NET/          median wall %6.2f s   CPU %5.2f s   peak RSS %6.1f MiB\n' "$gw" "$gc" "$(echo "$gm/1024" | bc -l)"
+printf 'ain doctor nccl-log   median wall %6.2f s   CPU %5.2f s   peak RSS %6.1f MiB\n' "$aw" "$ac" "$(echo "$am/1024" | bc -l)"
+printf 'ratio ain/grep (wall): median of %d paired ratios %.2fx (ratio of medians %.2fx); per round: %s\n' "$runs" "$ratio" "$(echo "$aw/$gw" | bc -l)" "$(sort -g "$work/ratio.txt" | awk '{printf "%.2f ", $1}')"
 printf 'verdict: %s\n' "$verdict"
