@@ -194,7 +194,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		return ainerr.New(ainerr.Usage, fmt.Errorf("--out: %w", err), "")
 	}
 	// The preflight (issue 6) checks the cluster for the first variant's shape; it is the same for all.
-	if err := a.preflightGate(ctx, kc, plan.recipes[0], p, o.SkipPreflight); err != nil {
+	if err := a.preflightGate(ctx, kc, plan.recipes[0], p, plan.backend.API(), o.SkipPreflight); err != nil {
 		_ = os.Remove(dir) // only if still empty
 		return err
 	}

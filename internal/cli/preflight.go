@@ -10,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -24,6 +25,7 @@ type preflightOptions struct {
 	ProbeTimeout time.Duration
 	NoProbes     bool
 	Job          string
+	API          string
 }
 
 func (a *App) preflightCommand() *ucli.Command {
@@ -47,6 +49,7 @@ func (a *App) preflightCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "probe-timeout", Value: 2 * time.Minute, Usage: "how long the probe pods may take", Destination: &o.ProbeTimeout},
 			&ucli.BoolFlag{Name: "no-probes", Usage: "skip the probe pods (IB ports, DNS): API-only checks", Destination: &o.NoProbes},
 			&ucli.StringFlag{Name: "job", Usage: "a running job whose Service names the DNS check resolves (default: every running ain PyTorchJob)", Destination: &o.Job},
+			apiFlag(&o.API),
 		),
 		Action: func(c *ucli.Context) error { return a.runPreflight(c, o) },
 	}
@@ -67,12 +70,17 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 	if r != nil && r.Serving != nil {
 		r = nil // serving replicas: the node check needs no recipe shape
 	}
+	forced, err := forcedAPI(o.API, p)
+	if err != nil {
+		return err
+	}
 	kc, err := a.clients()
 	if err != nil {
 		return err
 	}
 	a.sandboxNote(kc)
 	opts := a.preflightOptions(kc, r, p)
+	opts.API = forced
 	opts.NodeSelector, opts.Job, opts.SkipProbes = o.Nodes, o.Job, o.NoProbes
 	if o.ProbeImage != "" {
 		opts.ProbeImage = o.ProbeImage
@@ -109,7 +117,10 @@ func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Pr
 		if w := r.Workload(); w != nil {
 			o.Nodes, o.GPUsPerNode = w.Nodes, w.GPUsPerNode
 		}
+		o.Workload = jobs.WorkloadOf(r)
 	}
+	// The profile's spec.jobAPI (validated when the profile loaded); --api sets o.API after this.
+	o.API, _ = jobs.ParseAPI(p.Spec.JobAPI)
 	return o
 }
 
@@ -128,13 +139,14 @@ func (a *App) preflightError(ctx context.Context, kc *kube.Clients, err error) e
 // passing result of the last few minutes for the same cluster, namespace, profile and recipe
 // shape is reused. It prints the WARN/FAIL checks to stderr and returns an *ainerr.Error with
 // PreflightFailed when a check FAILs.
-func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, skip bool) error {
+func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, api jobs.API, skip bool) error {
 	w := a.Streams.Err
 	if skip {
 		fmt.Fprintln(w, "preflight: SKIPPED (--skip-preflight): the cluster's readiness was not checked")
 		return nil
 	}
 	opts := a.preflightOptions(kc, r, p)
+	opts.API = api
 	opts.Progress = func(s string) { fmt.Fprintf(w, "preflight: %s\n", s) }
 	res, err := preflight.Gate{Cache: a.preflightCache()}.Run(ctx, opts)
 	var failed *preflight.FailedError

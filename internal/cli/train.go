@@ -167,7 +167,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return a.printObjects(objs, o.Output)
 	}
 	a.sandboxNote(kc)
-	if err := a.preflightGate(ctx, kc, r, p, o.SkipPreflight); err != nil {
+	if err := a.preflightGate(ctx, kc, r, p, be.API(), o.SkipPreflight); err != nil {
 		return err
 	}
 	name := jobName(r, o.Name)

@@ -284,9 +284,18 @@ func Choose(r *recipe.Recipe, s Served, forced API) (Backend, error) {
 	if w == "" {
 		return nil, fmt.Errorf("recipe %s (kind %s) is not a job ain runs", r.Metadata.Name, r.Kind)
 	}
+	api, err := ChooseAPI(w, s, forced)
+	if err != nil {
+		return nil, err
+	}
+	return backendFor(api, w), nil
+}
+
+// ChooseAPI is Choose for a workload: the API its jobs are submitted as.
+func ChooseAPI(w Workload, s Served, forced API) (API, error) {
 	if forced != "" && forced != APIAuto {
 		if forced == APIMPIOperator && w != WorkloadMPI {
-			return nil, &UnsupportedAPIError{API: forced, Workload: w}
+			return "", &UnsupportedAPIError{API: forced, Workload: w}
 		}
 		if s.Known && !s.Serves(forced, w) {
 			e := &NotServedError{API: forced, Workload: w, Served: s, Conflict: s.conflict(forced, w)}
@@ -295,16 +304,16 @@ func Choose(r *recipe.Recipe, s Served, forced API) (Backend, error) {
 					e.Alternatives = append(e.Alternatives, a)
 				}
 			}
-			return nil, e
+			return "", e
 		}
-		return backendFor(forced, w), nil
+		return forced, nil
 	}
 	for _, a := range Preference[w] {
 		if !s.Known || s.Serves(a, w) {
-			return backendFor(a, w), nil
+			return a, nil
 		}
 	}
-	return nil, &NoAPIError{Workload: w, Served: s}
+	return "", &NoAPIError{Workload: w, Served: s}
 }
 
 // UnsupportedAPIError says an API cannot run a workload at all (mpi-operator and torch).

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,13 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
 // NADResource is Multus' NetworkAttachmentDefinition.
 var NADResource = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
-
-const kubeflowGV = "kubeflow.org/v1"
 
 // nodePageSize bounds one node list page: 200 nodes are one call, 5000 are ten.
 const nodePageSize = 500
@@ -42,12 +42,15 @@ type access struct {
 	why                        string
 }
 
-// accesses lists what ain's commands do (train, status, logs, delete, preflight).
-func accesses() []access {
+// accesses lists what ain's commands do (train, status, logs, delete, preflight) on the job
+// APIs they will use (jobAPIs).
+func accesses(o Options) []access {
 	var out []access
-	for _, r := range []string{"pytorchjobs", "mpijobs"} {
-		for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
-			out = append(out, access{verb: v, group: "kubeflow.org", resource: r, why: "ain train/status/delete"})
+	for _, api := range jobAPIs(o) {
+		for _, r := range jobResources[api] {
+			for _, v := range []string{"create", "get", "list", "watch", "patch", "delete"} {
+				out = append(out, access{verb: v, group: r.Group, resource: r.Resource, why: "ain train/status/delete (" + string(api) + ")"})
+			}
 		}
 	}
 	for _, v := range []string{"get", "list", "watch", "create", "delete"} {
@@ -59,6 +62,35 @@ func accesses() []access {
 		access{verb: "list", resource: "events", why: "explaining Pending pods", optional: true},
 		access{verb: "list", resource: "nodes", cluster: true, why: "node resources, explaining Pending pods", optional: true},
 	)
+	return out
+}
+
+// jobResources are the resources ain creates per job API (a TrainJob comes with its runtime).
+var jobResources = map[jobs.API][]schema.GroupVersionResource{
+	jobs.APITrainingOperator: {jobs.PyTorchJobGVR, jobs.MPIJobGVR},
+	jobs.APIMPIOperator:      {jobs.MPIJobV2GVR},
+	jobs.APITrainer:          {jobs.TrainJobGVR, jobs.TrainingRuntimeGVR},
+}
+
+// jobAPIs are the job APIs ain will use here: the one chosen for the recipe's workload, or, with
+// no recipe, every one chosen for a workload (torch, MPI). Unchosen (nothing served): the defaults.
+func jobAPIs(o Options) []jobs.API {
+	workloads := []jobs.Workload{jobs.WorkloadTorch, jobs.WorkloadMPI}
+	if o.Workload != "" {
+		workloads = []jobs.Workload{o.Workload}
+	}
+	var out []jobs.API
+	seen := map[jobs.API]bool{}
+	for _, w := range workloads {
+		api, err := jobs.ChooseAPI(w, o.served, o.API)
+		if err != nil {
+			api, err = jobs.ChooseAPI(w, jobs.Served{}, o.API)
+		}
+		if err == nil && !seen[api] {
+			seen[api] = true
+			out = append(out, api)
+		}
+	}
 	return out
 }
 
@@ -74,7 +106,7 @@ func (a access) String() string {
 }
 
 func checkRBAC(ctx context.Context, o Options) []Check {
-	acc := accesses()
+	acc := accesses(o)
 	denied := make([]string, len(acc))
 	errs := make([]error, len(acc))
 	var wg sync.WaitGroup
@@ -135,31 +167,41 @@ func checkRBAC(ctx context.Context, o Options) []Check {
 	return out
 }
 
-func checkCRDs(ctx context.Context, o Options) Check {
-	fix := "install the training-operator (v1.8.1): kubectl apply --server-side -k \"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.8.1\""
-	rl, err := o.Kube.Discovery().ServerResourcesForGroupVersion(kubeflowGV)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return Check{Name: CheckCRDs, Status: Fail, Message: "the training-operator's CRDs (kubeflow.org/v1 PyTorchJob, MPIJob) are not installed", Evidence: []string{"GET /apis/" + kubeflowGV + ": 404 Not Found"}, Fix: fix}
+// checkCRDs says, per workload (the recipe's, or torch and MPI), which job API ain will submit
+// and that the cluster serves it. A cluster serving none FAILs naming what to install, never
+// an install that would replace a CRD the cluster uses (mpijobs.kubeflow.org is either the
+// training-operator's v1 or the mpi-operator's v2beta1); a forced API (--api, the profile's
+// spec.jobAPI) the cluster does not serve FAILs with the reason.
+func checkCRDs(_ context.Context, o Options) Check {
+	if o.discoverErr != nil {
+		return Check{Name: CheckCRDs, Status: Fail, Message: "could not ask the API server which job APIs it serves: " + o.discoverErr.Error(),
+			Fix: "kubectl api-resources | grep -e kubeflow.org -e trainer.kubeflow.org"}
+	}
+	ev := o.served.Evidence()
+	workloads := []jobs.Workload{jobs.WorkloadTorch, jobs.WorkloadMPI}
+	if o.Workload != "" {
+		workloads = []jobs.Workload{o.Workload}
+	}
+	var uses, fails, fixes []string
+	for _, w := range workloads {
+		api, err := jobs.ChooseAPI(w, o.served, o.API)
+		var na *jobs.NoAPIError
+		var ns *jobs.NotServedError
+		switch {
+		case err == nil:
+			uses = append(uses, fmt.Sprintf("%s recipes run as %s", w, api.Describe()))
+		case errors.As(err, &na):
+			fails, fixes = append(fails, err.Error()), append(fixes, na.Fix())
+		case errors.As(err, &ns):
+			fails, fixes = append(fails, err.Error()), append(fixes, ns.Fix())
+		default:
+			fails = append(fails, err.Error())
 		}
-		return Check{Name: CheckCRDs, Status: Fail, Message: "could not read the kubeflow.org/v1 API: " + err.Error(), Fix: fix}
 	}
-	served := map[string]bool{}
-	for _, r := range rl.APIResources {
-		served[r.Name] = true
+	if len(fails) > 0 {
+		return Check{Name: CheckCRDs, Status: Fail, Message: strings.Join(fails, "; "), Evidence: ev, Fix: strings.Join(fixes, "; ")}
 	}
-	var missing, ev []string
-	for _, want := range []string{"pytorchjobs", "mpijobs"} {
-		if served[want] {
-			ev = append(ev, want+"."+kubeflowGV+" served")
-		} else {
-			missing = append(missing, want)
-		}
-	}
-	if len(missing) > 0 {
-		return Check{Name: CheckCRDs, Status: Fail, Message: "kubeflow.org/v1 does not serve " + strings.Join(missing, ", "), Evidence: ev, Fix: fix}
-	}
-	return Check{Name: CheckCRDs, Status: Pass, Message: "PyTorchJob and MPIJob (kubeflow.org/v1) are installed and served", Evidence: ev}
+	return Check{Name: CheckCRDs, Status: Pass, Message: strings.Join(uses, "; "), Evidence: ev}
 }
 
 // nodeSelector combines the profile's nodeSelector with --nodes.

@@ -11,8 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
 // DNSProbeMarker is in the DNS probe's command (the sandbox recognises the probe by it).
@@ -39,21 +40,22 @@ exit $rc`
 
 const labelJobName = "training.kubeflow.org/job-name"
 
-var pytorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
-
-// runningJobs returns the names of o.Job, or of the running ain PyTorchJobs in the namespace.
+// runningJobs returns o.Job, or the running ain torch jobs in the namespace (kubeflow.org/v1
+// PyTorchJobs and TrainJobs: their ranks find the rendezvous master by DNS), at most three.
 func runningJobs(ctx context.Context, o Options) []string {
 	if o.Job != "" {
 		return []string{o.Job}
 	}
-	l, err := o.Dynamic.Resource(pytorchJobs).Namespace(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=ain"})
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for i := range l.Items {
-		if isRunning(&l.Items[i]) {
-			out = append(out, l.Items[i].GetName())
+	for _, gvr := range []schema.GroupVersionResource{jobs.PyTorchJobGVR, jobs.TrainJobGVR} {
+		l, err := o.Dynamic.Resource(gvr).Namespace(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelManaged + "=ain"})
+		if err != nil {
+			continue
+		}
+		for i := range l.Items {
+			if jobs.StateOf(&l.Items[i]).Phase == jobs.PhaseRunning {
+				out = append(out, l.Items[i].GetName())
+			}
 		}
 	}
 	sort.Strings(out)
@@ -63,40 +65,40 @@ func runningJobs(ctx context.Context, o Options) []string {
 	return out
 }
 
-func isRunning(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	last := ""
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["status"] == "True" {
-			last, _ = m["type"].(string)
+// jobServices returns the headless Services of job j: the training-operator labels its own with
+// the job name; JobSet (a TrainJob's) names one after the JobSet, unlabelled (jobset v0.12.0,
+// pkg/controllers/jobset_controller.go: name = the JobSet's subdomain, the JobSet name by default).
+func jobServices(ctx context.Context, o Options, j string) []corev1.Service {
+	var out []corev1.Service
+	if svcs, err := o.Kube.CoreV1().Services(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelJobName + "=" + j}); err == nil {
+		out = append(out, svcs.Items...)
+	}
+	if len(out) == 0 {
+		if s, err := o.Kube.CoreV1().Services(o.Namespace).Get(ctx, j, metav1.GetOptions{}); err == nil && s.Spec.Selector[jobs.JobSetNameLabel] == j {
+			out = append(out, *s)
 		}
 	}
-	return last == "Running"
+	return out
 }
 
 // checkDNS resolves, from a pod, the headless Service names of the running job(s).
 func checkDNS(ctx context.Context, o Options) []Check {
-	jobs := runningJobs(ctx, o)
-	if len(jobs) == 0 {
+	running := runningJobs(ctx, o)
+	if len(running) == 0 {
 		return nil
 	}
 	var names []string
 	owner := map[string]string{}
-	for _, j := range jobs {
-		svcs, err := o.Kube.CoreV1().Services(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelJobName + "=" + j})
-		if err != nil {
-			continue
-		}
-		for _, s := range svcs.Items {
+	for _, j := range running {
+		for _, s := range jobServices(ctx, o, j) {
 			n := s.Name + "." + s.Namespace + ".svc"
 			names = append(names, n)
 			owner[n] = j
 		}
 	}
 	if len(names) == 0 {
-		return []Check{{Name: CheckDNS, Target: strings.Join(jobs, ","), Status: Warn,
-			Message: "the running job has no Service to resolve", Fix: "is the training-operator creating the job's headless Services? kubectl get svc -l " + labelJobName + "=" + jobs[0]}}
+		return []Check{{Name: CheckDNS, Target: strings.Join(running, ","), Status: Warn,
+			Message: "the running job has no Service to resolve", Fix: "is the job's controller creating its headless Service? kubectl get svc -l " + labelJobName + "=" + running[0] + " (a TrainJob's: kubectl get svc " + running[0] + ")"}}
 	}
 	sort.Strings(names)
 	o.Progress(fmt.Sprintf("resolving %d Service name(s) from a probe pod", len(names)))
@@ -111,7 +113,7 @@ func checkDNS(ctx context.Context, o Options) []Check {
 		return nil
 	}
 	out := outs[0]
-	target := strings.Join(jobs, ",")
+	target := strings.Join(running, ",")
 	fix := "check CoreDNS (kubectl -n kube-system get pods -l k8s-app=kube-dns) and that the job's pods are Ready: a headless Service publishes only Ready pods"
 	if out.log == nil {
 		return []Check{{Name: CheckDNS, Target: target, Status: Fail, Message: "the DNS probe did not run to the end", Evidence: []string{notRun(out)}, Fix: fix}}

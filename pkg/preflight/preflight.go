@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -140,6 +141,15 @@ type Options struct {
 	// Progress, when set, receives one line per step.
 	Progress func(string)
 	Now      func() time.Time
+	// Workload is the recipe's (torch, MPI; "" with no recipe: both) and API the job API forced
+	// by --api or the profile ("" or auto: the best the cluster serves); the CRD and permission
+	// checks are about the API ain will use.
+	Workload jobs.Workload
+	API      jobs.API
+
+	// served is what discovery found (Run fills it), discoverErr why it could not.
+	served      jobs.Served
+	discoverErr error
 }
 
 // DefaultProbeImage is the probe pods' image.
@@ -175,6 +185,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Checks = append(res.Checks, api)
+	o.served, o.discoverErr = jobs.Discover(o.Kube.Discovery())
 	o.Progress("checking permissions (SelfSubjectAccessReview)")
 	res.Checks = append(res.Checks, checkRBAC(ctx, o)...)
 	res.Checks = append(res.Checks, checkCRDs(ctx, o))

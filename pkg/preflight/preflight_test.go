@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -115,7 +116,8 @@ func TestCheckRBAC(t *testing.T) {
 	if len(checks) != 2 || checks[0].Status != Fail || checks[1].Status != Warn {
 		t.Fatalf("%+v", checks)
 	}
-	if checks[0].Evidence[0] != "cannot delete mpijobs.kubeflow.org in namespace team (ain train/status/delete)" {
+	// No discovery: the default APIs (trainer for torch, the mpi-operator's mpijobs for MPI).
+	if checks[0].Evidence[0] != "cannot delete mpijobs.kubeflow.org in namespace team (ain train/status/delete (mpi-operator))" {
 		t.Errorf("%q", checks[0].Evidence)
 	}
 	if !strings.Contains(checks[1].Evidence[0], "list nodes (cluster-wide)") {
@@ -214,5 +216,51 @@ func TestSplitNetworkAndSummary(t *testing.T) {
 	r := &Result{Checks: []Check{{Name: "api", Status: Pass}, {Name: "ib-ports", Target: "gpu-node-2", Status: Fail}, {Name: "nodes", Status: Warn}}}
 	if s := r.Summary(); s != "1 PASS, 1 WARN, 1 FAIL (ib-ports gpu-node-2)" || !r.Failed() {
 		t.Errorf("%q", s)
+	}
+}
+
+// The CRD check per cluster: which API each workload runs as, and a FAIL that names what to
+// install, never an install that replaces the cluster's mpijobs.kubeflow.org CRD.
+func TestCheckCRDs(t *testing.T) {
+	res := func(pairs ...string) []*metav1.APIResourceList {
+		var out []*metav1.APIResourceList
+		for _, p := range pairs {
+			gv, r, _ := strings.Cut(p, " ")
+			out = append(out, &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: r, Namespaced: true}}})
+		}
+		return out
+	}
+	legacy := res("kubeflow.org/v1 pytorchjobs", "kubeflow.org/v1 mpijobs")
+	current := res("kubeflow.org/v2beta1 mpijobs", "trainer.kubeflow.org/v1alpha1 trainjobs", "trainer.kubeflow.org/v1alpha1 trainingruntimes")
+	cases := []struct {
+		name     string
+		served   []*metav1.APIResourceList
+		workload jobs.Workload
+		api      jobs.API
+		status   Status
+		msg, fix string
+		notInFix string
+	}{
+		{"legacy", legacy, "", "", Pass, "torch recipes run as kubeflow.org/v1 PyTorchJob/MPIJob", "", ""},
+		{"current", current, "", "", Pass, "mpi recipes run as kubeflow.org/v2beta1 MPIJob", "", ""},
+		{"nothing", nil, "", "", Fail, "serves no job API for torch recipes", "Trainer v2", ""},
+		{"mpi-operator only, torch", res("kubeflow.org/v2beta1 mpijobs"), jobs.WorkloadTorch, "", Fail, "serves no job API for torch recipes", "Trainer", "training-operator"},
+		{"mpi-operator only, mpi", res("kubeflow.org/v2beta1 mpijobs"), jobs.WorkloadMPI, "", Pass, "kubeflow.org/v2beta1", "", ""},
+		{"v1 forced on v2beta1", current, jobs.WorkloadMPI, jobs.APITrainingOperator, Fail, "one CRD owns mpijobs.kubeflow.org", "--api mpi-operator", "install"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			cs.Resources = c.served
+			o := Options{Kube: cs, Namespace: "team", Profile: profile.Default(), Workload: c.workload, API: c.api}
+			o.served, o.discoverErr = jobs.Discover(cs.Discovery())
+			ch := checkCRDs(context.Background(), o)
+			if ch.Status != c.status || !strings.Contains(ch.Message, c.msg) || !strings.Contains(ch.Fix, c.fix) {
+				t.Errorf("%+v\nwant %s, message with %q, fix with %q", ch, c.status, c.msg, c.fix)
+			}
+			if c.notInFix != "" && strings.Contains(ch.Fix, c.notInFix) {
+				t.Errorf("fix %q must not say %q", ch.Fix, c.notInFix)
+			}
+		})
 	}
 }
