@@ -197,3 +197,89 @@ func TestTrainJob(t *testing.T) {
 		t.Errorf("launcher has a limit on %s", k)
 	}
 }
+
+// A held-back launcher is explained while workers are not all Ready, and only then.
+func TestLauncherWait(t *testing.T) {
+	pod := func(labels map[string]string, ready bool) corev1.Pod {
+		p := corev1.Pod{}
+		p.Labels = labels
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+		return p
+	}
+	worker := func(ready bool) corev1.Pod { return pod(map[string]string{mpiv2beta1.JobRoleLabel: "worker"}, ready) }
+	node := func(ready bool) corev1.Pod { return pod(map[string]string{ReplicatedJobLabel: "node"}, ready) }
+	mpiJob, _ := ToUnstructured(renderWith(t, APIMPIOperator, "allreduce", profile.FabricIB).Job())
+	mpiTJ, _ := ToUnstructured(renderWith(t, APITrainer, "allreduce", profile.FabricIB).Job())
+	torchTJ, _ := ToUnstructured(renderWith(t, APITrainer, "qlora", profile.FabricIB).Job())
+	if w := launcherWait(mpiJob, []corev1.Pod{worker(true), worker(false)}); !strings.Contains(w, "1/2 worker(s) Ready") || !strings.Contains(w, "WaitForWorkersReady") {
+		t.Errorf("v2beta1: %q", w)
+	}
+	if w := launcherWait(mpiJob, []corev1.Pod{worker(true), worker(true)}); w != "" {
+		t.Errorf("all Ready: %q", w)
+	}
+	if w := launcherWait(mpiJob, []corev1.Pod{pod(map[string]string{mpiv2beta1.JobRoleLabel: "launcher"}, false), worker(false)}); w != "" {
+		t.Errorf("launcher exists: %q", w)
+	}
+	if w := launcherWait(mpiTJ, []corev1.Pod{node(false), node(false), node(true)}); !strings.Contains(w, "1/3 node pod(s) Ready") {
+		t.Errorf("TrainJob MPI: %q", w)
+	}
+	if w := launcherWait(torchTJ, []corev1.Pod{node(false)}); w != "" {
+		t.Errorf("torch TrainJob has no launcher: %q", w)
+	}
+}
+
+// Pods of every controller sort launcher/master first, workers by index, and the default log
+// pod is the launcher, the master, or a torch TrainJob's node 0.
+func TestReplicaLabels(t *testing.T) {
+	pod := func(name string, labels, ann map[string]string) corev1.Pod {
+		p := corev1.Pod{}
+		p.Name, p.Labels, p.Annotations = name, labels, ann
+		return p
+	}
+	cases := []struct {
+		name string
+		pods []corev1.Pod
+		sorted, lead string
+	}{
+		{"v1 pytorch", []corev1.Pod{
+			pod("w1", map[string]string{"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "1"}, nil),
+			pod("m0", map[string]string{"training.kubeflow.org/replica-type": "master", "training.kubeflow.org/replica-index": "0"}, nil),
+			pod("w0", map[string]string{"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "0"}, nil),
+		}, "m0 w0 w1", "m0"},
+		// mpi-operator v0.8.0: job-role, the launcher has no replica-index.
+		{"v2beta1", []corev1.Pod{
+			pod("w1", map[string]string{mpiv2beta1.JobRoleLabel: "worker", mpiv2beta1.ReplicaIndexLabel: "1"}, nil),
+			pod("w0", map[string]string{mpiv2beta1.JobRoleLabel: "worker", mpiv2beta1.ReplicaIndexLabel: "0"}, nil),
+			pod("l", map[string]string{mpiv2beta1.JobRoleLabel: "launcher"}, nil),
+		}, "l w0 w1", "l"},
+		// JobSet: replicatedjob-name, the Job controller's completion index (label, or annotation on older clusters).
+		{"trainjob torch", []corev1.Pod{
+			pod("n2", map[string]string{ReplicatedJobLabel: "node", CompletionIndexLabel: "2"}, nil),
+			pod("n0", map[string]string{ReplicatedJobLabel: "node"}, map[string]string{CompletionIndexLabel: "0"}),
+			pod("n1", map[string]string{ReplicatedJobLabel: "node", CompletionIndexLabel: "1"}, nil),
+		}, "n0 n1 n2", "n0"},
+		{"trainjob mpi", []corev1.Pod{
+			pod("n1", map[string]string{ReplicatedJobLabel: "node", CompletionIndexLabel: "1"}, nil),
+			pod("l", map[string]string{ReplicatedJobLabel: "launcher", CompletionIndexLabel: "0"}, nil),
+			pod("n0", map[string]string{ReplicatedJobLabel: "node", CompletionIndexLabel: "0"}, nil),
+		}, "l n0 n1", "l"},
+	}
+	for _, c := range cases {
+		SortPods(c.pods)
+		var names []string
+		for _, p := range c.pods {
+			names = append(names, p.Name)
+		}
+		if got := strings.Join(names, " "); got != c.sorted {
+			t.Errorf("%s: sorted %s, want %s", c.name, got, c.sorted)
+		}
+		sel, err := SelectPods("j", c.pods, LogSelection{Index: -1})
+		if err != nil || len(sel) != 1 || sel[0].Name != c.lead {
+			t.Errorf("%s: default log pod %v %v, want %s", c.name, sel, err, c.lead)
+		}
+	}
+}

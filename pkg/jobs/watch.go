@@ -76,6 +76,9 @@ func SnapshotOf(job *unstructured.Unstructured, pods []corev1.Pod) Snapshot {
 		}
 	}
 	SortPods(pods)
+	if w := launcherWait(job, pods); w != "" && !Terminal(s.Phase) && s.Message == "" {
+		s.Message = w
+	}
 	for i := range pods {
 		s.Pods = append(s.Pods, podInfo(&pods[i]))
 		// A TrainJob has no start time of its own: its first pod's start is the job's.
@@ -84,6 +87,51 @@ func SnapshotOf(job *unstructured.Unstructured, pods []corev1.Pod) Snapshot {
 		}
 	}
 	return s
+}
+
+// launcherWait explains an MPI job whose launcher is held back until its workers are Ready
+// (v2beta1 launcherCreationPolicy WaitForWorkersReady, a TrainJob's launcher dependsOn node
+// Ready): "" when there is a launcher pod, or no worker yet, or the API does not hold it.
+func launcherWait(job *unstructured.Unstructured, pods []corev1.Pod) string {
+	holds := false
+	switch job.GetKind() {
+	case "MPIJob":
+		p, _, _ := unstructured.NestedString(job.Object, "spec", "launcherCreationPolicy")
+		holds = p == "WaitForWorkersReady"
+	case TrainJobKind:
+		// ain's MPI runtime (the recipe kind is on the TrainJob); a torch TrainJob has no launcher.
+		holds = job.GetLabels()[LabelKind] == "MPIJob"
+	}
+	if !holds {
+		return ""
+	}
+	workers, ready := 0, 0
+	for i := range pods {
+		switch Replica(&pods[i]) {
+		case "launcher":
+			return ""
+		case "worker":
+		case TrainerNodeJob:
+			if job.GetKind() != TrainJobKind {
+				continue
+			}
+		default:
+			continue
+		}
+		workers++
+		for _, c := range pods[i].Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	if workers == 0 || ready == workers {
+		return ""
+	}
+	if job.GetKind() == TrainJobKind {
+		return fmt.Sprintf("%d/%d node pod(s) Ready; an MPI launcher starts only when every node is Ready (JobSet dependsOn)", ready, workers)
+	}
+	return fmt.Sprintf("%d/%d worker(s) Ready; the mpi-operator creates the launcher when every worker is Ready (launcherCreationPolicy: WaitForWorkersReady)", ready, workers)
 }
 
 func podInfo(p *corev1.Pod) PodInfo {
