@@ -241,8 +241,8 @@ func TestReplicaLabels(t *testing.T) {
 		return p
 	}
 	cases := []struct {
-		name string
-		pods []corev1.Pod
+		name         string
+		pods         []corev1.Pod
 		sorted, lead string
 	}{
 		{"v1 pytorch", []corev1.Pod{
