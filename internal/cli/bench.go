@@ -11,6 +11,7 @@ func (a *App) benchCommand() *ucli.Command {
 			a.benchAllreduceCommand(),
 			a.benchCompareCommand(), a.benchPlotCommand(),
 			a.benchParseCommand(),
+			a.benchRDMACommand(),
 			a.benchModelCommand(),
 			a.benchServeCommand(),
 		},

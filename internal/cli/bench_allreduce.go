@@ -251,22 +251,9 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		// profile's lineRate (a 400Gb profile over 200 Gb/s ports called a healthy fabric broken).
 		fmt.Fprintf(errw, "probing the ports of %s for their rate: busbw is judged against it\n", strings.Join(pinned, ","))
 		pctx, pcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
-		var rates []bench.PortRate
-		var perr []string
-		for _, np := range preflight.ProbePorts(pctx, a.preflightOptions(kc, r0, p), pinned) {
-			if np.Err != "" {
-				perr = append(perr, np.Node+": "+np.Err)
-			}
-			for _, pt := range np.Ports {
-				r := ""
-				if pt.Rate != nil {
-					r = *pt.Rate
-				}
-				rates = append(rates, bench.PortRate{Node: np.Node, Port: fmt.Sprintf("%s:%d", pt.Device, pt.Port), Rate: r, Active: pt.Ready})
-			}
-		}
+		rates, perr := portRates(preflight.ProbePorts(pctx, a.preflightOptions(kc, r0, p), pinned))
 		pcancel()
-		res.UseProbedRate(rates, p.Spec.HCAs, strings.Join(perr, "; "))
+		res.UseProbedRate(rates, p.Spec.HCAs, perr)
 	}
 	res.Finished = a.Now()
 	res.Seconds = res.Finished.Sub(res.Started).Seconds()
@@ -390,6 +377,26 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	fmt.Fprintf(errw, "%s: %s in %s on %s%s, transport %s: %s\n", tag, snap.Phase, (time.Duration(vr.Seconds * float64(time.Second))).Round(time.Second),
 		orDash(strings.Join(vr.Nodes, ",")), peak, orDash(vr.Transport), status)
 	return vr, nil
+}
+
+// portRates turns the IB port probe's view of some nodes into the ports' rates, and says why a
+// node gave none.
+func portRates(nps []preflight.NodePorts) ([]bench.PortRate, string) {
+	var rates []bench.PortRate
+	var perr []string
+	for _, np := range nps {
+		if np.Err != "" {
+			perr = append(perr, np.Node+": "+np.Err)
+		}
+		for _, pt := range np.Ports {
+			r := ""
+			if pt.Rate != nil {
+				r = *pt.Rate
+			}
+			rates = append(rates, bench.PortRate{Node: np.Node, Port: fmt.Sprintf("%s:%d", pt.Device, pt.Port), Rate: r, Active: pt.Ready})
+		}
+	}
+	return rates, strings.Join(perr, "; ")
 }
 
 // launcherOutput reads the launcher pod's whole log (bounded).

@@ -47,21 +47,7 @@ func ParsePortRate(s string) (float64, bool) {
 func (res *Result) UseProbedRate(ports []PortRate, hcas []string, probeErr string) {
 	res.ProfileLineRate = res.LineRate
 	res.LineRateSource = "profile"
-	perNode := map[string]float64{}
-	example := map[string]string{}
-	for _, p := range ports {
-		if !p.Active || !hcaListed(p.Port, hcas) {
-			continue
-		}
-		v, ok := ParsePortRate(p.Rate)
-		if !ok {
-			continue
-		}
-		if v > perNode[p.Node] {
-			perNode[p.Node] = v
-			example[p.Node] = p.Node + " " + p.Port + ": " + p.Rate
-		}
-	}
+	perNode, example := fastestPorts(ports, func(port string) bool { return hcaListed(port, hcas) })
 	if len(perNode) == 0 {
 		why := "no ACTIVE port with a rate"
 		if probeErr != "" {
@@ -97,6 +83,27 @@ func (res *Result) UseProbedRate(ports []PortRate, hcas []string, probeErr strin
 	default:
 		res.LineRateNote = fmt.Sprintf("line rate %s as probed on %d node(s) (%s)", res.LineRate, len(nodes), ev)
 	}
+}
+
+// fastestPorts gives the rate (Gb/s) of each node's fastest ACTIVE port among those keep accepts,
+// and the line saying which port it is ("node mlx5_0:1: 200 Gb/sec (4X HDR)").
+func fastestPorts(ports []PortRate, keep func(port string) bool) (map[string]float64, map[string]string) {
+	perNode := map[string]float64{}
+	example := map[string]string{}
+	for _, p := range ports {
+		if !p.Active || !keep(p.Port) {
+			continue
+		}
+		v, ok := ParsePortRate(p.Rate)
+		if !ok {
+			continue
+		}
+		if v > perNode[p.Node] {
+			perNode[p.Node] = v
+			example[p.Node] = p.Node + " " + p.Port + ": " + p.Rate
+		}
+	}
+	return perNode, example
 }
 
 // hcaListed reports whether port (mlx5_0:1) is among hcas (mlx5_0:1 or mlx5_0); an empty list

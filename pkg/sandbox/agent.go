@@ -316,7 +316,23 @@ type SampleData struct {
 	GPUs                                int
 	PID                                 int // a plausible process id, stable per pod
 	Time                                time.Time
+	// LinkRate is this node's port rate as sysfs prints it (the scenario's nodes.linkRates, else
+	// DefaultLinkRate). PathGbps is the rate in Gb/s of the slower end between this pod's node and
+	// the nodes of the other pods of its pair run (perftest server and client): what a two-node
+	// test between them can reach.
+	LinkRate string
+	PathGbps float64
+	// Command is the first container's command and args joined by spaces.
+	Command string
 }
+
+// DefaultLinkRate is every simulated port's rate unless the scenario says otherwise: 4X HDR, the
+// fabric the nccl-tests samples' numbers are modelled on.
+const DefaultLinkRate = "200 Gb/sec (4X HDR)"
+
+// labelPairRun groups the pods of one probe or pair run (pkg/preflight's LabelProbeRun; not
+// imported: preflight's tests use the sandbox).
+const labelPairRun = "ain.dev/probe-run"
 
 func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	d := SampleData{
@@ -327,6 +343,20 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	}
 	d.Index, _ = strconv.Atoi(pod.Labels[labelReplicaIndex])
 	d.NodeIndex, _ = strconv.Atoi(strings.TrimPrefix(pod.Spec.NodeName, "gpu-node-"))
+	d.LinkRate = linkRate(a.sc, pod.Spec.NodeName)
+	d.PathGbps = rateGbps(d.LinkRate)
+	if run := pod.Labels[labelPairRun]; run != "" {
+		peers, _ := a.lister.Pods(pod.Namespace).List(labels.SelectorFromSet(labels.Set{labelPairRun: run}))
+		for _, p := range peers {
+			if p.Spec.NodeName != "" {
+				d.PathGbps = min(d.PathGbps, rateGbps(linkRate(a.sc, p.Spec.NodeName)))
+			}
+		}
+	}
+	if len(pod.Spec.Containers) > 0 {
+		c := pod.Spec.Containers[0]
+		d.Command = strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+	}
 	for _, c := range pod.Spec.Containers {
 		for _, e := range c.Env {
 			if e.Value != "" {
@@ -392,6 +422,26 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 		d.GPUs = 1
 	}
 	return d
+}
+
+// linkRate is the port rate of a node (gpu-node-N) in scenario sc.
+func linkRate(sc *Scenario, node string) string {
+	if sc != nil {
+		if r, ok := sc.Nodes.LinkRates[strings.TrimPrefix(node, "gpu-node-")]; ok {
+			return r
+		}
+	}
+	return DefaultLinkRate
+}
+
+// rateGbps reads "200 Gb/sec (4X HDR)" as 200 (0 when it is not a rate).
+func rateGbps(rate string) float64 {
+	f := strings.Fields(rate)
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // ownerKind is the kind of the pod's controller ("none" when it has none).
@@ -487,6 +537,12 @@ func RenderSample(name string, d SampleData) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sample %s: %w", name, err)
 	}
+	if d.LinkRate == "" {
+		d.LinkRate = DefaultLinkRate
+	}
+	if d.PathGbps == 0 {
+		d.PathGbps = rateGbps(d.LinkRate)
+	}
 	t, err := template.New(name).Funcs(sampleFuncs).Option("missingkey=zero").Parse(string(raw))
 	if err != nil {
 		return "", fmt.Errorf("sample %s: %w", name, err)
@@ -527,7 +583,15 @@ var sampleFuncs = template.FuncMap{
 		}
 		return b
 	},
-	"hex": func(i int) string { return fmt.Sprintf("%x", i) },
+	"hex":      func(i int) string { return fmt.Sprintf("%x", i) },
+	"contains": strings.Contains,
+	"atoi": func(s string) int {
+		n, _ := strconv.Atoi(s)
+		return max(n, 1)
+	},
+	"arg":     argOf,
+	"bwRows":  perftestBWRows,
+	"latRows": perftestLatRows,
 }
 
 // CRILog formats text as a container runtime log (one "TIME stdout F line" per line), the

@@ -31,6 +31,10 @@ type Scenario struct {
 	Nodes  struct {
 		// WithoutRDMA lists node numbers (1-based) that do not advertise the RDMA resource.
 		WithoutRDMA []int `json:"withoutRDMA,omitempty"`
+		// LinkRates gives a node (by number, 1-based) another port rate than DefaultLinkRate, as
+		// sysfs prints it ("100 Gb/sec (2X HDR)": a link that trained at half width). The IB port
+		// probe's sysfs and the perftest samples follow it.
+		LinkRates map[string]string `json:"linkRates,omitempty"`
 	} `json:"nodes"`
 	Rules []Rule `json:"rules,omitempty"`
 }

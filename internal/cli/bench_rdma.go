@@ -1,0 +1,391 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/perftest"
+	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/profile"
+)
+
+// DefaultPerftestImage runs both perftest pods. NVIDIA's GPU Operator documentation runs its
+// GPUDirect RDMA test with this image: two pods with IPC_LOCK and rdma/rdma_shared_device_a, then
+// `ib_write_bw -d mlx5_0 -a -F --report_gbits -q 1 [server IP]`, GPU memory with --use_cuda
+// (NVIDIA/cloud-native-docs gpu-operator/gpu-operator-rdma.rst and
+// gpu-operator/manifests/input/gpu-direct-rdma-demo-pod-1.yaml). It has sh and the perftest
+// binaries on PATH, built with CUDA support.
+const DefaultPerftestImage = "mellanox/cuda-perftest:latest"
+
+type benchRDMAOptions struct {
+	Profile, Fabric string
+	Nodes           string
+	Test            string
+	GPU             bool
+	QPs             int
+	Device          string
+	GIDIndex        int
+	Size            string
+	Iters           int
+	Image           string
+	Results         string
+	Timeout         time.Duration
+	Output          string
+}
+
+func (a *App) benchRDMACommand() *ucli.Command {
+	o := &benchRDMAOptions{}
+	return &ucli.Command{
+		Name:  "rdma",
+		Usage: "two-node RDMA with perftest (ib_write_bw, ib_read_bw, ib_write_lat) in a server and a client pod: line rate vs two-node RDMA vs NCCL busbw",
+		Description: "Runs a perftest server pod and a client pod on two nodes (--nodes SERVER,CLIENT, else the first two\n" +
+			"nodes with the profile's RDMA resource), each holding the RDMA resource and the profile's Multus networks,\n" +
+			"with IPC_LOCK. The client is started once the server runs, with the server's address on the RDMA network\n" +
+			"(Multus network-status, else the pod IP). Before that, the IB port probe reads both nodes' ports: their\n" +
+			"rate is the line rate the run is judged against, and on RoCE the RoCE v2 GID index of the pod's interface\n" +
+			"is perftest's -x. The device is --device, else the profile's first HCA, else the first ACTIVE port.\n" +
+			"The table is the course's (10.6.1): line rate (profile, ports), two-node RDMA (this run), and the busbw of\n" +
+			"the last `ain bench allreduce` saved under --results. Both pods are deleted at the end and on Ctrl-C.\n\n" +
+			"Examples:\n" +
+			"  ain bench rdma\n" +
+			"  ain bench rdma --nodes gpu-node-1,gpu-node-2 --qps 4\n" +
+			"  ain bench rdma --test ib_read_bw --gpu\n" +
+			"  ain bench rdma --test ib_write_lat -o json\n\n" +
+			"Exit status: 0; 5 the bandwidth is under " + strconv.Itoa(int(bench.RDMAEfficiency*100)) + "% of the link's rate, a link is degraded (its ends run at\n" +
+			"different rates) or perftest printed no result; 1 the pods could not run; 6 --timeout; 2 bad flags.",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "nodes", Usage: "SERVER,CLIENT node names (default: the first two nodes with the RDMA resource)", Destination: &o.Nodes},
+			&ucli.StringFlag{Name: "test", Value: "ib_write_bw", Usage: "perftest test: " + strings.Join(perftest.Tests, ", "), Destination: &o.Test},
+			&ucli.BoolFlag{Name: "gpu", Usage: "buffers in GPU memory (--use_cuda=0, GPUDirect RDMA); each pod requests one GPU", Destination: &o.GPU},
+			&ucli.IntFlag{Name: "qps", Value: 1, Usage: "queue pairs, perftest -q (bandwidth tests)", Destination: &o.QPs, Action: intBetween("qps", 1, 1024)},
+			&ucli.StringFlag{Name: "device", Usage: "RDMA device, perftest -d (mlx5_0 or mlx5_0:1)", DefaultText: "the profile's first HCA, else the first ACTIVE port", Destination: &o.Device},
+			&ucli.IntFlag{Name: "gid-index", Value: -1, Usage: "RoCE GID index, perftest -x", DefaultText: "the profile's gidIndex, else the RoCE v2 GID the probe found", Destination: &o.GIDIndex, Action: intBetween("gid-index", -1, 255)},
+			&ucli.StringFlag{Name: "size", Usage: "one message size, perftest -s (64K, 1M); default: every size from 2 B to 8 MiB (-a)", Destination: &o.Size},
+			&ucli.IntFlag{Name: "iters", Usage: "iterations per size, perftest -n (at least 100)", DefaultText: "perftest's", Destination: &o.Iters},
+			&ucli.StringFlag{Name: "image", Value: DefaultPerftestImage, Usage: "image with sh and the perftest binaries on PATH (and CUDA support for --gpu)", Destination: &o.Image},
+			&ucli.StringFlag{Name: "results", Value: "ain-results", Usage: "folder of saved `ain bench allreduce` results: the last one gives the NCCL column", Destination: &o.Results},
+			&ucli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up after this long (exit 6); the pods are deleted", Destination: &o.Timeout, Action: positiveDuration("timeout")},
+			&ucli.StringFlag{Name: "profile", Usage: "fabric profile file (default: $AIN_PROFILE, $XDG_CONFIG_HOME/ain/profile.yaml, else built-in)", Destination: &o.Profile},
+			&ucli.StringFlag{Name: "fabric", Usage: "override the profile's fabric: ib or roce", Destination: &o.Fabric},
+			outputFlag(&o.Output, "text", "text, or json (the whole result, both pods' output included)", "json"),
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return ainerr.Usagef("bench rdma takes no arguments (got %s): name the nodes with --nodes SERVER,CLIENT", strings.Join(c.Args().Slice(), " "))
+			}
+			return a.runBenchRDMA(c.Context, o)
+		},
+	}
+}
+
+// rdmaPlan is what the flags resolve to before any pod runs.
+type rdmaPlan struct {
+	cmd            perftest.Command
+	server, client string
+	profile        *profile.Profile
+	hca            string // the profile's HCA the device came from, if any
+}
+
+func (a *App) planRDMA(o *benchRDMAOptions) (*rdmaPlan, error) {
+	in := recipeInput{Profile: o.Profile, Fabric: o.Fabric}
+	p, err := in.loadProfile(a.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if !p.RDMA() {
+		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("bench rdma measures RDMA, but the fabric is %s", p.Spec.Fabric), "use --fabric ib or roce (a TCP baseline is `ain bench allreduce --fabric socket`)")
+	}
+	pl := &rdmaPlan{profile: p, cmd: perftest.Command{Test: o.Test, QPs: o.QPs, Iters: o.Iters}}
+	if o.Size != "" {
+		n, err := parseBytes(o.Size)
+		if err != nil {
+			return nil, ainerr.Usagef("--size: %v", err)
+		}
+		pl.cmd.Size = n
+	}
+	if o.GPU {
+		gpu := 0
+		pl.cmd.CUDA = &gpu
+	}
+	dev := o.Device
+	if dev == "" && len(p.Spec.HCAs) > 0 {
+		dev, pl.hca = strings.TrimPrefix(p.Spec.HCAs[0], "="), p.Spec.HCAs[0]
+	}
+	if dev != "" {
+		d, port, hasPort := strings.Cut(dev, ":")
+		pl.cmd.Device = d
+		if hasPort {
+			n, err := strconv.Atoi(port)
+			if err != nil || n < 1 {
+				return nil, ainerr.Usagef("--device %q: DEVICE or DEVICE:PORT, e.g. mlx5_0 or mlx5_0:1", dev)
+			}
+			pl.cmd.Port = n
+		}
+	}
+	if o.GIDIndex >= 0 {
+		g := o.GIDIndex
+		pl.cmd.GIDIndex = &g
+	} else if p.Spec.Fabric == profile.FabricRoCE {
+		if g, err := strconv.Atoi(p.Spec.GIDIndex); err == nil && g >= 0 {
+			pl.cmd.GIDIndex = &g
+		}
+	}
+	if o.GIDIndex >= 0 && p.Spec.Fabric == profile.FabricIB {
+		fmt.Fprintln(a.Streams.Err, "note: --gid-index on InfiniBand: perftest then sends a GRH with that GID; IB routes by LID without it")
+	}
+	if err := pl.cmd.Validate(); err != nil {
+		flag := "--test"
+		switch {
+		case strings.Contains(err.Error(), "queue pairs"):
+			flag = "--qps"
+		case strings.Contains(err.Error(), "iterations"):
+			flag = "--iters"
+		case strings.Contains(err.Error(), "size"):
+			flag = "--size"
+		case strings.Contains(err.Error(), "device"):
+			flag = "--device"
+		}
+		return nil, ainerr.Usagef("%s: %v", flag, err)
+	}
+	if o.Nodes != "" {
+		parts := strings.Split(o.Nodes, ",")
+		if len(parts) != 2 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[1]) == "" {
+			return nil, ainerr.Usagef("--nodes %q: two node names, SERVER,CLIENT", o.Nodes)
+		}
+		pl.server, pl.client = strings.TrimSpace(parts[0]), strings.TrimSpace(parts[1])
+		if pl.server == pl.client {
+			return nil, ainerr.Usagef("--nodes %q: two different nodes (on one node the traffic never crosses the fabric)", o.Nodes)
+		}
+	}
+	return pl, nil
+}
+
+func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
+	pl, err := a.planRDMA(o)
+	if err != nil {
+		return err
+	}
+	p := pl.profile
+	kc, err := a.clients()
+	if err != nil {
+		return err
+	}
+	a.sandboxNote(kc)
+	ctx, cancel := context.WithTimeout(parent, o.Timeout)
+	defer cancel()
+	errw := a.Streams.Err
+	po := a.preflightOptions(kc, nil, p)
+	po.Progress = func(s string) { fmt.Fprintln(errw, s) }
+	gpus := 0
+	if o.GPU {
+		gpus = 1
+	}
+	if pl.server == "" {
+		po.Nodes, po.GPUsPerNode = 2, gpus
+		nodes, checks := preflight.CandidateNodes(ctx, po)
+		if len(nodes) < 2 {
+			why := ""
+			for _, c := range checks {
+				if c.Status != preflight.Pass {
+					why = c.Message
+					if len(c.Evidence) > 0 {
+						why += " (" + strings.Join(c.Evidence, "; ") + ")"
+					}
+					break
+				}
+			}
+			return ainerr.New(ainerr.PreflightFailed, fmt.Errorf("two nodes with %s are needed, found %d: %s", p.Spec.RDMA.Resource, len(nodes), why),
+				"name them with --nodes SERVER,CLIENT, or check `ain preflight`")
+		}
+		pl.server, pl.client = nodes[0], nodes[1]
+	}
+	res := &bench.RDMAResult{Test: pl.cmd.Test, Server: pl.server, Client: pl.client, Image: o.Image, Fabric: p.Spec.Fabric,
+		ProfileLineRate: p.Spec.LineRate, ProfileGbps: p.LineRateGBps() * 8, GPUMemory: o.GPU, QPs: max(pl.cmd.QPs, 1), Started: a.Now()}
+	// The ports of both nodes: the rate the link should run at, the device, the RoCE GID.
+	fmt.Fprintf(errw, "probing the IB/RoCE ports of %s and %s (rate, state, GIDs)\n", pl.server, pl.client)
+	probed := preflight.ProbePorts(ctx, po, []string{pl.server, pl.client})
+	ports, perr := portRates(probed)
+	var serverPorts []rdmaPort
+	for _, pt := range probed[0].Ports {
+		serverPorts = append(serverPorts, rdmaPort{pt.Device, pt.Port, pt.Ready, pt.RoCEv2GIDIndex})
+	}
+	if parent.Err() != nil {
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted: probe pods deleted"), "")
+	}
+	pickDevice(&pl.cmd, serverPorts, res)
+	if pl.cmd.GIDIndex == nil && p.Spec.Fabric == profile.FabricRoCE {
+		for _, sp := range serverPorts {
+			if sp.device == pl.cmd.Device && sp.gid != nil {
+				g := *sp.gid
+				pl.cmd.GIDIndex, res.GIDIndexSource = &g, "probe: the RoCE v2 IPv4 GID of the pod's interface on "+pl.server
+				break
+			}
+		}
+	} else if pl.cmd.GIDIndex != nil {
+		res.GIDIndexSource = "--gid-index or the profile's gidIndex"
+	}
+	res.Device, res.GIDIndex = pl.cmd.Device, pl.cmd.GIDIndex
+	mem := "host memory"
+	if o.GPU {
+		mem = "GPU memory (--use_cuda=0)"
+	}
+	fmt.Fprintf(errw, "%s: server on %s, client on %s, device %s, %d QP(s), GID index %s, %s, image %s\n",
+		pl.cmd.Test, pl.server, pl.client, orDash(pl.cmd.Device), res.QPs, gidText(res.GIDIndex, p.Spec.Fabric), mem, o.Image)
+	pr := preflight.RunPair(ctx, po, preflight.PairSpec{
+		Kind: "perftest", Server: pl.server, Client: pl.client, Image: o.Image, RDMA: true, GPUs: gpus,
+		ServerScript: pl.cmd.ServerScript(),
+		ClientScript: func(ip string) string {
+			if _, err := netip.ParseAddr(ip); err != nil {
+				ip = "invalid-address"
+			}
+			return pl.cmd.ClientScript(ip)
+		},
+	})
+	res.ServerIP, res.IPSource = pr.ServerIP, pr.IPSource
+	res.Command = pl.cmd.Args(pr.ServerIP)
+	res.Finished = a.Now()
+	if pr.Err != nil {
+		switch {
+		case parent.Err() != nil:
+			return ainerr.New(ainerr.Cancelled, errors.New("interrupted: the perftest pods were deleted"), "")
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached: %v", o.Timeout, pr.Err), "the perftest pods were deleted; `kubectl describe node` if they stayed Pending")
+		}
+		if pr.ClientLog != nil {
+			for _, l := range lastLines(pr.ClientLog, 10) {
+				fmt.Fprintf(errw, "  | %s\n", l)
+			}
+		}
+		return ainerr.New(ainerr.Failure, fmt.Errorf("perftest did not run to the end: %w", pr.Err),
+			"the pods request "+p.Spec.RDMA.Resource+" and IPC_LOCK (Pod Security: privileged namespace) and run "+o.Image+" (--image for a mirror)")
+	}
+	res.Analyze(pr.ClientLog, pr.ServerLog)
+	res.Judge(ports, perr)
+	if last, path, err := bench.LastAllreduce(o.Results); err == nil {
+		res.UseNCCL(last, path)
+	} else {
+		res.NCCLNote = err.Error()
+	}
+	if o.Output == "json" {
+		if err := a.writeJSON(res); err != nil {
+			return err
+		}
+	} else {
+		a.printRDMA(res)
+	}
+	if !res.OK {
+		return checkFailed()
+	}
+	return nil
+}
+
+// rdmaPort is what the device choice needs from a probed port.
+type rdmaPort struct {
+	device string
+	port   int
+	ready  bool
+	gid    *int
+}
+
+// pickDevice fills in the device when neither --device nor the profile named one: the server's
+// first ACTIVE port (perftest's own default, the first device found, may be a port that is down).
+func pickDevice(cmd *perftest.Command, ports []rdmaPort, res *bench.RDMAResult) {
+	if cmd.Device != "" {
+		return
+	}
+	for _, p := range ports {
+		if p.ready {
+			cmd.Device = p.device
+			if p.port != 1 {
+				cmd.Port = p.port
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("device %s:%d: the first ACTIVE port the probe saw on %s (set hcas in the profile or --device to choose)", p.device, p.port, res.Server))
+			return
+		}
+	}
+}
+
+func gidText(g *int, fabric string) string {
+	switch {
+	case g != nil:
+		return strconv.Itoa(*g)
+	case fabric == profile.FabricIB:
+		return "- (InfiniBand routes by LID)"
+	}
+	return "- (none: perftest uses GID 0)"
+}
+
+// printRDMA prints the course table (10.6.1) and the verdict.
+func (a *App) printRDMA(r *bench.RDMAResult) {
+	w := a.Streams.Out
+	fmt.Fprintf(w, "%s: %s (server) <- %s (client), device %s, %d QP(s), RoCE GID index %s, server address %s (%s)\n\n",
+		r.Test, r.Server, r.Client, orDash(r.Device), r.QPs, gidText(r.GIDIndex, r.Fabric), orDash(r.ServerIP), orDash(r.IPSource))
+	gb := func(g float64) (string, string) {
+		return strconv.FormatFloat(round2(g), 'f', -1, 64), strconv.FormatFloat(round2(g/8), 'f', -1, 64)
+	}
+	pct := func(v float64, of float64) string {
+		if of <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", v/of*100)
+	}
+	var rows [][]string
+	g, b := gb(r.ProfileGbps)
+	rows = append(rows, []string{"line rate (profile)", "spec.lineRate " + r.ProfileLineRate, g, b, "-"})
+	if r.ProbedGbps > 0 {
+		var ev []string
+		for _, p := range r.Ports {
+			if p.Active && (r.Device == "" || strings.HasPrefix(p.Port, r.Device+":")) {
+				ev = append(ev, p.Node+" "+p.Port+" "+p.Rate)
+			}
+		}
+		g, b := gb(r.ProbedGbps)
+		rows = append(rows, []string{"line rate (ports)", strings.Join(ev, "; "), g, b, pct(r.ProbedGbps, r.ExpectedGbps)})
+	} else {
+		rows = append(rows, []string{"line rate (ports)", "not probed", "-", "-", "-"})
+	}
+	switch {
+	case r.RDMAGbps != nil:
+		g, b := gb(*r.RDMAGbps)
+		rows = append(rows, []string{"two-node RDMA (this run)", fmt.Sprintf("%s best at %s, %d QP(s)", r.Test, bench.SizeLabel(r.RDMABytes), r.QPs), g, b, pct(*r.RDMAGbps, r.ExpectedGbps)})
+	case r.TypicalUs != nil:
+		rows = append(rows, []string{"two-node RDMA (this run)", fmt.Sprintf("%s: %.2f us typical at %d B", r.Test, *r.TypicalUs, r.RDMABytes), "-", "-", "-"})
+	default:
+		rows = append(rows, []string{"two-node RDMA (this run)", "no result", "-", "-", "-"})
+	}
+	if n := r.NCCL; n != nil {
+		g, b := gb(n.BusbwGbps)
+		of := r.ExpectedGbps * float64(max(n.NICsPerNode, 1))
+		src := fmt.Sprintf("all_reduce_perf %s peak at %s, %d ranks (%s)", n.Variant, bench.SizeLabel(n.Size), n.Ranks, n.Path)
+		if !n.Valid {
+			src += ", INVALID result"
+		}
+		rows = append(rows, []string{fmt.Sprintf("%d-node NCCL busbw", n.Nodes), src, g, b, pct(n.BusbwGbps, of)})
+	} else {
+		rows = append(rows, []string{"NCCL busbw", r.NCCLNote, "-", "-", "-"})
+	}
+	a.table([]string{"COURSE 10.6.1", "SOURCE", "Gb/s", "GB/s", "% OF LINK"}, rows)
+	fmt.Fprintf(w, "\n%% of link: of %s Gb/s, the rate the link should run at (%s)", strconv.FormatFloat(round2(r.ExpectedGbps), 'f', -1, 64), r.ExpectedSource)
+	if r.NCCL != nil && r.NCCL.NICsPerNode > 1 {
+		fmt.Fprintf(w, "; NCCL busbw is spread over %d NICs per node", r.NCCL.NICsPerNode)
+	}
+	fmt.Fprintln(w)
+	if r.LineRateNote != "" {
+		fmt.Fprintf(w, "%s\n", r.LineRateNote)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	fmt.Fprintf(w, "\n%s\n", r.Verdict)
+}
+
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
+)
+
+// Bad flags are refused before any cluster is contacted, naming the flag.
+func TestBenchRDMAFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nodes", "gpu-node-1"}, "--nodes \"gpu-node-1\": two node names"},
+		{[]string{"--nodes", "n1,n1"}, "two different nodes"},
+		{[]string{"--test", "ib_send_bw"}, "--test: perftest test \"ib_send_bw\""},
+		{[]string{"--test", "ib_write_lat", "--qps", "4"}, "--qps"},
+		{[]string{"--device", "mlx5_0:x"}, "--device \"mlx5_0:x\""},
+		{[]string{"--size", "lots"}, "--size"},
+		{[]string{"--fabric", "socket"}, "bench rdma measures RDMA, but the fabric is socket"},
+		{[]string{"extra"}, "takes no arguments"},
+	} {
+		code, _, stderr := runBenchCLI(t, append([]string{"bench", "rdma", "--kubeconfig", "/nonexistent"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// On the sandbox: perftest's server and client pods run on two nodes with the RDMA resource, the
+// client's table (the agent's, consistent with the 200 Gb/s HDR ports) is judged against the
+// probed port rate, not the built-in profile's 400Gb (said loudly), and both pods are gone after.
+func TestBenchRDMASandbox(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	results := t.TempDir()
+	code, stdout, stderr := runBenchCLI(t, "bench", "rdma", "--results", results, "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"ib_write_bw: gpu-node-1 (server) <- gpu-node-2 (client), device mlx5_0, 1 QP(s)",
+		"line rate (profile)", "line rate (ports)", "gpu-node-1 mlx5_0:1 200 Gb/sec (4X HDR); gpu-node-2 mlx5_0:1 200 Gb/sec (4X HDR)",
+		"two-node RDMA (this run)", "ib_write_bw best at 8 MiB", "193.92", "97.0%", "no allreduce result yet",
+		"LINE RATE MISMATCH: the profile's lineRate is 400Gb but the ports run at 200 Gb/s",
+		"PASS: ib_write_bw between gpu-node-1 and gpu-node-2 reached 193.92 Gb/s, 97.0% of the 200 Gb/s link (probe)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s\nstderr:\n%s", want, stdout, stderr)
+		}
+	}
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods left behind: %d %v", len(pods.Items), err)
+	}
+	// -o json, ib_read_bw with 4 QPs and GPU memory on named nodes.
+	code, stdout, stderr = runBenchCLI(t, "bench", "rdma", "--nodes", "gpu-node-3,gpu-node-1", "--test", "ib_read_bw", "--qps", "4", "--gpu", "-o", "json",
+		"--results", results, "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+	var res bench.RDMAResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, stdout, stderr)
+	}
+	if res.Server != "gpu-node-3" || res.Client != "gpu-node-1" || res.QPs != 4 || !res.GPUMemory || res.ExpectedGbps != 200 || res.ExpectedSource != "probe" ||
+		res.RDMAGbps == nil || !res.OK || !strings.Contains(strings.Join(res.Command, " "), "--use_cuda=0") || res.NCCL != nil {
+		t.Errorf("json result: %+v", res)
+	}
+}
+
+// A link that trained at half width on gpu-node-2: perftest measures what it carries, the probe
+// shows its ends disagree, and the verdict is FAIL (exit 5) against the healthy end's rate.
+func TestBenchRDMASandboxDegraded(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	sb.UseScenario(t, "degraded-link")
+	ns := sb.Namespace(t)
+	code, stdout, stderr := runBenchCLI(t, "bench", "rdma", "--nodes", "gpu-node-1,gpu-node-2", "--results", t.TempDir(), "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+	if code != 5 {
+		t.Fatalf("exit %d, want 5\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"FAIL: DEGRADED LINK: gpu-node-2 mlx5_0:1: 100 Gb/sec (2X HDR), but the other end runs at 200 Gb/s",
+		"two-node RDMA 96.98 Gb/s is 48.5% of the 200 Gb/s link",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -1,0 +1,241 @@
+package preflight
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels of a pair run's pods (`ain bench rdma`): which side a pod is. The sandbox's scenarios
+// match on it to give each side its output.
+const (
+	LabelPairRole = "ain.dev/pair-role"
+	PairServer    = "server"
+	PairClient    = "client"
+	// NetworkStatusAnnotation is where Multus reports the pod's interfaces and their IPs.
+	NetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
+)
+
+// PairSpec is a server pod and a client pod on two nodes, both holding the profile's RDMA
+// resource (and Multus networks) with IPC_LOCK, the client started once the server has an address.
+type PairSpec struct {
+	Kind   string // the probe label value, e.g. "perftest"
+	Server string // node names
+	Client string
+	// Image runs both pods; it must have sh and the commands on PATH.
+	Image string
+	// ServerScript is the server's shell command; ClientScript builds the client's from the
+	// server's address.
+	ServerScript string
+	ClientScript func(serverIP string) string
+	// GPUs each pod requests (GPU memory tests: one).
+	GPUs int
+	// RDMA: request the profile's RDMA resource and networks, and add IPC_LOCK (memory
+	// registration pins pages). False for a TCP pair.
+	RDMA bool
+	// Env for both containers.
+	Env []corev1.EnvVar
+}
+
+// PairResult is what the pair left behind.
+type PairResult struct {
+	ServerPod, ClientPod string
+	// ServerIP is the address the client was given; IPSource says where it came from (the
+	// Multus network-status of the RDMA network, or the pod IP).
+	ServerIP, IPSource   string
+	ServerLog, ClientLog []byte
+	// ServerPhase and ClientPhase are the pods' last phases.
+	ServerPhase, ClientPhase corev1.PodPhase
+	// Err says why the pair did not run to the end (nil when both pods ended and logs were read).
+	Err error
+}
+
+// RunPair runs spec's pods and always deletes them (also on Ctrl-C: the cleanup has its own
+// context). The client is created only once the server pod runs and has an address on the
+// RDMA network, so the client's command can name it. o.ProbeTimeout bounds each pod's life
+// (activeDeadlineSeconds) and the whole run.
+func RunPair(ctx context.Context, o Options, spec PairSpec) *PairResult {
+	o.defaults()
+	if spec.Image != "" {
+		o.ProbeImage = spec.Image
+	}
+	run := runID()
+	res := &PairResult{}
+	server := pairPod(o, spec, run, PairServer, spec.Server, spec.ServerScript)
+	res.ServerPod = server.Name
+	sel := LabelProbeRun + "=" + run
+	pods := []*corev1.Pod{server}
+	defer func() { cleanupProbes(o, sel, pods) }()
+	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)
+	defer cancel()
+	tr := &podTracker{pods: map[string]*corev1.Pod{}, changed: make(chan struct{}, 1)}
+	w, err := o.Kube.CoreV1().Pods(o.Namespace).Watch(pctx, metav1.ListOptions{LabelSelector: sel, AllowWatchBookmarks: true})
+	if err != nil {
+		res.Err = fmt.Errorf("watching the %s pods: %w", spec.Kind, err)
+		return res
+	}
+	go tr.follow(pctx, o, sel, w)
+	so := &probeOutcome{pod: server}
+	if so.pod, err = createPod(o, server); err != nil {
+		res.Err = fmt.Errorf("creating the server pod on %s: %w", spec.Server, err)
+		return res
+	}
+	so.created = true
+	o.Progress(fmt.Sprintf("server pod %s on %s: waiting for it to run", server.Name, spec.Server))
+	ip, src, err := tr.waitAddress(pctx, so, joinsNetworks(o, spec))
+	res.ServerPhase = so.pod.Status.Phase
+	if err != nil {
+		res.Err = fmt.Errorf("%s: %w", notRun(so), err)
+		if ctx.Err() != nil {
+			res.Err = ctx.Err()
+		}
+		return res
+	}
+	res.ServerIP, res.IPSource = ip, src
+	client := pairPod(o, spec, run, PairClient, spec.Client, spec.ClientScript(ip))
+	res.ClientPod = client.Name
+	pods = append(pods, client)
+	co := &probeOutcome{pod: client}
+	if co.pod, err = createPod(o, client); err != nil {
+		res.Err = fmt.Errorf("creating the client pod on %s: %w", spec.Client, err)
+		return res
+	}
+	co.created = true
+	o.Progress(fmt.Sprintf("client pod %s on %s: connecting to %s (%s)", client.Name, spec.Client, ip, src))
+	done := map[string]bool{}
+	tr.wait(pctx, []*probeOutcome{co}, done)
+	// The server ends once its one client is served; one that still waits (the client never
+	// reached it) is not worth the whole timeout.
+	sctx, scancel := context.WithTimeout(pctx, 30*time.Second)
+	tr.wait(sctx, []*probeOutcome{so}, done)
+	scancel()
+	res.ServerPhase, res.ClientPhase = so.pod.Status.Phase, co.pod.Status.Phase
+	for _, out := range []*probeOutcome{co, so} {
+		if !done[out.pod.Name] && out.pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		out.log, out.logErr = o.Kube.CoreV1().Pods(o.Namespace).GetLogs(out.pod.Name, &corev1.PodLogOptions{Container: "probe"}).Do(lctx).Raw()
+		lcancel()
+	}
+	res.ServerLog, res.ClientLog = so.log, co.log
+	switch {
+	case ctx.Err() != nil:
+		res.Err = ctx.Err()
+	case !done[co.pod.Name]:
+		res.Err = fmt.Errorf("the client did not finish within %s: %s", o.ProbeTimeout, notRun(co))
+	case co.log == nil:
+		res.Err = fmt.Errorf("%s", notRun(co))
+	}
+	return res
+}
+
+// joinsNetworks reports whether the pair's pods join Multus networks (probePod adds them).
+func joinsNetworks(o Options, s PairSpec) bool {
+	return s.RDMA && o.Profile.RDMA() && len(o.Profile.Spec.Networks) > 0
+}
+
+// pairPod is a probe pod that may pin memory: IPC_LOCK added, running as the image's user (an
+// added capability is not effective for a non-root user without ambient capabilities), memory
+// for the test's buffers.
+func pairPod(o Options, spec PairSpec, run, role, node, script string) *corev1.Pod {
+	name := fmt.Sprintf("ain-%s-%s-%s", spec.Kind, role, run)
+	pod := probePod(o, run, spec.Kind, name, node, script, spec.Env, spec.RDMA)
+	pod.Labels[LabelPairRole] = role
+	pod.Spec.SecurityContext = nil
+	c := &pod.Spec.Containers[0]
+	c.Name = "probe"
+	c.SecurityContext = nil
+	if spec.RDMA && o.Profile.RDMA() {
+		c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}}}
+	}
+	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi")
+	if spec.GPUs > 0 {
+		g := *resource.NewQuantity(int64(spec.GPUs), resource.DecimalSI)
+		c.Resources.Requests[corev1.ResourceName(o.Profile.Spec.GPUResource)] = g
+		c.Resources.Limits[corev1.ResourceName(o.Profile.Spec.GPUResource)] = g
+	}
+	return pod
+}
+
+// waitAddress waits until out's pod runs and has an address: with Multus networks, the first
+// address Multus reports on a non-default network (the RDMA network: perftest's out-of-band
+// exchange and, for RoCE, the GID it picks belong there); else the pod IP.
+func (t *podTracker) waitAddress(ctx context.Context, out *probeOutcome, multus bool) (ip, source string, err error) {
+	for {
+		t.mu.Lock()
+		if p := t.pods[out.pod.Name]; p != nil {
+			out.pod = p
+		}
+		p := out.pod
+		t.mu.Unlock()
+		switch p.Status.Phase {
+		case corev1.PodSucceeded, corev1.PodFailed:
+			return "", "", fmt.Errorf("the server pod ended (%s) before the client started", p.Status.Phase)
+		case corev1.PodRunning:
+			if multus {
+				if a, n := NetworkAddress(p.Annotations[NetworkStatusAnnotation]); a != "" {
+					return a, "Multus network " + n, nil
+				}
+			}
+			if p.Status.PodIP != "" {
+				src := "pod IP"
+				if multus {
+					src = "pod IP: Multus reported no address on the RDMA network"
+				}
+				return p.Status.PodIP, src, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", fmt.Errorf("no running server pod with an address within the timeout")
+		case <-t.changed:
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// NetworkAddress returns the first IP that a Multus network-status annotation gives a
+// non-default network, and that network's name.
+func NetworkAddress(status string) (ip, network string) {
+	var nets []struct {
+		Name    string   `json:"name"`
+		IPs     []string `json:"ips"`
+		Default bool     `json:"default"`
+	}
+	if strings.TrimSpace(status) == "" || json.Unmarshal([]byte(status), &nets) != nil {
+		return "", ""
+	}
+	for _, n := range nets {
+		if n.Default {
+			continue
+		}
+		for _, s := range n.IPs {
+			if a, err := netip.ParseAddr(s); err == nil {
+				return a.String(), n.Name
+			}
+		}
+	}
+	return "", ""
+}
+
+// CandidateNodes lists the nodes a pod with o's shape (o.GPUsPerNode GPUs, the RDMA resource)
+// can run on, sorted by name, and the nodes check that explains a shortage.
+func CandidateNodes(ctx context.Context, o Options) ([]string, []Check) {
+	o.defaults()
+	checks, nodes := checkNodes(ctx, o)
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	sort.Strings(out)
+	return out, checks
+}

@@ -1,0 +1,102 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/perftest"
+)
+
+// TestPerftestSamples: the perftest samples parse with ain's own parser, say what the command
+// asked for (device, QPs, GID index, CUDA) and measure what the link between the nodes allows.
+func TestPerftestSamples(t *testing.T) {
+	for _, c := range []struct {
+		name, fabric, cmd string
+		path              float64
+		test              string
+		qps, gid          int
+		bwMin, bwMax      float64 // Gb/s of the best row (bandwidth tests)
+	}{
+		{"perftest/bw-client.txt", "ib", "ib_write_bw -d mlx5_0 -q 1 --report_gbits -a -F -p 18515 10.244.1.5", 200, "ib_write_bw", 1, -1, 190, 199},
+		{"perftest/bw-client.txt", "ib", "ib_read_bw -d mlx5_1 -q 4 --report_gbits -a --use_cuda=0 -F -p 18515 10.244.1.5", 200, "ib_read_bw", 4, -1, 190, 199},
+		{"perftest/bw-client.txt", "ib", "ib_write_bw -d mlx5_0 -q 1 --report_gbits -a -F -p 18515 10.244.1.5", 100, "ib_write_bw", 1, -1, 95, 99.9},
+		{"perftest/bw-client.txt", "roce", "ib_write_bw -d mlx5_0 -x 3 -q 2 --report_gbits -s 65536 -F -p 18515 192.168.100.11", 200, "ib_write_bw", 2, 3, 185, 194},
+		{"perftest/lat-client.txt", "ib", "ib_write_lat -d mlx5_0 -a -F -p 18515 10.244.1.5", 200, "ib_write_lat", 1, -1, 0, 0},
+	} {
+		d := sampleData(c.fabric, 0, 2)
+		d.Command, d.PathGbps = "i=0; while :; do "+c.cmd+" && exit 0; done", c.path
+		text, err := RenderSample(c.name, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := perftest.Parse(strings.NewReader(text))
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("%s %s: %v, %d runs\n%s", c.name, c.cmd, err, len(runs), text)
+		}
+		r := runs[0]
+		if r.Test == nil || *r.Test != c.test || r.QPs == nil || *r.QPs != c.qps || len(r.Errors) > 0 {
+			t.Errorf("%s: test %v qps %v errors %v", c.cmd, r.Test, r.QPs, r.Errors)
+		}
+		if (c.gid < 0) != (r.GIDIndex == nil) || (r.GIDIndex != nil && *r.GIDIndex != c.gid) {
+			t.Errorf("%s: GID index %v, want %d", c.cmd, r.GIDIndex, c.gid)
+		}
+		wantRows := 23
+		if strings.Contains(c.cmd, " -s ") {
+			wantRows = 1
+		}
+		if len(r.Rows) != wantRows {
+			t.Errorf("%s: %d rows, want %d", c.cmd, len(r.Rows), wantRows)
+		}
+		best := r.Best()
+		if c.test == "ib_write_lat" {
+			if v, _ := best.TTypical.Float64(); best.Bytes != 2 || v < 0.9 || v > 1.1 {
+				t.Errorf("%s: best latency %v at %d", c.cmd, best.TTypical, best.Bytes)
+			}
+			continue
+		}
+		g, ok := r.Gbps(best.BwAverage)
+		if !ok || g < c.bwMin || g > c.bwMax {
+			t.Errorf("%s over %v Gb/s: best %v Gb/s, want %v..%v", c.cmd, c.path, g, c.bwMin, c.bwMax)
+		}
+	}
+	// The server prints its banner and settings, no table.
+	d := sampleData("ib", 1, 2)
+	d.Command = "ib_write_bw -d mlx5_0 -q 1 --report_gbits -a -F -p 18515"
+	text, err := RenderSample("perftest/server.txt", d)
+	if err != nil || !strings.Contains(text, "Waiting for client to connect") {
+		t.Fatalf("server: %v\n%s", err, text)
+	}
+}
+
+// TestLinkRates: a scenario's nodes.linkRates reaches the probe's sysfs and the pair's path rate.
+func TestLinkRates(t *testing.T) {
+	sc, err := LoadScenario("degraded-link")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := linkRate(sc, "gpu-node-2"); got != "100 Gb/sec (2X HDR)" {
+		t.Errorf("gpu-node-2: %q", got)
+	}
+	if got := linkRate(sc, "gpu-node-1"); got != DefaultLinkRate {
+		t.Errorf("gpu-node-1: %q", got)
+	}
+	d := sampleData("ib", 2, 3)
+	d.LinkRate = linkRate(sc, "gpu-node-2")
+	rep, err := ibport.Parse(strings.NewReader(mustRender(t, "probe/sysfs-ib-active.txt", d)))
+	if err != nil || len(rep.Ports) != 2 || rep.Ports[0].Rate == nil || *rep.Ports[0].Rate != "100 Gb/sec (2X HDR)" {
+		t.Fatalf("probe on the degraded node: %+v %v", rep, err)
+	}
+	if rateGbps("100 Gb/sec (2X HDR)") != 100 || rateGbps("") != 0 {
+		t.Error("rateGbps")
+	}
+}
+
+func mustRender(t *testing.T, name string, d SampleData) string {
+	t.Helper()
+	s, err := RenderSample(name, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
