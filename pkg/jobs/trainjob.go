@@ -46,6 +46,10 @@ import (
 //   - the launcher waits for its workers through JobSet's dependsOn (launcher after node is
 //     Ready, as in deepspeed_distributed.yaml): Ready counts Pods with Ready=True, and the node
 //     container's readiness probe is a TCP connect to sshd;
+//   - when the JobSet finishes (the launcher succeeded: successPolicy targets it), the JobSet
+//     controller deletes its still-active Jobs (sigs.k8s.io/jobset@v0.12.0
+//     pkg/controllers/jobset_controller.go: jobSetFinished, deleteJobs), so the sshd workers go
+//     and the launcher's pod and log stay, as cleanPodPolicy Running does for an MPIJob;
 //   - the JobSet labels every Pod jobset.sigs.k8s.io/jobset-name=<job> and
 //     jobset.sigs.k8s.io/replicatedjob-name=node|launcher; the Job controller adds
 //     batch.kubernetes.io/job-completion-index (the node rank);

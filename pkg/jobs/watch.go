@@ -320,10 +320,13 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 const stuckCheck = 15 * time.Second
 
 // jobWarning returns the latest Warning event of the job (e.g. the operator's FailedCreatePod).
+// A TrainJob's problems may be reported on its JobSet (same name), so that kind counts too.
 func (c *Cluster) jobWarning(ctx context.Context, kind, name string) string {
-	l, err := c.Kube.CoreV1().Events(c.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.name": name, "involvedObject.kind": kind, "type": corev1.EventTypeWarning}.String(),
-	})
+	sel := fields.Set{"involvedObject.name": name, "type": corev1.EventTypeWarning}
+	if kind != TrainJobKind {
+		sel["involvedObject.kind"] = kind
+	}
+	l, err := c.Kube.CoreV1().Events(c.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.String()})
 	if err != nil || len(l.Items) == 0 {
 		return ""
 	}
