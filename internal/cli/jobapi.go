@@ -91,6 +91,12 @@ func (a *App) renderBackend(r *recipe.Recipe, p *profile.Profile, flag string) (
 		why = "forced"
 	}
 	b, err := jobs.Choose(r, served, forced)
+	var none *jobs.NoAPIError
+	if errors.As(err, &none) {
+		// render needs no cluster: one that serves no job API gets the default, said so.
+		why += ", which serves none of ain's job APIs: the default"
+		b, err = jobs.Choose(r, jobs.Served{}, forced)
+	}
 	if err != nil {
 		return nil, a.choiceError(err)
 	}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// render with no cluster: the documented default per recipe (current stack), --api and the
+// profile's spec.jobAPI force one, and bad values name the flag or the profile field.
+func TestRenderJobAPI(t *testing.T) {
+	home := t.TempDir()
+	prof := filepath.Join(home, "legacy.yaml")
+	if err := os.WriteFile(prof, []byte("apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nspec:\n  fabric: ib\n  jobAPI: training-operator\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(home, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nspec:\n  fabric: ib\n  jobAPI: trainr\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string, string) {
+		var o, e bytes.Buffer
+		a := &App{Streams: Streams{In: strings.NewReader(""), Out: &o, Err: &e}, Now: time.Now,
+			Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}
+		return a.Run(context.Background(), append([]string{"ain"}, args...)), o.String(), e.String()
+	}
+	cases := []struct {
+		args        []string
+		code        int
+		out, errOut string
+		notOut      string
+	}{
+		{[]string{"render", "allreduce"}, 0, "apiVersion: kubeflow.org/v2beta1", "job API: kubeflow.org/v2beta1 MPIJob (mpi-operator) (no cluster asked)", "wait-for-workers"},
+		{[]string{"render", "qlora"}, 0, "kind: TrainingRuntime", "trainer.kubeflow.org/v1alpha1 TrainJob", "PyTorchJob"},
+		{[]string{"render", "allreduce", "--api", "training-operator"}, 0, "apiVersion: kubeflow.org/v1\n", "(forced)", "launcherCreationPolicy"},
+		{[]string{"render", "allreduce", "--api", "trainer"}, 0, "kind: TrainJob", "", ""},
+		{[]string{"render", "qlora", "--api", "v1"}, 0, "kind: PyTorchJob", "", ""},
+		{[]string{"render", "qlora", "--profile", prof}, 0, "kind: PyTorchJob", "(forced)", "TrainJob"},
+		{[]string{"render", "qlora", "--profile", prof, "--api", "auto"}, 0, "kind: TrainJob", "", ""},
+		{[]string{"render", "qlora", "--api", "mpi-operator"}, 2, "", "runs MPI recipes only", ""},
+		{[]string{"render", "qlora", "--api", "kueue"}, 2, "", "--api kueue", ""},
+		{[]string{"render", "qlora", "--profile", bad}, 2, "", "spec.jobAPI", ""},
+		{[]string{"train", "allreduce", "--dry-run=client", "--api", "mpi-operator"}, 0, "launcherCreationPolicy: WaitForWorkersReady", "", ""},
+	}
+	for _, c := range cases {
+		code, out, errOut := run(c.args...)
+		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.errOut) || (c.notOut != "" && strings.Contains(out, c.notOut)) {
+			t.Errorf("ain %s: exit %d (want %d), stdout has %q: %v, stderr has %q: %v, stdout lacks %q: %v\nstderr: %s",
+				strings.Join(c.args, " "), code, c.code, c.out, strings.Contains(out, c.out), c.errOut, strings.Contains(errOut, c.errOut),
+				c.notOut, c.notOut == "" || !strings.Contains(out, c.notOut), errOut)
+		}
+	}
+}
