@@ -15,6 +15,7 @@ require (
 	golang.org/x/text v0.42.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
+	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	// Every k8s.io module stays at v0.36.2: github.com/kubeflow/trainer/v2 v2.3.0's API package
 	// does not compile against k8s.io/api v0.37 (its generated OpenAPI code uses
 	// corev1.PodStatusResult, removed in 0.37). The sandbox still runs Kubernetes v1.37.2.
@@ -88,7 +89,6 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
-	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	honnef.co/go/tools v0.8.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect

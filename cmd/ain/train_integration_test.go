@@ -25,7 +25,9 @@ import (
 
 // TestMain runs this package's integration tests against one shared 3-node sandbox: a real
 // etcd, kube-apiserver, scheduler, controller-manager and training-operator, with kwok nodes.
-func TestMain(m *testing.M) { sandboxtest.Main(m, sandbox.Config{Nodes: 3}) }
+func TestMain(m *testing.M) {
+	sandboxtest.Main(m, sandbox.Config{Nodes: 3, Stack: sandbox.StackLegacy})
+}
 
 type cluster struct {
 	sb  *sandboxtest.Sandbox

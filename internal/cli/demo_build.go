@@ -28,7 +28,8 @@ type demoBuild struct {
 // startDemoBuild starts the build of every component missing from cache; nil when none is.
 func startDemoBuild(ctx context.Context, cache string) *demoBuild {
 	var missing []string
-	for _, c := range sandbox.Components() {
+	// The demo runs on the default stack (its sandbox is `ain sandbox up` without --stack).
+	for _, c := range sandbox.DefaultStack.Components() {
 		if !c.Built(cache) {
 			missing = append(missing, c.Name)
 		}
@@ -41,7 +42,7 @@ func startDemoBuild(ctx context.Context, cache string) *demoBuild {
 		defer close(b.fin)
 		// The per-component lines of EnsureBinaries are replaced by line(); a failure carries
 		// the command and its output (BuildError).
-		err := sandbox.EnsureBinariesProgress(ctx, cache, io.Discard, func(done, total int, building string) {
+		err := sandbox.EnsureStack(ctx, cache, sandbox.DefaultStack, io.Discard, func(done, total int, building string) {
 			b.mu.Lock()
 			b.done, b.total, b.now = done, total, building
 			b.mu.Unlock()

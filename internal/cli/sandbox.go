@@ -28,6 +28,7 @@ type sandboxOptions struct {
 	RDMACount    int
 	Forwards     ucli.StringSlice
 	Timeout      time.Duration
+	Stack        string
 	// status
 	Output string
 	// down
@@ -40,9 +41,12 @@ func (a *App) sandboxCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "sandbox",
 		Usage: "a local Kubernetes control plane with simulated GPU/RDMA nodes, to rehearse without a cluster",
-		Description: "Runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the Kubeflow training-operator\n" +
-			"(with its validating webhook) for real on 127.0.0.1, and kwok for the nodes. Only the nodes and the containers\n" +
+		Description: "Runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the job controllers of a stack\n" +
+			"(with their admission webhooks) for real on 127.0.0.1, and kwok for the nodes. Only the nodes and the containers\n" +
 			"are simulated: pods go through their phases and print recorded log samples chosen by the scenario.\n" +
+			"Stacks: current (the default) runs mpi-operator " + sandbox.MPIOperatorVersion + " (kubeflow.org/v2beta1 MPIJob), JobSet " + sandbox.JobSetVersion + "\n" +
+			"and Kubeflow Trainer " + sandbox.TrainerVersion + " (trainer.kubeflow.org/v1alpha1 TrainJob); legacy runs the training-operator " + sandbox.TrainingOperatorVersion + "\n" +
+			"(kubeflow.org/v1 PyTorchJob, MPIJob). One stack per sandbox: both own mpijobs.kubeflow.org.\n" +
 			"The binaries are built from Go modules on first use (minutes) into $AIN_SANDBOX_CACHE or ~/.cache/ain.\n\n" +
 			"Examples:\n" +
 			"  ain sandbox up --nodes 3 --scenario ib-port-init\n" +
@@ -62,21 +66,34 @@ func (a *App) sandboxCommand() *ucli.Command {
 					&ucli.IntFlag{Name: "rdma-count", Value: sandbox.DefaultRDMACount, Usage: "allocatable RDMA resource per node", Destination: &o.RDMACount},
 					&ucli.StringSliceFlag{Name: "forward", Usage: "PODPORT=HOST:PORT: port-forwards to any sandbox pod's PODPORT reach this local address (repeatable)", Destination: &o.Forwards},
 					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
+					stackFlag(&o.Stack, string(sandbox.DefaultStack), "the job controllers to run: current (mpi-operator, JobSet, Trainer v2) or legacy (training-operator v1)"),
 				},
 				Action: func(c *ucli.Context) error { return a.runSandboxUp(c.Context, o) },
 			},
 			{
 				Name:  "build",
 				Usage: "only build the sandbox's binaries into the cache (CI warms it with this)",
+				Flags: []ucli.Flag{stackFlag(&o.Stack, "", "build only this stack's components (current or legacy); default: every stack's")},
 				Action: func(c *ucli.Context) error {
 					cache, err := sandbox.CacheDir(a.Getenv)
 					if err != nil {
 						return err
 					}
-					if err := sandbox.EnsureBinaries(c.Context, cache, a.Streams.Err); err != nil {
+					comps := sandbox.Components()
+					if o.Stack != "" {
+						stack, perr := sandbox.ParseStack(o.Stack)
+						if perr != nil {
+							return ainerr.Usagef("%v", perr)
+						}
+						comps = stack.Components()
+						err = sandbox.EnsureStack(c.Context, cache, stack, a.Streams.Err, nil)
+					} else {
+						err = sandbox.EnsureBinaries(c.Context, cache, a.Streams.Err)
+					}
+					if err != nil {
 						return err
 					}
-					for _, comp := range sandbox.Components() {
+					for _, comp := range comps {
 						fmt.Fprintf(a.Streams.Out, "%s %s\t%s\n", comp.Name, comp.Version, comp.Dir(cache))
 					}
 					return nil
@@ -134,8 +151,12 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 	if err != nil {
 		return err
 	}
+	stack, err := sandbox.ParseStack(o.Stack)
+	if err != nil {
+		return ainerr.Usagef("%v", err)
+	}
 	cfg := sandbox.Config{Nodes: o.Nodes, GPUsPerNode: o.GPUs, Fabric: o.Fabric, Scenario: o.Scenario,
-		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount}
+		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount, Stack: stack}
 	for _, f := range o.Forwards.Value() {
 		pf, err := sandbox.ParsePortForward(f)
 		if err != nil {
@@ -160,6 +181,10 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 	})
 	if err != nil {
 		var be *sandbox.BuildError
+		var sm *sandbox.StackMismatchError
+		if errors.As(err, &sm) {
+			return ainerr.New(ainerr.Usage, err, "")
+		}
 		if errors.As(err, &be) {
 			return ainerr.WithHint(err, "the sandbox builds its binaries with the Go toolchain from the Go module proxy; check `go env GOPROXY` and network access")
 		}
@@ -170,14 +195,15 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 	}
 	w := a.Streams.Out
 	if running {
-		fmt.Fprintf(w, "The sandbox is already running (started %s, scenario %s, %d nodes).\n",
-			st.StartedAt.Local().Format(time.RFC3339), st.Config.Scenario, st.Config.Nodes)
+		fmt.Fprintf(w, "The sandbox is already running (started %s, %s stack, scenario %s, %d nodes).\n",
+			st.StartedAt.Local().Format(time.RFC3339), st.Stack(), st.Config.Scenario, st.Config.Nodes)
 		if differs(st.Config, cfg) {
 			fmt.Fprintf(w, "It was started with other settings than these; run `ain sandbox down` first to change them.\n")
 		}
 	} else {
-		fmt.Fprintf(w, "Sandbox ready: %d simulated nodes, scenario %s, fabric %s.\n", st.Config.Nodes, st.Config.Scenario, st.Config.Fabric)
+		fmt.Fprintf(w, "Sandbox ready: %s stack, %d simulated nodes, scenario %s, fabric %s.\n", st.Stack(), st.Config.Nodes, st.Config.Scenario, st.Config.Fabric)
 	}
+	fmt.Fprintf(w, "Job APIs served: %s.\n", strings.Join(st.Stack().APIs(), ", "))
 	if !st.Webhook.On {
 		fmt.Fprintf(w, "training-operator NOT running: %s\n", st.Webhook.Reason)
 	}
@@ -188,7 +214,12 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 
 func differs(a, b sandbox.Config) bool {
 	return a.Nodes != b.Nodes || a.GPUsPerNode != b.GPUsPerNode || a.Fabric != b.Fabric || a.Scenario != b.Scenario ||
-		a.RDMAResource != b.RDMAResource || a.RDMACount != b.RDMACount
+		a.RDMAResource != b.RDMAResource || a.RDMACount != b.RDMACount || a.Stack != b.Stack
+}
+
+// stackFlag is --stack.
+func stackFlag(dst *string, value, usage string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "stack", Value: value, Usage: usage, Destination: dst}
 }
 
 func (a *App) runSandboxStatus(ctx context.Context, o *sandboxOptions) error {
@@ -218,10 +249,15 @@ func (a *App) runSandboxStatus(ctx context.Context, o *sandboxOptions) error {
 		}
 	}
 	fmt.Fprintf(w, "Sandbox %s: %s\n", s.Dir, state)
+	fmt.Fprintf(w, "  stack:      %s (%s)\n", s.Stack, strings.Join(s.APIs, ", "))
 	fmt.Fprintf(w, "  scenario:   %s (%s)\n", s.Config.Scenario, s.Scenario)
 	fmt.Fprintf(w, "  fabric:     %s, %d nodes x %d GPUs, %s: %d\n", s.Config.Fabric, s.Config.Nodes, s.Config.GPUsPerNode, s.Config.RDMAResource, s.Config.RDMACount)
 	fmt.Fprintf(w, "  server:     %s\n  kubeconfig: %s\n", s.Server, s.Kubeconfig)
-	if s.Webhook.On {
+	if len(s.Webhooks) > 0 {
+		for _, wh := range s.Webhooks {
+			fmt.Fprintf(w, "  webhook:    %s %s -> %s\n", wh.Component, wh.Name, strings.Join(wh.URLs, ", "))
+		}
+	} else if s.Webhook.On {
 		fmt.Fprintf(w, "  webhook:    on (%s)\n", s.Webhook.URL)
 	} else {
 		fmt.Fprintf(w, "  webhook:    off: %s\n", s.Webhook.Reason)

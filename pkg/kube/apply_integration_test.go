@@ -16,7 +16,9 @@ import (
 
 // TestMain gives the integration tests a 1-node sandbox (a real API server: server-side apply,
 // dry run and field ownership are the server's, not a fake's).
-func TestMain(m *testing.M) { sandboxtest.Main(m, sandbox.Config{Nodes: 1}) }
+func TestMain(m *testing.M) {
+	sandboxtest.Main(m, sandbox.Config{Nodes: 1, Stack: sandbox.StackLegacy})
+}
 
 func service(name string, port int64, l map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{

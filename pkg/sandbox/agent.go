@@ -43,12 +43,44 @@ const (
 	LabelSimulated = AnnoPrefix + "simulated"
 )
 
-// Training-operator labels the agent reads.
+// Labels the agent reads to tell a pod's job, role and index, for each stack's controllers.
 const (
+	// training-operator v1 (kubeflow.org/v1 PyTorchJob, MPIJob).
 	labelReplicaType  = "training.kubeflow.org/replica-type"
 	labelReplicaIndex = "training.kubeflow.org/replica-index"
 	labelJobName      = "training.kubeflow.org/job-name"
+	// mpi-operator v0.8.0 (kubeflow.org/v2beta1 MPIJob) sets job-name, job-role (launcher or worker)
+	// and replica-index, but no replica-type (pkg/controller defaultLabels, newWorker, newLauncherPodTemplate).
+	labelJobRole = "training.kubeflow.org/job-role"
+	// JobSet v0.12.0 labels the pods of a JobSet (a TrainJob's, for Trainer v2) with its name and the
+	// replicated job's name (api/jobset/v1alpha2 JobSetNameKey, ReplicatedJobNameKey); Trainer's
+	// runtimes name them "node" and "launcher". A pod's rank within an Indexed Job is its completion index.
+	labelJobSetName       = "jobset.sigs.k8s.io/jobset-name"
+	labelReplicatedJob    = "jobset.sigs.k8s.io/replicatedjob-name"
+	labelJobCompletionIdx = "batch.kubernetes.io/job-completion-index"
 )
+
+// podJob returns the job a pod belongs to (as the label key and value that name it), its role in
+// lower case and its index, whichever stack's controller made it.
+func podJob(p *corev1.Pod) (key, job, role string, index int) {
+	key = labelJobName
+	if job = p.Labels[labelJobName]; job == "" {
+		if job = p.Labels[labelJobSetName]; job != "" {
+			key = labelJobSetName
+		}
+	}
+	for _, k := range []string{labelReplicaType, labelJobRole, labelReplicatedJob} {
+		if role = strings.ToLower(p.Labels[k]); role != "" {
+			break
+		}
+	}
+	idx := p.Labels[labelReplicaIndex]
+	if idx == "" {
+		idx = p.Labels[labelJobCompletionIdx]
+	}
+	index, _ = strconv.Atoi(idx)
+	return key, job, role, index
+}
 
 // RunAgent simulates the container side of the sandbox's pods until ctx ends: for every pod bound
 // to a node it picks a rule of the scenario (sample, outcome, timing) and records it in the pod's
@@ -338,10 +370,10 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	d := SampleData{
 		Pod: pod.Name, Namespace: pod.Namespace, Node: pod.Spec.NodeName,
 		PodIP: pod.Status.PodIP, HostIP: pod.Status.HostIP,
-		Job: pod.Labels[labelJobName], Role: strings.ToLower(pod.Labels[labelReplicaType]),
 		Fabric: a.st.Config.Fabric, Env: map[string]string{}, Time: time.Now().UTC(),
 	}
-	d.Index, _ = strconv.Atoi(pod.Labels[labelReplicaIndex])
+	jobKey := ""
+	jobKey, d.Job, d.Role, d.Index = podJob(pod)
 	d.NodeIndex, _ = strconv.Atoi(strings.TrimPrefix(pod.Spec.NodeName, "gpu-node-"))
 	d.LinkRate = linkRate(a.sc, pod.Spec.NodeName)
 	d.PathGbps = rateGbps(d.LinkRate)
@@ -373,7 +405,7 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	}
 	d.PID = 100 + h
 	if d.Job != "" {
-		sel := labels.SelectorFromSet(labels.Set{labelJobName: d.Job})
+		sel := labels.SelectorFromSet(labels.Set{jobKey: d.Job})
 		pods, _ := a.lister.Pods(pod.Namespace).List(sel)
 		type w struct {
 			idx        int
@@ -382,9 +414,9 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 		var ws []w
 		hasMaster := false
 		for _, p := range pods {
-			switch strings.ToLower(p.Labels[labelReplicaType]) {
-			case "worker":
-				i, _ := strconv.Atoi(p.Labels[labelReplicaIndex])
+			_, _, role, i := podJob(p)
+			switch role {
+			case "worker", "node": // "node": Trainer v2's replicated job of training nodes
 				ws = append(ws, w{i, p.Name, p.Spec.NodeName})
 			case "master":
 				hasMaster = true
@@ -471,8 +503,10 @@ func (m Match) fits(pod *corev1.Pod, fabric string) bool {
 	if m.Owner != "" && !strings.EqualFold(m.Owner, ownerKind(pod)) {
 		return false
 	}
-	if m.Role != "" && !strings.EqualFold(m.Role, pod.Labels[labelReplicaType]) {
-		return false
+	if m.Role != "" {
+		if _, _, role, _ := podJob(pod); !strings.EqualFold(m.Role, role) {
+			return false
+		}
 	}
 	if m.Node != "" && m.Node != pod.Spec.NodeName {
 		return false

@@ -24,6 +24,12 @@ const (
 	EtcdVersion             = "v3.6.16"
 	KwokVersion             = "v0.8.0"
 	TrainingOperatorVersion = "v1.8.1"
+	// The current stack (see Stack). Versions are named: the module proxy here refuses "latest"
+	// lookups (the @v/list of these modules answers 403), so `go install MOD@VERSION` fails while it
+	// loads the module's deprecation notice; they are built in wrapper modules that require them.
+	MPIOperatorVersion = "v0.8.0"
+	JobSetVersion      = "v0.12.0"
+	TrainerVersion     = "v2.3.0"
 )
 
 // Component is one cached build: a folder of binaries (and manifests copied from its module).
@@ -54,6 +60,9 @@ func Components() []Component {
 		{Name: "etcd", Version: EtcdVersion, Binaries: []string{"etcd"}, build: buildEtcd},
 		{Name: "kwok", Version: KwokVersion, Binaries: []string{"kwok"}, build: buildKwok},
 		{Name: "training-operator", Version: TrainingOperatorVersion, Binaries: []string{"training-operator.v1"}, build: buildTrainingOperator},
+		{Name: "mpi-operator", Version: MPIOperatorVersion, Binaries: []string{"mpi-operator"}, build: buildMPIOperator},
+		{Name: "jobset", Version: JobSetVersion, Binaries: []string{"jobset"}, build: buildJobSet},
+		{Name: "trainer", Version: TrainerVersion, Binaries: []string{"trainer-controller-manager"}, build: buildTrainer},
 		{Name: "kubernetes", Version: KubernetesVersion, Binaries: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}, build: buildKubernetes},
 	}
 }
@@ -89,7 +98,7 @@ func (e *BuildError) Error() string {
 
 func (e *BuildError) Unwrap() error { return e.Err }
 
-// EnsureBinaries builds every component missing from cache, reporting progress on w.
+// EnsureBinaries builds every component (of every stack) missing from cache, reporting progress on w.
 // Builds run in temporary wrapper modules (go install refuses modules with replace
 // directives), never in the caller's module.
 func EnsureBinaries(ctx context.Context, cache string, w io.Writer) error {
@@ -104,6 +113,15 @@ type BuildProgress func(done, total int, building string)
 // EnsureBinariesProgress is EnsureBinaries that also reports each step to progress (which may be
 // nil), for callers that draw their own progress line (ain demo builds in the background).
 func EnsureBinariesProgress(ctx context.Context, cache string, w io.Writer, progress BuildProgress) error {
+	return ensure(ctx, cache, Components(), w, progress)
+}
+
+// EnsureStack builds the components of stack missing from cache (see EnsureBinariesProgress).
+func EnsureStack(ctx context.Context, cache string, stack Stack, w io.Writer, progress BuildProgress) error {
+	return ensure(ctx, cache, stack.Components(), w, progress)
+}
+
+func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, progress BuildProgress) error {
 	if progress == nil {
 		progress = func(int, int, string) {}
 	}
@@ -111,7 +129,7 @@ func EnsureBinariesProgress(ctx context.Context, cache string, w io.Writer, prog
 		w = io.Discard
 	}
 	var missing []Component
-	for _, c := range Components() {
+	for _, c := range comps {
 		if !c.Built(cache) {
 			missing = append(missing, c)
 		}

@@ -128,6 +128,8 @@ type pki struct {
 	ca        *keyPair
 	apiserver *keyPair
 	kwok      *keyPair
+	// webhook serves the current stack's admission webhooks on 127.0.0.1 (see prepareCurrent).
+	webhook *keyPair
 }
 
 func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
@@ -159,6 +161,7 @@ func ensurePKI(dir string) (*pki, error) {
 	}{
 		{"apiserver", &p.apiserver, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}},
 		{"kwok", &p.kwok, []string{"localhost"}},
+		{"webhook", &p.webhook, []string{"localhost"}},
 	} {
 		kp, err := loadKeyPair(p.path(s.name+".crt"), p.path(s.name+".key"))
 		if err != nil {

@@ -36,7 +36,7 @@ const fieldManager = "ain-sandbox"
 
 // Identities in the API server's token file; each component gets its own user name so that
 // audit logs and request counts tell them apart.
-var identities = []string{"admin", "controller-manager", "scheduler", "kwok", "training-operator", "agent"}
+var identities = []string{"admin", "controller-manager", "scheduler", "kwok", "training-operator", "agent", "mpi-operator", "jobset", "trainer"}
 
 func (l Layout) kubeconfigFor(who string) string {
 	if who == "admin" {
@@ -146,39 +146,16 @@ func (k *kube) apply(ctx context.Context, obj *unstructured.Unstructured) error 
 
 // applyCRDs applies every CRD in the YAML files of dir and waits until they are established.
 func (k *kube) applyCRDs(ctx context.Context, dir string, only func(name string) bool) error {
-	entries, err := os.ReadDir(dir)
+	var names []string
+	err := eachObject(dir, func(_ string, obj *unstructured.Unstructured) error {
+		if obj.GetKind() != "CustomResourceDefinition" || (only != nil && !only(obj.GetName())) {
+			return nil
+		}
+		names = append(names, obj.GetName())
+		return k.apply(ctx, obj)
+	})
 	if err != nil {
 		return fmt.Errorf("CRDs: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".yaml") {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-		for {
-			var m map[string]any
-			if err := dec.Decode(&m); err == io.EOF {
-				break
-			} else if err != nil {
-				return fmt.Errorf("%s: %w", e.Name(), err)
-			}
-			if m == nil {
-				continue
-			}
-			obj := &unstructured.Unstructured{Object: m}
-			if obj.GetKind() != "CustomResourceDefinition" || (only != nil && !only(obj.GetName())) {
-				continue
-			}
-			if err := k.apply(ctx, obj); err != nil {
-				return err
-			}
-			names = append(names, obj.GetName())
-		}
 	}
 	crd := k.dyn.Resource(resources["CustomResourceDefinition"].GVR)
 	for _, n := range names {
@@ -200,6 +177,46 @@ func (k *kube) applyCRDs(ctx context.Context, dir string, only func(name string)
 		}
 	}
 	return nil
+}
+
+// eachObject calls f for every object in the YAML files of dir (file is the file's name).
+func eachObject(dir string, f func(file string, obj *unstructured.Unstructured) error) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := decodeObjects(raw, func(obj *unstructured.Unstructured) error { return f(e.Name(), obj) }); err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// decodeObjects calls f for every object of a multi-document YAML (or JSON) text.
+func decodeObjects(raw []byte, f func(obj *unstructured.Unstructured) error) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if m == nil {
+			continue
+		}
+		if err := f(&unstructured.Unstructured{Object: m}); err != nil {
+			return err
+		}
+	}
 }
 
 func poll(ctx context.Context, timeout time.Duration, f func() (bool, error)) error {

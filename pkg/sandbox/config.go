@@ -22,6 +22,9 @@ type Config struct {
 	// PortForwards route `kubectl port-forward pod/<any sandbox pod> PORT` to a local address, so a
 	// local server (an OpenAI-compatible test server, say) can stand behind simulated pods.
 	PortForwards []PortForward `json:"portForwards,omitempty"`
+	// Stack is the set of job controllers (DefaultStack when empty). A state written before
+	// stacks existed has none and ran the legacy stack (LoadState says so).
+	Stack Stack `json:"stack,omitempty"`
 }
 
 // PortForward sends a pod port, for every simulated pod, to Target (host:port on this machine).
@@ -60,6 +63,9 @@ func (c Config) WithDefaults() Config {
 	if c.RDMACount == 0 {
 		c.RDMACount = DefaultRDMACount
 	}
+	if c.Stack == "" {
+		c.Stack = DefaultStack
+	}
 	return c
 }
 
@@ -76,6 +82,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--fabric must be ib or roce, got %q", c.Fabric))
 	}
 	if _, err := LoadScenario(c.Scenario); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := ParseStack(string(c.Stack)); err != nil {
 		errs = append(errs, err)
 	}
 	if !strings.Contains(c.RDMAResource, "/") {
@@ -145,8 +154,27 @@ type State struct {
 	Server     string    `json:"server"`
 	Procs      []Proc    `json:"procs"`
 	Ports      Ports     `json:"ports"`
-	// Webhook says whether the training-operator's admission webhook is served, and why not.
+	// Webhook says whether the stack's admission webhooks are served, and why not (the legacy
+	// stack's training-operator can only serve it from one sandbox per machine, see webhook.go).
 	Webhook WebhookState `json:"webhook"`
+	// Webhooks lists each served admission webhook configuration and where it points.
+	Webhooks []WebhookEndpoint `json:"webhooks,omitempty"`
+}
+
+// WebhookEndpoint is one admission webhook configuration the sandbox registered.
+type WebhookEndpoint struct {
+	Component string   `json:"component"`
+	Kind      string   `json:"kind"` // ValidatingWebhookConfiguration or MutatingWebhookConfiguration
+	Name      string   `json:"name"`
+	URLs      []string `json:"urls"`
+}
+
+// Stack is the stack the sandbox runs.
+func (s *State) Stack() Stack {
+	if s.Config.Stack == "" {
+		return StackLegacy
+	}
+	return s.Config.Stack
 }
 
 // WebhookState describes the training-operator webhook of this sandbox.
@@ -167,11 +195,32 @@ type Ports struct {
 	Webhook        int `json:"webhook"`
 	OperatorMetric int `json:"operatorMetrics"`
 	OperatorHealth int `json:"operatorHealth"`
+	// The current stack's controllers (see Stack).
+	MPIOperatorHealth int `json:"mpiOperatorHealth,omitempty"`
+	JobSetWebhook     int `json:"jobsetWebhook,omitempty"`
+	JobSetHealth      int `json:"jobsetHealth,omitempty"`
+	TrainerWebhook    int `json:"trainerWebhook,omitempty"`
+	TrainerHealth     int `json:"trainerHealth,omitempty"`
+}
+
+func (p Ports) list() []int {
+	return []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.ControllerMgr, p.Scheduler, p.Kwok, p.Webhook, p.OperatorMetric, p.OperatorHealth,
+		p.MPIOperatorHealth, p.JobSetWebhook, p.JobSetHealth, p.TrainerWebhook, p.TrainerHealth}
+}
+
+func newPorts() (Ports, error) {
+	n, err := freePorts(len(Ports{}.list()))
+	if err != nil {
+		return Ports{}, err
+	}
+	return Ports{EtcdClient: n[0], EtcdPeer: n[1], APIServer: n[2], ControllerMgr: n[3], Scheduler: n[4], Kwok: n[5],
+		Webhook: n[6], OperatorMetric: n[7], OperatorHealth: n[8],
+		MPIOperatorHealth: n[9], JobSetWebhook: n[10], JobSetHealth: n[11], TrainerWebhook: n[12], TrainerHealth: n[13]}, nil
 }
 
 func (p Ports) allFree() bool {
-	for _, n := range []int{p.EtcdClient, p.EtcdPeer, p.APIServer, p.ControllerMgr, p.Scheduler, p.Kwok, p.Webhook, p.OperatorMetric, p.OperatorHealth} {
-		if !portFree(n) {
+	for _, n := range p.list() {
+		if n == 0 || !portFree(n) {
 			return false
 		}
 	}

@@ -40,7 +40,7 @@ import (
 // The package's sandbox: 4 nodes, gpu-node-3 without the RDMA resource (scenario no-rdma), so
 // that scheduling on the RDMA resource is visible.
 func TestMain(m *testing.M) {
-	sandboxtest.Main(m, sandbox.Config{Nodes: 4, Scenario: "no-rdma"})
+	sandboxtest.Main(m, sandbox.Config{Nodes: 4, Scenario: "no-rdma", Stack: sandbox.StackLegacy})
 }
 
 var (

@@ -68,7 +68,7 @@ type Rule struct {
 	// Sample is a file under samples/ (a text/template, see SampleData), or empty for no logs.
 	Sample string `json:"sample,omitempty"`
 	// Outcome is Succeeded, Failed or Running (never completes). Empty: Succeeded for pods of a
-	// PyTorchJob, MPIJob or Job, Running for the rest.
+	// PyTorchJob, MPIJob or Job (a v2beta1 MPIJob's launcher, a JobSet's pods), Running for the rest.
 	Outcome  string `json:"outcome,omitempty"`
 	ExitCode int    `json:"exitCode,omitempty"`
 	Timing   Timing `json:"timing,omitempty"`
@@ -78,7 +78,9 @@ type Rule struct {
 type Match struct {
 	// Owner is the kind of the pod's controlling owner (PyTorchJob, MPIJob, ReplicaSet, Job), or "none".
 	Owner string `json:"owner,omitempty"`
-	// Role is the training-operator replica type in lower case: master, worker, launcher.
+	// Role is the pod's role in its job, in lower case: the training-operator's replica type
+	// (master, worker, launcher), the mpi-operator's job role (launcher, worker), or the JobSet
+	// replicated job's name (Trainer v2: node, launcher).
 	Role string `json:"role,omitempty"`
 	// Command is a substring of any container's command and args joined by spaces.
 	Command string `json:"command,omitempty"`

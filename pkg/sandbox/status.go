@@ -27,8 +27,12 @@ type Status struct {
 	Nodes      []NodeStatus      `json:"nodes,omitempty"`
 	NodesError string            `json:"nodesError,omitempty"`
 	Webhook    WebhookState      `json:"webhook"`
-	Simulated  string            `json:"simulated"`
-	Logs       string            `json:"logs"`
+	// Stack is the job controllers the sandbox runs and APIs the job kinds they serve.
+	Stack     Stack             `json:"stack"`
+	APIs      []string          `json:"apis"`
+	Webhooks  []WebhookEndpoint `json:"webhooks,omitempty"`
+	Simulated string            `json:"simulated"`
+	Logs      string            `json:"logs"`
 }
 
 // ComponentStatus is one process.
@@ -64,7 +68,9 @@ func GetStatus(ctx context.Context, dir string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{Dir: dir, Kubeconfig: st.Kubeconfig, Server: st.Server, Config: st.Config, StartedAt: st.StartedAt,
-		Webhook: st.Webhook, Simulated: SimulatedNote, Logs: Layout{dir}.Logs()}
+		Webhook: st.Webhook, Simulated: SimulatedNote, Logs: Layout{dir}.Logs(),
+		Stack: st.Stack(), APIs: st.Stack().APIs(), Webhooks: st.Webhooks}
+	s.Config.Stack = st.Stack()
 	if sc, err := LoadScenario(st.Config.Scenario); err == nil {
 		s.Scenario = sc.Description
 	}

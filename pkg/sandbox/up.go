@@ -21,7 +21,7 @@ import (
 )
 
 // SimulatedNote is said once wherever the sandbox shows its workloads.
-const SimulatedNote = "Nodes and containers are simulated (kwok): pods go through their phases and print recorded log samples; no GPU, RDMA device or container runs. The control plane (API server, scheduler, controllers, training-operator and its webhook) is real."
+const SimulatedNote = "Nodes and containers are simulated (kwok): pods go through their phases and print recorded log samples; no GPU, RDMA device or container runs. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
 
 // Options for Up.
 type Options struct {
@@ -80,6 +80,11 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	defer unlock()
 
 	old, _ := LoadState(dir)
+	if old != nil && old.Stack() != cfg.Stack {
+		// Its etcd data holds the other stack's CRDs: mpijobs.kubeflow.org cannot change owner
+		// (v1 and v2beta1 are two unrelated schemas under one name).
+		return nil, false, &StackMismatchError{Dir: dir, Running: old.Stack(), Want: cfg.Stack}
+	}
 	if old != nil {
 		if healthy(ctx, old) {
 			return old, true, nil
@@ -88,7 +93,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		stopAll(old, out)
 	}
 
-	if err := EnsureBinaries(ctx, opts.Cache, out); err != nil {
+	if err := EnsureStack(ctx, opts.Cache, cfg.Stack, out, nil); err != nil {
 		return nil, false, err
 	}
 	timeout := opts.Timeout
@@ -103,7 +108,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	defer func() {
 		if err != nil {
 			stopAll(st, io.Discard)
-			if st.Webhook.On {
+			if st.Webhook.On && st.Stack() == StackLegacy {
 				releaseWebhookCerts(dir)
 			}
 			_ = os.Remove(l.State())
@@ -117,12 +122,9 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	if old != nil && old.Ports.allFree() {
 		st.Ports = old.Ports
 	} else {
-		ports, err := freePorts(9)
-		if err != nil {
+		if st.Ports, err = newPorts(); err != nil {
 			return st, false, err
 		}
-		st.Ports = Ports{EtcdClient: ports[0], EtcdPeer: ports[1], APIServer: ports[2], ControllerMgr: ports[3],
-			Scheduler: ports[4], Kwok: ports[5], Webhook: ports[6], OperatorMetric: ports[7], OperatorHealth: ports[8]}
 	}
 	st.Server = fmt.Sprintf("https://127.0.0.1:%d", st.Ports.APIServer)
 	if err := writeCredentials(l, p, st.Server); err != nil {
@@ -131,7 +133,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	step := func(format string, a ...any) {
 		fmt.Fprintf(out, "  %-28s %s\n", fmt.Sprintf(format, a...), time.Since(t0).Round(100*time.Millisecond))
 	}
-	fmt.Fprintf(out, "Starting the sandbox in %s (all on 127.0.0.1)\n", dir)
+	fmt.Fprintf(out, "Starting the %s sandbox in %s (all on 127.0.0.1)\n", cfg.Stack, dir)
 
 	start := func(name, version, bin string, args, env []string, ports map[string]int) (*Proc, error) {
 		pr, err := startProc(name, version, bin, args, env, filepath.Join(l.Logs(), name+".log"), opts.DieWithParent)
@@ -214,8 +216,10 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	if err := k.applyCRDs(ctx, filepath.Join(component("kwok").Dir(cache), "crds"), func(n string) bool { return kwokCRDs[n] }); err != nil {
 		return st, false, err
 	}
-	if err := k.applyCRDs(ctx, filepath.Join(component("training-operator").Dir(cache), "crds"), nil); err != nil {
-		return st, false, err
+	if cfg.Stack == StackLegacy {
+		if err := k.applyCRDs(ctx, filepath.Join(component("training-operator").Dir(cache), "crds"), nil); err != nil {
+			return st, false, err
+		}
 	}
 	if err := k.ensureNodes(ctx, cfg, sc, st.Ports.Kwok); err != nil {
 		return st, false, err
@@ -233,8 +237,16 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	}
 	step("CRDs and %d nodes created", cfg.Nodes)
 
-	wc, reason := claimWebhookCerts(dir)
-	if wc != nil {
+	var wc *webhookCerts
+	reason := ""
+	if cfg.Stack == StackLegacy {
+		wc, reason = claimWebhookCerts(dir)
+	} else if err := k.prepareCurrent(ctx, l, p, cache, st); err != nil {
+		return st, false, err
+	}
+	if cfg.Stack != StackLegacy {
+		step("%s CRDs and webhooks registered", cfg.Stack)
+	} else if wc != nil {
 		st.Webhook = WebhookState{On: true, URL: fmt.Sprintf("https://127.0.0.1:%d/validate-kubeflow-org-v1-pytorchjob", st.Ports.Webhook)}
 		if err := k.ensureOperatorObjects(ctx, wc, st.Ports.Webhook); err != nil {
 			return st, false, err
@@ -299,9 +311,14 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		return st, false, err
 	}
 
-	// training-operator
+	// the stack's job controllers
 	var op *Proc
-	if st.Webhook.On {
+	var current []*Proc
+	if cfg.Stack != StackLegacy {
+		if current, err = startCurrent(start, l, cache, st); err != nil {
+			return st, false, err
+		}
+	} else if st.Webhook.On {
 		op, err = start("training-operator", TrainingOperatorVersion, component("training-operator").Bin(cache, "training-operator.v1"), []string{
 			"--webhook-server-port=" + strconv.Itoa(st.Ports.Webhook),
 			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(st.Ports.OperatorMetric),
@@ -352,6 +369,12 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		}
 		step("training-operator + webhook ready")
 	}
+	if current != nil {
+		if err := k.waitCurrent(ctx, current, cache, st); err != nil {
+			return st, false, err
+		}
+		step("mpi-operator, jobset, trainer + webhooks ready")
+	}
 	if !alive(*agentProc) {
 		return st, false, fmt.Errorf("sandbox agent exited:\n%s", tailFile(agentProc.Log, 20))
 	}
@@ -360,6 +383,21 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	}
 	fmt.Fprintf(out, "Sandbox up in %s.\n", time.Since(t0).Round(100*time.Millisecond))
 	return st, false, nil
+}
+
+// starter starts one component of the sandbox and records it in the state.
+type starter func(name, version, bin string, args, env []string, ports map[string]int) (*Proc, error)
+
+// StackMismatchError says that the sandbox in Dir was started with another stack.
+type StackMismatchError struct {
+	Dir           string
+	Running, Want Stack
+}
+
+func (e *StackMismatchError) Error() string {
+	return fmt.Sprintf("the sandbox in %s was started with the %s stack, not %s; its cluster keeps that stack's CRDs "+
+		"(mpijobs.kubeflow.org is kubeflow.org/v1 on one, v2beta1 on the other): run `ain sandbox down --purge` first, "+
+		"or use another --state-dir", e.Dir, e.Running, e.Want)
 }
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -546,7 +584,9 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 		if errs := stopAll(st, out); len(errs) > 0 {
 			return errors.Join(errs...)
 		}
-		releaseWebhookCerts(dir)
+		if st.Stack() == StackLegacy {
+			releaseWebhookCerts(dir)
+		}
 		st.Procs = nil
 		if err := saveState(st); err != nil && !purge {
 			return err

@@ -23,7 +23,9 @@ import (
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
-func TestMain(m *testing.M) { sandboxtest.Main(m, sandbox.Config{Nodes: 3}) }
+func TestMain(m *testing.M) {
+	sandboxtest.Main(m, sandbox.Config{Nodes: 3, Stack: sandbox.StackLegacy})
+}
 
 // env is what the in-process ain sees as its environment.
 type env map[string]string

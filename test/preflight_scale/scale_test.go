@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		}
 		nodes = n
 	}
-	sandboxtest.Main(m, sandbox.Config{Nodes: nodes})
+	sandboxtest.Main(m, sandbox.Config{Nodes: nodes, Stack: sandbox.StackLegacy})
 }
 
 // counts are one run's audited requests.

@@ -22,7 +22,9 @@ import (
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
-func TestMain(m *testing.M) { sandboxtest.Main(m, sandbox.Config{Nodes: 3}) }
+func TestMain(m *testing.M) {
+	sandboxtest.Main(m, sandbox.Config{Nodes: 3, Stack: sandbox.StackLegacy})
+}
 
 // TestIntegrationServeFlow deploys two replicas with `ain serve` against the real API server,
 // then reaches them the way clients reach a real vLLM: through the HTTPS Ingress. The sandbox
