@@ -40,6 +40,12 @@ func TestSandboxCommandsWithoutSandbox(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--forward") {
 		t.Errorf("bad forward: exit %d %q", code, errOut)
 	}
+	for _, args := range [][]string{{"sandbox", "up", "--stack", "v1"}, {"sandbox", "build", "--stack", "v1"}} {
+		code, _, errOut = runSandboxCLI(t, env, args...)
+		if code != 2 || !strings.Contains(errOut, "--stack") || !strings.Contains(errOut, "current, legacy") {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+	}
 }
 
 func TestSandboxEnvAndKubeconfig(t *testing.T) {
