@@ -39,8 +39,8 @@ func (a *App) demoCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "demo",
 		Usage: "run the whole course flow on a local simulated cluster: sandbox, preflight, train, bench, serve, chat, release",
-		Description: "Starts its own sandbox (a real Kubernetes control plane and training-operator with simulated GPU/RDMA\n" +
-			"nodes), runs each course step as the ain command a user would type, shows its output, then prints what\n" +
+		Description: "Starts its own sandbox (a real Kubernetes control plane and the current stack's job controllers: mpi-operator,\n" +
+			"JobSet, Kubeflow Trainer v2; simulated GPU/RDMA nodes), runs each course step as the ain command a user would type, shows its output, then prints what\n" +
 			"passed and stops everything it started. The workloads, their logs and the model server are simulated.\n" +
 			"The steps that need no cluster (a recipe's fields, what it renders to, NCCL's cost model, the doctor on a\n" +
 			"recorded log) run first; on a first run the sandbox's components build meanwhile in the background (about\n" +
@@ -97,7 +97,7 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 	}
 
 	fmt.Fprintf(w, "ain demo: the AIN2027 course flow on a local sandbox.\n"+
-		"SIMULATED: the Kubernetes control plane, scheduler and training-operator are real; the GPU/RDMA nodes,\n"+
+		"SIMULATED: the Kubernetes control plane, scheduler and job controllers (mpi-operator, JobSet, Trainer) are real; the GPU/RDMA nodes,\n"+
 		"what runs in the pods (their logs are recorded samples) and the model server (%s) are simulated.\n"+
 		"sandbox state: %s   results: %s\n\n", addr, o.StateDir, o.Out)
 
