@@ -21,20 +21,22 @@ func (a *App) listCommand() *ucli.Command {
 				return err
 			}
 			type row struct {
-				Kind    string `json:"kind"`
-				Name    string `json:"name"`
-				State   string `json:"state"`
-				Age     string `json:"age"`
-				Created string `json:"created"`
-				Nodes   int    `json:"nodes"`
-				GPUs    int64  `json:"gpus"`
-				Recipe  string `json:"recipe"`
+				Kind string `json:"kind"`
+				// APIVersion tells a kubeflow.org/v1 MPIJob from a v2beta1 one.
+				APIVersion string `json:"apiVersion"`
+				Name       string `json:"name"`
+				State      string `json:"state"`
+				Age        string `json:"age"`
+				Created    string `json:"created"`
+				Nodes      int    `json:"nodes"`
+				GPUs       int64  `json:"gpus"`
+				Recipe     string `json:"recipe"`
 			}
 			var rows []row
 			for i := range items {
 				u := &items[i]
 				nodes, gpus := jobs.Shape(u)
-				rows = append(rows, row{Kind: u.GetKind(), Name: u.GetName(), State: jobs.PhaseOf(u),
+				rows = append(rows, row{Kind: u.GetKind(), APIVersion: u.GetAPIVersion(), Name: u.GetName(), State: jobs.PhaseOf(u),
 					Age: age(a.Now().Sub(u.GetCreationTimestamp().Time)), Created: u.GetCreationTimestamp().UTC().Format(time.RFC3339),
 					Nodes: nodes, GPUs: gpus, Recipe: u.GetLabels()[jobs.LabelRecipe]})
 			}
@@ -50,7 +52,7 @@ func (a *App) listCommand() *ucli.Command {
 			}
 			t := [][]string{}
 			for _, r := range rows {
-				t = append(t, []string{r.Kind, r.Name, r.State, r.Age, fmt.Sprint(r.Nodes), fmt.Sprint(r.GPUs), r.Recipe})
+				t = append(t, []string{r.Kind + " " + r.APIVersion, r.Name, r.State, r.Age, fmt.Sprint(r.Nodes), fmt.Sprint(r.GPUs), r.Recipe})
 			}
 			a.table([]string{"KIND", "NAME", "STATE", "AGE", "NODES", "GPUS", "RECIPE"}, t)
 			return nil
