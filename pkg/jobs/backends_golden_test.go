@@ -283,3 +283,17 @@ func TestReplicaLabels(t *testing.T) {
 		}
 	}
 }
+
+// A TrainJob's name must be an RFC 1035 label (the CRD's rule); other kinds take a leading digit.
+func TestTrainJobName(t *testing.T) {
+	r, err := recipe.Load("qlora", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trainJob.Build(r, profile.Default(), Options{Name: "1run"}); err == nil || !strings.Contains(err.Error(), "start with a lower-case letter") {
+		t.Errorf("TrainJob named 1run: %v", err)
+	}
+	if _, err := Backends[0].Build(r, profile.Default(), Options{Name: "1run"}); err != nil {
+		t.Errorf("PyTorchJob named 1run: %v", err)
+	}
+}

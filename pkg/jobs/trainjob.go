@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -186,6 +187,11 @@ func (trainJobBackend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*
 	name, err := jobName(r, o)
 	if err != nil {
 		return nil, err
+	}
+	// The TrainJob CRD requires an RFC 1035 label (its metadata.name XValidation in
+	// trainjob_types.go): a leading digit, fine for other kinds, is refused.
+	if len(validation.IsDNS1035Label(name)) > 0 {
+		return nil, fmt.Errorf("job name %q: a TrainJob's name must start with a lower-case letter (RFC 1035 label)", name)
 	}
 	var rt *trainer.TrainingRuntime
 	var procs int32
