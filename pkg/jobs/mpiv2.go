@@ -25,7 +25,9 @@ import (
 //   - a worker container without command runs "/usr/sbin/sshd -De" (newWorker): mpirun on the
 //     launcher reaches the workers over SSH, with keys from the Secret <job>-ssh mounted at
 //     spec.sshAuthMountPath (setupSSHOnPod). The worker image must therefore have sshd (and
-//     the launcher an ssh client); the nccl-tests images made for the mpi-operator do;
+//     the launcher an ssh client). The built-in allreduce recipe's image does: coreweave/nccl-tests
+//     builds it (Dockerfile.ubuntu22: openssh-server, /var/run/sshd, StrictModes no, "SSH
+//     dependencies for MPI") for its own mpi-operator manifests (mpi-operator/*-mpijob.yaml);
 //   - the launcher gets OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile,
 //     OMPI_MCA_orte_keep_fqdn_hostnames, OMPI_MCA_plm_rsh_args and
 //     OMPI_MCA_orte_set_default_slots=<slotsPerWorker> (ompiEnvVars), and, unless
