@@ -76,7 +76,10 @@ func SnapshotOf(job *unstructured.Unstructured, pods []corev1.Pod) Snapshot {
 		}
 	}
 	SortPods(pods)
-	if w := launcherWait(job, pods); w != "" && !Terminal(s.Phase) && s.Message == "" {
+	if w := launcherWait(job, pods); w != "" && !Terminal(s.Phase) {
+		if s.Message != "" {
+			w = s.Message + "; " + w
+		}
 		s.Message = w
 	}
 	for i := range pods {
