@@ -14,6 +14,10 @@
 //		...
 //	}
 //
+// Config.Stack chooses the job controllers: the zero value is sandbox.DefaultStack (the current
+// stack: mpi-operator, JobSet, Trainer v2); tests of kubeflow.org/v1 jobs ask for
+// sandbox.StackLegacy (the training-operator). A test binary has one sandbox, so one stack.
+//
 // The binaries are built on first use into the shared cache (sandbox.CacheDir): allow for it
 // with `go test -timeout 60m` on a fresh machine, or build them first with `ain sandbox build`.
 package sandboxtest

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +284,15 @@ func TestCurrentStackJobsRun(t *testing.T) {
 	if _, err := dyn.Resource(trainJobGVR).Namespace(ns).Create(ctx, tj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Trainer's built-in MPI runtime (deepspeed-distributed: mlPolicy.mpi, a "node" Job running
+	// sshd and a "launcher" Job that dependsOn the nodes being Ready; the JobSet succeeds when the
+	// launcher does, successPolicy targetReplicatedJobs [launcher]).
+	mpiTJ := trainJob("deepspeed", 2)
+	mpiTJ.Spec.RuntimeRef.Name = "deepspeed-distributed"
+	mpiTJ.Spec.Trainer.Command = []string{"mpirun", "all_reduce_perf", "-b", "8", "-e", "8G"}
+	if _, err := dyn.Resource(trainJobGVR).Namespace(ns).Create(ctx, toUnstructured(t, mpiTJ, trainer.GroupVersion.WithKind("TrainJob")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	// The launcher's Job must not exist before both workers are Ready.
 	var workersReady time.Time
@@ -354,5 +364,69 @@ func TestCurrentStackJobsRun(t *testing.T) {
 	js, err := dyn.Resource(jobSetGVR).Namespace(ns).Get(ctx, "torch", metav1.GetOptions{})
 	if err != nil || condition(js, "Completed") != "True" {
 		t.Errorf("the TrainJob's JobSet is not Completed: %v %v", err, js)
+	}
+
+	waitCondition(t, sb, trainJobGVR, ns, "deepspeed", "Complete", 120*time.Second)
+	launchers, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "jobset.sigs.k8s.io/jobset-name=deepspeed,jobset.sigs.k8s.io/replicatedjob-name=launcher"})
+	if err != nil || len(launchers.Items) != 1 {
+		t.Fatalf("the MPI TrainJob's launcher pods: %v %v", launchers, err)
+	}
+	if p := launchers.Items[0]; p.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("MPI TrainJob launcher %s is %s", p.Name, p.Status.Phase)
+	} else if log := podLog(t, sb, ns, p.Name); !strings.Contains(log, "all_reduce_perf") {
+		t.Errorf("MPI TrainJob launcher log lacks the nccl-tests run:\n%s", log)
+	}
+}
+
+// listeners returns the local addresses (hex IP:port as in /proc/net/tcp*) on which process pid
+// listens for TCP.
+func listeners(t *testing.T, pid int) []string {
+	t.Helper()
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatalf("reading the sockets of pid %d: %v", pid, err)
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(target, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")] = true
+		}
+	}
+	var out []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fs := strings.Fields(line)
+			// sl local_address rem_address st ... inode (field 9); st 0A is LISTEN.
+			if len(fs) > 9 && fs[3] == "0A" && inodes[fs[9]] {
+				out = append(out, fs[1])
+			}
+		}
+	}
+	return out
+}
+
+// TestCurrentStackLoopbackOnly: every socket the stack's controllers listen on is on 127.0.0.1
+// (0100007F in /proc/net/tcp), none on all interfaces or IPv6.
+func TestCurrentStackLoopbackOnly(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	for _, name := range sandbox.StackCurrent.Controllers() {
+		p := sb.State.Proc(name)
+		if p == nil {
+			t.Fatalf("%s not started", name)
+		}
+		ls := listeners(t, p.PID)
+		if len(ls) == 0 {
+			t.Errorf("%s (pid %d) listens on nothing", name, p.PID)
+		}
+		for _, l := range ls {
+			if !strings.HasPrefix(l, "0100007F:") {
+				t.Errorf("%s (pid %d) listens on %s, not 127.0.0.1", name, p.PID, l)
+			}
+		}
 	}
 }
