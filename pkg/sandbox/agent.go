@@ -199,7 +199,7 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	ann := pod.Annotations
 	if _, ok := ann[AnnoStartAfter]; !ok {
 		a.reload()
-		rule := matchRule(a.sc, pod, a.st.Config.Fabric)
+		rule := matchRule(a.sc, pod, a.st.Config.Fabric, a.workersReady)
 		return a.annotate(ctx, pod, plan(a.sc, rule, pod))
 	}
 	if _, ok := ann[AnnoLogs]; ok || pod.Status.PodIP == "" {
@@ -489,17 +489,49 @@ func ownerKind(pod *corev1.Pod) string {
 	return "none"
 }
 
-// matchRule returns the first rule of sc that fits pod, or nil.
-func matchRule(sc *Scenario, pod *corev1.Pod, fabric string) *Rule {
+// workersReady reports whether every worker of pod's job (role worker or node) is Ready, and
+// there is at least one.
+func (a *agent) workersReady(pod *corev1.Pod) bool {
+	key, job, _, _ := podJob(pod)
+	if job == "" {
+		return false
+	}
+	pods, err := a.lister.Pods(pod.Namespace).List(labels.SelectorFromSet(labels.Set{key: job}))
+	if err != nil {
+		return false
+	}
+	n := 0
+	for _, p := range pods {
+		if _, _, role, _ := podJob(p); role != "worker" && role != "node" {
+			continue
+		}
+		n++
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}
+		if !ready {
+			return false
+		}
+	}
+	return n > 0
+}
+
+// matchRule returns the first rule of sc that fits pod, or nil. workersReady answers
+// Match.WorkersReady (nil: never ready).
+func matchRule(sc *Scenario, pod *corev1.Pod, fabric string, workersReady func(*corev1.Pod) bool) *Rule {
+	if workersReady == nil {
+		workersReady = func(*corev1.Pod) bool { return false }
+	}
 	for i := range sc.Rules {
-		if sc.Rules[i].Match.fits(pod, fabric) {
+		if sc.Rules[i].Match.fits(pod, fabric, workersReady) {
 			return &sc.Rules[i]
 		}
 	}
 	return nil
 }
 
-func (m Match) fits(pod *corev1.Pod, fabric string) bool {
+func (m Match) fits(pod *corev1.Pod, fabric string, workersReady func(*corev1.Pod) bool) bool {
 	if m.Owner != "" && !strings.EqualFold(m.Owner, ownerKind(pod)) {
 		return false
 	}
@@ -561,6 +593,9 @@ func (m Match) fits(pod *corev1.Pod, fabric string) bool {
 		if pod.Annotations[k] != v {
 			return false
 		}
+	}
+	if m.WorkersReady != nil && workersReady(pod) != *m.WorkersReady {
+		return false
 	}
 	return true
 }

@@ -95,6 +95,11 @@ type Match struct {
 	NoInitContainer string            `json:"noInitContainer,omitempty"`
 	Labels          map[string]string `json:"labels,omitempty"`
 	Annotations     map[string]string `json:"annotations,omitempty"`
+	// WorkersReady, when set, must equal whether every worker of the pod's job (role worker or
+	// node, at least one) was Ready when the agent picked the pod's rule: a launcher started
+	// before its workers are Ready (v2beta1 launcherCreationPolicy AtStartup, a TrainJob launcher
+	// without dependsOn) sees false, one held back by WaitForWorkersReady or dependsOn sees true.
+	WorkersReady *bool `json:"workersReady,omitempty"`
 }
 
 // Scenarios lists the scenario names.

@@ -117,7 +117,7 @@ func TestRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := matchRule(sc, c.pod, c.fabric)
+		r := matchRule(sc, c.pod, c.fabric, nil)
 		got := plan(sc, r, c.pod)
 		if got[AnnoSample] != c.sample || got[AnnoOutcome] != c.outcome || got[AnnoReadyAfter] != c.readyAfter.String() {
 			t.Errorf("%s/%s %s %s on %s: got sample %q outcome %q ready-after %s, want %q %q %s", c.scenario, c.fabric,
@@ -128,7 +128,7 @@ func TestRules(t *testing.T) {
 	p := pod("PyTorchJob", "master", 0, "gpu-node-1", nil, nil)
 	p.Annotations = map[string]string{AnnoCompleteAfter: "60s"}
 	sc, _ := LoadScenario("healthy")
-	if got := plan(sc, matchRule(sc, p, "ib"), p); got[AnnoCompleteAfter] != "60s" {
+	if got := plan(sc, matchRule(sc, p, "ib", nil), p); got[AnnoCompleteAfter] != "60s" {
 		t.Errorf("user annotation overridden: %v", got)
 	}
 }
@@ -296,5 +296,73 @@ func TestSimulatedNode(t *testing.T) {
 	}
 	if _, ok := n.Status.Allocatable[corev1.ResourceEphemeralStorage]; !ok {
 		t.Error("ephemeral-storage missing (MPIJob launchers need it)")
+	}
+}
+
+// podOf builds a pod as the current stack's controllers would: owner is MPIJob (a v2beta1
+// worker), or Job (a v2beta1 launcher, or a Trainer JobSet's pod); lbl are its labels.
+func podOf(owner, node string, cmd []string, lbl map[string]string) *corev1.Pod {
+	yes := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u", Labels: lbl,
+			OwnerReferences: []metav1.OwnerReference{{Kind: owner, Name: "j", Controller: &yes}}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Command: cmd}}},
+	}
+}
+
+// TestRulesCurrentStack: the pods of the mpi-operator (v2beta1) and of Trainer v2's JobSets get
+// their role from their own labels and the samples, outcomes and timing each scenario means.
+func TestRulesCurrentStack(t *testing.T) {
+	allreduce := []string{"mpirun", "all_reduce_perf", "-b", "8"}
+	sshd := []string{"/usr/sbin/sshd", "-De"}
+	v2 := func(role string) map[string]string {
+		return map[string]string{"training.kubeflow.org/operator-name": "mpi-operator", labelJobName: "j", labelJobRole: role, labelReplicaIndex: "0"}
+	}
+	js := func(rjob string) map[string]string {
+		return map[string]string{labelJobSetName: "j", labelReplicatedJob: rjob, labelJobCompletionIdx: "1"}
+	}
+	ready := func(*corev1.Pod) bool { return true }
+	cases := []struct {
+		scenario        string
+		pod             *corev1.Pod
+		workersReady    func(*corev1.Pod) bool
+		sample, outcome string
+		readyAfter      time.Duration
+	}{
+		{"healthy", podOf("MPIJob", "gpu-node-1", sshd, v2("worker")), nil, "mpi/sshd-worker.txt", "Running", 0},
+		{"healthy", podOf("Job", "gpu-node-1", allreduce, v2("launcher")), nil, "nccl-tests/all_reduce_perf-default.txt", "Succeeded", 0},
+		{"healthy", podOf("Job", "gpu-node-1", []string{"mpirun", "hostname"}, v2("launcher")), nil, "mpi/launcher.txt", "Succeeded", 0},
+		{"healthy", podOf("Job", "gpu-node-1", []string{"torchrun", "train.py"}, js("node")), nil, "nccl/pytorch-rank.txt", "Succeeded", 0},
+		{"healthy", podOf("Job", "gpu-node-1", sshd, js("node")), nil, "mpi/sshd-worker.txt", "Running", 0},
+		{"healthy", podOf("Job", "gpu-node-1", allreduce, js("launcher")), nil, "nccl-tests/all_reduce_perf-default.txt", "Succeeded", 0},
+		{"socket-fallback", podOf("Job", "gpu-node-1", []string{"torchrun"}, js("node")), nil, "nccl/pytorch-rank-socket.txt", "Succeeded", 0},
+		{"socket-fallback", podOf("Job", "gpu-node-1", sshd, js("node")), nil, "mpi/sshd-worker.txt", "Running", 0},
+		{"ib-port-init", podOf("Job", "gpu-node-2", []string{"torchrun"}, js("node")), nil, "nccl/pytorch-rank-socket.txt", "Succeeded", 0},
+		{"ib-port-init", podOf("Job", "gpu-node-1", []string{"torchrun"}, js("node")), nil, "nccl/pytorch-rank.txt", "Succeeded", 0},
+		{"job-fails", podOf("Job", "gpu-node-1", []string{"torchrun"}, js("node")), nil, "nccl/pytorch-rank-fail.txt", "Failed", 0},
+		{"job-fails", podOf("Job", "gpu-node-1", sshd, js("node")), nil, "mpi/sshd-worker.txt", "Running", 0},
+		{"job-fails", podOf("Job", "gpu-node-1", allreduce, v2("launcher")), nil, "mpi/launcher-fail.txt", "Failed", 0},
+		{"late-workers", podOf("MPIJob", "gpu-node-1", sshd, v2("worker")), nil, "mpi/sshd-worker.txt", "Running", 20 * time.Second},
+		{"late-workers", podOf("Job", "gpu-node-1", sshd, js("node")), nil, "mpi/sshd-worker.txt", "Running", 20 * time.Second},
+		{"late-workers", podOf("Job", "gpu-node-1", []string{"torchrun"}, js("node")), nil, "nccl/pytorch-rank.txt", "Succeeded", 20 * time.Second},
+		// A launcher started before its workers were Ready fails; one held back until they were runs.
+		{"late-workers", podOf("Job", "gpu-node-1", allreduce, v2("launcher")), nil, "mpi/launcher-workers-not-ready.txt", "Failed", 0},
+		{"late-workers", podOf("Job", "gpu-node-1", allreduce, v2("launcher")), ready, "nccl-tests/all_reduce_perf-default.txt", "Succeeded", 0},
+		{"late-workers", podOf("Job", "gpu-node-1", allreduce, js("launcher")), ready, "nccl-tests/all_reduce_perf-default.txt", "Succeeded", 0},
+	}
+	for i, c := range cases {
+		sc, err := LoadScenario(c.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := plan(sc, matchRule(sc, c.pod, "ib", c.workersReady), c.pod)
+		if got[AnnoSample] != c.sample || got[AnnoOutcome] != c.outcome || got[AnnoReadyAfter] != c.readyAfter.String() {
+			t.Errorf("case %d %s: %s pod %v: got sample %q outcome %q ready-after %s, want %q %q %s", i, c.scenario,
+				ownerKind(c.pod), c.pod.Labels, got[AnnoSample], got[AnnoOutcome], got[AnnoReadyAfter], c.sample, c.outcome, c.readyAfter)
+		}
+	}
+	// Rank and hosts come from the same labels.
+	if _, job, role, idx := podJob(podOf("Job", "n", nil, js("node"))); job != "j" || role != "node" || idx != 1 {
+		t.Errorf("podJob of a JobSet pod = %q %q %d", job, role, idx)
 	}
 }
