@@ -16,7 +16,9 @@ runs=${1:-30}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ain-bench-startup.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-if [ -n "${AIN_BIN:-}" ]; then cp "$AIN_BIN" "$work/ain"; else (cd "$root" && go build -o "$work/ain" ./cmd/ain); fi
+# Copied, not run where the linker wrote it: a freshly linked binary maps about 15 MiB more
+# resident text on this kernel (page-cache layout), which would skew the RSS column.
+if [ -n "${AIN_BIN:-}" ]; then cp "$AIN_BIN" "$work/ain"; else (cd "$root" && go build -o "$work/ain.linked" ./cmd/ain) && cp "$work/ain.linked" "$work/ain"; fi
 ain=$work/ain
 printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hi") }\n' >"$work/hello.go"
 (cd "$work" && GO111MODULE=off go build -o hello hello.go)
@@ -52,7 +54,7 @@ if helm=${HELM:-$(command -v helm)} && [ -n "$helm" ]; then
 	cmds+=("$helm template qlora ./chart")
 fi
 
-echo "== wall time and peak RSS ($runs runs each, median)"
+echo "== wall time and peak RSS ($runs runs each, median; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 rss() { /usr/bin/time -f '%M' -o rss.txt "$@" >/dev/null 2>&1 || true; cat rss.txt 2>/dev/null || echo '?'; }
 declare -A med
 for c in "${cmds[@]}"; do

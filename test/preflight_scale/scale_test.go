@@ -171,6 +171,17 @@ func TestPreflight200Nodes(t *testing.T) {
 	}
 }
 
+// notPass describes the checks of r that did not pass, with their first evidence lines.
+func notPass(r *preflight.Result) string {
+	var parts []string
+	for _, c := range r.Checks {
+		if c.Status != preflight.Pass {
+			parts = append(parts, fmt.Sprintf("%s %s: %s %q", c.Name, c.Status, c.Message, c.Evidence[:min(len(c.Evidence), 3)]))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // hostnames selects gpu-node-1..n, the simulated nodes' names.
 func hostnames(n int) string {
 	names := make([]string, n)
@@ -194,7 +205,9 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 		uaAll := fmt.Sprintf("ain-preflight-growth-%d-%d", nodes, stamp)
 		rAll, wallAll := run(b, sb, uaAll, "allreduce")
 		if rSmall.Probed != 100 || rAll.Probed != nodes {
-			b.Fatalf("probed %d of 100 and %d of %d nodes", rSmall.Probed, rAll.Probed, nodes)
+			// Still printed below: on a loaded machine a kwok node can miss its heartbeat and be
+			// NotReady for a moment (1000 nodes: 999 probed once); the node check says which.
+			b.Errorf("probed %d of 100 and %d of %d nodes; checks not PASS: %s", rSmall.Probed, rAll.Probed, nodes, notPass(rAll))
 		}
 		cSmall, cAll := audited(b, sb, uaSmall), audited(b, sb, uaAll)
 		if cSmall.lists() != cAll.lists() {
@@ -220,6 +233,7 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 			}
 			fmt.Fprintf(&w, "%-32s %12s %12s %8s\n", name, fmt.Sprintf("%.4g%s", a, unit), fmt.Sprintf("%.4g%s", z, unit), g)
 		}
+		row("nodes probed", float64(rSmall.Probed), float64(rAll.Probed), "")
 		row("wall", wallSmall.Seconds(), wallAll.Seconds(), " s")
 		row("API requests", float64(cSmall.total), float64(cAll.total), "")
 		row("list calls", float64(cSmall.lists()), float64(cAll.lists()), "")
