@@ -9,6 +9,7 @@ import (
 	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -295,5 +296,34 @@ func TestTrainJobName(t *testing.T) {
 	}
 	if _, err := Backends[0].Build(r, profile.Default(), Options{Name: "1run"}); err != nil {
 		t.Errorf("PyTorchJob named 1run: %v", err)
+	}
+}
+
+// TrainJob status to ain's phases: conditions first, then jobsStatus (Jobs, not pods).
+func TestTrainJobState(t *testing.T) {
+	tj := func(status string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(`{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"x"},"status":` + status + `}`)); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for status, want := range map[string]string{
+		`{}`: PhasePending,
+		`{"jobsStatus":[{"name":"node","active":1,"ready":0}]}`:                                          PhaseCreated,
+		`{"jobsStatus":[{"name":"node","active":1,"ready":1}]}`:                                          PhaseRunning,
+		`{"jobsStatus":[{"name":"node","active":1,"ready":0},{"name":"launcher","active":0,"ready":0}]}`: PhaseCreated,
+		`{"conditions":[{"type":"Complete","status":"True","reason":"JobSetCompleted","message":"done","lastTransitionTime":"2026-12-03T10:00:00Z"}],"jobsStatus":[{"name":"node","succeeded":1}]}`: PhaseSucceeded,
+		`{"conditions":[{"type":"Failed","status":"True","reason":"FailedJobs","message":"node failed","lastTransitionTime":"2026-12-03T10:00:00Z"}]}`:                                              PhaseFailed,
+		`{"conditions":[{"type":"Suspended","status":"True","reason":"Suspended","message":"","lastTransitionTime":"2026-12-03T10:00:00Z"}]}`:                                                       PhaseSuspended,
+		`{"conditions":[{"type":"Complete","status":"False","reason":"x","message":"","lastTransitionTime":"2026-12-03T10:00:00Z"}],"jobsStatus":[{"name":"node","ready":1}]}`:                      PhaseRunning,
+	} {
+		st := trainJob.State(tj(status))
+		if st.Phase != want {
+			t.Errorf("%s: phase %s, want %s", status, st.Phase, want)
+		}
+		if Terminal(want) && st.Finished.IsZero() {
+			t.Errorf("%s: no finish time", status)
+		}
 	}
 }

@@ -145,12 +145,16 @@ func (trainJobBackend) State(u *unstructured.Unstructured) State {
 	if s.Phase == PhaseSuspended {
 		return s
 	}
+	// jobsStatus counts Jobs, not pods (JobSet's replicatedJobsStatus): a Job is active from its
+	// creation, its pods still Pending, and ready once all its pods are Ready. So: Running when a
+	// replicated job is ready (every rank of the torch node Job up; for MPI, the workers or the
+	// launcher), Created while Jobs exist, Pending before.
 	for _, js := range st.JobsStatus {
-		if deref(js.Active) > 0 || deref(js.Ready) > 0 {
+		if deref(js.Ready) > 0 {
 			s.Phase = PhaseRunning
 			return s
 		}
-		if s.Phase == PhasePending {
+		if deref(js.Active)+deref(js.Succeeded)+deref(js.Failed) > 0 {
 			s.Phase = PhaseCreated
 		}
 	}
