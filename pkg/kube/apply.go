@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -54,9 +56,10 @@ type Applier struct {
 	// that names the other managers.
 	Force bool
 	// KeepSpec lists kinds whose spec cannot change once created (a submitted training job's
-	// replicas and pod templates). An existing object of such a kind is first applied as a
-	// server dry run: if its spec would stay the same it is left untouched and reported
-	// Unchanged (an idempotent re-run); if it would change, Apply stops with a SpecChangeError.
+	// replicas and pod templates). Such an object is created (never applied over, so of two
+	// runs racing on one name exactly one creates it); an existing one is compared with a
+	// server dry-run create of the rendering: the same spec is left untouched and reported
+	// Unchanged (an idempotent re-run), another stops Apply with a SpecChangeError.
 	KeepSpec map[string]bool
 }
 
@@ -102,12 +105,32 @@ func (a *Applier) resource(u *unstructured.Unstructured) (dynamic.ResourceInterf
 	return a.Dynamic.Resource(r.GVR).Namespace(u.GetNamespace()), nil
 }
 
+// BundleTimeout bounds how long Apply goes on with a bundle after ctx was cancelled.
+const BundleTimeout = 30 * time.Second
+
+// Finishing returns a context for finishing a bundle after ctx was cancelled (an interrupt):
+// not cancelled with ctx, bounded by BundleTimeout.
+func Finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), BundleTimeout)
+}
+
 // Apply server-side applies objs in order (typed objects are converted with ToUnstructured;
 // *unstructured.Unstructured are sent as they are). It stops at the first error and returns
 // what was applied before it, so a caller can say exactly what exists. Errors about one object
 // are NotFoundError (its kind is not installed), ForbiddenError, ConflictError, SpecChangeError,
 // or wrapped with the object's kind and name.
+//
+// The objects are one bundle (a job and its ConfigMap, Deployments and their Service): once the
+// first request is sent, cancelling ctx does not stop Apply half-way, which would leave objects
+// that make no sense alone. It finishes the bundle (within BundleTimeout) and returns; the
+// caller sees ctx.Err() and says what it left. If ctx is already done nothing is sent and its
+// error is returned.
 func (a *Applier) Apply(ctx context.Context, objs []runtime.Object, dry DryRun) ([]Applied, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := Finishing(ctx)
+	defer cancel()
 	out := make([]Applied, 0, len(objs))
 	for _, o := range objs {
 		u, ok := o.(*unstructured.Unstructured)
@@ -133,34 +156,64 @@ func (a *Applier) applyOne(ctx context.Context, u *unstructured.Unstructured, dr
 	}
 	kind, name, ns := u.GetKind(), u.GetName(), u.GetNamespace()
 	opts := metav1.ApplyOptions{FieldManager: a.fieldManager(), Force: a.Force}
-	if a.KeepSpec[kind] {
+	if dry == DryRunServer {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if !a.KeepSpec[kind] {
+		applied, err := ri.Apply(ctx, name, u, opts)
+		if err != nil {
+			return Applied{}, typed(err, "apply", kind, name, ns)
+		}
+		return Applied{Object: applied}, nil
+	}
+	// A KeepSpec object is created, never applied over: two runs that both found no object of
+	// this name (two `ain train --name x` at once) would otherwise both apply, the second
+	// silently replacing the first's spec. Create lets exactly one of them win; the other gets
+	// AlreadyExists and is judged below against what the winner stored.
+	for attempt := 0; ; attempt++ {
 		existing, err := ri.Get(ctx, name, metav1.GetOptions{})
 		if err != nil && !IsNotFound(err) {
 			return Applied{}, typed(err, "get", kind, name, ns)
 		}
 		if err == nil {
-			// Would applying change the spec? Ask the server (dry run, so defaulting is the
-			// server's) and compare.
-			probeOpts := opts
-			probeOpts.DryRun = []string{metav1.DryRunAll}
-			probe, err := ri.Apply(ctx, name, u, probeOpts)
+			return a.sameSpec(ctx, ri, u, existing)
+		}
+		if dry == DryRunServer {
+			applied, err := ri.Apply(ctx, name, u, opts)
 			if err != nil {
 				return Applied{}, typed(err, "apply", kind, name, ns)
 			}
-			if !reflect.DeepEqual(probe.Object["spec"], existing.Object["spec"]) {
-				return Applied{}, &SpecChangeError{Kind: kind, Name: name, Namespace: ns, Existing: existing}
-			}
-			return Applied{Object: existing, Unchanged: true}, nil
+			return Applied{Object: applied}, nil
 		}
+		created, err := ri.Create(ctx, u, metav1.CreateOptions{FieldManager: a.fieldManager()})
+		if err == nil {
+			return Applied{Object: created}, nil
+		}
+		if !apierrors.IsAlreadyExists(err) || attempt > 0 {
+			return Applied{}, typed(err, "create", kind, name, ns)
+		}
+		// Created by someone else since our Get: compare with theirs.
 	}
-	if dry == DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	applied, err := ri.Apply(ctx, name, u, opts)
+}
+
+// sameSpec asks the server what u would store if it were created now (a dry-run create under a
+// generated name, so defaulting and admission are the server's and the existing object's field
+// owners play no part) and compares that spec with existing's: the same is an idempotent re-run
+// (Unchanged, nothing sent), another a SpecChangeError.
+func (a *Applier) sameSpec(ctx context.Context, ri dynamic.ResourceInterface, u, existing *unstructured.Unstructured) (Applied, error) {
+	kind, name, ns := u.GetKind(), u.GetName(), u.GetNamespace()
+	probe := u.DeepCopy()
+	probe.SetName("")
+	probe.SetGenerateName(name + "-")
+	probe.SetResourceVersion("")
+	would, err := ri.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: a.fieldManager()})
 	if err != nil {
-		return Applied{}, typed(err, "apply", kind, name, ns)
+		return Applied{}, typed(err, "create (dry run)", kind, name, ns)
 	}
-	return Applied{Object: applied}, nil
+	if !reflect.DeepEqual(would.Object["spec"], existing.Object["spec"]) {
+		return Applied{}, &SpecChangeError{Kind: kind, Name: name, Namespace: ns, Existing: existing}
+	}
+	return Applied{Object: existing, Unchanged: true}, nil
 }
 
 // Prune deletes the objects of run that ain created (labels RunLabels(run), plus extra when

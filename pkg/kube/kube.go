@@ -10,6 +10,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -169,6 +170,9 @@ func (c *Clients) Classify(err error, what string) error {
 		return err
 	}
 	switch {
+	case errors.Is(err, context.Canceled):
+		// An interrupt (Ctrl-C) cancelled the request: not a network fault.
+		return ainerr.New(ainerr.Cancelled, fmt.Errorf("%s: interrupted", what), "")
 	case apierrors.IsUnauthorized(err):
 		return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s: the cluster refused our credentials (401 Unauthorized)", what),
 			"the token or certificate in "+c.Where()+" is not accepted: refresh your credentials or pick another --context")
