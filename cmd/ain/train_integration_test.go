@@ -25,7 +25,14 @@ import (
 
 // TestMain runs this package's integration tests against one shared 3-node sandbox: a real
 // etcd, kube-apiserver, scheduler, controller-manager and training-operator, with kwok nodes.
+// Run with AIN_TEST_RUN_MAIN=1, the test binary is ain itself (its main, signal handling
+// included): the interrupt tests start it as a process and send it SIGINT.
 func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		os.Args = append([]string{"ain"}, os.Args[1:]...)
+		main()
+		return
+	}
 	sandboxtest.Main(m, sandbox.Config{Nodes: 3, Stack: sandbox.StackLegacy})
 }
 

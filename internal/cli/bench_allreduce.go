@@ -105,6 +105,7 @@ type benchPlan struct {
 	recipes  []*recipe.Recipe // one per variant
 	profile  *profile.Profile
 	name     string
+	run      string // bench.NewRunID: part of every job name of this bench
 	// gang: the cluster serves a gang scheduler the operator can use (discovered once per
 	// bench, not once per variant).
 	gang bool
@@ -153,6 +154,7 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 		plan.profile = p
 	}
 	a.printWarnings(plan.recipes[0])
+	plan.run = bench.NewRunID()
 	plan.name = o.Name
 	if plan.name == "" {
 		plan.name = plan.recipes[0].Metadata.Name
@@ -222,6 +224,19 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	var pinned []string
 	for i, v := range plan.variants {
 		vr, err := a.runVariant(ctx, kc, cl, plan, i, pinned, o.KeepJobs)
+		if err != nil && parent.Err() != nil {
+			// A variant cut short measured nothing: it is not recorded as a result.
+			res.Interrupted = true
+			res.InterruptedNote = "before variant " + v.Name
+			if vr != nil {
+				res.InterruptedNote = fmt.Sprintf("during variant %s (MPIJob %s, deleted; not recorded)", v.Name, vr.Job)
+			}
+			if rest := names[i+1:]; len(rest) > 0 {
+				res.InterruptedNote += "; not run: " + strings.Join(rest, ", ")
+			}
+			runErr = errInterrupted()
+			break
+		}
 		if vr != nil {
 			res.Variants = append(res.Variants, vr)
 			if i == 0 {
@@ -232,8 +247,6 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		}
 		if err != nil {
 			switch {
-			case parent.Err() != nil:
-				runErr = ainerr.New(ainerr.Cancelled, errors.New("interrupted"), "")
 			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 				runErr = ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached during variant %s", o.Timeout, v.Name), "the partial results are saved; raise --timeout or run fewer variants")
 			default:
@@ -245,6 +258,12 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			runErr = ainerr.New(ainerr.JobFailed, fmt.Errorf("variant %s: MPIJob %s failed; the remaining variants were not run", v.Name, vr.Job), "its launcher output is in "+dir+"/"+v.Name+".log")
 			break
 		}
+	}
+	if runErr != nil && len(res.Variants) == 0 && !res.Interrupted {
+		// Nothing ran (the first apply was refused, say): no report and no result.json, whose
+		// "No variant ran" would only hide the error.
+		_ = os.Remove(dir) // only if still empty
+		return runErr
 	}
 	if p.RDMA() && len(pinned) > 0 && parent.Err() == nil {
 		// "% of line rate" against what the ports on these nodes really run at, not only the
@@ -283,7 +302,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	v := plan.variants[i]
 	errw := a.Streams.Err
 	start := a.Now()
-	name := bench.JobName(plan.name, v.Name, start)
+	name := bench.JobName(plan.name, v.Name, start, plan.run)
 	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.variants), v.Name)
 	be := plan.backend
 	kind := be.Kind()

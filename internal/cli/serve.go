@@ -195,6 +195,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
+	if err := c.Context.Err(); err != nil {
+		return errInterrupted() // building thousands of objects is no reason to ignore Ctrl-C
+	}
 	if o.DryRun == "client" {
 		for _, s := range secrets {
 			fmt.Fprintf(a.Streams.Err, "# also Secret %s (not printed: it holds a credential)\n", objName(s))
@@ -210,6 +213,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	ctx := c.Context
 	s := r.Serving
+	tlsCreated := "" // the self-signed TLS Secret this run created, if any
 	if objs.Ingress != nil {
 		// Checked (or created) before the Ingress that names it: a bad Secret makes
 		// ingress-nginx serve its fake certificate, which clients misreport as an unknown CA.
@@ -227,6 +231,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		case t.Created && o.DryRun == "server":
 			fmt.Fprintf(a.Streams.Err, "TLS: Secret %s does not exist; ain would create a self-signed certificate\n", t.Secret)
 		case t.Created:
+			tlsCreated = t.Secret
 			fmt.Fprintf(a.Streams.Err, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
 				t.Secret, orDashStr(in.Host), t.Secret)
 		default:
@@ -255,6 +260,14 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	a.sandboxNote(kc)
 	applied, err := cl.Apply(ctx, rest, false)
+	if errors.Is(err, context.Canceled) {
+		// The interrupt came before the first object was sent.
+		msg := "interrupted before the model server was applied: nothing was created"
+		if tlsCreated != "" {
+			msg = fmt.Sprintf("interrupted before the model server was applied: only the TLS Secret %s was created (ain serve delete %s%s removes it)", tlsCreated, objs.Name, nsFlag(kc.Namespace))
+		}
+		return ainerr.New(ainerr.Cancelled, errors.New(msg), "")
+	}
 	if err != nil {
 		return kc.Classify(err, "applying the model server")
 	}
@@ -269,6 +282,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	deps, err := cl.ApplyRolling(ctx, objs.Deployments, vllm.RollOptions{ReplicaTimeout: timeout, Progress: progress})
 	for _, d := range deps {
 		fmt.Fprintf(a.Streams.Err, "applied Deployment %s/%s\n", cl.Namespace, objName(d))
+	}
+	if ctx.Err() != nil {
+		return a.interruptedServe(ctx, kc, cl, objs, deps)
 	}
 	if err != nil {
 		return a.waitError(kc, err, objs.Name)
@@ -314,7 +330,7 @@ func (a *App) waitError(kc *kube.Clients, err error, name string) error {
 	case errors.As(err, &te):
 		return ainerr.New(ainerr.Timeout, err, "it keeps starting: `ain serve status "+name+"`; a big model may need a longer spec.startupTimeout")
 	case errors.Is(err, context.Canceled):
-		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "ain serve status "+name+"   ain serve delete "+name)
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "follow it: ain serve status "+name+nsFlag(kc.Namespace)+"   end it: ain serve delete "+name+nsFlag(kc.Namespace))
 	case ainerr.CodeOf(err) != ainerr.Failure:
 		return err
 	}

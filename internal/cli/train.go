@@ -176,13 +176,17 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	if err != nil {
 		return a.applyError(kc, err)
 	}
-	if job := res[len(res)-1]; job.Unchanged {
+	job := res[len(res)-1]
+	if ctx.Err() != nil {
+		return a.interruptedJob(ctx, kc, cl, kind, name, jobs.PhaseOf(job.Object), "while applying", o.DeleteOnInterrupt)
+	}
+	if job.Unchanged {
 		fmt.Fprintf(a.Streams.Err, "%s %s/%s already submitted with this spec (%s): nothing changed; watching it\n", kind, kc.Namespace, name, jobs.PhaseOf(job.Object))
 	} else {
 		fmt.Fprintf(a.Streams.Err, "applied %s %s/%s (%s; server-side apply, field manager %s)\n", kind, kc.Namespace, name, describeShape(r, p), jobs.FieldManager)
 	}
 	if o.NoWait {
-		fmt.Fprintf(a.Streams.Err, "follow it with: ain status %s   ain logs %s -f\n", name, name)
+		fmt.Fprintf(a.Streams.Err, "follow it with: ain status %s%s   ain logs %s%s -f\n", name, nsFlag(kc.Namespace), name, nsFlag(kc.Namespace))
 		return nil
 	}
 	return a.watchJob(ctx, kc, cl, be, name, o)
@@ -201,9 +205,13 @@ func describeShape(r *recipe.Recipe, p *profile.Profile) string {
 }
 
 func (a *App) applyError(kc *kube.Clients, err error) error {
+	if errors.Is(err, context.Canceled) {
+		// kube's Apply returns the interrupt only when it came before the first request.
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted before the job was applied: nothing was created"), "")
+	}
 	var ie *jobs.ImmutableError
 	if errors.As(err, &ie) {
-		return ainerr.New(ainerr.Usage, err, fmt.Sprintf("run it under another name (--name %s-2), or remove the old one first: ain delete %s", ie.Name, ie.Name))
+		return ainerr.New(ainerr.Usage, err, fmt.Sprintf("run it under another name (--name %s-2), or remove the old one first: ain delete %s%s", ie.Name, ie.Name, nsFlag(ie.Namespace)))
 	}
 	return kc.Classify(err, "applying the job")
 }
@@ -241,24 +249,14 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	if err != nil {
 		switch {
 		case parent.Err() != nil:
-			fmt.Fprintf(a.Streams.Err, "\nstopped watching %s/%s (%s). The job keeps running: resume with `ain status %s` or `ain logs %s -f`.\n", kind, name, snap.Phase, name, name)
-			if o.DeleteOnInterrupt {
-				dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer dcancel()
-				if job, ferr := cl.Find(dctx, name); ferr == nil {
-					if deleted, derr := cl.Delete(dctx, job); derr == nil {
-						fmt.Fprintf(a.Streams.Err, "--delete-on-interrupt: deleted %s\n", strings.Join(deleted, ", "))
-					}
-				}
-			}
-			return ainerr.New(ainerr.Cancelled, errors.New("interrupted"), "")
+			return a.interruptedJob(parent, kc, cl, kind, name, snap.Phase, "while watching", o.DeleteOnInterrupt)
 		case errors.Is(err, context.DeadlineExceeded):
 			why := pendingReasons(snap, kc)
 			msg := fmt.Sprintf("--timeout %s reached: %s %s/%s is %s", o.Timeout, kind, kc.Namespace, name, snap.Phase)
 			if why != "" {
 				msg += "\n" + why
 			}
-			return ainerr.New(ainerr.Timeout, errors.New(msg), "the job keeps running: `ain status "+name+"`, or `ain delete "+name+"`")
+			return ainerr.New(ainerr.Timeout, errors.New(msg), "the job keeps running: `ain status "+name+nsFlag(kc.Namespace)+"`, or end it: `ain delete "+name+nsFlag(kc.Namespace)+"`")
 		}
 		return kc.Classify(err, "watching the job")
 	}

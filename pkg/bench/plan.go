@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/rand"
 	"fmt"
 	"strconv"
 	"strings"
@@ -102,11 +103,27 @@ func HasSet(sets []string, path string) bool {
 	return false
 }
 
-// JobName names a variant's MPIJob: <name>-<variant>-<MMDDhhmmss>, within the recipe name limit.
-func JobName(name, variant string, now time.Time) string {
+// JobName names a variant's MPIJob: <name>-<variant>-<MMDDhhmmss>-<run>, within the recipe
+// name limit. run (NewRunID, one per bench) keeps two benches started in the same second apart:
+// with the time alone they shared job names, one job was reported as two results.
+func JobName(name, variant string, now time.Time, run string) string {
 	suffix := "-" + variant + "-" + now.UTC().Format("0102150405")
+	if run != "" {
+		suffix += "-" + run
+	}
 	if len(name)+len(suffix) > recipe.MaxNameLen {
 		name = strings.TrimRight(name[:max(recipe.MaxNameLen-len(suffix), 1)], "-")
 	}
 	return strings.ToLower(name + suffix)
+}
+
+// NewRunID returns 4 random characters [a-z0-9] naming one bench run.
+func NewRunID() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux (Go 1.24+: it panics rather than return an error)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }

@@ -74,6 +74,12 @@ type Result struct {
 	Valid     bool             `json:"valid"`
 	Problems  []string         `json:"problems"`
 	Verdict   string           `json:"verdict"`
+
+	// Interrupted is set when an interrupt (Ctrl-C) stopped the bench: the result is not valid
+	// (it is not the measurement asked for), and the variant it cut short is not among Variants
+	// (a partial run is no result). InterruptedNote says where it stopped.
+	Interrupted     bool   `json:"interrupted,omitempty"`
+	InterruptedNote string `json:"interruptedNote,omitempty"`
 }
 
 // SizeRow is one message size with a cell per variant (in Variants order; nil where the
@@ -141,6 +147,9 @@ func (res *Result) Summarize() {
 		for _, p := range v.Problems {
 			res.Problems = append(res.Problems, v.Name+": "+p)
 		}
+	}
+	if res.Interrupted {
+		res.Problems = append(res.Problems, "interrupted "+res.InterruptedNote)
 	}
 	res.Valid = len(res.Problems) == 0 && len(res.Variants) > 0
 	if res.NICsPerNode <= 0 {
@@ -391,6 +400,9 @@ func MeasuredCrossover(sizes []int64, ringUs, treeUs []float64) (from, treeBelow
 func (res *Result) verdict() string {
 	var s []string
 	if len(res.Variants) == 0 {
+		if res.Interrupted {
+			return "Interrupted " + res.InterruptedNote + ": nothing was measured."
+		}
 		return "No variant ran: nothing was measured."
 	}
 	if res.LineRateMismatch {
