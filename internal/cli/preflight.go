@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -26,6 +27,9 @@ type preflightOptions struct {
 	NoProbes     bool
 	Job          string
 	API          string
+	PrintRole    bool
+	Subject      string
+	NodeRead     bool
 }
 
 func (a *App) preflightCommand() *ucli.Command {
@@ -50,12 +54,18 @@ func (a *App) preflightCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "no-probes", Usage: "skip the probe pods (IB ports, DNS): API-only checks", Destination: &o.NoProbes},
 			&ucli.StringFlag{Name: "job", Usage: "a running job whose Service names the DNS check resolves (default: every running ain PyTorchJob)", Destination: &o.Job},
 			apiFlag(&o.API),
+			&ucli.BoolFlag{Name: "print-role", Usage: "print the namespaced Role ain needs and a RoleBinding for --subject (YAML for kubectl apply -f -); no cluster is contacted", Destination: &o.PrintRole},
+			&ucli.StringFlag{Name: "subject", Value: "User:ain-user", Usage: "with --print-role: who gets the Role, `KIND:NAME` (User, Group or ServiceAccount)", Destination: &o.Subject},
+			&ucli.BoolFlag{Name: "node-read", Usage: "with --print-role: also the optional ClusterRole to read nodes (preflight's node checks, explaining Pending pods)", Destination: &o.NodeRead},
 		),
 		Action: func(c *ucli.Context) error { return a.runPreflight(c, o) },
 	}
 }
 
 func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
+	if o.PrintRole {
+		return a.printRole(o)
+	}
 	var r *recipe.Recipe
 	var p *profile.Profile
 	var err error
@@ -196,4 +206,26 @@ func (a *App) printPreflight(res *preflight.Result, brief bool) {
 	}
 	fmt.Fprintf(w, "\npreflight: %s in %s (namespace %s, profile %s, fabric %s, %d node(s) probed)\n",
 		res.Summary(), res.Duration.Round(100*time.Millisecond), res.Namespace, res.Profile, res.Fabric, res.Probed)
+}
+
+// printRole prints the Role ain needs in the namespace (-n, else "default") and its binding
+// (docs/rbac.md explains each rule).
+func (a *App) printRole(o *preflightOptions) error {
+	ns := a.Global.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	subj, err := preflight.Subject(o.Subject, ns)
+	if err != nil {
+		return ainerr.Usagef("--subject %v", err)
+	}
+	role, binding := preflight.Role(ns, subj)
+	objs := []runtime.Object{role, binding}
+	if o.NodeRead {
+		cr, crb := preflight.NodeReadRole(subj)
+		objs = append(objs, cr, crb)
+	} else {
+		fmt.Fprintln(a.Streams.Err, "# optional, cluster-wide: reading nodes (preflight's node checks, explaining Pending pods); without it those WARN. Add --node-read to print it.")
+	}
+	return a.printObjects(objs, "yaml")
 }
