@@ -216,7 +216,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	fmt.Fprintf(errw, "bench %s: %d variant(s) (%s) of all_reduce_perf -b %s -e %s -f %d on %d node(s) x %d GPU, fabric %s, line rate %s = %.4g GB/s per NIC\n",
 		plan.name, len(plan.variants), strings.Join(names, ", "), t.MinBytes, t.MaxBytes, t.StepFactor, w.Nodes, w.GPUsPerNode, p.Spec.Fabric, p.Spec.LineRate, p.LineRateGBps())
 	if len(plan.variants) > 1 {
-		fmt.Fprintln(errw, "the variants run one after another on the same nodes: each MPIJob is deleted once its output is read, the next is pinned to the first one's nodes")
+		fmt.Fprintf(errw, "the variants run one after another on the same nodes: each %s is deleted once its output is read, the next is pinned to the first one's nodes\n", plan.backend.Kind())
 	}
 	fmt.Fprintf(errw, "results: %s\n", dir)
 
@@ -255,7 +255,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			break
 		}
 		if vr.Phase == jobs.PhaseFailed {
-			runErr = ainerr.New(ainerr.JobFailed, fmt.Errorf("variant %s: MPIJob %s failed; the remaining variants were not run", v.Name, vr.Job), "its launcher output is in "+dir+"/"+v.Name+".log")
+			runErr = ainerr.New(ainerr.JobFailed, fmt.Errorf("variant %s: %s %s failed; the remaining variants were not run", v.Name, plan.backend.Kind(), vr.Job), "its launcher output is in "+dir+"/"+v.Name+".log")
 			break
 		}
 	}

@@ -185,6 +185,12 @@ func TestTrainJob(t *testing.T) {
 	if rjs[1].Template.Labels[trainerAncestorLabel] != "trainer" || rjs[0].Template.Labels[trainerAncestorLabel] != "" {
 		t.Error("the launcher, not the nodes, is the trainer step of an MPI runtime")
 	}
+	if rt.Spec.MLPolicy.NumNodes != nil {
+		t.Errorf("MPI runtime numNodes %d: the Trainer would run that many launchers", *rt.Spec.MLPolicy.NumNodes)
+	}
+	if tj := b.Job().(*trainer.TrainJob); *tj.Spec.Trainer.NumNodes != 3 {
+		t.Errorf("TrainJob numNodes %d, want the 3 workers", *tj.Spec.Trainer.NumNodes)
+	}
 	mpi := rt.Spec.MLPolicy.MPI
 	if mpi == nil || *mpi.SSHAuthMountPath != "/root/.ssh" || *mpi.RunLauncherAsNode || *mpi.NumProcPerNode != 1 {
 		t.Errorf("mlPolicy.mpi %+v", mpi)

@@ -298,12 +298,16 @@ func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer
 	}
 	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
 	worker.Spec.Containers[0].ReadinessProbe = sshReady()
-	nodes := int32(m.Nodes)
 	impl := trainer.MPIImplementationOpenMPI
 	launcherJob := replicatedJob(TrainerLauncherJob, &m.Workload, launcher, true)
 	launcherJob.DependsOn = []jobsetv1alpha2.DependsOn{{Name: TrainerNodeJob, Status: jobsetv1alpha2.DependencyReady}}
 	return runtimeObject(r, p, name, ns, trainer.TrainingRuntimeSpec{
-		MLPolicy: &trainer.MLPolicy{NumNodes: &nodes, MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{
+		// No numNodes here: the Trainer sizes the trainer-step replicated job (the launcher) from
+		// the runtime's mlPolicy.numNodes (pkg/runtime/core/trainingruntime.go newRuntimeInfo:
+		// count = mlPolicy.NumNodes for the trainjob-ancestor-step=trainer job) and the "node" job
+		// from the TrainJob's trainer.numNodes (plugins/mpi EnforceMLPolicy). Unset is 1: one
+		// launcher, as in the Trainer's own MPI runtime (deepspeed_distributed.yaml: numNodes 1).
+		MLPolicy: &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{
 			NumProcPerNode: ptrTo(mpiSlots(m)), MPIImplementation: &impl,
 			SSHAuthMountPath: ptrTo(SSHAuthMountPath), RunLauncherAsNode: ptrTo(false),
 		}}},

@@ -77,7 +77,8 @@ func SnapshotOf(job *unstructured.Unstructured, pods []corev1.Pod) Snapshot {
 	}
 	SortPods(pods)
 	if w := launcherWait(job, pods); w != "" && !Terminal(s.Phase) {
-		if s.Message != "" {
+		// The operator's own message then is only "MPIJob x is created.": the wait says more.
+		if s.Message != "" && s.Phase != PhaseCreated && s.Phase != PhasePending {
 			w = s.Message + "; " + w
 		}
 		s.Message = w
