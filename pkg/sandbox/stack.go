@@ -14,6 +14,10 @@ const (
 	// StackCurrent is what Kubeflow clusters run today: the standalone mpi-operator
 	// (kubeflow.org/v2beta1 MPIJob), JobSet, and Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1
 	// TrainJob, TrainingRuntime, ClusterTrainingRuntime), each with the admission webhooks it serves.
+	// Trainer needs JobSet (a TrainJob runs as a JobSet) but not the mpi-operator: its MPI
+	// runtimes are its own plugin (v2.3.0 pkg/runtime/framework/plugins/mpi builds the launcher
+	// and node Jobs, the SSH key Secret and the hostfile ConfigMap itself). The mpi-operator serves
+	// only kubeflow.org/v2beta1 MPIJob, which ain's MPI recipes also run as.
 	StackCurrent Stack = "current"
 	// StackLegacy is the training-operator v1.8.1 (kubeflow.org/v1 PyTorchJob and MPIJob).
 	StackLegacy Stack = "legacy"
