@@ -184,11 +184,14 @@ func TestCurrentStackAdmission(t *testing.T) {
 	if err := dryRun(dyn, mpiJobGVR, ns, toUnstructured(t, mpiJob("ok", 2, ""), mpiGVK)); err != nil {
 		t.Errorf("a valid v2beta1 MPIJob was refused: %v", err)
 	}
+	// The v0.8.0 CRD has an enum on mpiImplementation (OpenMPI, Intel, MPICH) but none on
+	// launcherCreationPolicy: a misspelt policy is admitted, and the controller, which creates the
+	// launcher at once only for AtStartup (mpi_job_controller.go), then waits for the workers.
 	bad := mpiJob("bad", 2, "")
-	bad.Spec.LauncherCreationPolicy = "WhenReady"
+	bad.Spec.MPIImplementation = "OpenMP"
 	err = dryRun(dyn, mpiJobGVR, ns, toUnstructured(t, bad, mpiGVK))
-	if err == nil || !strings.Contains(err.Error(), "launcherCreationPolicy") {
-		t.Errorf("an MPIJob with launcherCreationPolicy WhenReady: want a schema refusal naming the field, got %v", err)
+	if err == nil || !strings.Contains(err.Error(), "mpiImplementation") {
+		t.Errorf("an MPIJob with mpiImplementation OpenMP: want a schema refusal naming the field, got %v", err)
 	}
 
 	jsGVK := jobset.GroupVersion.WithKind("JobSet")
