@@ -48,6 +48,8 @@ type LogAnalyzer struct {
 	rc             repeatCache
 	blocks         []*lineBlock // the splitter's buffers, kept across Feeds
 	known          atomic.Pointer[knownLines]
+	knownAfter     int // lines of an input after which the known table is made (growAfter; less in tests)
+	splitRead      int // bytes a block reads (0: splitRead; less in tests)
 }
 
 type proc struct {
@@ -85,6 +87,8 @@ func NewLogAnalyzer() *LogAnalyzer {
 		envIdx:  map[string]int{},
 		tuneIdx: map[string]int{},
 		intern:  map[string]string{},
+
+		knownAfter: growAfter,
 	}
 }
 

@@ -20,12 +20,11 @@ import (
 
 const (
 	// A block reads splitRead bytes after the carried start of an unfinished line (< maxLineBytes),
-	// into a buffer of splitBlock bytes whose pages past what is read are never touched (not
-	// resident). Each block costs a reading turn and a wake-up: on the 512 MiB benchmark log,
+	// into a buffer of maxLineBytes+splitRead bytes whose pages past what is read are never
+	// touched (not resident). Each block costs a reading turn and a wake-up: on the 512 MiB benchmark log,
 	// 256 KiB reads took ~20% more CPU than 1 MiB ones, and 2 MiB ones saved nothing more but
 	// 5 MB of peak RSS.
 	splitRead  = 1 << 20
-	splitBlock = maxLineBytes + splitRead
 	firstBlock = 64 << 10
 	noHash     = 0 // a line that must not be looked up (cut long line, or longer than maxRepeatLine)
 
@@ -123,11 +122,12 @@ type splitter struct {
 	mu        sync.Mutex // the reading turn, and what follows
 	carry     []byte     // the unfinished last line of the previous block
 	skipping  bool       // inside a cut long line: drop input up to its '\n'
-	size      int        // bytes the next block reads: firstBlock (small inputs need no more), then splitRead
+	size      int        // bytes the next block reads: firstBlock (small inputs need no more), then read
+	read      int        // splitRead, or less in tests (many blocks from a small input)
 	done      bool       // the last block was read
 	allocated int        // blocks made so far
 
-	known *atomic.Pointer[knownLines] // the analyser's, set once it has read growAfter lines
+	known *atomic.Pointer[knownLines] // the analyser's, set once it has read knownAfter lines
 
 	nblocks int
 	order   chan *lineBlock // blocks in input order; its capacity is nblocks, so sends never wait
@@ -138,10 +138,13 @@ type splitter struct {
 
 // startSplit starts the workers on r; blocks kept from an earlier input are reused. The caller
 // takes blocks with next, gives each back with release and calls close at the end.
-func startSplit(r io.Reader, seed maphash.Seed, known *atomic.Pointer[knownLines], blocks []*lineBlock) *splitter {
+func startSplit(r io.Reader, seed maphash.Seed, known *atomic.Pointer[knownLines], blocks []*lineBlock, read int) *splitter {
 	workers := min(max(runtime.GOMAXPROCS(0), 1), maxSplitWorkers)
 	n := max(workers+1, len(blocks)) // one block to analyse while each worker fills one
-	s := &splitter{r: r, seed: seed, known: known, size: firstBlock, nblocks: n,
+	if read <= 0 || read > splitRead {
+		read = splitRead
+	}
+	s := &splitter{r: r, seed: seed, known: known, size: min(firstBlock, read), read: read, nblocks: n,
 		order: make(chan *lineBlock, n), free: make(chan *lineBlock, n), stop: make(chan struct{})}
 	for _, b := range blocks {
 		s.free <- b
@@ -199,9 +202,9 @@ func (s *splitter) block() *lineBlock {
 // maxLineBytes long: it is then kept (split cuts it) and the rest of it is skipped.
 func (s *splitter) fill(b *lineBlock) {
 	if cap(b.buf) < len(s.carry)+s.size { // new, or a first small block outgrown
-		c := splitBlock
-		if s.size == firstBlock {
-			c = firstBlock
+		c := maxLineBytes + s.read // room for any carried line start
+		if s.size < s.read {
+			c = s.size // the first block (nothing carried): a small input never needs more
 		}
 		b.buf = make([]byte, 0, c)
 	}
@@ -210,7 +213,7 @@ func (s *splitter) fill(b *lineBlock) {
 	n, err := io.ReadFull(s.r, b.buf[len(b.buf):len(b.buf)+s.size])
 	b.buf = b.buf[:len(b.buf)+n]
 	if err == nil {
-		s.size = splitRead // the input fills blocks: full ones from now on
+		s.size = s.read // the input fills blocks: full ones from now on
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		err = io.EOF
@@ -306,7 +309,7 @@ func (a *LogAnalyzer) feedSplit(name string, r io.Reader) error {
 	if t := a.known.Load(); t != nil {
 		clear(t.slots) // no worker runs between inputs
 	}
-	s := startSplit(r, a.rc.seed, &a.known, a.blocks)
+	s := startSplit(r, a.rc.seed, &a.known, a.blocks, a.splitRead)
 	defer func() { a.blocks = s.close() }()
 	lineNo := 0
 	for {
@@ -332,9 +335,9 @@ func (a *LogAnalyzer) analyseBlock(b *lineBlock, name string, lineNo *int) {
 		a.lines++
 		if no == growAfter {
 			a.rc.grow()
-			if a.known.Load() == nil && !a.rc.off {
-				a.known.Store(&knownLines{slots: make([]atomic.Pointer[knownLine], knownSlots)})
-			}
+		}
+		if no == a.knownAfter && a.known.Load() == nil && !a.rc.off {
+			a.known.Store(&knownLines{slots: make([]atomic.Pointer[knownLine], knownSlots)})
 		}
 		if kind >= kindKnown { // never with the cache off: nothing is then added to the known table
 			a.ncclLines++

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"io"
 	"math/rand"
@@ -38,10 +39,13 @@ func refLines(data []byte) [][]byte {
 	}
 }
 
-func splitAll(t *testing.T, r io.Reader) ([][]byte, error) {
+// splitBlock is the most a block holds: a carried line start and a read.
+const splitBlock = maxLineBytes + splitRead
+
+func splitAll(t *testing.T, r io.Reader, read int) ([][]byte, error) {
 	t.Helper()
 	var known atomic.Pointer[knownLines]
-	s := startSplit(r, maphash.MakeSeed(), &known, nil)
+	s := startSplit(r, maphash.MakeSeed(), &known, nil, read)
 	defer s.close()
 	var lines [][]byte
 	for {
@@ -99,21 +103,23 @@ func TestSplitLines(t *testing.T) {
 		"long then short": append(bytes.Repeat([]byte("q"), maxLineBytes+10), []byte("\nshort\n")...),
 	}
 	for name, data := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := splitAll(t, iotestOneByteOrHalf(data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := refLines(data)
-			if len(got) != len(want) {
-				t.Fatalf("%d lines, want %d", len(got), len(want))
-			}
-			for i := range got {
-				if !bytes.Equal(got[i], want[i]) {
-					t.Fatalf("line %d: %d bytes %q..., want %d bytes %q...", i, len(got[i]), got[i][:min(len(got[i]), 20)], len(want[i]), want[i][:min(len(want[i]), 20)])
+		for _, read := range []int{0, 64 << 10} { // 64 KiB: lines also carried across many blocks
+			t.Run(fmt.Sprintf("%s/read=%d", name, read), func(t *testing.T) {
+				got, err := splitAll(t, iotestOneByteOrHalf(data), read)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				want := refLines(data)
+				if len(got) != len(want) {
+					t.Fatalf("%d lines, want %d", len(got), len(want))
+				}
+				for i := range got {
+					if !bytes.Equal(got[i], want[i]) {
+						t.Fatalf("line %d: %d bytes %q..., want %d bytes %q...", i, len(got[i]), got[i][:min(len(got[i]), 20)], len(want[i]), want[i][:min(len(want[i]), 20)])
+					}
+				}
+			})
+		}
 	}
 }
 
