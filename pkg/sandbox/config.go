@@ -177,7 +177,8 @@ func (s *State) Stack() Stack {
 	return s.Config.Stack
 }
 
-// WebhookState describes the training-operator webhook of this sandbox.
+// WebhookState says whether the stack's webhooks are served (for the legacy stack, the
+// training-operator's, which only one sandbox per machine can serve).
 type WebhookState struct {
 	On     bool   `json:"on"`
 	URL    string `json:"url,omitempty"`

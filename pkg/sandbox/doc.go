@@ -1,6 +1,8 @@
 // Package sandbox runs a local Kubernetes control plane with simulated GPU/RDMA nodes: real
-// etcd, kube-apiserver (RBAC, token auth, audit log), kube-controller-manager, kube-scheduler and
-// training-operator v1.8.1 (with its validating webhook), and kwok standing in for the kubelets.
+// etcd, kube-apiserver (RBAC, token auth, audit log), kube-controller-manager, kube-scheduler, the
+// job controllers of one Stack with their admission webhooks (StackCurrent: mpi-operator v0.8.0,
+// JobSet v0.12.0, Kubeflow Trainer v2.3.0; StackLegacy: training-operator v1.8.1), and kwok
+// standing in for the kubelets.
 // Only the nodes and what runs in containers are simulated: pods move through their phases by
 // kwok Stages (data/stages) and print recorded samples (samples/), which the sandbox agent
 // (RunAgent, `ain sandbox agent`) picks per pod from the scenario's rules (data/scenarios).
@@ -14,7 +16,9 @@
 //	state.json         config, pids, ports, webhook state (LoadState)
 //	kubeconfig         admin kubeconfig (token auth, CA pinned)
 //	config/            tokens.csv, one kubeconfig per component, kwok stages, audit policy
-//	pki/               sandbox CA, API server and kwok serving certs, service-account key
+//	pki/               sandbox CA, API server, kwok and webhook serving certs, service-account key
+//	                   (jobset-webhook/: JobSet's webhook cert folder)
+//	tmp/trainer/       Trainer's TMPDIR, holding its webhook cert folder (see trainerConfig)
 //	etcd/              etcd data (kept across down/up; removed by down --purge)
 //	logs/              one log per component, audit.log
 //	podlogs/           the rendered CRI log of every simulated pod
