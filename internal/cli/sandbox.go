@@ -29,6 +29,7 @@ type sandboxOptions struct {
 	Forwards     ucli.StringSlice
 	Timeout      time.Duration
 	Stack        string
+	StackSet     bool // --stack given: a sandbox of another stack in the state folder is an error
 	// status
 	Output string
 	// down
@@ -68,7 +69,10 @@ func (a *App) sandboxCommand() *ucli.Command {
 					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 					stackFlag(&o.Stack, string(sandbox.DefaultStack), "the job controllers to run: current (mpi-operator, JobSet, Trainer v2) or legacy (training-operator v1)"),
 				},
-				Action: func(c *ucli.Context) error { return a.runSandboxUp(c.Context, o) },
+				Action: func(c *ucli.Context) error {
+					o.StackSet = c.IsSet("stack")
+					return a.runSandboxUp(c.Context, o)
+				},
 			},
 			{
 				Name:  "build",
@@ -154,6 +158,10 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 	stack, err := sandbox.ParseStack(o.Stack)
 	if err != nil {
 		return ainerr.Usagef("%v", err)
+	}
+	if old, err := sandbox.LoadState(dir); err == nil && !o.StackSet {
+		// Without --stack, `up` restarts or reports the sandbox already in the folder, whatever its stack.
+		stack = old.Stack()
 	}
 	cfg := sandbox.Config{Nodes: o.Nodes, GPUsPerNode: o.GPUs, Fabric: o.Fabric, Scenario: o.Scenario,
 		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount, Stack: stack}

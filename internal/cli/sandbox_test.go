@@ -66,3 +66,21 @@ func TestSandboxEnvAndKubeconfig(t *testing.T) {
 		t.Errorf("kubeconfig: %d %q", code, out)
 	}
 }
+
+// TestSandboxUpOtherStack: --stack naming another stack than the sandbox in the state folder is a
+// usage error that says how to switch; nothing is started.
+func TestSandboxUpOtherStack(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	state := `{"config": {"nodes": 1, "stack": "legacy"}, "dir": "` + dir + `"}`
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"AIN_SANDBOX_STATE": dir, "AIN_SANDBOX_CACHE": t.TempDir()}
+	code, _, errOut := runSandboxCLI(t, env, "sandbox", "up", "--stack", "current")
+	if code != 2 || !strings.Contains(errOut, "legacy stack") || !strings.Contains(errOut, "ain sandbox down --purge") {
+		t.Errorf("up --stack current over a legacy sandbox: exit %d %q", code, errOut)
+	}
+}
