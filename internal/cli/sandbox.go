@@ -67,7 +67,7 @@ func (a *App) sandboxCommand() *ucli.Command {
 					&ucli.IntFlag{Name: "rdma-count", Value: sandbox.DefaultRDMACount, Usage: "allocatable RDMA resource per node", Destination: &o.RDMACount},
 					&ucli.StringSliceFlag{Name: "forward", Usage: "PODPORT=HOST:PORT: port-forwards to any sandbox pod's PODPORT reach this local address (repeatable)", Destination: &o.Forwards},
 					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
-					stackFlag(&o.Stack, string(sandbox.DefaultStack), "the job controllers to run: current (mpi-operator, JobSet, Trainer v2) or legacy (training-operator v1)"),
+					stackFlag(&o.Stack, string(sandbox.DefaultStack), "the job controllers to run: current (mpi-operator, JobSet, Trainer v2) or legacy (training-operator v1); without it, a sandbox already in the state folder keeps its own"),
 				},
 				Action: func(c *ucli.Context) error {
 					o.StackSet = c.IsSet("stack")
