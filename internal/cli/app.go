@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 )
@@ -115,6 +117,10 @@ func (a *App) newApp() *ucli.App {
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "more detail; repeat for more", Count: &a.Global.Verbose},
 		},
 		Commands: a.commands(),
+		Before: func(*ucli.Context) error {
+			quietClientLogs(a.Global.Verbose)
+			return nil
+		},
 		ExitErrHandler: func(*ucli.Context, error) {
 			// Run maps errors to exit codes in one place.
 		},
@@ -163,4 +169,15 @@ func (a *App) commands() []*ucli.Command {
 		a.completionCommand(),
 		a.demoCommand(),
 	}
+}
+
+// quietClientLogs keeps client-go's own log lines (klog: `reflector.go:664] "Warning: watch
+// ended with error"` during an API server restart) off the terminal: ain says what happened in
+// its own words and its watches resume by themselves. -v -v -v lets them through for debugging.
+func quietClientLogs(verbose int) {
+	if verbose >= 3 {
+		klog.ClearLogger()
+		return
+	}
+	klog.SetLogger(logr.Discard())
 }

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -169,6 +170,12 @@ func (c *Clients) Classify(err error, what string) error {
 	if errors.As(err, &ae) {
 		return err
 	}
+	if name, reason := webhookName(err); name != "" {
+		// The API server answered: it is one of its admission webhooks that did not (a TLS or
+		// connection error between them says nothing about our own connection).
+		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: the API server could not call the admission webhook %q: %s", what, name, reason),
+			"the webhook's server is down or unreachable from the API server: for *.kubeflow.org webhooks that is the training-operator (or mpi-operator / Trainer controller); check its pod and run `ain preflight`")
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		// An interrupt (Ctrl-C) cancelled the request: not a network fault.
@@ -197,7 +204,28 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
+// webhookRE finds the webhook in the API server's error for a webhook it could not call
+// (k8s.io/apiserver pkg/util/webhook ErrCallingWebhook: `failed calling webhook "NAME": REASON`).
+var webhookRE = regexp.MustCompile(`failed calling webhook "([^"]+)"[:;] ?(.*)`)
+
+// webhookName returns the admission webhook an API error says could not be called, and why.
+func webhookName(err error) (name, reason string) {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return "", ""
+	}
+	m := webhookRE.FindStringSubmatch(se.Status().Message)
+	if m == nil {
+		return "", ""
+	}
+	return m[1], strings.TrimPrefix(m[2], "failed to call webhook: ")
+}
+
 func isUnreachable(err error) bool {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return false // the API server answered
+	}
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ECONNRESET) {
 		return true
 	}

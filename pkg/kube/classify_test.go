@@ -1,0 +1,51 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+)
+
+// Issue 19: a killed webhook was reported as "cannot reach the API server" (its error says
+// "connection refused"), and an interrupt as a network fault.
+func TestClassify(t *testing.T) {
+	c := &Clients{Kubeconfig: "/k", Context: "ctx", Server: "https://127.0.0.1:6443", Namespace: "ns"}
+	// The API server's own message for a webhook it cannot call (k8s.io/apiserver
+	// pkg/util/webhook/error.go, wrapped in NewInternalError by the validating dispatcher).
+	webhook := apierrors.NewInternalError(errors.New(`failed calling webhook "validator.pytorchjob.training-operator.kubeflow.org": failed to call webhook: Post "https://training-operator.kubeflow.svc:443/validate-kubeflow-org-v1-pytorchjob?timeout=10s": dial tcp 127.0.0.1:9443: connect: connection refused`))
+	for _, tc := range []struct {
+		name    string
+		err     error
+		code    ainerr.Code
+		want    []string
+		mustNot string
+	}{
+		{"webhook down", webhook, ainerr.Unreachable,
+			[]string{`admission webhook "validator.pytorchjob.training-operator.kubeflow.org"`, "dial tcp 127.0.0.1:9443: connect: connection refused"}, "cannot reach the API server"},
+		{"interrupt", &url.Error{Op: "Patch", URL: "https://x", Err: context.Canceled}, ainerr.Cancelled, []string{"interrupted"}, "cannot reach"},
+		{"refused", &url.Error{Op: "Get", URL: "https://x", Err: syscall.ECONNREFUSED}, ainerr.Unreachable, []string{"cannot reach the API server"}, "webhook"},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no")), ainerr.Unauthorized, []string{"forbidden"}, "cannot reach"},
+	} {
+		err := c.Classify(tc.err, "applying the job")
+		msg := err.Error() + " " + ainerr.HintOf(err)
+		if got := ainerr.CodeOf(err); got != tc.code {
+			t.Errorf("%s: code %d, want %d (%s)", tc.name, got, tc.code, msg)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %q lacks %q", tc.name, msg, w)
+			}
+		}
+		if strings.Contains(msg, tc.mustNot) {
+			t.Errorf("%s: %q says %q", tc.name, msg, tc.mustNot)
+		}
+	}
+}
