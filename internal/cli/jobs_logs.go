@@ -3,8 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -46,11 +49,22 @@ func (a *App) runLogs(ctx context.Context, name string, o *logsOptions) error {
 		return err
 	}
 	if len(pods) == 0 {
-		return ainerr.Newf(ainerr.Failure, "%s has no pods (yet, or they were cleaned up): ain status %s", name, name)
+		return ainerr.Newf(ainerr.Failure, "%s has no pods (yet, or they were cleaned up): ain status %s%s", name, name, nsFlag(kc.Namespace))
 	}
 	sel, err := jobs.SelectPods(name, pods, jobs.LogSelection{Replica: o.Replica, Index: o.Index, All: o.All})
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
+	}
+	var pending []string
+	for _, p := range sel {
+		if p.Status.Phase == corev1.PodPending {
+			pending = append(pending, p.Name)
+		}
+	}
+	if len(pending) == len(sel) && !o.Follow {
+		// Nothing has run yet: an empty output and exit 0 read as "it ran and printed nothing".
+		return ainerr.New(ainerr.Failure, fmt.Errorf("no log yet: %s %s Pending (not started)", strings.Join(pending, ", "), map[bool]string{true: "is", false: "are"}[len(pending) == 1]),
+			"`ain status "+name+nsFlag(kc.Namespace)+"` says why it has not started")
 	}
 	be, err := jobs.BackendOf(job)
 	if err != nil {
