@@ -230,7 +230,10 @@ func webhookConfigs(dir string, src webhookSource, ca []byte) ([]*unstructured.U
 	return objs, eps, nil
 }
 
-// startCurrent starts the current stack's controllers.
+// startCurrent starts the current stack's controllers. JobSet and Trainer read their kubeconfig
+// through controller-runtime's GetConfig (--kubeconfig, else $KUBECONFIG); the mpi-operator's
+// options take --kubeConfig (and $KUBECONFIG wins, as in its app.Run). Each runs as its own user
+// of the sandbox's token file, so audit logs tell them apart.
 func startCurrent(start starter, l Layout, cache string, st *State) ([]*Proc, error) {
 	var procs []*Proc
 	mpi, err := start("mpi-operator", MPIOperatorVersion, component("mpi-operator").Bin(cache, "mpi-operator"), []string{
