@@ -22,6 +22,7 @@ require (
 	k8s.io/api v0.36.2
 	k8s.io/apimachinery v0.36.2
 	k8s.io/client-go v0.36.2
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/jobset v0.12.0
 	sigs.k8s.io/yaml v1.6.0
 )
