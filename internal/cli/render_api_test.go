@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
 // render with no cluster: the documented default per recipe (current stack), --api and the
@@ -53,5 +55,27 @@ func TestRenderJobAPI(t *testing.T) {
 				strings.Join(c.args, " "), code, c.code, c.out, strings.Contains(out, c.out), c.errOut, strings.Contains(errOut, c.errOut),
 				c.notOut, c.notOut == "" || !strings.Contains(out, c.notOut), errOut)
 		}
+	}
+}
+
+// On the legacy stack (this package's sandbox runs the training-operator v1.8.1) discovery keeps
+// kubeflow.org/v1 for both recipes, the server admits them, and a forced new API is refused with
+// the served one as the hint.
+func TestRenderLegacyStack(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	for recipe, kind := range map[string]string{"allreduce": "kind: MPIJob", "qlora": "kind: PyTorchJob"} {
+		code, out, errOut := runBenchCLI(t, "render", recipe, "-o", "yaml", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+		if code != 0 || !strings.Contains(out, "apiVersion: kubeflow.org/v1\n") || !strings.Contains(out, kind) || !strings.Contains(errOut, "served by") {
+			t.Errorf("render %s on the legacy stack: exit %d\n%s\n%s", recipe, code, out, errOut)
+		}
+	}
+	code, _, errOut := runBenchCLI(t, "train", "allreduce", "--dry-run=server", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+	if code != 0 || !strings.Contains(errOut, "job API: kubeflow.org/v1") {
+		t.Errorf("dry-run on the legacy stack: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = runBenchCLI(t, "train", "allreduce", "--api", "mpi-operator", "--dry-run=server", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+	if code != 2 || !strings.Contains(errOut, "served as v1") || !strings.Contains(errOut, "--api training-operator") {
+		t.Errorf("v2beta1 forced on the legacy stack: exit %d\n%s", code, errOut)
 	}
 }
