@@ -15,6 +15,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/preflight"
@@ -39,6 +40,7 @@ type benchAllreduceOptions struct {
 	Output        string
 	SkipPreflight bool
 	KeepJobs      bool
+	NoCounters    bool
 	API           string
 }
 
@@ -58,6 +60,7 @@ func (o *benchAllreduceOptions) flags() []ucli.Flag {
 		&ucli.DurationFlag{Name: "timeout", Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", DefaultText: "none", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)", "json"),
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight (ain preflight) before the first job", Destination: &o.SkipPreflight},
+		&ucli.BoolFlag{Name: "no-counters", Usage: "do not snapshot the RDMA port counters of the job's nodes before and after each variant (the check that NCCL's traffic crossed the HCAs)", Destination: &o.NoCounters},
 		&ucli.BoolFlag{Name: "keep-jobs", Usage: "keep each variant's job after reading its output (default: delete it so the next variant gets the nodes)", Destination: &o.KeepJobs},
 		apiFlag(&o.API),
 	)
@@ -222,7 +225,13 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 
 	var runErr error
 	var pinned []string
+	wire := p.RDMA() && !o.NoCounters && r0.Workload().Nodes > 1
 	for i, v := range plan.variants {
+		var before map[string]*counters.Snapshot
+		var snapErrs map[string]string
+		if wire {
+			before, snapErrs = a.snapshotCounters(ctx, kc, plan, pinned, "before "+v.Name)
+		}
 		vr, err := a.runVariant(ctx, kc, cl, plan, i, pinned, o.KeepJobs)
 		if err != nil && parent.Err() != nil {
 			// A variant cut short measured nothing: it is not recorded as a result.
@@ -236,6 +245,16 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			}
 			runErr = errInterrupted()
 			break
+		}
+		if wire && err == nil && vr != nil && len(vr.Nodes) > 1 && ctx.Err() == nil {
+			after, aerrs := a.snapshotCounters(ctx, kc, plan, vr.Nodes, "after "+v.Name)
+			for n, e := range aerrs {
+				snapErrs[n] = e
+			}
+			vr.Wire = bench.CheckWire(vr, before, after, snapErrs)
+			for _, f := range vr.Wire.Findings {
+				fmt.Fprintf(errw, "[%d/%d] %s: %s\n", i+1, len(plan.variants), v.Name, f)
+			}
 		}
 		if vr != nil {
 			res.Variants = append(res.Variants, vr)
@@ -396,6 +415,41 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	fmt.Fprintf(errw, "%s: %s in %s on %s%s, transport %s: %s\n", tag, snap.Phase, (time.Duration(vr.Seconds * float64(time.Second))).Round(time.Second),
 		orDash(strings.Join(vr.Nodes, ",")), peak, orDash(vr.Transport), status)
 	return vr, nil
+}
+
+// maxSnapshotNodes bounds the counter snapshot before a first variant, whose nodes are not known
+// yet (every candidate node is read); later variants are pinned to the first one's nodes.
+const maxSnapshotNodes = 32
+
+// snapshotCounters reads the RDMA port counters of nodes (none given: every node the job could
+// land on) with probe pods; errs says why a node has no snapshot.
+func (a *App) snapshotCounters(ctx context.Context, kc *kube.Clients, plan *benchPlan, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
+	snaps, errs := map[string]*counters.Snapshot{}, map[string]string{}
+	po := a.preflightOptions(kc, plan.recipes[0], plan.profile)
+	if len(nodes) == 0 {
+		var checks []preflight.Check
+		if nodes, checks = preflight.CandidateNodes(ctx, po); len(nodes) == 0 {
+			for _, c := range checks {
+				if c.Status != preflight.Pass {
+					errs["*"] = c.Message
+				}
+			}
+			return snaps, errs
+		}
+		if len(nodes) > maxSnapshotNodes {
+			errs["*"] = fmt.Sprintf("%d candidate nodes: too many to snapshot before the first variant (its nodes are not known yet)", len(nodes))
+			return snaps, errs
+		}
+	}
+	fmt.Fprintf(a.Streams.Err, "reading the RDMA port counters of %s (%s)\n", strings.Join(nodes, ","), when)
+	for _, nc := range preflight.ProbeCounters(ctx, po, nodes) {
+		if nc.Snap != nil {
+			snaps[nc.Node] = nc.Snap
+		} else {
+			errs[nc.Node] = nc.Err
+		}
+	}
+	return snaps, errs
 }
 
 // portRates turns the IB port probe's view of some nodes into the ports' rates, and says why a

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/counters"
 )
 
 // printBenchReport prints a bench result: the variants, the per-size table (compact on a TTY,
@@ -46,6 +49,7 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 			fmt.Fprintf(w, "  warning %s: %s\n", v.Name, p)
 		}
 	}
+	a.printWire(res)
 	if len(res.Sizes) > 0 {
 		fmt.Fprintln(w)
 		a.printBenchSizes(res)
@@ -158,4 +162,49 @@ func choice(c *bench.Cell) string {
 
 func secs(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// printWire shows what each HCA of the variants' nodes carried (counter deltas) against what the
+// collective had to send.
+func (a *App) printWire(res *bench.Result) {
+	w := a.Streams.Out
+	var rows [][]string
+	var notes []string
+	for _, v := range res.Variants {
+		if v.Wire == nil {
+			continue
+		}
+		wr := v.Wire
+		for _, n := range wr.Nodes {
+			if n.Err != "" {
+				rows = append(rows, []string{v.Name, n.Node, "-", "unknown", "unknown", n.Err})
+				continue
+			}
+			for _, port := range slices.Sorted(maps.Keys(n.Ports)) {
+				t := n.Ports[port]
+				used := ""
+				if slices.Contains(wr.Devices, port) {
+					used = "NCCL's"
+				}
+				rows = append(rows, []string{v.Name, n.Node, port, counters.HumanBytes(t.XmitBytes), counters.HumanBytes(t.RcvBytes), orDash(used)})
+			}
+		}
+		if wr.FloorBytes > 0 {
+			notes = append(notes, fmt.Sprintf("%s: each node had to send at least %s over the fabric (ring allreduce: %s; %d iterations, out-of-place and in-place); NCCL says it used %s",
+				v.Name, counters.HumanBytes(wr.FloorBytes), counters.HumanBytes(wr.RingBytes), wr.Iters, orDash(strings.Join(wr.Devices, ","))))
+		}
+		if wr.Note != "" {
+			notes = append(notes, v.Name+": "+wr.Note)
+		}
+	}
+	if len(rows) == 0 && len(notes) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nbytes that crossed each HCA (RDMA port counters before and after each variant):")
+	if len(rows) > 0 {
+		a.table([]string{"VARIANT", "NODE", "PORT", "SENT", "RECEIVED", "NOTE"}, rows)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
 }

@@ -38,7 +38,7 @@ func (a *App) demoCommand() *ucli.Command {
 	o := &demoOptions{}
 	return &ucli.Command{
 		Name:  "demo",
-		Usage: "run the whole course flow on a local simulated cluster: sandbox, preflight, train, bench, serve, chat, release",
+		Usage: "run the whole course flow on a local simulated cluster: sandbox, preflight, topology, train, bench (allreduce, two-node RDMA), serve, chat, release",
 		Description: "Starts its own sandbox (a real Kubernetes control plane and the current stack's job controllers: mpi-operator,\n" +
 			"JobSet, Kubeflow Trainer v2; simulated GPU/RDMA nodes), runs each course step as the ain command a user would type, shows its output, then prints what\n" +
 			"passed and stops everything it started. The workloads, their logs and the model server are simulated.\n" +
@@ -105,9 +105,12 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 	steps := []demoStep{
 		{"start the sandbox (3 GPU nodes, InfiniBand)", fixed("sandbox", "up", "--state-dir", o.StateDir, "--nodes", "3", "--forward", "8000="+addr), false},
 		{"readiness preflight (10.1-10.2, 10.7)", fixed("preflight", "allreduce"), true},
+		{"GPU-to-NIC topology of a node: ideal or constrained, GPUDirect RDMA, rails (9.8, 10.4.1)", fixed("doctor", "topo", "--node", "gpu-node-1"), true},
 		{"QLoRA fine-tune, 3 nodes x 1 GPU (12.2.2)", fixed("train", "qlora", "--timeout", "5m"), true},
 		{"allreduce with NCCL_ALGO=Ring (10.3)", fixed("bench", "allreduce", "--algo", "ring", "--out", filepath.Join(o.Out, "ring"), "--timeout", "5m"), true},
 		{"auto vs ring vs tree (10.5)", fixed("bench", "allreduce", "--algo", "all", "--out", filepath.Join(o.Out, "all"), "--timeout", "10m"), true},
+		// After the allreduce benches: their busbw is the table's NCCL column (the results folder).
+		{"line rate vs two-node RDMA vs three-node NCCL (10.6.1, 3.10)", fixed("bench", "rdma", "--results", o.Out, "--timeout", "3m"), true},
 		{"plot busbw by size (10.5.2)", func() []string {
 			args := []string{"bench", "plot"}
 			args = append(args, findJSON(filepath.Join(o.Out, "all"))...)

@@ -41,6 +41,10 @@ type VariantResult struct {
 	Problems []string `json:"problems"`
 	Warnings []string `json:"warnings"`
 
+	// Wire is what the RDMA ports of the variant's nodes carried (counter snapshots before and
+	// after), checked against the table and NCCL's transport; nil when no snapshots were taken.
+	Wire *Wire `json:"wire,omitempty"`
+
 	// Raw is the launcher's whole output.
 	Raw string `json:"raw"`
 }

@@ -40,6 +40,11 @@ import (
 // SnapshotCommand prints the sysfs part of a snapshot (busybox sh and grep are enough).
 const SnapshotCommand = `grep -H . /sys/class/infiniband/*/ports/*/counters/* /sys/class/infiniband/*/ports/*/hw_counters/* 2>/dev/null`
 
+// ProbeCommand is SnapshotCommand as ain's counter probe pods run it: ${AIN_SYSFS_ROOT} is unset in
+// a pod (so it reads /sys); only the sandbox's simulated kubelet sets it, to run the same command
+// over a simulated /sys (see pkg/ibport.SysfsDumpCommand).
+const ProbeCommand = `grep -H . ${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/counters/* ${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/hw_counters/* 2>/dev/null`
+
 // Snapshot is one reading of the counters.
 type Snapshot struct {
 	// Ports maps "mlx5_1:1" (RDMA ports) or a netdev name (ethtool) to counter values.

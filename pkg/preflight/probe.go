@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
@@ -32,6 +33,7 @@ const (
 	labelManaged  = "app.kubernetes.io/managed-by"
 	probeIB       = "ib-ports"
 	probeDNS      = "dns"
+	probeCounters = "counters"
 	probeParallel = 16
 	// NoSMFix is the fix of a port that is LinkUp but INIT.
 	NoSMFix = "no subnet manager: start opensm/UFM or enable the switch SM (then `sminfo` on a node shows it)"
@@ -336,6 +338,45 @@ func runIBProbes(ctx context.Context, o Options, nodes []corev1.Node) []*probeOu
 		pods[i] = probePod(o, run, probeIB, fmt.Sprintf("ain-ibprobe-%s-%d", run, i), n.Name, ibport.SysfsDumpCommand, nil, true)
 	}
 	return runProbes(ctx, o, run, probeIB, pods)
+}
+
+// NodeCounters is one node's RDMA port counters as a probe pod read them.
+type NodeCounters struct {
+	Node string
+	Snap *counters.Snapshot
+	// Err says why there is no snapshot (the probe did not run, no counters).
+	Err string
+}
+
+// ProbeCounters snapshots the RDMA port counters (sysfs counters and hw_counters) of the named
+// nodes, one probe pod per node holding the RDMA resource, in parallel (one watch, one cleanup).
+// `ain bench allreduce` takes one before and one after each run: the bytes each HCA carried.
+func ProbeCounters(ctx context.Context, o Options, nodes []string) []NodeCounters {
+	o.defaults()
+	run := runID()
+	pods := make([]*corev1.Pod, len(nodes))
+	for i, n := range nodes {
+		pods[i] = probePod(o, run, probeCounters, fmt.Sprintf("ain-counters-%s-%d", run, i), n, counters.ProbeCommand, nil, true)
+	}
+	outs := runProbes(ctx, o, run, probeCounters, pods)
+	res := make([]NodeCounters, len(nodes))
+	for i, out := range outs {
+		res[i].Node = nodes[i]
+		if out.log == nil {
+			res[i].Err = notRun(out)
+			continue
+		}
+		s, err := counters.Parse(bytes.NewReader(out.log))
+		switch {
+		case err != nil:
+			res[i].Err = "reading the counters: " + err.Error()
+		case len(s.Ports) == 0:
+			res[i].Err = "no RDMA port counters in the probe's output"
+		default:
+			res[i].Snap = s
+		}
+	}
+	return res
 }
 
 // NodePorts is what the IB port probe saw on one node.

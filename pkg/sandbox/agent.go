@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,6 +27,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/nccl"
 )
 
 // Pod annotations the agent sets and the kwok stages read. Users may set them in a pod
@@ -161,6 +165,9 @@ type agent struct {
 	stMod    time.Time
 	dir      string
 	log      io.Writer
+	// traffic is what the simulated collectives sent over each node's RDMA ports: node ->
+	// "mlx5_0:1" -> bytes (sent and received alike). The counter probes read it (SampleData.Traffic).
+	traffic map[string]map[string]uint64
 }
 
 // reload picks up a scenario changed by SetScenario (the state file changed).
@@ -275,6 +282,7 @@ func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (
 	if err != nil {
 		return "", &sampleError{err}
 	}
+	a.account(d, text)
 	dir := filepath.Join(a.dir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -356,6 +364,25 @@ type SampleData struct {
 	PathGbps float64
 	// Command is the first container's command and args joined by spaces.
 	Command string
+	// Traffic is what the simulated collectives sent (and received) over this node's RDMA ports
+	// so far, by port ("mlx5_0:1"): the counter samples add it to their counters (Counter).
+	Traffic map[string]uint64
+}
+
+// Counter is the value of an RDMA port counter on this node: a plausible reading since boot
+// (different per node) plus what the simulated collectives moved. port_xmit_data and
+// port_rcv_data count 4-byte words (kernel Documentation/ABI/stable/sysfs-class-infiniband);
+// packets are 4 KiB (the IB MTU); error counters stay 0.
+func (d SampleData) Counter(port, name string) uint64 {
+	base := uint64(1_000_000_000) + uint64(d.NodeIndex)*7_340_033
+	moved := d.Traffic[port]
+	switch name {
+	case "port_xmit_data", "port_rcv_data":
+		return base + moved/4
+	case "port_xmit_packets", "port_rcv_packets":
+		return base/1024 + moved/4096
+	}
+	return 0
 }
 
 // DefaultLinkRate is every simulated port's rate unless the scenario says otherwise: 4X HDR, the
@@ -375,6 +402,7 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	jobKey := ""
 	jobKey, d.Job, d.Role, d.Index = podJob(pod)
 	d.NodeIndex, _ = strconv.Atoi(strings.TrimPrefix(pod.Spec.NodeName, "gpu-node-"))
+	d.Traffic = maps.Clone(a.traffic[pod.Spec.NodeName])
 	d.LinkRate = linkRate(a.sc, pod.Spec.NodeName)
 	d.PathGbps = rateGbps(d.LinkRate)
 	if run := pod.Labels[labelPairRun]; run != "" {
@@ -455,6 +483,55 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	}
 	return d
 }
+
+// account adds what a simulated nccl-tests allreduce sent to its nodes' RDMA ports, when its
+// output says NCCL used IB or RoCE (a socket fallback moves nothing there): per node 2(n-1)/n x
+// size for each timed iteration of both the out-of-place and in-place passes, plus the warm-up,
+// spread over the devices NCCL's log names.
+func (a *agent) account(d SampleData, text string) {
+	if len(d.NodesOf) < 2 || !strings.Contains(text, "# Collective test starting") {
+		return
+	}
+	runs, err := nccl.ParsePerf(strings.NewReader(text))
+	if err != nil || len(runs) == 0 {
+		return
+	}
+	rep, err := nccl.AnalyzeLog(strings.NewReader(text))
+	if err != nil || (rep.Transport != nccl.TransportIB && rep.Transport != nccl.TransportRoCE) {
+		return
+	}
+	iters, warm := 20, 5 // nccl-tests' -n and -w defaults
+	if m := itersHeader().FindStringSubmatch(text); m != nil {
+		warm, _ = strconv.Atoi(m[1])
+		iters, _ = strconv.Atoi(m[2])
+	}
+	n := float64(len(d.NodesOf))
+	var sent float64
+	for _, row := range runs[len(runs)-1].Rows {
+		sent += 2 * (n - 1) / n * float64(row.Size) * float64(2*iters+warm)
+	}
+	devs := rep.Devices
+	if a.sc != nil && a.sc.Nodes.TrafficPort != "" {
+		devs = []string{a.sc.Nodes.TrafficPort}
+	}
+	if len(devs) == 0 {
+		devs = []string{"mlx5_0:1"}
+	}
+	if a.traffic == nil {
+		a.traffic = map[string]map[string]uint64{}
+	}
+	for _, node := range d.NodesOf {
+		if a.traffic[node] == nil {
+			a.traffic[node] = map[string]uint64{}
+		}
+		for _, dev := range devs {
+			a.traffic[node][dev] += uint64(sent / float64(len(devs)))
+		}
+	}
+	fmt.Fprintf(a.log, "sandbox agent: %s/%s: all_reduce_perf over %s moved %.0f bytes per node on %s\n", d.Namespace, d.Pod, rep.Transport, sent, strings.Join(devs, ","))
+}
+
+var itersHeader = lazyre.New(`warmup iters: (\d+) iters: (\d+)`)
 
 // linkRate is the port rate of a node (gpu-node-N) in scenario sc.
 func linkRate(sc *Scenario, node string) string {
@@ -654,6 +731,7 @@ var sampleFuncs = template.FuncMap{
 	},
 	"hex":      func(i int) string { return fmt.Sprintf("%x", i) },
 	"contains": strings.Contains,
+	"list2":    func(a, b string) []string { return []string{a, b} },
 	"atoi": func(s string) int {
 		n, _ := strconv.Atoi(s)
 		return max(n, 1)

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/perftest"
 )
@@ -99,4 +101,40 @@ func mustRender(t *testing.T, name string, d SampleData) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestCounterTraffic: an allreduce over IB moves the counters of its nodes' RDMA ports by the
+// bytes it sent (read back through the counter probe's parser); a socket-fallback run moves nothing.
+func TestCounterTraffic(t *testing.T) {
+	snap := func(a *agent, node int) *counters.Snapshot {
+		d := sampleData("ib", node-1, 3)
+		d.Traffic = a.traffic[d.Node]
+		s, err := counters.Parse(strings.NewReader(mustRender(t, "probe/sysfs-ib-active.txt", d)))
+		if err != nil || len(s.Ports) != 2 {
+			t.Fatalf("counters of node %d: %+v %v", node, s, err)
+		}
+		return s
+	}
+	launcher := sampleData("ib", 0, 3)
+	launcher.NodesOf = []string{"gpu-node-1", "gpu-node-2", "gpu-node-3"}
+	for _, c := range []struct {
+		sample string
+		moved  bool
+	}{
+		{"nccl-tests/all_reduce_perf-ring.txt", true},
+		{"nccl-tests/all_reduce_perf-socket.txt", false},
+	} {
+		a := &agent{log: io.Discard}
+		before := snap(a, 2)
+		a.account(launcher, mustRender(t, c.sample, launcher))
+		r := counters.Compare(before, snap(a, 2), counters.Options{})
+		sent := r.Bytes["mlx5_0:1"].XmitBytes
+		// 31 sizes 8 B..8 GiB: 2(3-1)/3 x 16 GiB x (2x20+5) per node, about 1 TiB on mlx5_0.
+		if c.moved && (sent < 900<<30 || r.Bytes["mlx5_1:1"].XmitBytes != 0) || !c.moved && sent != 0 {
+			t.Errorf("%s: mlx5_0:1 sent %d, mlx5_1:1 %d", c.sample, sent, r.Bytes["mlx5_1:1"].XmitBytes)
+		}
+		if !r.OK {
+			t.Errorf("%s: findings %+v", c.sample, r.Findings)
+		}
+	}
 }

@@ -35,6 +35,9 @@ type Scenario struct {
 		// sysfs prints it ("100 Gb/sec (2X HDR)": a link that trained at half width). The IB port
 		// probe's sysfs and the perftest samples follow it.
 		LinkRates map[string]string `json:"linkRates,omitempty"`
+		// TrafficPort, when set ("mlx5_1:1"), is where the simulated collectives' bytes cross,
+		// whatever HCAs their NCCL log names: a rail mapping that sends the traffic elsewhere.
+		TrafficPort string `json:"trafficPort,omitempty"`
 	} `json:"nodes"`
 	Rules []Rule `json:"rules,omitempty"`
 }
