@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/iperf"
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -40,7 +42,15 @@ type benchRDMAOptions struct {
 	Results         string
 	Timeout         time.Duration
 	Output          string
+	TCP             bool
+	TCPImage        string
+	TCPStreams      int
+	TCPSeconds      int
 }
+
+// DefaultIperfImage runs the TCP baseline: Debian with the iperf3 package (nerdalert/iperf3's
+// Dockerfile, published as networkstatic/iperf3 by its workflow), so it has sh for ain's command.
+const DefaultIperfImage = "networkstatic/iperf3:latest"
 
 func (a *App) benchRDMACommand() *ucli.Command {
 	o := &benchRDMAOptions{}
@@ -59,7 +69,8 @@ func (a *App) benchRDMACommand() *ucli.Command {
 			"  ain bench rdma\n" +
 			"  ain bench rdma --nodes gpu-node-1,gpu-node-2 --qps 4\n" +
 			"  ain bench rdma --test ib_read_bw --gpu\n" +
-			"  ain bench rdma --test ib_write_lat -o json\n\n" +
+			"  ain bench rdma --test ib_write_lat -o json\n" +
+			"  ain bench rdma --tcp                      # with the TCP baseline (iperf3), course 3.10.1\n\n" +
 			"Exit status: 0; 5 the bandwidth is under " + strconv.Itoa(int(bench.RDMAEfficiency*100)) + "% of the link's rate, a link is degraded (its ends run at\n" +
 			"different rates) or perftest printed no result; 1 the pods could not run; 6 --timeout; 2 bad flags.",
 		Flags: []ucli.Flag{
@@ -76,6 +87,10 @@ func (a *App) benchRDMACommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up after this long (exit 6); the pods are deleted", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 			&ucli.StringFlag{Name: "profile", Usage: "fabric profile file (default: $AIN_PROFILE, $XDG_CONFIG_HOME/ain/profile.yaml, else built-in)", Destination: &o.Profile},
 			&ucli.StringFlag{Name: "fabric", Usage: "override the profile's fabric: ib or roce", Destination: &o.Fabric},
+			&ucli.BoolFlag{Name: "tcp", Usage: "also run the TCP baseline (course 3.10.1): iperf3 server and client pods on the same nodes and networks", Destination: &o.TCP},
+			&ucli.StringFlag{Name: "tcp-image", Value: DefaultIperfImage, Usage: "image with sh and iperf3 for --tcp", Destination: &o.TCPImage},
+			&ucli.IntFlag{Name: "tcp-streams", Value: 8, Usage: "parallel TCP streams for --tcp, iperf3 -P", Destination: &o.TCPStreams, Action: intBetween("tcp-streams", 1, 128)},
+			&ucli.IntFlag{Name: "tcp-seconds", Value: 10, Usage: "seconds of the --tcp run, iperf3 -t", Destination: &o.TCPSeconds, Action: intBetween("tcp-seconds", 1, 600)},
 			outputFlag(&o.Output, "text", "text, or json (the whole result, both pods' output included)", "json"),
 		},
 		Action: func(c *ucli.Context) error {
@@ -241,7 +256,7 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	fmt.Fprintf(errw, "%s: server on %s, client on %s, device %s, %d QP(s), GID index %s, %s, image %s\n",
 		pl.cmd.Test, pl.server, pl.client, orDash(pl.cmd.Device), res.QPs, gidText(res.GIDIndex, p.Spec.Fabric), mem, o.Image)
 	pr := preflight.RunPair(ctx, po, preflight.PairSpec{
-		Kind: "perftest", Server: pl.server, Client: pl.client, Image: o.Image, RDMA: true, GPUs: gpus,
+		Kind: "perftest", Server: pl.server, Client: pl.client, Image: o.Image, RDMA: true, PinMemory: true, GPUs: gpus,
 		ServerScript: pl.cmd.ServerScript(),
 		ClientScript: func(ip string) string {
 			if _, err := netip.ParseAddr(ip); err != nil {
@@ -270,6 +285,12 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	}
 	res.Analyze(pr.ClientLog, pr.ServerLog)
 	res.Judge(ports, perr)
+	if o.TCP {
+		a.runTCPBaseline(ctx, po, pl, o, res)
+		if parent.Err() != nil {
+			return ainerr.New(ainerr.Cancelled, errors.New("interrupted: the iperf3 pods were deleted"), "")
+		}
+	}
 	if last, path, err := bench.LastAllreduce(o.Results); err == nil {
 		res.UseNCCL(last, path)
 	} else {
@@ -286,6 +307,36 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 		return checkFailed()
 	}
 	return nil
+}
+
+// runTCPBaseline runs iperf3 between the same two nodes, on the same networks (no IPC_LOCK: TCP
+// pins no memory), and puts the receiver's throughput beside the RDMA number.
+func (a *App) runTCPBaseline(ctx context.Context, po preflight.Options, pl *rdmaPlan, o *benchRDMAOptions, res *bench.RDMAResult) {
+	fmt.Fprintf(a.Streams.Err, "TCP baseline: iperf3 -P %d -t %d, server on %s, client on %s, image %s\n", o.TCPStreams, o.TCPSeconds, pl.server, pl.client, o.TCPImage)
+	pr := preflight.RunPair(ctx, po, preflight.PairSpec{
+		Kind: "iperf3", Server: pl.server, Client: pl.client, Image: o.TCPImage, RDMA: true,
+		ServerScript: iperf.ServerScript(),
+		ClientScript: func(ip string) string {
+			if _, err := netip.ParseAddr(ip); err != nil {
+				ip = "invalid-address"
+			}
+			return iperf.ClientScript(ip, o.TCPStreams, o.TCPSeconds)
+		},
+	})
+	if pr.Err != nil {
+		res.TCPNote = "the TCP baseline did not run to the end: " + pr.Err.Error()
+		return
+	}
+	rep, err := iperf.Parse(bytes.NewReader(pr.ClientLog))
+	switch {
+	case err != nil:
+		res.TCPNote = "reading iperf3's report: " + err.Error()
+	case rep.Error != "" && rep.ReceivedBps == 0:
+		res.TCPNote = "iperf3: " + rep.Error
+	default:
+		res.TCP = &bench.TCPRef{Gbps: rep.Gbps(), Streams: rep.Streams, Seconds: rep.Duration, Retransmits: rep.Retransmits,
+			CPUClient: rep.CPUHost, CPUServer: rep.CPURemote, Image: o.TCPImage, ClientLog: string(pr.ClientLog)}
+	}
 }
 
 // rdmaPort is what the device choice needs from a probed port.
@@ -361,6 +412,20 @@ func (a *App) printRDMA(r *bench.RDMAResult) {
 		rows = append(rows, []string{"two-node RDMA (this run)", fmt.Sprintf("%s: %.2f us typical at %d B", r.Test, *r.TypicalUs, r.RDMABytes), "-", "-", "-"})
 	default:
 		rows = append(rows, []string{"two-node RDMA (this run)", "no result", "-", "-", "-"})
+	}
+	switch t := r.TCP; {
+	case t != nil:
+		g, b := gb(t.Gbps)
+		src := fmt.Sprintf("iperf3, %d TCP streams, %d s", t.Streams, t.Seconds)
+		if t.Retransmits != nil {
+			src += fmt.Sprintf(", %d retransmits", *t.Retransmits)
+		}
+		if t.CPUClient != nil && t.CPUServer != nil {
+			src += fmt.Sprintf(", CPU %.0f%%/%.0f%% (client/server)", *t.CPUClient, *t.CPUServer)
+		}
+		rows = append(rows, []string{"TCP baseline (this run)", src, g, b, pct(t.Gbps, r.ExpectedGbps)})
+	case r.TCPNote != "":
+		rows = append(rows, []string{"TCP baseline", r.TCPNote, "-", "-", "-"})
 	}
 	if n := r.NCCL; n != nil {
 		g, b := gb(n.BusbwGbps)

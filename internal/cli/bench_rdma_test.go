@@ -27,6 +27,7 @@ func TestBenchRDMAFlags(t *testing.T) {
 		{[]string{"--size", "lots"}, "--size"},
 		{[]string{"--fabric", "socket"}, "bench rdma measures RDMA, but the fabric is socket"},
 		{[]string{"extra"}, "takes no arguments"},
+		{[]string{"--tcp", "--tcp-streams", "0"}, "--tcp-streams"},
 	} {
 		code, _, stderr := runBenchCLI(t, append([]string{"bench", "rdma", "--kubeconfig", "/nonexistent"}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
@@ -62,8 +63,8 @@ func TestBenchRDMASandbox(t *testing.T) {
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods left behind: %d %v", len(pods.Items), err)
 	}
-	// -o json, ib_read_bw with 4 QPs and GPU memory on named nodes.
-	code, stdout, stderr = runBenchCLI(t, "bench", "rdma", "--nodes", "gpu-node-3,gpu-node-1", "--test", "ib_read_bw", "--qps", "4", "--gpu", "-o", "json",
+	// -o json, ib_read_bw with 4 QPs and GPU memory on named nodes, with the TCP baseline.
+	code, stdout, stderr = runBenchCLI(t, "bench", "rdma", "--nodes", "gpu-node-3,gpu-node-1", "--test", "ib_read_bw", "--qps", "4", "--gpu", "--tcp", "-o", "json",
 		"--results", results, "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns)
 	var res bench.RDMAResult
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != 0 {
@@ -72,6 +73,10 @@ func TestBenchRDMASandbox(t *testing.T) {
 	if res.Server != "gpu-node-3" || res.Client != "gpu-node-1" || res.QPs != 4 || !res.GPUMemory || res.ExpectedGbps != 200 || res.ExpectedSource != "probe" ||
 		res.RDMAGbps == nil || !res.OK || !strings.Contains(strings.Join(res.Command, " "), "--use_cuda=0") || res.NCCL != nil {
 		t.Errorf("json result: %+v", res)
+	}
+	// The TCP baseline between the same nodes: 8 streams of iperf3 over the 200 Gb/s link.
+	if res.TCP == nil || res.TCP.Gbps < 38.5 || res.TCP.Gbps > 38.7 || res.TCP.Streams != 8 || res.TCP.Retransmits == nil {
+		t.Errorf("TCP baseline: %+v (note %q)", res.TCP, res.TCPNote)
 	}
 }
 

@@ -62,6 +62,11 @@ type RDMAResult struct {
 	PctLineRate *float64 `json:"pctLineRate"`
 	TypicalUs   *float64 `json:"typicalUs,omitempty"`
 
+	// TCP is the iperf3 baseline between the same nodes (--tcp), nil when not run; TCPNote says
+	// why it has no number.
+	TCP     *TCPRef `json:"tcp,omitempty"`
+	TCPNote string  `json:"tcpNote,omitempty"`
+
 	// NCCL is the last allreduce bench found (nil: NCCLNote says why).
 	NCCL     *NCCLRef `json:"nccl"`
 	NCCLNote string   `json:"ncclNote,omitempty"`
@@ -74,6 +79,18 @@ type RDMAResult struct {
 	Runs      []*perftest.Run `json:"runs"`
 	ServerLog string          `json:"serverLog"`
 	ClientLog string          `json:"clientLog"`
+}
+
+// TCPRef is the TCP baseline (course 3.10.1): what iperf3's receiver measured between the nodes.
+type TCPRef struct {
+	Gbps        float64  `json:"gbps"`
+	Streams     int      `json:"streams"`
+	Seconds     int      `json:"seconds"`
+	Retransmits *int64   `json:"retransmits,omitempty"`
+	CPUClient   *float64 `json:"cpuClientPercent,omitempty"`
+	CPUServer   *float64 `json:"cpuServerPercent,omitempty"`
+	Image       string   `json:"image"`
+	ClientLog   string   `json:"clientLog"`
 }
 
 // NCCLRef is the peak busbw of a saved allreduce bench.

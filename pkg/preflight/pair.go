@@ -38,9 +38,11 @@ type PairSpec struct {
 	ClientScript func(serverIP string) string
 	// GPUs each pod requests (GPU memory tests: one).
 	GPUs int
-	// RDMA: request the profile's RDMA resource and networks, and add IPC_LOCK (memory
-	// registration pins pages). False for a TCP pair.
-	RDMA bool
+	// RDMA: request the profile's RDMA resource and join its Multus networks (a TCP baseline
+	// does too, to cross the same NIC). PinMemory adds IPC_LOCK (RDMA memory registration pins
+	// pages; Pod Security then needs the privileged level).
+	RDMA      bool
+	PinMemory bool
 	// Env for both containers.
 	Env []corev1.EnvVar
 }
@@ -143,9 +145,9 @@ func joinsNetworks(o Options, s PairSpec) bool {
 	return s.RDMA && o.Profile.RDMA() && len(o.Profile.Spec.Networks) > 0
 }
 
-// pairPod is a probe pod that may pin memory: IPC_LOCK added, running as the image's user (an
-// added capability is not effective for a non-root user without ambient capabilities), memory
-// for the test's buffers.
+// pairPod is a probe pod that may pin memory (IPC_LOCK added with spec.PinMemory), running as
+// the image's user (an added capability is not effective for a non-root user without ambient
+// capabilities), with memory for the test's buffers.
 func pairPod(o Options, spec PairSpec, run, role, node, script string) *corev1.Pod {
 	name := fmt.Sprintf("ain-%s-%s-%s", spec.Kind, role, run)
 	pod := probePod(o, run, spec.Kind, name, node, script, spec.Env, spec.RDMA)
@@ -154,7 +156,7 @@ func pairPod(o Options, spec PairSpec, run, role, node, script string) *corev1.P
 	c := &pod.Spec.Containers[0]
 	c.Name = "probe"
 	c.SecurityContext = nil
-	if spec.RDMA && o.Profile.RDMA() {
+	if spec.PinMemory {
 		c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}}}
 	}
 	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi")

@@ -736,9 +736,10 @@ var sampleFuncs = template.FuncMap{
 		n, _ := strconv.Atoi(s)
 		return max(n, 1)
 	},
-	"arg":     argOf,
-	"bwRows":  perftestBWRows,
-	"latRows": perftestLatRows,
+	"arg":         argOf,
+	"bwRows":      perftestBWRows,
+	"latRows":     perftestLatRows,
+	"iperfReport": iperfReport,
 }
 
 // CRILog formats text as a container runtime log (one "TIME stdout F line" per line), the

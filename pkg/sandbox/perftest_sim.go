@@ -69,3 +69,39 @@ func perftestLatRows(gbps float64, cmd string) string {
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+// The TCP baseline's numbers (samples/iperf3/): an iperf3 -J report in iperf3's own layout (cJSON,
+// tab-indented; key names of iperf_api.c). TCP over the same link gets what a few cores can push:
+// about 4.8 Gb/s per stream with a 9000-byte MTU, at most 45% of the link.
+const (
+	iperfPerStreamGbps = 4.825
+	iperfLinkShare     = 0.45
+)
+
+// iperfReport is the client's report for a run of cmd (iperf3 -c IP -P N -t T -J) over a link of
+// gbps, from the pod at local.
+func iperfReport(gbps float64, cmd, local string) string {
+	streams, _ := strconv.Atoi(argOf(cmd, "-P", "1"))
+	secs, _ := strconv.Atoi(argOf(cmd, "-t", "10"))
+	streams, secs = max(streams, 1), max(secs, 1)
+	server := argOf(cmd, "-c", "10.244.0.1")
+	rate := min(float64(streams)*iperfPerStreamGbps, gbps*perftestEfficiency*iperfLinkShare) * 1e9
+	rcv := uint64(rate * float64(secs) / 8)
+	sent := rcv + rcv/500
+	var conns []string
+	for i := 0; i < streams; i++ {
+		conns = append(conns, fmt.Sprintf("{\n\t\t\t\t\"socket\":\t%d,\n\t\t\t\t\"local_host\":\t%q,\n\t\t\t\t\"local_port\":\t%d,\n\t\t\t\t\"remote_host\":\t%q,\n\t\t\t\t\"remote_port\":\t5201\n\t\t\t}", 5+i, local, 45000+i, server))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\n\t\"start\":\t{\n\t\t\"connected\":\t[%s],\n", strings.Join(conns, ", "))
+	fmt.Fprintf(&b, "\t\t\"version\":\t\"iperf 3.16\",\n\t\t\"system_info\":\t\"Linux ain-iperf3-client 5.15.0-105-generic #115-Ubuntu SMP Mon Apr 15 09:52:04 UTC 2024 x86_64\",\n")
+	fmt.Fprintf(&b, "\t\t\"connecting_to\":\t{\n\t\t\t\"host\":\t%q,\n\t\t\t\"port\":\t5201\n\t\t},\n", server)
+	fmt.Fprintf(&b, "\t\t\"tcp_mss_default\":\t8948,\n\t\t\"sock_bufsize\":\t0,\n\t\t\"sndbuf_actual\":\t16384,\n\t\t\"rcvbuf_actual\":\t131072,\n")
+	fmt.Fprintf(&b, "\t\t\"test_start\":\t{\n\t\t\t\"protocol\":\t\"TCP\",\n\t\t\t\"num_streams\":\t%d,\n\t\t\t\"blksize\":\t131072,\n\t\t\t\"omit\":\t0,\n\t\t\t\"duration\":\t%d,\n\t\t\t\"bytes\":\t0,\n\t\t\t\"blocks\":\t0,\n\t\t\t\"reverse\":\t0,\n\t\t\t\"tos\":\t0\n\t\t}\n\t},\n", streams, secs)
+	fmt.Fprintf(&b, "\t\"intervals\":\t[],\n\t\"end\":\t{\n")
+	fmt.Fprintf(&b, "\t\t\"sum_sent\":\t{\n\t\t\t\"start\":\t0,\n\t\t\t\"end\":\t%d,\n\t\t\t\"seconds\":\t%d,\n\t\t\t\"bytes\":\t%d,\n\t\t\t\"bits_per_second\":\t%.1f,\n\t\t\t\"retransmits\":\t%d,\n\t\t\t\"sender\":\ttrue\n\t\t},\n", secs, secs, sent, float64(sent)*8/float64(secs), streams*234)
+	fmt.Fprintf(&b, "\t\t\"sum_received\":\t{\n\t\t\t\"start\":\t0,\n\t\t\t\"end\":\t%d.000412,\n\t\t\t\"seconds\":\t%d,\n\t\t\t\"bytes\":\t%d,\n\t\t\t\"bits_per_second\":\t%.1f,\n\t\t\t\"sender\":\ttrue\n\t\t},\n", secs, secs, rcv, float64(rcv)*8/float64(secs))
+	fmt.Fprintf(&b, "\t\t\"cpu_utilization_percent\":\t{\n\t\t\t\"host_total\":\t61.48214071153051,\n\t\t\t\"host_user\":\t1.9823540158062367,\n\t\t\t\"host_system\":\t59.49978669572427,\n\t\t\t\"remote_total\":\t48.03519210823398,\n\t\t\t\"remote_user\":\t2.123007911346209,\n\t\t\t\"remote_system\":\t45.91218419688777\n\t\t},\n")
+	fmt.Fprintf(&b, "\t\t\"sender_tcp_congestion\":\t\"cubic\",\n\t\t\"receiver_tcp_congestion\":\t\"cubic\"\n\t}\n}")
+	return b.String()
+}

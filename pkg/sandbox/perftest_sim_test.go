@@ -7,6 +7,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/iperf"
 	"github.com/ain-hpc/ain/pkg/perftest"
 )
 
@@ -136,5 +137,27 @@ func TestCounterTraffic(t *testing.T) {
 		if !r.OK {
 			t.Errorf("%s: findings %+v", c.sample, r.Findings)
 		}
+	}
+}
+
+// TestIperfSample: the TCP baseline's report parses with pkg/iperf and follows the link's rate.
+func TestIperfSample(t *testing.T) {
+	for _, c := range []struct {
+		path, want float64
+		cmd        string
+	}{
+		{200, 38.6, "iperf3 -c 10.244.1.6 -p 5201 -P 8 -t 10 -J"},
+		{25, 10.91, "iperf3 -c 10.244.1.6 -p 5201 -P 8 -t 10 -J"},
+		{200, 4.825, "iperf3 -c 10.244.1.6 -p 5201 -P 1 -t 5 -J"},
+	} {
+		d := sampleData("ib", 1, 2)
+		d.Command, d.PathGbps = "i=0; while :; do "+c.cmd+" && exit 0; done", c.path
+		r, err := iperf.Parse(strings.NewReader(mustRender(t, "iperf3/client.txt", d)))
+		if err != nil || r.Gbps() < c.want-0.01 || r.Gbps() > c.want+0.01 || r.RemoteHost != "10.244.1.6" || r.LocalHost != d.PodIP {
+			t.Errorf("%s over %v Gb/s: %+v %v", c.cmd, c.path, r, err)
+		}
+	}
+	if s := mustRender(t, "iperf3/server.txt", sampleData("ib", 0, 2)); !strings.Contains(s, "Server listening on 5201") {
+		t.Errorf("server: %q", s)
 	}
 }
