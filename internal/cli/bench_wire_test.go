@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestBenchAllreduceWireSandbox(t *testing.T) {
 		{"socket-fallback", 5, false, bench.ProblemSocketFallback},
 		{"wrong-hca", 5, true, bench.ProblemWrongHCA + ": NCCL's log says it used mlx5_0:1, but on gpu-node-1 those ports sent 0 B and mlx5_1:1 sent"},
 	} {
-		t.Run("scenario="+c.scenario, func(t *testing.T) {
+		t.Run(cmp.Or(c.scenario, "healthy"), func(t *testing.T) {
 			if c.scenario != "" {
 				sb.UseScenario(t, c.scenario)
 			}
