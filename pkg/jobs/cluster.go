@@ -75,6 +75,11 @@ type ImmutableError struct {
 }
 
 func (e *ImmutableError) Error() string {
+	if e.Phase == "" {
+		// Not a job: the TrainingRuntime of an earlier run of this name.
+		return fmt.Sprintf("%s %s/%s already exists with a different spec: an earlier run of this name uses it, and a submitted job's pod templates cannot be changed in place",
+			e.Kind, e.Namespace, e.Name)
+	}
 	return fmt.Sprintf("%s %s/%s already exists (%s) with a different spec; a submitted job's replicas and pod templates cannot be changed in place",
 		e.Kind, e.Namespace, e.Name, e.Phase)
 }
@@ -104,7 +109,11 @@ func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool)
 	out, err := ap.Apply(ctx, objs, dry)
 	var sc *kube.SpecChangeError
 	if errors.As(err, &sc) {
-		return out, &ImmutableError{Kind: sc.Kind, Name: sc.Name, Namespace: sc.Namespace, Phase: PhaseOf(sc.Existing)}
+		e := &ImmutableError{Kind: sc.Kind, Name: sc.Name, Namespace: sc.Namespace}
+		if _, err := BackendOf(sc.Existing); err == nil {
+			e.Phase = PhaseOf(sc.Existing)
+		}
+		return out, e
 	}
 	return out, err
 }
