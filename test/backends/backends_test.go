@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ain-hpc/ain/internal/cli"
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -275,4 +276,36 @@ func TestWaitForWorkersReadyLateWorkers(t *testing.T) {
 		t.Error("ain status never explained the missing launcher (WaitForWorkersReady)")
 	}
 	t.Logf("workers created %s, last Ready %s, launcher created %s", firstWorker.Format(time.TimeOnly), lastReady.Format(time.TimeOnly), launcherCreated.Format(time.TimeOnly))
+}
+
+// train merge (the one-pod qlora-merge recipe) runs as a TrainJob too, and release deletes every
+// ain job of the namespace whatever its API (here a TrainJob and a v2beta1 MPIJob).
+func TestMergeAndReleaseCurrentStack(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	if err := sandbox.EnsureSharedPVC(context.Background(), sb.REST, ns, sandbox.DefaultSharedClaim); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := ain(t, sb, ns, "train", "merge", "--adapter", "/shared/adapters/a", "--base", "/shared/models/m", "--timeout", "3m")
+	if code != 0 || !strings.Contains(errOut, "applied TrainJob") || !strings.Contains(out+errOut, "Succeeded") {
+		t.Fatalf("train merge: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut = ain(t, sb, ns, "train", "allreduce", "--timeout", "3m"); code != 0 {
+		t.Fatalf("train allreduce: exit %d\n%s", code, errOut)
+	}
+	code, out, _ = ain(t, sb, ns, "release", "--yes")
+	if code != 0 || !strings.Contains(out, "released TrainJob/qlora-merge") || !strings.Contains(out, "released MPIJob/allreduce") {
+		t.Errorf("release: exit %d\n%s", code, out)
+	}
+	for _, gvr := range []schema.GroupVersionResource{jobs.TrainJobGVR, jobs.MPIJobV2GVR, jobs.TrainingRuntimeGVR} {
+		l, err := sb.Dynamic(t).Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range l.Items {
+			if u.GetDeletionTimestamp() == nil {
+				t.Errorf("%s %s left after release", gvr.Resource, u.GetName())
+			}
+		}
+	}
 }
