@@ -292,6 +292,9 @@ func pendingReasons(s jobs.Snapshot, kc *kube.Clients) string {
 			lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Why))
 		}
 	}
+	if s.Waiting != "" {
+		lines = append(lines, "  "+s.Waiting)
+	}
 	if note := jobs.GangNote(s, gangSchedulers(kc)); note != "" {
 		lines = append(lines, "  "+note)
 	}

@@ -225,6 +225,9 @@ func TestLauncherWait(t *testing.T) {
 	if w := launcherWait(mpiJob, []corev1.Pod{worker(true), worker(false)}); !strings.Contains(w, "1/2 worker(s) Ready") || !strings.Contains(w, "WaitForWorkersReady") {
 		t.Errorf("v2beta1: %q", w)
 	}
+	if s := SnapshotOf(mpiJob, []corev1.Pod{worker(true), worker(false)}); !strings.Contains(s.Waiting, "1/2 worker(s) Ready") || !strings.Contains(s.Message, s.Waiting) {
+		t.Errorf("snapshot: waiting %q, message %q", s.Waiting, s.Message)
+	}
 	if w := launcherWait(mpiJob, []corev1.Pod{worker(true), worker(true)}); w != "" {
 		t.Errorf("all Ready: %q", w)
 	}

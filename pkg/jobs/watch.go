@@ -37,15 +37,18 @@ type PodInfo struct {
 
 // Snapshot is a job's state at one moment.
 type Snapshot struct {
-	Kind       string                    `json:"kind"`
-	Name       string                    `json:"name"`
-	Namespace  string                    `json:"namespace"`
-	Phase      string                    `json:"phase"`
-	Message    string                    `json:"message,omitempty"`
-	Created    time.Time                 `json:"created"`
-	Started    time.Time                 `json:"started,omitempty"`
-	Finished   time.Time                 `json:"finished,omitempty"`
-	Pods       []PodInfo                 `json:"pods"`
+	Kind      string    `json:"kind"`
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	Phase     string    `json:"phase"`
+	Message   string    `json:"message,omitempty"`
+	Created   time.Time `json:"created"`
+	Started   time.Time `json:"started,omitempty"`
+	Finished  time.Time `json:"finished,omitempty"`
+	Pods      []PodInfo `json:"pods"`
+	// Waiting explains an MPI launcher the controller holds back until every worker is Ready
+	// (also in Message).
+	Waiting    string                    `json:"waiting,omitempty"`
 	Conditions []kubeflowv1.JobCondition `json:"conditions,omitempty"`
 }
 
@@ -77,6 +80,7 @@ func SnapshotOf(job *unstructured.Unstructured, pods []corev1.Pod) Snapshot {
 	}
 	SortPods(pods)
 	if w := launcherWait(job, pods); w != "" && !Terminal(s.Phase) {
+		s.Waiting = w
 		// The operator's own message then is only "MPIJob x is created.": the wait says more.
 		if s.Message != "" && s.Phase != PhaseCreated && s.Phase != PhasePending {
 			w = s.Message + "; " + w
