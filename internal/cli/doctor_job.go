@@ -158,7 +158,7 @@ func (a *App) runDoctorLauncherJob(ctx context.Context, o *doctorOptions, name s
 			// v2beta1 (WaitForWorkersReady) and a TrainJob's MPI runtime (dependsOn node Ready)
 			// create the launcher only once every worker is Ready.
 			return ainerr.New(ainerr.Failure, fmt.Errorf("%s %s has no launcher pod (yet): on the mpi-operator and the Trainer the launcher is created only when every worker pod is Ready", kind, name),
-				"`ain status "+name+"` shows which workers are not Ready and why")
+				"`ain status "+name+nsFlag(kc.Namespace)+"` shows which workers are not Ready and why")
 		}
 		return ainerr.Usagef("%s is a %s without a launcher pod: `ain doctor launcher` reads MPIJob launchers", name, kind)
 	}

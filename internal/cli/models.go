@@ -141,7 +141,7 @@ func discoveryError(kc *kube.Clients, err error, what string) error {
 			"check that the ingress host resolves to the ingress controller (or pass --connect-to ADDR:443 to reach it by address), "+
 				"or pass --port-forward to reach one pod through the API server instead (a quick look, not a measurement)")
 	case errors.As(err, &nr):
-		return ainerr.New(ainerr.Unreachable, err, "`ain serve status "+nr.Name+"` shows what the pods are doing")
+		return ainerr.New(ainerr.Unreachable, err, "`ain serve status "+nr.Name+nsFlag(kc.Namespace)+"` shows what the pods are doing")
 	}
 	return kc.Classify(err, what)
 }

@@ -326,9 +326,9 @@ func (a *App) waitError(kc *kube.Clients, err error, name string) error {
 	var te *vllm.WaitTimeoutError
 	switch {
 	case errors.As(err, &se):
-		return ainerr.New(ainerr.JobFailed, err, "`ain serve status "+name+"` shows each pod; `kubectl logs` the pod for vLLM's own error")
+		return ainerr.New(ainerr.JobFailed, err, "`ain serve status "+name+nsFlag(kc.Namespace)+"` shows each pod; `kubectl logs` the pod for vLLM's own error")
 	case errors.As(err, &te):
-		return ainerr.New(ainerr.Timeout, err, "it keeps starting: `ain serve status "+name+"`; a big model may need a longer spec.startupTimeout")
+		return ainerr.New(ainerr.Timeout, err, "it keeps starting: `ain serve status "+name+nsFlag(kc.Namespace)+"`; a big model may need a longer spec.startupTimeout")
 	case errors.Is(err, context.Canceled):
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "follow it: ain serve status "+name+nsFlag(kc.Namespace)+"   end it: ain serve delete "+name+nsFlag(kc.Namespace))
 	case ainerr.CodeOf(err) != ainerr.Failure:

@@ -335,7 +335,7 @@ func outcome(sum jobs.Summary, require, name string) error {
 			got = "unknown (no NCCL transport lines in the logs)"
 		}
 		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: NCCL used %s", require, got),
-			"see the evidence above; `ain doctor nccl-log "+name+"` explains it per rank")
+			"see the evidence above; `ain doctor nccl-log "+name+nsFlag(sum.Namespace)+"` explains it per rank")
 	}
 	return nil
 }
