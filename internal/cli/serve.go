@@ -293,6 +293,10 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	for _, p := range pruned {
 		fmt.Fprintf(a.Streams.Err, "pruned %s (this run no longer renders it)\n", p)
 	}
+	if ctx.Err() != nil {
+		// Interrupted once everything was applied (what was not pruned yet is pruned next run).
+		return a.interruptedServe(ctx, kc, cl, objs, deps)
+	}
 	if err != nil {
 		return kc.Classify(err, "removing what this run no longer renders")
 	}
