@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Issue 19, faults: an admission webhook the API server cannot call (its operator is down) was
+// reported as "cannot reach the API server", though the API server answered. A validating
+// webhook for PyTorchJobs in this test's namespace only, served by nothing (127.0.0.1:1), with
+// failurePolicy Fail: the real API server refuses the apply the way it does with a killed
+// training-operator, and ain names the webhook.
+func TestWebhookDownNamed(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	fail, none := admissionv1.Fail, admissionv1.SideEffectClassNone
+	url := "https://127.0.0.1:1/validate"
+	name := "down-" + c.ns + ".ain.test"
+	scope := admissionv1.NamespacedScope
+	vwc := &admissionv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionv1.ValidatingWebhook{{
+			Name:                    name,
+			ClientConfig:            admissionv1.WebhookClientConfig{URL: &url},
+			Rules:                   []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}, Rule: admissionv1.Rule{APIGroups: []string{"kubeflow.org"}, APIVersions: []string{"*"}, Resources: []string{"pytorchjobs"}, Scope: &scope}}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": c.ns}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := c.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	for _, args := range [][]string{
+		{"train", "qlora", "--name", "wh", "--skip-preflight", "--no-wait"},
+		{"train", "qlora", "--name", "wh-dry", "--dry-run=server"},
+	} {
+		_, errOut, code := c.ain(t, args...)
+		t.Logf("ain %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+		if code != 7 {
+			t.Errorf("%v: exit %d, want 7", args, code)
+		}
+		if !strings.Contains(errOut, `admission webhook "`+name+`"`) || !strings.Contains(errOut, "127.0.0.1:1") {
+			t.Errorf("%v: the webhook and why it failed are not named:\n%s", args, errOut)
+		}
+		if strings.Contains(errOut, "cannot reach the API server") {
+			t.Errorf("%v: blamed the API server, which answered:\n%s", args, errOut)
+		}
+	}
+}
+
+// Issue 19: `ain logs` of a job whose pods are all Pending printed nothing and exited 0.
+func TestLogsOfPendingJob(t *testing.T) {
+	c := newCluster(t)
+	if _, errOut, code := c.ain(t, "train", "qlora", "--name", "pend", "--set", "gpusPerNode=16", "--skip-preflight", "--no-wait"); code != 0 {
+		t.Fatalf("submit: exit %d\n%s", code, errOut)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(c.pods(t, "training.kubeflow.org/job-name=pend")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the operator made no pods")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	out, errOut, code := c.ain(t, "logs", "pend")
+	t.Logf("exit %d\n%s\n%s", code, out, errOut)
+	if code == 0 || !strings.Contains(errOut, "no log yet") || !strings.Contains(errOut, "Pending") || !strings.Contains(errOut, "ain status pend -n "+c.ns) {
+		t.Errorf("logs of a Pending job: exit %d\n%s", code, errOut)
+	}
+}
