@@ -107,7 +107,7 @@ func (a *App) newApp() *ucli.App {
 		EnableBashCompletion:      true,
 		HideVersion:               true,
 		DisableSliceFlagSeparator: true,
-		Description: "ain turns recipe files into Kubernetes workloads (PyTorchJob, MPIJob, vLLM Deployments) with the RDMA\n" +
+		Description: "ain turns recipe files into Kubernetes workloads (TrainJob, MPIJob, PyTorchJob, vLLM Deployments) with the RDMA\n" +
 			"resources and NCCL settings of your fabric, checks that InfiniBand/RoCE is really used, and measures it.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "kubeconfig", Usage: "path to the kubeconfig (default: $KUBECONFIG, ~/.kube/config, else the local sandbox)", Destination: &a.Global.Kubeconfig},

@@ -52,7 +52,7 @@ func (a *App) preflightCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage},
 			&ucli.DurationFlag{Name: "probe-timeout", Value: 2 * time.Minute, Usage: "how long the probe pods may take", Destination: &o.ProbeTimeout},
 			&ucli.BoolFlag{Name: "no-probes", Usage: "skip the probe pods (IB ports, DNS): API-only checks", Destination: &o.NoProbes},
-			&ucli.StringFlag{Name: "job", Usage: "a running job whose Service names the DNS check resolves (default: every running ain PyTorchJob)", Destination: &o.Job},
+			&ucli.StringFlag{Name: "job", Usage: "a running job whose Service names the DNS check resolves (default: every running ain PyTorchJob or TrainJob)", Destination: &o.Job},
 			apiFlag(&o.API),
 			&ucli.BoolFlag{Name: "print-role", Usage: "print the namespaced Role ain needs and a RoleBinding for --subject (YAML for kubectl apply -f -); no cluster is contacted", Destination: &o.PrintRole},
 			&ucli.StringFlag{Name: "subject", Value: "User:ain-user", Usage: "with --print-role: who gets the Role, `KIND:NAME` (User, Group or ServiceAccount)", Destination: &o.Subject},

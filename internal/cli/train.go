@@ -56,7 +56,7 @@ func (a *App) trainCommand() *ucli.Command {
 	o := &trainOptions{}
 	return &ucli.Command{
 		Name:      "train",
-		Usage:     "submit a training recipe as a PyTorchJob/MPIJob, watch it to the end, summarise (exit code = outcome)",
+		Usage:     "submit a job recipe (as a TrainJob, MPIJob or PyTorchJob: --api), watch it to the end, summarise (exit code = outcome)",
 		ArgsUsage: "RECIPE",
 		Description: "Server-side applies what `ain render` prints (field manager ain; re-running is idempotent), watches the\n" +
 			"job and its pods, explains Pending pods, then reads every rank's log and reports the NCCL transport used.\n\n" +
