@@ -58,13 +58,17 @@ func (a *App) demoCommand() *ucli.Command {
 func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 	w := a.Streams.Err
 	var err error
-	if o.StateDir == "" {
-		if o.StateDir, err = os.MkdirTemp("", "ain-demo-sandbox-"); err != nil {
-			return err
-		}
-	}
 	if o.Out == "" {
 		if o.Out, err = os.MkdirTemp("", "ain-demo-results-"); err != nil {
+			return err
+		}
+	} else if err := writableDir("out", o.Out); err != nil {
+		// Made if missing and checked before the sandbox starts (it said 'open DIR/course-qa.yaml:
+		// no such file or directory', naming no flag, for a folder not there yet).
+		return err
+	}
+	if o.StateDir == "" {
+		if o.StateDir, err = os.MkdirTemp("", "ain-demo-sandbox-"); err != nil {
 			return err
 		}
 	}

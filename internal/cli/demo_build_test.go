@@ -73,3 +73,23 @@ func TestDemoBuildProgress(t *testing.T) {
 		t.Errorf("wait: %v, %q", err, w.String())
 	}
 }
+
+// TestDemoOutChecked: a --out that cannot be made is a usage error naming the flag, before the
+// sandbox or any build starts (it was 'open DIR/course-qa.yaml: no such file or directory').
+func TestDemoOutChecked(t *testing.T) {
+	home := t.TempDir()
+	blocker := filepath.Join(home, "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	a := &App{Streams: Streams{In: strings.NewReader(""), Out: &o, Err: &e}, Now: time.Now,
+		Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}
+	code := a.Run(context.Background(), []string{"ain", "demo", "--state-dir", filepath.Join(home, "state"), "--out", filepath.Join(blocker, "results")})
+	if code != 2 || !strings.Contains(e.String(), "--out "+filepath.Join(blocker, "results")) {
+		t.Fatalf("exit %d, want 2 naming --out:\n%s", code, e.String())
+	}
+	if _, err := os.Stat(filepath.Join(home, "state")); err == nil {
+		t.Error("the sandbox state folder was made before --out was checked")
+	}
+}
