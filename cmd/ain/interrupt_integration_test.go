@@ -300,6 +300,36 @@ func TestInterruptServe(t *testing.T) {
 		}
 	}
 	t.Logf("serve: 10 interrupts, by phase: %v", phases)
+
+	// Mid-rollout: a running model server (2 replicas) gets a new model; SIGINT while the first
+	// replica rolls. Each replica stays whole (one on the new spec, one on the old), and ain
+	// says so and how to finish or end it.
+	if _, errOut, code := c.ain(t, "serve", "vllm", "--name", "roll", "--replicas", "2", "--no-wait"); code != 0 {
+		t.Fatalf("serve roll: exit %d\n%s", code, errOut)
+	}
+	p := c.start(t, "serve", "vllm", "--name", "roll", "--replicas", "2", "--model", "/shared/models/other", "--timeout", "2m")
+	if !p.waitLine("rolling replica", time.Minute) {
+		t.Fatalf("no rolling update:\n%s", p.errText())
+	}
+	p.interrupt()
+	code, stderr := p.wait(t, 45*time.Second)
+	t.Logf("mid-rollout: exit %d\n%s", code, stderr)
+	if code != 130 || !strings.Contains(stderr, "interrupted during the rolling update: 1 of 2 replica(s) have the new spec") ||
+		!strings.Contains(stderr, "ain serve delete roll -n "+c.ns) {
+		t.Errorf("mid-rollout: exit %d\n%s", code, stderr)
+	}
+	models := map[string]int{}
+	for _, name := range []string{"roll-0", "roll-1"} {
+		d, err := c.cs.AppsV1().Deployments(c.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ctr := d.Spec.Template.Spec.Containers[0]
+		models[fmt.Sprint(ctr.Command, ctr.Args, ctr.Env)]++
+	}
+	if len(models) != 2 {
+		t.Errorf("after the interrupted rollout the two replicas have %d distinct specs, want 2 (one new, one old)", len(models))
+	}
 }
 
 // SIGINT mid-variant and between variants: result.json says interrupted and is not valid, the
