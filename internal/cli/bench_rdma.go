@@ -200,6 +200,9 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	errw := a.Streams.Err
 	po := a.preflightOptions(kc, nil, p)
 	po.Progress = func(s string) { fmt.Fprintln(errw, s) }
+	// The pods' own deadline: the perftest image is large (CUDA), its first pull alone can take
+	// minutes; --timeout bounds the whole command anyway.
+	po.ProbeTimeout = o.Timeout
 	gpus := 0
 	if o.GPU {
 		gpus = 1

@@ -92,7 +92,7 @@ func RunPair(ctx context.Context, o Options, spec PairSpec) *PairResult {
 	}
 	so.created = true
 	o.Progress(fmt.Sprintf("server pod %s on %s: waiting for it to run", server.Name, spec.Server))
-	ip, src, err := tr.waitAddress(pctx, so, joinsNetworks(o, spec))
+	ip, src, err := tr.waitAddress(pctx, so, joinsNetworks(o, spec), o.Progress)
 	res.ServerPhase = so.pod.Status.Phase
 	if err != nil {
 		res.Err = fmt.Errorf("%s: %w", notRun(so), err)
@@ -171,7 +171,8 @@ func pairPod(o Options, spec PairSpec, run, role, node, script string) *corev1.P
 // waitAddress waits until out's pod runs and has an address: with Multus networks, the first
 // address Multus reports on a non-default network (the RDMA network: perftest's out-of-band
 // exchange and, for RoCE, the GID it picks belong there); else the pod IP.
-func (t *podTracker) waitAddress(ctx context.Context, out *probeOutcome, multus bool) (ip, source string, err error) {
+func (t *podTracker) waitAddress(ctx context.Context, out *probeOutcome, multus bool, progress func(string)) (ip, source string, err error) {
+	said := ""
 	for {
 		t.mu.Lock()
 		if p := t.pods[out.pod.Name]; p != nil {
@@ -182,6 +183,23 @@ func (t *podTracker) waitAddress(ctx context.Context, out *probeOutcome, multus 
 		switch p.Status.Phase {
 		case corev1.PodSucceeded, corev1.PodFailed:
 			return "", "", fmt.Errorf("the server pod ended (%s) before the client started", p.Status.Phase)
+		case corev1.PodPending, "":
+			// Say why it waits (the scheduler's reason, an image pull), once per new reason.
+			why := ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+					why = "not scheduled: " + c.Message
+				}
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if w := cs.State.Waiting; w != nil && w.Reason != "" {
+					why = strings.TrimSpace(w.Reason + " " + w.Message)
+				}
+			}
+			if why != "" && why != said {
+				said = why
+				progress(fmt.Sprintf("server pod %s Pending: %s", p.Name, why))
+			}
 		case corev1.PodRunning:
 			if multus {
 				if a, n := NetworkAddress(p.Annotations[NetworkStatusAnnotation]); a != "" {
