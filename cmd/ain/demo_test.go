@@ -29,7 +29,7 @@ func TestDemoFlow(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ain demo: exit %d, want 0", code)
 	}
-	for _, want := range []string{"SIMULATED", "steps passed", "ain train qlora", "ain bench allreduce --algo all", "ain doctor topo --node gpu-node-1", "layout", "ain bench rdma", "COURSE 10.6.1", "3-node NCCL busbw", "ain chat test", "ain release --yes", "ain sandbox down"} {
+	for _, want := range []string{"SIMULATED", "steps passed", "ain train qlora", "ain bench allreduce --algo all", "ain doctor topo --node gpu-node-1", "layout", "ain bench rdma", "COURSE 10.6.1", "3-node NCCL busbw", "TCP baseline (this run)", "ain chat test", "ain release --yes", "ain sandbox down"} {
 		if !strings.Contains(out+errOut, want) {
 			t.Errorf("the demo output lacks %q", want)
 		}

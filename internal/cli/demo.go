@@ -114,7 +114,7 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 		{"allreduce with NCCL_ALGO=Ring (10.3)", fixed("bench", "allreduce", "--algo", "ring", "--out", filepath.Join(o.Out, "ring"), "--timeout", "5m"), true},
 		{"auto vs ring vs tree (10.5)", fixed("bench", "allreduce", "--algo", "all", "--out", filepath.Join(o.Out, "all"), "--timeout", "10m"), true},
 		// After the allreduce benches: their busbw is the table's NCCL column (the results folder).
-		{"line rate vs two-node RDMA vs three-node NCCL (10.6.1, 3.10)", fixed("bench", "rdma", "--results", o.Out, "--timeout", "3m"), true},
+		{"line rate vs two-node RDMA vs three-node NCCL, with the TCP baseline (10.6.1, 3.10)", fixed("bench", "rdma", "--tcp", "--results", o.Out, "--timeout", "3m"), true},
 		{"plot busbw by size (10.5.2)", func() []string {
 			args := []string{"bench", "plot"}
 			args = append(args, findJSON(filepath.Join(o.Out, "all"))...)
