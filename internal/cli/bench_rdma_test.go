@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -96,6 +98,41 @@ func TestBenchRDMASandboxDegraded(t *testing.T) {
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// Ctrl-C once the server pod exists: exit 130, and neither perftest pod is left behind.
+func TestBenchRDMASandboxInterrupt(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	cs := sb.Clientset(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: preflight.LabelPairRole + "=" + preflight.PairServer})
+		if err != nil {
+			return
+		}
+		defer w.Stop()
+		for range w.ResultChan() {
+			cancel() // the server pod was created
+			return
+		}
+	}()
+	var out, errb bytes.Buffer
+	a := &App{Streams: Streams{In: strings.NewReader(""), Out: &out, Err: &errb}, Now: time.Now, Getenv: func(string) string { return "" }}
+	code := a.Run(ctx, []string{"ain", "bench", "rdma", "--results", t.TempDir(), "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns})
+	if code != 130 {
+		t.Fatalf("exit %d, want 130\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("pod %s left behind after Ctrl-C", p.Name)
 		}
 	}
 }
