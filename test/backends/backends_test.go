@@ -309,3 +309,18 @@ func TestMergeAndReleaseCurrentStack(t *testing.T) {
 		}
 	}
 }
+
+// The preflight's CRD check says which API each workload runs as on this cluster.
+func TestPreflightCurrentStack(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	code, out, _ := ain(t, sb, ns, "preflight", "--no-probes", "-o", "json")
+	if code != 0 || !strings.Contains(out, "torch recipes run as trainer.kubeflow.org/v1alpha1 TrainJob") ||
+		!strings.Contains(out, "mpi recipes run as kubeflow.org/v2beta1 MPIJob") || !strings.Contains(out, "trainjobs.trainer.kubeflow.org/v1alpha1 served") {
+		t.Errorf("preflight: exit %d\n%s", code, out)
+	}
+	code, out, _ = ain(t, sb, ns, "preflight", "allreduce", "--no-probes", "--api", "training-operator", "-o", "json")
+	if code != 4 || !strings.Contains(out, "one CRD owns mpijobs.kubeflow.org") || strings.Contains(out, "install the training-operator") {
+		t.Errorf("preflight --api training-operator: exit %d\n%s", code, out)
+	}
+}
