@@ -1,22 +1,32 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/counters"
+	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
 type doctorCountersOptions struct {
 	doctorOptions
 	ExpectBytes string
 	All         bool
+	// Node, Interval, Profile, Image and Timeout: live snapshots taken by probe pods on a node.
+	Node     string
+	Interval time.Duration
+	Profile  string
+	Image    string
+	Timeout  time.Duration
 }
 
 func (a *App) doctorCountersCommand() *ucli.Command {
@@ -24,7 +34,7 @@ func (a *App) doctorCountersCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "counters",
 		Usage:     "RDMA NIC counter deltas between two snapshots: bytes per HCA, ECN/CNP, PFC pause, loss and link errors",
-		ArgsUsage: "SNAPSHOT [SNAPSHOT2] (before and after a workload; - for stdin)",
+		ArgsUsage: "SNAPSHOT [SNAPSHOT2] (before and after a workload; - for stdin) | --node NODE [--interval D]",
 		Description: "A snapshot is any mix of: the sysfs counters as `grep -H` prints them (\n  " + counters.SnapshotCommand + "\n" +
 			"), `ethtool -S <netdev>` (PFC pause per priority, discards), `rdma statistic show`, or a listing with a\n" +
 			"header naming the device and port (mlx5_0 port 1) followed by name/value lines.\n" +
@@ -33,15 +43,25 @@ func (a *App) doctorCountersCommand() *ucli.Command {
 			"(link_downed, symbol_error, CQE errors) are problems; ECN marks, CNPs and PFC pauses say congestion control\n" +
 			"and PFC are working; ECN marks without CNPs mean DCQCN's notification point is off. With --expect-bytes, RDMA\n" +
 			"ports that sent less than the workload had to send mean the traffic did not cross these HCAs.\n" +
-			"With one snapshot: the counters, bytes since reset, and nonzero loss/error counters as warnings.\n\n" +
+			"With one snapshot: the counters, bytes since reset, and nonzero loss/error counters as warnings.\n" +
+			"--node NODE takes the snapshots live: a probe pod on the node (holding the profile's RDMA resource, like a\n" +
+			"rank) reads the sysfs counters, and again after --interval (0: one snapshot); run the workload meanwhile.\n\n" +
 			"Exit status: 0, or 5 (check failed) when a delta shows a problem or counters went backwards (deltas unknown); 1 when a file cannot be read or holds no counters; 2 on bad arguments.",
 		Flags: []ucli.Flag{
 			outputFlag(&o.Output, "text", "output format: text or json", "json"),
 			&ucli.StringFlag{Name: "expect-bytes", Usage: "bytes the workload had to send from this node over RDMA between the snapshots (binary units: 96G, 512M)", Destination: &o.ExpectBytes},
 			&ucli.BoolFlag{Name: "all", Usage: "text output: list every counter that moved, not only those ain has a meaning for", Destination: &o.All},
+			&ucli.StringFlag{Name: "node", Usage: "take the snapshots live on this node with probe pods instead of reading files", Destination: &o.Node},
+			&ucli.DurationFlag{Name: "interval", Value: 10 * time.Second, Usage: "with --node: time between the two snapshots (0: one snapshot)", Destination: &o.Interval, Action: nonNegativeDuration("interval")},
+			&ucli.StringFlag{Name: "profile", Usage: "fabric profile file: its RDMA resource (with --node)", Destination: &o.Profile},
+			&ucli.StringFlag{Name: "image", Usage: "the probe pod's image (with --node)", Destination: &o.Image},
+			&ucli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long each probe pod may take (with --node)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 		},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
+			if o.Node != "" {
+				return a.runDoctorCountersNode(c.Context, o)
+			}
 			return a.runDoctorCounters(o)
 		},
 	}
@@ -51,16 +71,9 @@ func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
 	if err := o.validate(1, 2, "counter snapshot(s), BEFORE and AFTER"); err != nil {
 		return err
 	}
-	var opts counters.Options
-	if o.ExpectBytes != "" {
-		n, err := parseBytes(o.ExpectBytes)
-		if err != nil {
-			return ainerr.Usagef("--expect-bytes: %v", err)
-		}
-		opts.ExpectBytes = uint64(n)
-	}
-	if o.ExpectBytes != "" && len(o.Files) != 2 {
-		return ainerr.Usagef("--expect-bytes needs two snapshots (before and after the workload)")
+	opts, err := a.countersOptions(o)
+	if err != nil {
+		return err
 	}
 	snaps := make([]*counters.Snapshot, 0, 2)
 	for _, name := range o.Files {
@@ -79,6 +92,88 @@ func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
 		}
 		snaps = append(snaps, s)
 	}
+	return a.reportCounters(o, snaps, opts)
+}
+
+// countersOptions reads --expect-bytes, which needs two snapshots (two files, or --node with an interval).
+func (a *App) countersOptions(o *doctorCountersOptions) (counters.Options, error) {
+	var opts counters.Options
+	if o.ExpectBytes == "" {
+		return opts, nil
+	}
+	n, err := parseBytes(o.ExpectBytes)
+	if err != nil {
+		return opts, ainerr.Usagef("--expect-bytes: %v", err)
+	}
+	opts.ExpectBytes = uint64(n)
+	if (o.Node == "" && len(o.Files) != 2) || (o.Node != "" && o.Interval == 0) {
+		return opts, ainerr.Usagef("--expect-bytes needs two snapshots (before and after the workload): two files, or --node with a non-zero --interval")
+	}
+	return opts, nil
+}
+
+// runDoctorCountersNode takes the snapshots with probe pods on o.Node, --interval apart.
+func (a *App) runDoctorCountersNode(ctx context.Context, o *doctorCountersOptions) error {
+	if len(o.Files) > 0 {
+		return ainerr.Usagef("give SNAPSHOT files or --node, not both")
+	}
+	opts, err := a.countersOptions(o)
+	if err != nil {
+		return err
+	}
+	in := &recipeInput{Profile: o.Profile}
+	p, err := in.loadProfile(a.Getenv)
+	if err != nil {
+		return err
+	}
+	kc, err := a.clients()
+	if err != nil {
+		return err
+	}
+	a.sandboxNote(kc)
+	if _, err := kc.Kube.CoreV1().Nodes().Get(ctx, o.Node, metav1.GetOptions{}); err != nil {
+		return kc.Classify(err, "get node "+o.Node)
+	}
+	popts := a.preflightOptions(kc, nil, p)
+	if o.Image != "" {
+		popts.ProbeImage = o.Image
+	}
+	popts.ProbeTimeout = o.Timeout
+	take := func(which string) (*counters.Snapshot, error) {
+		fmt.Fprintf(a.Streams.Err, "%s snapshot of %s's RDMA port counters (probe pod, image %s)\n", which, o.Node, popts.ProbeImage)
+		res := preflight.ProbeCounters(ctx, popts, []string{o.Node})
+		if err := ctx.Err(); err != nil {
+			return nil, ainerr.New(ainerr.Cancelled, err, "")
+		}
+		if res[0].Err != "" {
+			return nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s: %s", o.Node, res[0].Err),
+				"take the snapshots on the node by hand and give the files: "+counters.SnapshotCommand)
+		}
+		return res[0].Snap, nil
+	}
+	before, err := take("first")
+	if err != nil {
+		return err
+	}
+	snaps := []*counters.Snapshot{before}
+	if o.Interval > 0 {
+		fmt.Fprintf(a.Streams.Err, "waiting %s before the second snapshot (run the workload now)\n", o.Interval)
+		select {
+		case <-ctx.Done():
+			return ainerr.New(ainerr.Cancelled, ctx.Err(), "")
+		case <-time.After(o.Interval):
+		}
+		after, err := take("second")
+		if err != nil {
+			return err
+		}
+		snaps = append(snaps, after)
+	}
+	return a.reportCounters(o, snaps, opts)
+}
+
+// reportCounters analyses one snapshot, or the deltas of two, and prints the report.
+func (a *App) reportCounters(o *doctorCountersOptions, snaps []*counters.Snapshot, opts counters.Options) error {
 	var r *counters.Report
 	if len(snaps) == 1 {
 		r = counters.Single(snaps[0])

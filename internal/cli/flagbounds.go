@@ -25,6 +25,16 @@ func positiveDuration(name string) func(*ucli.Context, time.Duration) error {
 	}
 }
 
+// nonNegativeDuration refuses a negative duration for --name (0 has a meaning of its own).
+func nonNegativeDuration(name string) func(*ucli.Context, time.Duration) error {
+	return func(c *ucli.Context, d time.Duration) error {
+		if d < 0 {
+			return ainerr.Usagef("--%s %s: give 0 or a positive duration (e.g. 10s, 1m), or leave it out%s", name, d, durationDefault(c, name))
+		}
+		return nil
+	}
+}
+
 // durationDefault says what leaving --name out means, from the flag itself: its default value,
 // its DefaultText ("none": no limit), or nothing when neither says (the usage then does).
 func durationDefault(c *ucli.Context, name string) string {
