@@ -126,19 +126,13 @@ func (a *App) runDoctorCountersNode(ctx context.Context, o *doctorCountersOption
 	if err != nil {
 		return err
 	}
-	kc, err := a.clients()
+	kc, popts, err := a.probeSetup(nil, p, o.Image, o.Timeout)
 	if err != nil {
 		return err
 	}
-	a.sandboxNote(kc)
 	if _, err := kc.Kube.CoreV1().Nodes().Get(ctx, o.Node, metav1.GetOptions{}); err != nil {
 		return kc.Classify(err, "get node "+o.Node)
 	}
-	popts := a.preflightOptions(kc, nil, p)
-	if o.Image != "" {
-		popts.ProbeImage = o.Image
-	}
-	popts.ProbeTimeout = o.Timeout
 	take := func(which string) (*counters.Snapshot, error) {
 		fmt.Fprintf(a.Streams.Err, "%s snapshot of %s's RDMA port counters (probe pod, image %s)\n", which, o.Node, popts.ProbeImage)
 		res := preflight.ProbeCounters(ctx, popts, []string{o.Node})

@@ -89,23 +89,18 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 	if err != nil {
 		return err
 	}
-	kc, err := a.clients()
+	kc, opts, err := a.probeSetup(nil, p, o.Image, o.Timeout)
 	if err != nil {
 		return err
 	}
-	a.sandboxNote(kc)
+	if o.Image == "" && (opts.ProbeImage == "" || opts.ProbeImage == preflight.DefaultProbeImage) {
+		opts.ProbeImage = preflight.DefaultTopologyImage
+	}
 	node, err := kc.Kube.CoreV1().Nodes().Get(ctx, o.Node, metav1.GetOptions{})
 	if err != nil {
 		return kc.Classify(err, "get node "+o.Node)
 	}
 	q := node.Status.Allocatable[corev1.ResourceName(p.Spec.GPUResource)]
-	opts := a.preflightOptions(kc, nil, p)
-	if o.Image != "" {
-		opts.ProbeImage = o.Image
-	} else if opts.ProbeImage == "" || opts.ProbeImage == preflight.DefaultProbeImage {
-		opts.ProbeImage = preflight.DefaultTopologyImage
-	}
-	opts.ProbeTimeout = o.Timeout
 	fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, q.Value(), opts.ProbeImage)
 	out, err := preflight.ProbeTopology(ctx, opts, o.Node, q.Value())
 	if err != nil {

@@ -84,18 +84,12 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 	if err != nil {
 		return err
 	}
-	kc, err := a.clients()
+	kc, opts, err := a.probeSetup(r, p, o.ProbeImage, o.ProbeTimeout)
 	if err != nil {
 		return err
 	}
-	a.sandboxNote(kc)
-	opts := a.preflightOptions(kc, r, p)
 	opts.API = forced
 	opts.NodeSelector, opts.Job, opts.SkipProbes = o.Nodes, o.Job, o.NoProbes
-	if o.ProbeImage != "" {
-		opts.ProbeImage = o.ProbeImage
-	}
-	opts.ProbeTimeout = o.ProbeTimeout
 	if a.Streams.IsTTY || a.Global.Verbose > 0 {
 		opts.Progress = func(s string) { fmt.Fprintf(a.Streams.Err, "preflight: %s\n", s) }
 	}
@@ -115,6 +109,23 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 		return quiet(ainerr.PreflightFailed)
 	}
 	return nil
+}
+
+// probeSetup connects for a command that runs probe pods (preflight, doctor topo/counters --node):
+// the clients, the sandbox note, and the preflight options for r and p with --image (when given)
+// and the probe timeout.
+func (a *App) probeSetup(r *recipe.Recipe, p *profile.Profile, image string, timeout time.Duration) (*kube.Clients, preflight.Options, error) {
+	kc, err := a.clients()
+	if err != nil {
+		return nil, preflight.Options{}, err
+	}
+	a.sandboxNote(kc)
+	opts := a.preflightOptions(kc, r, p)
+	if image != "" {
+		opts.ProbeImage = image
+	}
+	opts.ProbeTimeout = timeout
+	return kc, opts, nil
 }
 
 // preflightOptions fills the options every preflight run shares.
