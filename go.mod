@@ -30,7 +30,6 @@ require (
 require (
 	github.com/go-logr/logr v1.4.4
 	k8s.io/klog/v2 v2.140.0
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 )
 
 require (
