@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -36,7 +35,7 @@ func (a *App) runStatus(ctx context.Context, name, out string) error {
 	snap := jobs.SnapshotOf(job, pods)
 	ex := cl.ExplainPending
 	for i := range snap.Pods {
-		if strings.HasPrefix(snap.Pods[i].Why, "unschedulable") {
+		if jobs.NeedsExplain(&snap.Pods[i]) {
 			for j := range pods {
 				if pods[j].Name == snap.Pods[i].Name {
 					if e := ex(ctx, &pods[j]); e != "" {

@@ -293,10 +293,12 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 		if o.Explain != nil {
 			for i := range snap.Pods {
 				pi := &snap.Pods[i]
-				if !strings.HasPrefix(pi.Why, "unschedulable") {
+				if !NeedsExplain(pi) {
 					continue
 				}
-				key := pi.Name + "/" + pi.Why
+				// The Ready condition's transition is part of the key: the node lifecycle
+				// controller flips it when the pod's node goes NotReady (MarkPodsNotReady).
+				key := pi.Name + "/" + pi.Why + "/" + readySince(pods, pi.Name)
 				e, ok := explained[key]
 				if !ok {
 					for j := range pods {
@@ -322,6 +324,31 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 			return snap, nil
 		}
 	}
+}
+
+// NeedsExplain says whether a pod's reason needs cluster context (Cluster.ExplainPending):
+// an unschedulable pod (node allocatable), or a Running pod that is not Ready with no reason of
+// its own, whose node may be NotReady (it then runs nothing, and nothing else says so).
+func NeedsExplain(pi *PodInfo) bool {
+	if strings.HasPrefix(pi.Why, "unschedulable") {
+		return true
+	}
+	return pi.Why == "" && pi.Node != "" && pi.Phase == string(corev1.PodRunning) && !pi.Ready
+}
+
+// readySince is the last transition time of the named pod's Ready condition ("" when none).
+func readySince(pods []corev1.Pod, name string) string {
+	for i := range pods {
+		if pods[i].Name != name {
+			continue
+		}
+		for _, c := range pods[i].Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.LastTransitionTime.UTC().Format(time.RFC3339Nano)
+			}
+		}
+	}
+	return ""
 }
 
 // stuckCheck is how long a job may have no pods before ain looks at its events.
@@ -353,6 +380,24 @@ func ExplainPod(p *corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return "unschedulable: " + c.Message
+		}
+	}
+	// DisruptionTarget (k8s.io/api core/v1 PodConditionType) is set just before a pod is
+	// deleted by the taint manager (its node NotReady/unreachable past the toleration), an
+	// eviction, a preemption or the kubelet: the pod is going away, not merely slow.
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			s := "being terminated (" + c.Reason + ")"
+			// "DeletionByTaintManager" (also "DeletionByPodGC" for a node that is gone) has no
+			// constant in k8s.io/api: it is k8s.io/kubernetes pkg/apis/core's, set by
+			// pkg/controller/tainteviction before it deletes the pod.
+			if (c.Reason == "DeletionByTaintManager" || c.Reason == "DeletionByPodGC") && p.Spec.NodeName != "" {
+				s += ": node " + p.Spec.NodeName + " is NotReady or unreachable past the pod's toleration"
+			}
+			if m := firstLine(c.Message); m != "" {
+				s += ": " + m
+			}
+			return s
 		}
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
