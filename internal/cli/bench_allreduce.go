@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -102,13 +101,9 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 	}
 }
 
-// benchPlan is what the flags resolve to before anything is submitted.
+// benchPlan is a bench.Plan with what the cluster decides once per bench.
 type benchPlan struct {
-	variants []bench.Variant
-	recipes  []*recipe.Recipe // one per variant
-	profile  *profile.Profile
-	name     string
-	run      string // bench.NewRunID: part of every job name of this bench
+	*bench.Plan
 	// gang: the cluster serves a gang scheduler the operator can use (discovered once per
 	// bench, not once per variant).
 	gang bool
@@ -122,47 +117,24 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 	default:
 		return nil, ainerr.Usagef("-o must be text or json, got %q", o.Output)
 	}
-	qps, err := bench.ParseQPs(o.QPs)
-	if err != nil {
-		return nil, ainerr.Usagef("%v", err)
-	}
-	variants, err := bench.Variants(bench.PlanOptions{Algos: bench.ParseList(o.Algo), Protos: bench.ParseList(o.Proto), QPs: qps})
-	if err != nil {
-		return nil, ainerr.Usagef("%v", err)
-	}
-	sets, err := bench.PlanSets(variants, bench.Shape{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode,
-		MinBytes: o.Min, MaxBytes: o.Max, StepFactor: o.Factor, Iters: o.Iters}, o.Sets.Value())
-	if err != nil {
-		return nil, ainerr.New(ainerr.Usage, err, "")
-	}
-	plan := &benchPlan{variants: variants}
-	for _, v := range plan.variants {
+	load := func(sets []string) (*recipe.Recipe, *profile.Profile, error) {
 		in := o.recipeInput
-		in.Sets = *ucli.NewStringSlice(append(append([]string{}, sets...), v.Sets()...)...)
-		r, p, err := in.load(c, a.Getenv)
-		if err != nil {
+		in.Sets = *ucli.NewStringSlice(sets...)
+		return in.load(c, a.Getenv)
+	}
+	plan, err := bench.NewPlan(bench.PlanInput{Algo: o.Algo, Proto: o.Proto, QPs: o.QPs,
+		Shape: bench.Shape{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, MinBytes: o.Min, MaxBytes: o.Max, StepFactor: o.Factor, Iters: o.Iters},
+		Sets:  o.Sets.Value(), Name: o.Name}, load)
+	if err != nil {
+		// load's errors carry their code; the plan's own (flags, --set, recipe kind) are usage errors.
+		var ae *ainerr.Error
+		if errors.As(err, &ae) {
 			return nil, err
 		}
-		if r.MPI == nil || r.MPI.NCCLTests == nil || !strings.HasPrefix(path.Base(r.MPI.NCCLTests.Binary), "all_reduce_perf") {
-			return nil, ainerr.Usagef("recipe %s is not an nccl-tests all_reduce_perf MPIJob (kind MPIJob with ncclTests.binary .../all_reduce_perf)", r.Metadata.Name)
-		}
-		// A variable the recipe or --set fixes belongs to the variant too (the report and the
-		// model read the algorithm from it).
-		for _, k := range []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_IB_QPS_PER_CONNECTION"} {
-			if val := r.Workload().NCCL.Env[k]; val != "" && plan.variants[len(plan.recipes)].Env[k] == "" {
-				plan.variants[len(plan.recipes)].Env[k] = val
-			}
-		}
-		plan.recipes = append(plan.recipes, r)
-		plan.profile = p
+		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
-	a.printWarnings(plan.recipes[0])
-	plan.run = bench.NewRunID()
-	plan.name = o.Name
-	if plan.name == "" {
-		plan.name = plan.recipes[0].Metadata.Name
-	}
-	return plan, nil
+	a.printWarnings(plan.Recipes[0])
+	return &benchPlan{Plan: plan}, nil
 }
 
 func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error {
@@ -170,14 +142,14 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	if err != nil {
 		return err
 	}
-	p := plan.profile
+	p := plan.Profile
 	kc, err := a.clients()
 	if err != nil {
 		return err
 	}
 	cl := a.cluster(kc)
 	a.sandboxNote(kc)
-	if plan.backend, err = a.chooseBackend(kc, plan.recipes[0], p, o.API); err != nil {
+	if plan.backend, err = a.chooseBackend(kc, plan.Recipes[0], p, o.API); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.Streams.Err, "job API: %s\n", plan.backend.API().Describe())
@@ -192,33 +164,33 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	start := a.Now()
 	dir := o.Out
 	if dir == "" {
-		dir = bench.DefaultDir(start, plan.name)
+		dir = bench.DefaultDir(start, plan.Name)
 	}
 	dir, err = bench.MakeDir(dir, o.Out != "")
 	if err != nil {
 		return ainerr.New(ainerr.Usage, fmt.Errorf("--out: %w", err), "")
 	}
 	// The preflight (issue 6) checks the cluster for the first variant's shape; it is the same for all.
-	if err := a.preflightGate(ctx, kc, plan.recipes[0], p, plan.backend.API(), o.SkipPreflight); err != nil {
+	if err := a.preflightGate(ctx, kc, plan.Recipes[0], p, plan.backend.API(), o.SkipPreflight); err != nil {
 		_ = os.Remove(dir) // only if still empty
 		return err
 	}
-	r0 := plan.recipes[0]
+	r0 := plan.Recipes[0]
 	w := r0.Workload()
 	res := &bench.Result{
-		Name: plan.name, Recipe: r0.Metadata.Name, Namespace: kc.Namespace, Started: start,
+		Name: plan.Name, Recipe: r0.Metadata.Name, Namespace: kc.Namespace, Started: start,
 		Fabric: p.Spec.Fabric, LineRate: p.Spec.LineRate, LineRateGBps: p.LineRateGBps(), NICsPerNode: len(p.Spec.HCAs),
 		Nodes: w.Nodes, GPUsPerNode: w.GPUsPerNode, Command: jobs.MPIProgram(r0.MPI), SameNodes: true,
 	}
-	names := make([]string, len(plan.variants))
-	for i, v := range plan.variants {
+	names := make([]string, len(plan.Variants))
+	for i, v := range plan.Variants {
 		names[i] = v.Name
 	}
 	t := r0.MPI.NCCLTests
 	errw := a.Streams.Err
 	fmt.Fprintf(errw, "bench %s: %d variant(s) (%s) of all_reduce_perf -b %s -e %s -f %d on %d node(s) x %d GPU, fabric %s, line rate %s = %.4g GB/s per NIC\n",
-		plan.name, len(plan.variants), strings.Join(names, ", "), t.MinBytes, t.MaxBytes, t.StepFactor, w.Nodes, w.GPUsPerNode, p.Spec.Fabric, p.Spec.LineRate, p.LineRateGBps())
-	if len(plan.variants) > 1 {
+		plan.Name, len(plan.Variants), strings.Join(names, ", "), t.MinBytes, t.MaxBytes, t.StepFactor, w.Nodes, w.GPUsPerNode, p.Spec.Fabric, p.Spec.LineRate, p.LineRateGBps())
+	if len(plan.Variants) > 1 {
 		fmt.Fprintf(errw, "the variants run one after another on the same nodes: each %s is deleted once its output is read, the next is pinned to the first one's nodes\n", plan.backend.Kind())
 	}
 	fmt.Fprintf(errw, "results: %s\n", dir)
@@ -226,7 +198,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	var runErr error
 	var pinned []string
 	wire := p.RDMA() && !o.NoCounters && r0.Workload().Nodes > 1
-	for i, v := range plan.variants {
+	for i, v := range plan.Variants {
 		var before map[string]*counters.Snapshot
 		var snapErrs map[string]string
 		if wire {
@@ -253,7 +225,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			}
 			vr.Wire = bench.CheckWire(vr, before, after, snapErrs)
 			for _, f := range vr.Wire.Findings {
-				fmt.Fprintf(errw, "[%d/%d] %s: %s\n", i+1, len(plan.variants), v.Name, f)
+				fmt.Fprintf(errw, "[%d/%d] %s: %s\n", i+1, len(plan.Variants), v.Name, f)
 			}
 		}
 		if vr != nil {
@@ -318,14 +290,14 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 // runVariant submits one variant's MPIJob, watches it, reads and analyses the launcher's
 // output and deletes the job (unless keep). The result is nil only when nothing was submitted.
 func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster, plan *benchPlan, i int, pinned []string, keep bool) (*bench.VariantResult, error) {
-	v := plan.variants[i]
+	v := plan.Variants[i]
 	errw := a.Streams.Err
 	start := a.Now()
-	name := bench.JobName(plan.name, v.Name, start, plan.run)
-	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.variants), v.Name)
+	name := bench.JobName(plan.Name, v.Name, start, plan.Run)
+	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.Variants), v.Name)
 	be := plan.backend
 	kind := be.Kind()
-	b, err := be.Build(plan.recipes[i], plan.profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: plan.gang})
+	b, err := be.Build(plan.Recipes[i], plan.Profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: plan.gang})
 	if err != nil {
 		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
@@ -386,7 +358,7 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	if err != nil {
 		return vr, kc.Classify(err, "reading the launcher's output")
 	}
-	bench.Analyze(vr, raw, plan.profile.Spec.Fabric)
+	bench.Analyze(vr, raw, plan.Profile.Spec.Fabric)
 	if snap.Phase == jobs.PhaseFailed {
 		vr.Problems = append(vr.Problems, bench.ProblemJobFailed+": the "+kind+" failed: "+snap.Message)
 		vr.Valid = false
@@ -425,7 +397,7 @@ const maxSnapshotNodes = 32
 // land on) with probe pods; errs says why a node has no snapshot.
 func (a *App) snapshotCounters(ctx context.Context, kc *kube.Clients, plan *benchPlan, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
 	snaps, errs := map[string]*counters.Snapshot{}, map[string]string{}
-	po := a.preflightOptions(kc, plan.recipes[0], plan.profile)
+	po := a.preflightOptions(kc, plan.Recipes[0], plan.Profile)
 	if len(nodes) == 0 {
 		var checks []preflight.Check
 		if nodes, checks = preflight.CandidateNodes(ctx, po); len(nodes) == 0 {

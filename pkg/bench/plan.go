@@ -3,12 +3,88 @@ package bench
 import (
 	"crypto/rand"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
+
+// PlanInput is what `ain bench allreduce`'s flags ask for, before anything is loaded.
+type PlanInput struct {
+	Algo, Proto, QPs string // the sweep flags, comma-separated (ParseList, ParseQPs)
+	Shape            Shape
+	Sets             []string // the user's --set values
+	Name             string   // the bench name; empty: the recipe's metadata.name
+	Run              string   // the run ID in every job name; empty: a fresh NewRunID
+}
+
+// Plan is a bench resolved before anything is submitted: its variants in order and, for each,
+// the recipe loaded with the variant's overrides.
+type Plan struct {
+	Variants []Variant
+	Recipes  []*recipe.Recipe // one per variant
+	Profile  *profile.Profile
+	Name     string
+	Run      string
+}
+
+// LoadFunc loads the recipe (and the profile) with sets as extra --set values. Its errors are
+// returned by NewPlan unchanged, so the caller's loader decides how they are reported.
+type LoadFunc func(sets []string) (*recipe.Recipe, *profile.Profile, error)
+
+// NotAllReduceError says the recipe is not an nccl-tests all_reduce_perf MPIJob.
+type NotAllReduceError struct{ Recipe string }
+
+func (e *NotAllReduceError) Error() string {
+	return fmt.Sprintf("recipe %s is not an nccl-tests all_reduce_perf MPIJob (kind MPIJob with ncclTests.binary .../all_reduce_perf)", e.Recipe)
+}
+
+// NewPlan expands the sweep flags into variants, merges the shape flags and the user's --set
+// (PlanSets) and loads each variant's recipe with load. Besides load's errors it returns the
+// sweep's and PlanSets' (each naming its flag) and a NotAllReduceError.
+func NewPlan(in PlanInput, load LoadFunc) (*Plan, error) {
+	qps, err := ParseQPs(in.QPs)
+	if err != nil {
+		return nil, err
+	}
+	variants, err := Variants(PlanOptions{Algos: ParseList(in.Algo), Protos: ParseList(in.Proto), QPs: qps})
+	if err != nil {
+		return nil, err
+	}
+	sets, err := PlanSets(variants, in.Shape, in.Sets)
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{Variants: variants, Name: in.Name, Run: in.Run}
+	for i, v := range variants {
+		r, p, err := load(append(append([]string{}, sets...), v.Sets()...))
+		if err != nil {
+			return nil, err
+		}
+		if r.MPI == nil || r.MPI.NCCLTests == nil || !strings.HasPrefix(path.Base(r.MPI.NCCLTests.Binary), "all_reduce_perf") {
+			return nil, &NotAllReduceError{Recipe: r.Metadata.Name}
+		}
+		// A variable the recipe or --set fixes belongs to the variant too (the report and the
+		// model read the algorithm from it).
+		for _, k := range []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_IB_QPS_PER_CONNECTION"} {
+			if val := r.Workload().NCCL.Env[k]; val != "" && v.Env[k] == "" {
+				plan.Variants[i].Env[k] = val
+			}
+		}
+		plan.Recipes = append(plan.Recipes, r)
+		plan.Profile = p
+	}
+	if plan.Run == "" {
+		plan.Run = NewRunID()
+	}
+	if plan.Name == "" {
+		plan.Name = plan.Recipes[0].Metadata.Name
+	}
+	return plan, nil
+}
 
 // Shape is what `ain bench allreduce`'s shape flags ask for (zero or empty: the recipe's).
 type Shape struct {

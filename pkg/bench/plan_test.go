@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 func TestPlanSets(t *testing.T) {
@@ -67,5 +70,82 @@ func TestJobName(t *testing.T) {
 	}
 	if len(seen) < 190 {
 		t.Errorf("200 runs in one second got only %d distinct job names", len(seen))
+	}
+}
+
+// loader loads the built-in recipe ref with the given sets and records each call's sets.
+func loader(ref string, calls *[][]string) LoadFunc {
+	return func(sets []string) (*recipe.Recipe, *profile.Profile, error) {
+		*calls = append(*calls, sets)
+		r, err := recipe.Load(ref, sets)
+		return r, profile.Default(), err
+	}
+}
+
+func TestNewPlan(t *testing.T) {
+	var calls [][]string
+	plan, err := NewPlan(PlanInput{Algo: "ring,tree", Shape: Shape{Nodes: 2}, Sets: []string{"nccl.env.NCCL_PROTO=Simple"}, Run: "k3x9"}, loader("allreduce", &calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Variants) != 2 || len(plan.Recipes) != 2 || plan.Profile == nil || plan.Run != "k3x9" || plan.Name != "allreduce" {
+		t.Fatalf("plan %+v", plan)
+	}
+	// Each variant's recipe is loaded with the merged sets, then the variant's own.
+	want := []string{"runPolicy.cleanPodPolicy=Running", "nodes=2", "nccl.env.NCCL_PROTO=Simple", "nccl.env.NCCL_ALGO=Tree"}
+	if !reflect.DeepEqual(calls[1], want) {
+		t.Errorf("tree's sets\n got %q\nwant %q", calls[1], want)
+	}
+	if got := plan.Recipes[1].Workload().NCCL.Env["NCCL_ALGO"]; got != "Tree" {
+		t.Errorf("tree's recipe NCCL_ALGO %q", got)
+	}
+	// A variable the --set fixes belongs to every variant (the report reads it from there).
+	for _, v := range plan.Variants {
+		if v.Env["NCCL_PROTO"] != "Simple" {
+			t.Errorf("variant %s env %v: NCCL_PROTO from --set missing", v.Name, v.Env)
+		}
+	}
+	if got := plan.Recipes[1].Workload().Nodes; got != 2 {
+		t.Errorf("nodes %d", got)
+	}
+	// --name wins; no run ID given: a fresh one.
+	plan, err = NewPlan(PlanInput{Name: "mine"}, loader("allreduce", &calls))
+	if err != nil || plan.Name != "mine" || len(plan.Run) != 4 || len(plan.Variants) != 1 || plan.Variants[0].Name != AlgoAuto {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+}
+
+func TestNewPlanErrors(t *testing.T) {
+	var calls [][]string
+	loadErr := errors.New("no such recipe")
+	for _, c := range []struct {
+		name string
+		in   PlanInput
+		load LoadFunc
+		want string
+	}{
+		{"qps", PlanInput{QPs: "0"}, loader("allreduce", &calls), "--qps: "},
+		{"algo", PlanInput{Algo: "rings"}, loader("allreduce", &calls), "--algo: "},
+		{"max", PlanInput{Shape: Shape{MaxBytes: "1T"}}, loader("allreduce", &calls), "--max: "},
+		{"conflict", PlanInput{Algo: "ring", Sets: []string{"nccl.env.NCCL_ALGO=Tree"}}, loader("allreduce", &calls), "--set nccl.env.NCCL_ALGO=Tree and --algo"},
+		{"not allreduce", PlanInput{}, loader("qlora", &calls), "recipe qlora is not an nccl-tests all_reduce_perf MPIJob"},
+		{"load", PlanInput{}, func([]string) (*recipe.Recipe, *profile.Profile, error) { return nil, nil, loadErr }, "no such recipe"},
+	} {
+		calls = nil
+		_, err := NewPlan(c.in, c.load)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q...", c.name, err, c.want)
+		}
+		// Flag problems are found before any recipe is loaded.
+		if c.name != "not allreduce" && len(calls) != 0 {
+			t.Errorf("%s: loaded %d recipe(s) before failing", c.name, len(calls))
+		}
+	}
+	if _, err := NewPlan(PlanInput{}, func([]string) (*recipe.Recipe, *profile.Profile, error) { return nil, nil, loadErr }); !errors.Is(err, loadErr) {
+		t.Errorf("load error not returned unchanged: %v", err)
+	}
+	var na *NotAllReduceError
+	if _, err := NewPlan(PlanInput{}, loader("qlora", &calls)); !errors.As(err, &na) || na.Recipe != "qlora" {
+		t.Errorf("not allreduce: %v", err)
 	}
 }
