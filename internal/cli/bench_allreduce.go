@@ -202,7 +202,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		var before map[string]*counters.Snapshot
 		var snapErrs map[string]string
 		if wire {
-			before, snapErrs = a.snapshotCounters(ctx, kc, plan, pinned, "before "+v.Name)
+			before, snapErrs = a.snapshotCounters(ctx, kc, plan.Recipes[0], plan.Profile, pinned, "before "+v.Name)
 		}
 		vr, err := a.runVariant(ctx, kc, cl, plan, i, pinned, o.KeepJobs)
 		if err != nil && parent.Err() != nil {
@@ -219,7 +219,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			break
 		}
 		if wire && err == nil && vr != nil && len(vr.Nodes) > 1 && ctx.Err() == nil {
-			after, aerrs := a.snapshotCounters(ctx, kc, plan, vr.Nodes, "after "+v.Name)
+			after, aerrs := a.snapshotCounters(ctx, kc, plan.Recipes[0], plan.Profile, vr.Nodes, "after "+v.Name)
 			for n, e := range aerrs {
 				snapErrs[n] = e
 			}
@@ -389,15 +389,16 @@ func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster
 	return vr, nil
 }
 
-// maxSnapshotNodes bounds the counter snapshot before a first variant, whose nodes are not known
-// yet (every candidate node is read); later variants are pinned to the first one's nodes.
+// maxSnapshotNodes bounds the counter snapshot before a first variant or a training job, whose
+// nodes are not known yet (every candidate node is read); later variants are pinned to the
+// first one's nodes.
 const maxSnapshotNodes = 32
 
 // snapshotCounters reads the RDMA port counters of nodes (none given: every node the job could
-// land on) with probe pods; errs says why a node has no snapshot.
-func (a *App) snapshotCounters(ctx context.Context, kc *kube.Clients, plan *benchPlan, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
+// land on: r's candidate nodes) with probe pods; errs says why a node has no snapshot.
+func (a *App) snapshotCounters(ctx context.Context, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
 	snaps, errs := map[string]*counters.Snapshot{}, map[string]string{}
-	po := a.preflightOptions(kc, plan.Recipes[0], plan.Profile)
+	po := a.preflightOptions(kc, r, p)
 	if len(nodes) == 0 {
 		var checks []preflight.Check
 		if nodes, checks = preflight.CandidateNodes(ctx, po); len(nodes) == 0 {
@@ -409,7 +410,7 @@ func (a *App) snapshotCounters(ctx context.Context, kc *kube.Clients, plan *benc
 			return snaps, errs
 		}
 		if len(nodes) > maxSnapshotNodes {
-			errs["*"] = fmt.Sprintf("%d candidate nodes: too many to snapshot before the first variant (its nodes are not known yet)", len(nodes))
+			errs["*"] = fmt.Sprintf("%d candidate nodes: too many to snapshot before the job (its nodes are not known yet)", len(nodes))
 			return snaps, errs
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
@@ -33,6 +34,7 @@ type trainOptions struct {
 	RequireTransport  string
 	TailLines         int
 	SkipPreflight     bool
+	NoCounters        bool
 	API               string
 }
 
@@ -48,6 +50,7 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "require-transport", Usage: "exit 5 unless every rank's NCCL used this transport (ib or roce), even if the job succeeded", Destination: &o.RequireTransport},
 		&ucli.IntFlag{Name: "tail", Value: 20, Usage: "log lines shown for a failed replica", Destination: &o.TailLines},
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the readiness preflight before submitting (said so in the output)", Destination: &o.SkipPreflight},
+		&ucli.BoolFlag{Name: "no-counters", Usage: "do not snapshot the RDMA port counters of the job's nodes before and after it (the check that NCCL's traffic crossed the HCAs)", Destination: &o.NoCounters},
 		apiFlag(&o.API),
 	)
 }
@@ -172,6 +175,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	}
 	name := jobName(r, o.Name)
 	kind := be.Kind()
+	tw := a.wireBefore(ctx, kc, r, p, o)
 	res, err := cl.Apply(ctx, b.Objects, false)
 	if err != nil {
 		return a.applyError(kc, err)
@@ -182,6 +186,11 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	}
 	if job.Unchanged {
 		fmt.Fprintf(a.Streams.Err, "%s %s/%s already submitted with this spec (%s): nothing changed; watching it\n", kind, kc.Namespace, name, jobs.PhaseOf(job.Object))
+		if tw != nil {
+			// It ran before the snapshot: the counters cannot tell what it sent.
+			fmt.Fprintln(a.Streams.Err, "the job was running before the RDMA counters were read: no per-HCA bytes for it")
+			tw = nil
+		}
 	} else {
 		fmt.Fprintf(a.Streams.Err, "applied %s %s/%s (%s; server-side apply, field manager %s)\n", kind, kc.Namespace, name, describeShape(r, p), jobs.FieldManager)
 	}
@@ -189,7 +198,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		fmt.Fprintf(a.Streams.Err, "follow it with: ain status %s%s   ain logs %s%s -f\n", name, nsFlag(kc.Namespace), name, nsFlag(kc.Namespace))
 		return nil
 	}
-	return a.watchJob(ctx, kc, cl, be, name, o)
+	return a.watchJob(ctx, kc, cl, be, name, o, tw)
 }
 
 func jobName(r *recipe.Recipe, override string) string {
@@ -229,7 +238,10 @@ func (a *App) printObjects(objs []runtime.Object, format string) error {
 }
 
 // watchJob follows the job to its end and prints the summary; the returned error carries the exit code.
-func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluster, be jobs.Backend, name string, o *trainOptions) error {
+//
+// tw, when not nil, is the counter snapshot taken before the job: the nodes its ranks ran on are
+// read again and the bytes per HCA reported (and judged against NCCL's transport).
+func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluster, be jobs.Backend, name string, o *trainOptions, tw *trainWire) error {
 	kind := be.Kind()
 	ctx := parent
 	var cancel context.CancelFunc = func() {}
@@ -275,14 +287,19 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 			fmt.Fprintf(a.Streams.Err, "logs saved under %s\n", dir)
 		}
 	}
+	var wire *bench.Wire
+	if tw != nil {
+		wire = a.wireAfter(parent, kc, tw, &sum)
+	}
 	if o.Output == "json" {
-		if err := a.writeJSON(sum); err != nil {
+		if err := a.writeJSON(trainJobJSON{Summary: sum, Wire: wire}); err != nil {
 			return err
 		}
 	} else {
 		a.printSummary(sum, kc)
+		a.printJobWire(wire)
 	}
-	return outcome(sum, o.RequireTransport, name)
+	return outcome(sum, o.RequireTransport, name, wire)
 }
 
 func pendingReasons(s jobs.Snapshot, kc *kube.Clients) string {
@@ -325,9 +342,15 @@ func gangSchedulers(kc *kube.Clients) []string {
 }
 
 // outcome maps a summary to the exit status.
-func outcome(sum jobs.Summary, require, name string) error {
+// A wire finding (the counters contradict NCCL's transport) fails --require-transport too: the
+// job's logs claimed the fabric, its HCAs say otherwise.
+func outcome(sum jobs.Summary, require, name string, wire *bench.Wire) error {
 	if sum.Phase == jobs.PhaseFailed {
 		return quiet(ainerr.JobFailed)
+	}
+	if require != "" && wire != nil && len(wire.Findings) > 0 {
+		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: the RDMA port counters contradict NCCL's log: %s", require, strings.Join(wire.Findings, "; ")),
+			"see the bytes per HCA above; `ain doctor counters --node NODE` reads a node's counters")
 	}
 	if require != "" && sum.Transport != require {
 		got := sum.Transport

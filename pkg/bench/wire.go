@@ -84,8 +84,48 @@ func CheckWire(v *VariantResult, before, after map[string]*counters.Snapshot, er
 		w.RingBytes = uint64(ring)
 		w.FloorBytes = w.RingBytes / 2
 	}
+	w.measure(v.Nodes, before, after, errs)
+	if n < 2 || w.FloorBytes == 0 {
+		if w.Note == "" {
+			w.Note = "one node or no table: no traffic the fabric had to carry"
+		}
+		return w
+	}
+	problems, warnings := w.judge(v.Transport, true)
+	v.Problems = append(v.Problems, problems...)
+	v.Warnings = append(v.Warnings, warnings...)
+	v.Valid = v.Valid && len(v.Problems) == 0
+	return w
+}
+
+// CheckJobWire is the wire check of a training job (ain train): what the RDMA ports of the
+// nodes its ranks ran on carried between a snapshot taken before the job was submitted and one
+// taken after it ended, against the transport and devices its NCCL logs name. A training job
+// has no byte count ain can derive (gradient sizes, steps, bucketing and the collectives used
+// are the script's), so the floor is "more than nothing" for a job on two or more nodes: its
+// NCCL traffic must leave every node. The findings are problems (a job whose logs say IB but
+// whose HCAs did not move did not use the fabric, whatever NCCL printed). No warning is given
+// for RDMA bytes under a socket transport: any other traffic on the node's HCAs (storage,
+// other jobs) moves them by more than nothing.
+func CheckJobWire(transport string, devices, nodes []string, before, after map[string]*counters.Snapshot, errs map[string]string) *Wire {
+	w := &Wire{Devices: append([]string{}, devices...), Nodes: []WireNode{}, Findings: []string{}}
+	w.measure(nodes, before, after, errs)
+	if len(nodes) < 2 {
+		if w.Note == "" {
+			w.Note = "one node: no traffic the fabric had to carry"
+		}
+		return w
+	}
+	w.FloorBytes = 1
+	w.judge(transport, false)
+	return w
+}
+
+// measure fills w.Nodes with each node's port deltas between before and after (errs says why a
+// node has none; "*" applies to every node).
+func (w *Wire) measure(nodes []string, before, after map[string]*counters.Snapshot, errs map[string]string) {
 	var missing []string
-	for _, node := range v.Nodes {
+	for _, node := range nodes {
 		wn := WireNode{Node: node, Ports: map[string]counters.Traffic{}}
 		b, a := before[node], after[node]
 		switch {
@@ -93,7 +133,7 @@ func CheckWire(v *VariantResult, before, after map[string]*counters.Snapshot, er
 			wn.Err = "no counter snapshot"
 			if e := errs[node]; e != "" {
 				wn.Err += ": " + e
-			} else if e := errs["*"]; e != "" { // the snapshot before a first variant, of every candidate
+			} else if e := errs["*"]; e != "" { // the snapshot before the job, of every candidate
 				wn.Err += ": " + e
 			}
 		default:
@@ -115,13 +155,17 @@ func CheckWire(v *VariantResult, before, after map[string]*counters.Snapshot, er
 	if len(missing) > 0 {
 		w.Note = "no delta for " + strings.Join(missing, "; ")
 	}
-	if n < 2 || w.FloorBytes == 0 {
-		if w.Note == "" {
-			w.Note = "one node or no table: no traffic the fabric had to carry"
-		}
-		return w
+}
+
+// judge compares each measured node with w.FloorBytes and NCCL's transport and devices; the
+// contradictions are problems, added to w.Findings and returned. socketWarn: RDMA bytes of at
+// least the floor under a non-RDMA transport are a warning (only meaningful for a real floor).
+func (w *Wire) judge(transport string, socketWarn bool) (problems, warnings []string) {
+	rdma := transport == nccl.TransportIB || transport == nccl.TransportRoCE
+	need := "anything: a job on several nodes must send its NCCL traffic off every node (no byte floor is known for a training job)"
+	if w.RingBytes > 0 {
+		need = fmt.Sprintf("the %s each node must send for this table (ring allreduce: %s)", counters.HumanBytes(w.FloorBytes), counters.HumanBytes(w.RingBytes))
 	}
-	rdma := v.Transport == nccl.TransportIB || v.Transport == nccl.TransportRoCE
 	for _, wn := range w.Nodes {
 		if wn.Err != "" {
 			continue
@@ -137,23 +181,18 @@ func CheckWire(v *VariantResult, before, after map[string]*counters.Snapshot, er
 		}
 		switch {
 		case rdma && onNCCL < w.FloorBytes && other != "":
-			msg := fmt.Sprintf("%s: NCCL's log says it used %s, but on %s those ports sent %s and %s sent %s: the traffic crossed another HCA than NCCL reports (check NCCL_IB_HCA and the rail mapping)",
-				ProblemWrongHCA, strings.Join(w.Devices, ","), wn.Node, counters.HumanBytes(onNCCL), other, counters.HumanBytes(wn.Ports[other].XmitBytes))
-			w.Findings = append(w.Findings, msg)
-			v.Problems = append(v.Problems, msg)
+			problems = append(problems, fmt.Sprintf("%s: NCCL's log says it used %s, but on %s those ports sent %s and %s sent %s: the traffic crossed another HCA than NCCL reports (check NCCL_IB_HCA and the rail mapping)",
+				ProblemWrongHCA, strings.Join(w.Devices, ","), wn.Node, counters.HumanBytes(onNCCL), other, counters.HumanBytes(wn.Ports[other].XmitBytes)))
 		case rdma && wn.Sent < w.FloorBytes:
-			msg := fmt.Sprintf("%s: NCCL's log says %s, but the RDMA ports of %s sent %s between the counter snapshots, less than the %s each node must send for this table (ring allreduce: %s): the collective did not cross these HCAs",
-				ProblemWire, strings.ToUpper(v.Transport), wn.Node, counters.HumanBytes(wn.Sent), counters.HumanBytes(w.FloorBytes), counters.HumanBytes(w.RingBytes))
-			w.Findings = append(w.Findings, msg)
-			v.Problems = append(v.Problems, msg)
-		case !rdma && wn.Sent >= w.FloorBytes:
-			msg := fmt.Sprintf("NCCL's log says %s, yet the RDMA ports of %s sent %s: sockets over IPoIB, or other traffic on these HCAs", orNone(v.Transport), wn.Node, counters.HumanBytes(wn.Sent))
-			w.Findings = append(w.Findings, msg)
-			v.Warnings = append(v.Warnings, msg)
+			problems = append(problems, fmt.Sprintf("%s: NCCL's log says %s, but the RDMA ports of %s sent %s between the counter snapshots, less than %s: the collectives did not cross these HCAs",
+				ProblemWire, strings.ToUpper(transport), wn.Node, counters.HumanBytes(wn.Sent), need))
+		case socketWarn && !rdma && wn.Sent >= w.FloorBytes:
+			warnings = append(warnings, fmt.Sprintf("NCCL's log says %s, yet the RDMA ports of %s sent %s: sockets over IPoIB, or other traffic on these HCAs", orNone(transport), wn.Node, counters.HumanBytes(wn.Sent)))
 		}
 	}
-	v.Valid = v.Valid && len(v.Problems) == 0
-	return w
+	w.Findings = append(w.Findings, problems...)
+	w.Findings = append(w.Findings, warnings...)
+	return problems, warnings
 }
 
 func orNone(s string) string {

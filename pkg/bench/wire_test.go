@@ -79,3 +79,53 @@ func TestCheckWire(t *testing.T) {
 		t.Errorf("one node: %+v", w)
 	}
 }
+
+// TestCheckJobWire: a training job has no byte floor but "more than nothing" on every node of a
+// multi-node job; bytes on another HCA than NCCL names are a finding; a socket job is not judged
+// by RDMA bytes (other traffic moves them too); one node is never judged.
+func TestCheckJobWire(t *testing.T) {
+	nodes := []string{"n1", "n2"}
+	before := map[string]*counters.Snapshot{
+		"n1": snapOf(map[string]uint64{"mlx5_0:1": 50, "mlx5_1:1": 50}),
+		"n2": snapOf(map[string]uint64{"mlx5_0:1": 70, "mlx5_1:1": 70}),
+	}
+	after := func(n1, n2 [2]uint64) map[string]*counters.Snapshot {
+		return map[string]*counters.Snapshot{
+			"n1": snapOf(map[string]uint64{"mlx5_0:1": 50 + n1[0], "mlx5_1:1": 50 + n1[1]}),
+			"n2": snapOf(map[string]uint64{"mlx5_0:1": 70 + n2[0], "mlx5_1:1": 70 + n2[1]}),
+		}
+	}
+	for _, c := range []struct {
+		name, transport string
+		nodes           []string
+		after           map[string]*counters.Snapshot
+		want            []string // substrings, one finding each; none: no finding
+	}{
+		{"IB, both nodes moved on NCCL's HCA", nccl.TransportIB, nodes, after([2]uint64{1, 0}, [2]uint64{9e6, 0}), nil},
+		{"IB, n2 still", nccl.TransportIB, nodes, after([2]uint64{9e6, 0}, [2]uint64{0, 0}), []string{ProblemWire + ": NCCL's log says IB, but the RDMA ports of n2 sent 0 B"}},
+		{"RoCE, n1 on the other HCA", nccl.TransportRoCE, nodes, after([2]uint64{0, 5}, [2]uint64{8, 0}), []string{ProblemWrongHCA + ": NCCL's log says it used mlx5_0:1, but on n1 those ports sent 0 B and mlx5_1:1 sent 20 B"}},
+		{"socket, HCAs moved (no claim either way)", nccl.TransportSocket, nodes, after([2]uint64{9e6, 9e6}, [2]uint64{9e6, 0}), nil},
+		{"socket, still", nccl.TransportSocket, nodes, after([2]uint64{0, 0}, [2]uint64{0, 0}), nil},
+		{"one node, still", nccl.TransportIB, nodes[:1], after([2]uint64{0, 0}, [2]uint64{0, 0}), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := CheckJobWire(c.transport, []string{"mlx5_0:1"}, c.nodes, before, c.after, nil)
+			if len(w.Nodes) != len(c.nodes) {
+				t.Fatalf("nodes %+v", w.Nodes)
+			}
+			if len(w.Findings) != len(c.want) {
+				t.Fatalf("findings %q, want %d like %q", w.Findings, len(c.want), c.want)
+			}
+			for i, s := range c.want {
+				if !strings.Contains(w.Findings[i], s) {
+					t.Errorf("finding %q, want %q", w.Findings[i], s)
+				}
+			}
+		})
+	}
+	// A node without an after snapshot is reported, not judged.
+	w := CheckJobWire(nccl.TransportIB, []string{"mlx5_0:1"}, nodes, before, map[string]*counters.Snapshot{"n1": after([2]uint64{3, 0}, [2]uint64{})["n1"]}, map[string]string{"n2": "probe pod Pending"})
+	if len(w.Findings) != 0 || !strings.Contains(w.Note, "n2: no counter snapshot: probe pod Pending") || w.Nodes[0].Sent != 12 {
+		t.Errorf("missing snapshot: %+v", w)
+	}
+}

@@ -489,7 +489,11 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 // size for each timed iteration of both the out-of-place and in-place passes, plus the warm-up,
 // spread over the devices NCCL's log names.
 func (a *agent) account(d SampleData, text string) {
-	if len(d.NodesOf) < 2 || !strings.Contains(text, "# Collective test starting") {
+	if !strings.Contains(text, "# Collective test starting") {
+		a.accountTraining(d, text)
+		return
+	}
+	if len(d.NodesOf) < 2 {
 		return
 	}
 	runs, err := nccl.ParsePerf(strings.NewReader(text))
@@ -510,17 +514,54 @@ func (a *agent) account(d SampleData, text string) {
 	for _, row := range runs[len(runs)-1].Rows {
 		sent += 2 * (n - 1) / n * float64(row.Size) * float64(2*iters+warm)
 	}
-	devs := rep.Devices
-	if a.sc != nil && a.sc.Nodes.TrafficPort != "" {
-		devs = []string{a.sc.Nodes.TrafficPort}
+	a.addTraffic(d.NodesOf, a.trafficDevices(rep.Devices), sent)
+	fmt.Fprintf(a.log, "sandbox agent: %s/%s: all_reduce_perf over %s moved %.0f bytes per node\n", d.Namespace, d.Pod, rep.Transport, sent)
+}
+
+// Simulated gradient traffic of one training rank (the qlora samples): the ring allreduce of
+// the LoRA adapters' bf16 gradients (41,943,040 trainable parameters, as the samples print, x 2
+// bytes) for trainSteps optimizer steps. The number is illustrative: ain's check of a training
+// job only asks that every node's HCAs moved.
+const (
+	trainGradBytes = 41_943_040 * 2
+	trainSteps     = 80
+)
+
+// accountTraining adds what a training rank of a multi-rank job sent to its own node's RDMA
+// ports, when its log says NCCL set up its communicator over IB or RoCE (a socket fallback
+// moves nothing there). Each rank's pod accounts its own node.
+func (a *agent) accountTraining(d SampleData, text string) {
+	if d.WorldSize < 2 || d.Node == "" || !strings.Contains(text, "Init COMPLETE") {
+		return
 	}
-	if len(devs) == 0 {
-		devs = []string{"mlx5_0:1"}
+	rep, err := nccl.AnalyzeLog(strings.NewReader(text))
+	if err != nil || (rep.Transport != nccl.TransportIB && rep.Transport != nccl.TransportRoCE) {
+		return
 	}
+	n := float64(d.WorldSize)
+	sent := 2 * (n - 1) / n * trainGradBytes * trainSteps
+	a.addTraffic([]string{d.Node}, a.trafficDevices(rep.Devices), sent)
+	fmt.Fprintf(a.log, "sandbox agent: %s/%s: training rank %d/%d over %s moved %.0f bytes on %s\n", d.Namespace, d.Pod, d.Rank, d.WorldSize, rep.Transport, sent, d.Node)
+}
+
+// trafficDevices are the ports simulated traffic crosses: the scenario's trafficPort (a
+// wrong-HCA scenario), else the devices NCCL's log names, else mlx5_0:1.
+func (a *agent) trafficDevices(logged []string) []string {
+	switch {
+	case a.sc != nil && a.sc.Nodes.TrafficPort != "":
+		return []string{a.sc.Nodes.TrafficPort}
+	case len(logged) > 0:
+		return logged
+	}
+	return []string{"mlx5_0:1"}
+}
+
+// addTraffic spreads sent bytes per node over devs on each of nodes.
+func (a *agent) addTraffic(nodes, devs []string, sent float64) {
 	if a.traffic == nil {
 		a.traffic = map[string]map[string]uint64{}
 	}
-	for _, node := range d.NodesOf {
+	for _, node := range nodes {
 		if a.traffic[node] == nil {
 			a.traffic[node] = map[string]uint64{}
 		}
@@ -528,7 +569,6 @@ func (a *agent) account(d SampleData, text string) {
 			a.traffic[node][dev] += uint64(sent / float64(len(devs)))
 		}
 	}
-	fmt.Fprintf(a.log, "sandbox agent: %s/%s: all_reduce_perf over %s moved %.0f bytes per node on %s\n", d.Namespace, d.Pod, rep.Transport, sent, strings.Join(devs, ","))
 }
 
 var itersHeader = lazyre.New(`warmup iters: (\d+) iters: (\d+)`)

@@ -140,6 +140,33 @@ func TestCounterTraffic(t *testing.T) {
 	}
 }
 
+// TestTrainingCounterTraffic: a training rank over IB moves its own node's counters (only its
+// node's, on NCCL's device or the scenario's trafficPort); a socket-fallback rank and a one-rank
+// job move nothing.
+func TestTrainingCounterTraffic(t *testing.T) {
+	want := uint64(2 * 2 * trainGradBytes * trainSteps / 3)
+	for _, c := range []struct {
+		sample, port string
+		world        int
+		trafficPort  string
+		moved        bool
+	}{
+		{"nccl/pytorch-rank.txt", "mlx5_0:1", 3, "", true},
+		{"nccl/pytorch-rank.txt", "mlx5_1:1", 3, "mlx5_1:1", true},
+		{"nccl/pytorch-rank-socket.txt", "mlx5_0:1", 3, "", false},
+		{"nccl/pytorch-rank.txt", "mlx5_0:1", 1, "", false},
+	} {
+		a := &agent{log: io.Discard, sc: &Scenario{}}
+		a.sc.Nodes.TrafficPort = c.trafficPort
+		d := sampleData("ib", 1, c.world)
+		a.account(d, mustRender(t, c.sample, d))
+		got := a.traffic[d.Node][c.port]
+		if c.moved && (got < want-1 || got > want || len(a.traffic) != 1 || len(a.traffic[d.Node]) != 1) || !c.moved && len(a.traffic) != 0 {
+			t.Errorf("%s world %d: traffic %v, want %d on %s of %s only (moved %v)", c.sample, c.world, a.traffic, want, c.port, d.Node, c.moved)
+		}
+	}
+}
+
 // TestIperfSample: the TCP baseline's report parses with pkg/iperf and follows the link's rate.
 func TestIperfSample(t *testing.T) {
 	for _, c := range []struct {
