@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/sandbox"
+	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
+)
+
+// TestTrainWireSandbox: `ain train qlora` reads the RDMA port counters before the job and of its
+// ranks' nodes after it, and reports the bytes per HCA: every node moved on NCCL's HCA on a
+// healthy IB run; a socket fallback moves nothing and is not called IB (nor a wire
+// contradiction); in wrong-hca the bytes cross mlx5_1 while NCCL names mlx5_0, which fails
+// --require-transport ib.
+func TestTrainWireSandbox(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	for _, c := range []struct {
+		scenario, transport string
+		code                int
+		moved               bool
+		problem             string
+	}{
+		{"", "ib", 0, true, ""},
+		{"socket-fallback", "socket", 0, false, ""},
+		{"wrong-hca", "ib", int(ainerr.CheckFailed), true, bench.ProblemWrongHCA},
+	} {
+		t.Run(cmp.Or(c.scenario, "healthy"), func(t *testing.T) {
+			if c.scenario != "" {
+				sb.UseScenario(t, c.scenario)
+			}
+			ns := sb.Namespace(t)
+			// The built-in recipes mount the shared NFS claim; the sandbox makes it in "default" only.
+			if err := sandbox.EnsureSharedPVC(context.Background(), sb.REST, ns, sandbox.DefaultSharedClaim); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"train", "qlora", "--skip-preflight", "--timeout", "3m", "-o", "json", "--kubeconfig", sb.Kubeconfig, "-n", ns}
+			if c.problem != "" {
+				args = append(args, "--require-transport", "ib")
+			}
+			code, out, errOut := runBenchCLI(t, args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%.2000s\nstderr:\n%s", code, c.code, out, errOut)
+			}
+			if !strings.Contains(errOut, "(before the job)") || !strings.Contains(errOut, "(after the job)") {
+				t.Errorf("no counter snapshots:\n%s", errOut)
+			}
+			var got struct {
+				Transport string `json:"transport"`
+				Problems  []struct {
+					Code string `json:"code"`
+				} `json:"problems"`
+				Wire *bench.Wire `json:"wire"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("%v\n%.2000s", err, out)
+			}
+			if got.Transport != c.transport {
+				t.Errorf("transport %q, want %q", got.Transport, c.transport)
+			}
+			w := got.Wire
+			if w == nil || len(w.Nodes) != 3 || w.Note != "" || w.FloorBytes != 1 {
+				t.Fatalf("wire: %+v", w)
+			}
+			for _, n := range w.Nodes {
+				if c.moved != (n.Sent > 0) {
+					t.Errorf("%s sent %d bytes, want moved=%v", n.Node, n.Sent, c.moved)
+				}
+				wantPort := "mlx5_0:1"
+				if c.scenario == "wrong-hca" {
+					wantPort = "mlx5_1:1"
+				}
+				if c.moved && n.Ports[wantPort].XmitBytes == 0 {
+					t.Errorf("%s: nothing on %s: %+v", n.Node, wantPort, n.Ports)
+				}
+			}
+			var codes []string
+			for _, p := range got.Problems {
+				codes = append(codes, p.Code)
+			}
+			all := strings.Join(codes, ",")
+			if strings.Contains(all, bench.ProblemWire) || c.problem == "" && strings.Contains(all, bench.ProblemWrongHCA) || !strings.Contains(all, c.problem) {
+				t.Errorf("problems %v, want %q", codes, c.problem)
+			}
+			if c.problem != "" && len(w.Findings) != 3 {
+				t.Errorf("findings %q, want one per node", w.Findings)
+			}
+		})
+	}
+}
