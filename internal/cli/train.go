@@ -62,7 +62,11 @@ func (a *App) trainCommand() *ucli.Command {
 		Usage:     "submit a job recipe (as a TrainJob, MPIJob or PyTorchJob: --api), watch it to the end, summarise (exit code = outcome)",
 		ArgsUsage: "RECIPE",
 		Description: "Server-side applies what `ain render` prints (field manager ain; re-running is idempotent), watches the\n" +
-			"job and its pods, explains Pending pods, then reads every rank's log and reports the NCCL transport used.\n\n" +
+			"job and its pods, explains Pending pods, then reads every rank's log and reports the NCCL transport used.\n" +
+			"On an RDMA fabric with two or more nodes, probe pods read the RDMA port counters of the candidate nodes\n" +
+			"before the job is applied and of its ranks' nodes after it ends: the summary gives the bytes that crossed\n" +
+			"each HCA, and a job whose NCCL log says IB/RoCE while a node's HCAs did not move, or moved on another HCA\n" +
+			"than NCCL names, gets a problem (and fails --require-transport). --no-counters skips it.\n\n" +
 			"Examples:\n" +
 			"  ain train qlora\n" +
 			"  ain train my-recipe.yaml --set nodes=2 --name exp-7 --no-wait\n" +
