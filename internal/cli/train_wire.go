@@ -67,9 +67,13 @@ func (a *App) wireAfter(ctx context.Context, kc *kube.Clients, tw *trainWire, su
 	if len(nodes) == 0 {
 		return nil
 	}
-	after, aerrs := a.snapshotCounters(ctx, kc, tw.r, tw.p, nodes, "after the job")
 	errs := maps.Clone(tw.errs)
-	maps.Copy(errs, aerrs)
+	after := map[string]*counters.Snapshot{}
+	if len(tw.before) > 0 { // else no delta can come of it: no probe pods for nothing
+		var aerrs map[string]string
+		after, aerrs = a.snapshotCounters(ctx, kc, tw.r, tw.p, nodes, "after the job")
+		maps.Copy(errs, aerrs)
+	}
 	transport := sum.Transport
 	if sum.Phase != jobs.PhaseSucceeded {
 		transport = "" // reported, not judged
