@@ -180,6 +180,9 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	name := jobName(r, o.Name)
 	kind := be.Kind()
 	tw := a.wireBefore(ctx, kc, r, p, o)
+	if tw != nil && ctx.Err() != nil {
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted before the job was applied (while reading the RDMA counters; the probe pods are deleted): nothing was created"), "")
+	}
 	res, err := cl.Apply(ctx, b.Objects, false)
 	if err != nil {
 		return a.applyError(kc, err)
