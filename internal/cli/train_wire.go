@@ -121,7 +121,7 @@ func (a *App) printJobWire(wr *bench.Wire) {
 	if wr.Note != "" {
 		fmt.Fprintf(w, "  %s\n", wr.Note)
 	}
-	if wr.FloorBytes > 0 && len(wr.Findings) == 0 {
+	if wr.FloorBytes > 0 && len(wr.Findings) == 0 && wr.Note == "" { // a note: some node has no delta
 		fmt.Fprintf(w, "  every node's RDMA ports moved (%s: the floor for a training job is more than nothing; ain cannot know its bytes)\n", orDash(strings.Join(wr.Devices, ",")))
 	}
 }
