@@ -197,9 +197,10 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 			return ainerr.WithHint(err, "the sandbox builds its binaries with the Go toolchain from the Go module proxy; check `go env GOPROXY` and network access")
 		}
 		if ctx.Err() != nil {
-			return ainerr.New(ainerr.Cancelled, err, "")
+			return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted: the sandbox in %s was not started; every process it had started is stopped", dir),
+				"run `ain sandbox up` to start it again (`ain sandbox status` shows it is not running)")
 		}
-		return ainerr.WithHint(err, "component logs are in "+sandbox.Layout{Dir: dir}.Logs())
+		return ainerr.WithHint(err, "component logs are in "+sandbox.Layout{Dir: dir}.Logs()+"; every process it had started is stopped; run `ain sandbox up` to try again")
 	}
 	w := a.Streams.Out
 	if running {

@@ -107,7 +107,13 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	st = &State{Config: cfg, StartedAt: time.Now().UTC(), Dir: dir, Kubeconfig: l.Kubeconfig()}
 	defer func() {
 		if err != nil {
-			stopAll(st, io.Discard)
+			// Interrupted (Ctrl-C) or failed mid-start: stop what was started, by pid, and say
+			// so, so nothing is left running and the user sees what was undone.
+			if len(st.Procs) > 0 {
+				why, _, _ := strings.Cut(err.Error(), "\n")
+				fmt.Fprintf(out, "Start-up did not finish (%s): stopping what was started.\n", why)
+			}
+			stopAll(st, out)
 			if st.Webhook.On && st.Stack() == StackLegacy {
 				releaseWebhookCerts(dir)
 			}
