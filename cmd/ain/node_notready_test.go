@@ -9,26 +9,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ain-hpc/ain/pkg/sandbox"
 )
 
-// kwokNodeAnnotation is the annotation the sandbox's kwok manages nodes by
-// (--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake, pkg/sandbox/up.go).
-const kwokNodeAnnotation = "kwok.x-k8s.io/node"
-
-// markNodeNotReady takes a node away from kwok (which would set Ready back to True at once: its
-// node-initialize stage selects nodes whose Ready is not True) and sets its Ready condition
-// False, as a kubelet reporting a failure does; the node lifecycle controller then marks the
-// node's pods not Ready. The returned func gives the node back to kwok, which makes it Ready.
+// markNodeNotReady keeps kwok's node stages off a node (sandbox.AnnoNodeDown: else its
+// node-initialize stage sets Ready back to True at once; removing kwok's manage annotation is not
+// enough, as tried: the node was Ready again within 20 s) and sets its Ready condition False, as
+// a kubelet reporting a failure does; the node lifecycle controller then marks the node's pods
+// not Ready. The returned func removes the annotation, and kwok makes the node Ready again.
 func markNodeNotReady(t *testing.T, c *cluster, name string) (restore func()) {
 	t.Helper()
 	ctx := context.Background()
 	nodes := c.cs.CoreV1().Nodes()
-	patch := []byte(`{"metadata":{"annotations":{"` + kwokNodeAnnotation + `":null}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + sandbox.AnnoNodeDown + `":"true"}}}`)
 	if _, err := nodes.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	restore = func() {
-		back := []byte(`{"metadata":{"annotations":{"` + kwokNodeAnnotation + `":"fake"}}}`)
+		back := []byte(`{"metadata":{"annotations":{"` + sandbox.AnnoNodeDown + `":null}}}`)
 		if _, err := nodes.Patch(context.Background(), name, types.MergePatchType, back, metav1.PatchOptions{}); err != nil {
 			t.Errorf("give node %s back to kwok: %v", name, err)
 		}

@@ -111,6 +111,9 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 			// so, so nothing is left running and the user sees what was undone.
 			if len(st.Procs) > 0 {
 				why, _, _ := strings.Cut(err.Error(), "\n")
+				if errors.Is(ctx.Err(), context.Canceled) {
+					why = "interrupted" // a component seen exiting meanwhile is a consequence, not the cause
+				}
 				fmt.Fprintf(out, "Start-up did not finish (%s): stopping what was started.\n", why)
 			}
 			stopAll(st, out)
