@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -195,61 +193,29 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	fmt.Fprintf(errw, "results: %s\n", dir)
 
-	var runErr error
-	var pinned []string
-	wire := p.RDMA() && !o.NoCounters && r0.Workload().Nodes > 1
-	for i, v := range plan.Variants {
-		var before map[string]*counters.Snapshot
-		var snapErrs map[string]string
-		if wire {
-			before, snapErrs = a.snapshotCounters(ctx, kc, plan.Recipes[0], plan.Profile, pinned, "before "+v.Name)
-		}
-		vr, err := a.runVariant(ctx, kc, cl, plan, i, pinned, o.KeepJobs)
-		if err != nil && parent.Err() != nil {
-			// A variant cut short measured nothing: it is not recorded as a result.
-			res.Interrupted = true
-			res.InterruptedNote = "before variant " + v.Name
-			if vr != nil {
-				res.InterruptedNote = fmt.Sprintf("during variant %s (MPIJob %s, deleted; not recorded)", v.Name, vr.Job)
-			}
-			if rest := names[i+1:]; len(rest) > 0 {
-				res.InterruptedNote += "; not run: " + strings.Join(rest, ", ")
-			}
-			runErr = errInterrupted()
-			break
-		}
-		if wire && err == nil && vr != nil && len(vr.Nodes) > 1 && ctx.Err() == nil {
-			after, aerrs := a.snapshotCounters(ctx, kc, plan.Recipes[0], plan.Profile, vr.Nodes, "after "+v.Name)
-			for n, e := range aerrs {
-				snapErrs[n] = e
-			}
-			vr.Wire = bench.CheckWire(vr, before, after, snapErrs)
-			for _, f := range vr.Wire.Findings {
-				fmt.Fprintf(errw, "[%d/%d] %s: %s\n", i+1, len(plan.Variants), v.Name, f)
-			}
-		}
-		if vr != nil {
-			res.Variants = append(res.Variants, vr)
-			if i == 0 {
-				pinned = vr.Nodes
-			} else if !sameSet(pinned, vr.Nodes) {
-				res.SameNodes = false
-			}
-		}
-		if err != nil {
-			switch {
-			case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-				runErr = ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached during variant %s", o.Timeout, v.Name), "the partial results are saved; raise --timeout or run fewer variants")
-			default:
-				runErr = err
-			}
-			break
-		}
-		if vr.Phase == jobs.PhaseFailed {
-			runErr = ainerr.New(ainerr.JobFailed, fmt.Errorf("variant %s: %s %s failed; the remaining variants were not run", v.Name, plan.backend.Kind(), vr.Job), "its launcher output is in "+dir+"/"+v.Name+".log")
-			break
+	var counterSnaps func(context.Context, []string, string) (map[string]*counters.Snapshot, map[string]string)
+	if p.RDMA() && !o.NoCounters && r0.Workload().Nodes > 1 {
+		counterSnaps = func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
+			return a.snapshotCounters(ctx, kc, plan.Recipes[0], plan.Profile, nodes, when)
 		}
 	}
+	runner := &bench.Runner{Cluster: cl, Backend: plan.backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace,
+		Gang: plan.gang, Keep: o.KeepJobs, Now: a.Now, Counters: counterSnaps,
+		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
+			view := newJobView(a, start)
+			return view.update, view.stop
+		},
+		Progress: func(e bench.Event) {
+			if e.Kind == bench.EventStopped {
+				if why := pendingReasons(*e.Snapshot, kc); why != "" {
+					fmt.Fprintln(errw, why)
+				}
+			}
+			fmt.Fprintln(errw, e)
+		},
+	}
+	pinned, runErr := runner.Run(parent, ctx, plan.Plan, res)
+	runErr = a.benchRunError(kc, runErr, o, dir)
 	if runErr != nil && len(res.Variants) == 0 && !res.Interrupted {
 		// Nothing ran (the first apply was refused, say): no report and no result.json, whose
 		// "No variant ran" would only hide the error.
@@ -287,106 +253,38 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	return nil
 }
 
-// runVariant submits one variant's MPIJob, watches it, reads and analyses the launcher's
-// output and deletes the job (unless keep). The result is nil only when nothing was submitted.
-func (a *App) runVariant(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster, plan *benchPlan, i int, pinned []string, keep bool) (*bench.VariantResult, error) {
-	v := plan.Variants[i]
-	errw := a.Streams.Err
-	start := a.Now()
-	name := bench.JobName(plan.Name, v.Name, start, plan.Run)
-	tag := fmt.Sprintf("[%d/%d] %s", i+1, len(plan.Variants), v.Name)
-	be := plan.backend
-	kind := be.Kind()
-	b, err := be.Build(plan.Recipes[i], plan.Profile, jobs.Options{Name: name, Namespace: a.Global.Namespace, GangScheduling: plan.gang})
-	if err != nil {
-		return nil, ainerr.New(ainerr.Usage, err, "")
+// benchRunError maps the Runner's typed errors to exit codes and hints.
+func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOptions, dir string) error {
+	var (
+		te *bench.TimeoutError
+		fe *bench.VariantFailedError
+		be *bench.BuildError
+		ae *bench.ApplyError
+		ee *bench.JobExistsError
+		de *bench.JobDeletedError
+		ce *bench.ClusterError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bench.ErrInterrupted):
+		return errInterrupted()
+	case errors.As(err, &te):
+		return ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached during variant %s", o.Timeout, te.Variant), "the partial results are saved; raise --timeout or run fewer variants")
+	case errors.As(err, &fe):
+		return ainerr.New(ainerr.JobFailed, fe, "its launcher output is in "+dir+"/"+fe.Variant+".log")
+	case errors.As(err, &be):
+		return ainerr.New(ainerr.Usage, be.Err, "")
+	case errors.As(err, &ae):
+		return a.applyError(kc, ae.Err)
+	case errors.As(err, &ee):
+		return ainerr.New(ainerr.Usage, ee, "delete it first: ain delete "+ee.Name)
+	case errors.As(err, &de):
+		return ainerr.New(ainerr.JobFailed, de, "")
+	case errors.As(err, &ce):
+		return kc.Classify(ce.Err, ce.Doing)
 	}
-	if len(pinned) > 0 {
-		if err := bench.PinWorkers(b.Objects, pinned); err != nil {
-			return nil, err
-		}
-	}
-	applied, err := cl.Apply(ctx, b.Objects, false)
-	if err != nil {
-		return nil, a.applyError(kc, err)
-	}
-	if applied[len(applied)-1].Unchanged {
-		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("%s %s/%s already exists: its output would be an old run's", kind, kc.Namespace, name), "delete it first: ain delete "+name)
-	}
-	env := "NCCL's own choices"
-	if len(v.Env) > 0 {
-		env = strings.Join(v.Sets(), " ")
-		env = strings.ReplaceAll(env, "nccl.env.", "")
-	}
-	fmt.Fprintf(errw, "%s: applied %s %s/%s (%s)\n", tag, kind, kc.Namespace, name, env)
-	vr := &bench.VariantResult{Variant: v, Job: name, Started: start}
-	cleanup := func() {
-		if keep {
-			return
-		}
-		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer dcancel()
-		if u, err := cl.Find(dctx, name); err == nil {
-			if _, err := cl.Delete(dctx, u); err == nil {
-				_ = cl.WaitGone(dctx, be, name)
-			}
-		}
-	}
-	view := newJobView(a, start)
-	snap, err := cl.Watch(ctx, be, name, jobs.WatchOptions{OnChange: view.update, Explain: cl.ExplainPending})
-	view.stop()
-	vr.Phase = snap.Phase
-	vr.Nodes = workerNodes(snap.Pods)
-	if err != nil {
-		vr.Finished = a.Now()
-		vr.Seconds = vr.Finished.Sub(start).Seconds()
-		if why := pendingReasons(snap, kc); why != "" {
-			fmt.Fprintln(errw, why)
-		}
-		fmt.Fprintf(errw, "%s: stopped (%s); deleting %s %s\n", tag, snap.Phase, kind, name)
-		keep = false
-		cleanup()
-		if ctx.Err() != nil {
-			return vr, ctx.Err()
-		}
-		return vr, kc.Classify(err, "watching the job")
-	}
-	if snap.Phase == jobs.PhaseDeleted {
-		return vr, ainerr.New(ainerr.JobFailed, fmt.Errorf("%s %s/%s was deleted before it finished", kind, kc.Namespace, name), "")
-	}
-	raw, err := launcherOutput(ctx, cl, be, name)
-	if err != nil {
-		return vr, kc.Classify(err, "reading the launcher's output")
-	}
-	bench.Analyze(vr, raw, plan.Profile.Spec.Fabric)
-	if snap.Phase == jobs.PhaseFailed {
-		vr.Problems = append(vr.Problems, bench.ProblemJobFailed+": the "+kind+" failed: "+snap.Message)
-		vr.Valid = false
-		fmt.Fprintf(errw, "%s: %s %s FAILED; the launcher's last lines:\n", tag, kind, name)
-		for _, l := range lastLines(raw, 15) {
-			fmt.Fprintf(errw, "  | %s\n", l)
-		}
-	}
-	cleanup()
-	vr.Finished = a.Now()
-	vr.Seconds = vr.Finished.Sub(start).Seconds()
-	status := "OK"
-	if !vr.Valid {
-		status = "INVALID: " + strings.Join(vr.Problems, "; ")
-	}
-	peak := ""
-	if vr.Perf != nil {
-		best := -1.0
-		for _, row := range vr.Perf.Rows {
-			if row.OOP != nil && row.OOP.Busbw > best {
-				best = row.OOP.Busbw
-				peak = fmt.Sprintf(", peak busbw %.2f GB/s at %s", best, bench.SizeLabel(row.Size))
-			}
-		}
-	}
-	fmt.Fprintf(errw, "%s: %s in %s on %s%s, transport %s: %s\n", tag, snap.Phase, (time.Duration(vr.Seconds * float64(time.Second))).Round(time.Second),
-		orDash(strings.Join(vr.Nodes, ",")), peak, orDash(vr.Transport), status)
-	return vr, nil
+	return err
 }
 
 // maxSnapshotNodes bounds the counter snapshot before a first variant or a training job, whose
@@ -443,62 +341,4 @@ func portRates(nps []preflight.NodePorts) ([]bench.PortRate, string) {
 		}
 	}
 	return rates, strings.Join(perr, "; ")
-}
-
-// launcherOutput reads the launcher pod's whole log (bounded).
-func launcherOutput(ctx context.Context, cl *jobs.Cluster, be jobs.Backend, job string) ([]byte, error) {
-	pods, err := be.Pods(ctx, cl, job)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range pods {
-		if jobs.Replica(&p) != "launcher" {
-			continue
-		}
-		rc, err := be.Logs(ctx, cl, p.Name, -1, false)
-		if err != nil {
-			return nil, err
-		}
-		defer rc.Close()
-		return io.ReadAll(io.LimitReader(rc, 256<<20))
-	}
-	return nil, fmt.Errorf("%s %s has no launcher pod left to read (was it cleaned up?)", be.Kind(), job)
-}
-
-func workerNodes(pods []jobs.PodInfo) []string {
-	var out []string
-	for _, p := range pods {
-		if (p.Replica == "worker" || p.Replica == jobs.TrainerNodeJob) && p.Node != "" {
-			out = append(out, p.Node)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	m := map[string]int{}
-	for _, s := range a {
-		m[s]++
-	}
-	for _, s := range b {
-		m[s]--
-	}
-	for _, n := range m {
-		if n != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func lastLines(raw []byte, n int) []string {
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
 }

@@ -120,7 +120,7 @@ func TestBenchAllreduceSandboxAlgoAll(t *testing.T) {
 			t.Errorf("%s: %d TUNING choices; raw output kept: %v", v.Name, len(v.Tuning), strings.Contains(v.Raw, "Out of bounds"))
 		}
 	}
-	if !sameSet(res.Variants[0].Nodes, res.Variants[2].Nodes) {
+	if !bench.SameSet(res.Variants[0].Nodes, res.Variants[2].Nodes) {
 		t.Errorf("variants ran on different nodes: %v %v", res.Variants[0].Nodes, res.Variants[2].Nodes)
 	}
 	// The files: JSON (read above), CSV, a PNG of the default size, SVG, the launcher logs.

@@ -279,7 +279,7 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 			return ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached: %v", o.Timeout, pr.Err), "the perftest pods were deleted; `kubectl describe node` if they stayed Pending")
 		}
 		if pr.ClientLog != nil {
-			for _, l := range lastLines(pr.ClientLog, 10) {
+			for _, l := range bench.LastLines(pr.ClientLog, 10) {
 				fmt.Fprintf(errw, "  | %s\n", l)
 			}
 		}

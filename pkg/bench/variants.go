@@ -4,10 +4,12 @@
 // line rate, the cost model's prediction beside the measurement, the measured and predicted
 // ring/tree crossover, and a paragraph in the course's words (chapters 10.5-10.6).
 //
-// The package is pure: it plans variants, analyses the launcher output of each (nccl-tests table,
+// Plan (NewPlan) resolves the sweep flags and --set into variants and their recipes, with no
+// cluster; Runner runs a Plan's jobs through a pkg/jobs Backend, with an injected clock, progress
+// events and typed errors (the command prints the events and maps the errors to exit codes).
+// The rest is pure: it analyses the launcher output of each variant (nccl-tests table,
 // out-of-bounds check, NCCL transport, TUNING choices), summarises, compares saved runs, writes
 // the result files (JSON with the raw output, CSV) and draws the busbw plot with gonum/plot.
-// Submitting and watching the jobs is the command's job (internal/cli), through pkg/jobs.
 package bench
 
 import (

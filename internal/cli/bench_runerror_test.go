@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/kube"
+)
+
+// The Runner's typed errors map to the exit codes and hints `ain bench allreduce --help` documents.
+func TestBenchRunError(t *testing.T) {
+	a := &App{}
+	kc := &kube.Clients{Namespace: "ns"}
+	o := &benchAllreduceOptions{Timeout: 5 * time.Minute}
+	for _, c := range []struct {
+		err  error
+		code ainerr.Code
+		msg  string
+		hint string
+	}{
+		{bench.ErrInterrupted, ainerr.Cancelled, "interrupted", ""},
+		{&bench.TimeoutError{Variant: "tree"}, ainerr.Timeout, "--timeout 5m0s reached during variant tree", "raise --timeout"},
+		{&bench.VariantFailedError{Variant: "ring", Kind: "MPIJob", Job: "j"}, ainerr.JobFailed, "variant ring: MPIJob j failed", "/out/ring.log"},
+		{&bench.BuildError{Err: errors.New("bad")}, ainerr.Usage, "bad", ""},
+		{&bench.JobExistsError{Kind: "MPIJob", Namespace: "ns", Name: "j"}, ainerr.Usage, "MPIJob ns/j already exists", "ain delete j"},
+		{&bench.JobDeletedError{Kind: "MPIJob", Namespace: "ns", Name: "j"}, ainerr.JobFailed, "MPIJob ns/j was deleted before it finished", ""},
+		{&bench.ApplyError{Err: context.Canceled}, ainerr.Cancelled, "interrupted before the job was applied", ""},
+		{fmt.Errorf("pin: %w", errors.New("x")), ainerr.Failure, "pin: x", ""},
+	} {
+		err := a.benchRunError(kc, c.err, o, "/out")
+		if ainerr.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.msg) || !strings.Contains(ainerr.HintOf(err), c.hint) {
+			t.Errorf("%T: exit %d %q hint %q; want exit %d %q hint ~%q", c.err, ainerr.CodeOf(err), err, ainerr.HintOf(err), c.code, c.msg, c.hint)
+		}
+	}
+	if a.benchRunError(kc, nil, o, "/out") != nil {
+		t.Error("nil error mapped to an error")
+	}
+}
