@@ -25,7 +25,7 @@ type Runner struct {
 	Namespace, ShownNamespace string
 	Gang                      bool // submit with gang scheduling (jobs.Options.GangScheduling)
 	Keep                      bool // keep each variant's job after reading its output
-	Now                       func() time.Time
+	Now                       func() time.Time // required: the clock of job names and timings
 	// Progress receives every step, from the calling goroutine; nil: none.
 	Progress func(Event)
 	// Watch starts a live view of a variant's job: the watch's OnChange hook and a stop function;
@@ -148,6 +148,9 @@ func (r *Runner) Run(parent, ctx context.Context, plan *Plan, res *Result) ([]st
 		}
 		if r.Counters != nil && err == nil && vr != nil && len(vr.Nodes) > 1 && ctx.Err() == nil {
 			after, aerrs := r.Counters(ctx, vr.Nodes, "after "+v.Name)
+			if snapErrs == nil {
+				snapErrs = map[string]string{}
+			}
 			for n, e := range aerrs {
 				snapErrs[n] = e
 			}
