@@ -23,8 +23,8 @@ type Runner struct {
 	// Namespace is where the jobs go (jobs.Options.Namespace; empty: the client's); ShownNamespace
 	// is the one named in messages.
 	Namespace, ShownNamespace string
-	Gang                      bool // submit with gang scheduling (jobs.Options.GangScheduling)
-	Keep                      bool // keep each variant's job after reading its output
+	Gang                      bool             // submit with gang scheduling (jobs.Options.GangScheduling)
+	Keep                      bool             // keep each variant's job after reading its output
 	Now                       func() time.Time // required: the clock of job names and timings
 	// Progress receives every step, from the calling goroutine; nil: none.
 	Progress func(Event)
