@@ -52,7 +52,14 @@ func (a *App) runLogs(ctx context.Context, name string, o *logsOptions) error {
 		return ainerr.Newf(ainerr.Failure, "%s has no pods (yet, or they were cleaned up): ain status %s%s", name, name, nsFlag(kc.Namespace))
 	}
 	sel, err := jobs.SelectPods(name, pods, jobs.LogSelection{Replica: o.Replica, Index: o.Index, All: o.All})
-	if err != nil {
+	var nm *jobs.NoPodMatchError
+	switch {
+	case errors.As(err, &nm) && nm.NoLead:
+		// The operator makes workers before the master/launcher: nothing to show yet, not a usage
+		// error (CI caught `ain logs` between the two: "no pod of NAME matches", exit 2).
+		return ainerr.New(ainerr.Failure, fmt.Errorf("no log yet: %w", err),
+			"`ain status "+name+nsFlag(kc.Namespace)+"` says where it is; `ain logs "+name+" --all` shows the pods there are")
+	case err != nil:
 		return ainerr.New(ainerr.Usage, err, "")
 	}
 	var pending []string

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -334,5 +335,28 @@ func TestTrainJobState(t *testing.T) {
 		if Terminal(want) && st.Finished.IsZero() {
 			t.Errorf("%s: no finish time", status)
 		}
+	}
+}
+
+// The operator creates workers before the master: the default selection then finds no lead pod,
+// which is "not created yet" (NoLead, with each pod's phase), not a bad --replica; an explicit
+// selection that matches nothing stays a plain mismatch.
+func TestSelectPodsNoLeadYet(t *testing.T) {
+	w := func(i string) corev1.Pod {
+		p := corev1.Pod{}
+		p.Name = "w" + i
+		p.Labels = map[string]string{"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": i}
+		p.Status.Phase = corev1.PodPending
+		return p
+	}
+	pods := []corev1.Pod{w("0"), w("1")}
+	_, err := SelectPods("pend", pods, LogSelection{Index: -1})
+	var nm *NoPodMatchError
+	if !errors.As(err, &nm) || !nm.NoLead || err.Error() != "pend has no master, launcher or node-0 pod yet (it has worker-0 Pending, worker-1 Pending)" {
+		t.Errorf("default selection without a master: %v", err)
+	}
+	_, err = SelectPods("pend", pods, LogSelection{Replica: "worker", Index: 5})
+	if !errors.As(err, &nm) || nm.NoLead || err.Error() != "no pod of pend matches (it has worker-0, worker-1)" {
+		t.Errorf("--replica worker --index 5: %v", err)
 	}
 }

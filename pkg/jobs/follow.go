@@ -27,9 +27,15 @@ type LogSelection struct {
 type NoPodMatchError struct {
 	Job  string
 	Have []string
+	// NoLead: the default selection (the master, launcher or node 0) found none: the operator
+	// has not created that pod yet (it creates workers first), not a bad --replica/--index.
+	NoLead bool
 }
 
 func (e *NoPodMatchError) Error() string {
+	if e.NoLead {
+		return fmt.Sprintf("%s has no master, launcher or node-0 pod yet (it has %s)", e.Job, strings.Join(e.Have, ", "))
+	}
 	return fmt.Sprintf("no pod of %s matches (it has %s)", e.Job, strings.Join(e.Have, ", "))
 }
 
@@ -64,9 +70,13 @@ func SelectPods(job string, pods []corev1.Pod, s LogSelection) ([]corev1.Pod, er
 		sel = append(sel, p)
 	}
 	if len(sel) == 0 {
-		e := &NoPodMatchError{Job: job}
+		e := &NoPodMatchError{Job: job, NoLead: !s.All && s.Replica == ""}
 		for _, p := range pods {
-			e.Have = append(e.Have, fmt.Sprintf("%s-%d", Replica(&p), ReplicaIndex(&p)))
+			have := fmt.Sprintf("%s-%d", Replica(&p), ReplicaIndex(&p))
+			if e.NoLead {
+				have += " " + string(p.Status.Phase)
+			}
+			e.Have = append(e.Have, have)
 		}
 		return nil, e
 	}
