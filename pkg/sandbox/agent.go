@@ -43,8 +43,9 @@ const (
 	AnnoExitCode      = AnnoPrefix + "exit-code"
 	AnnoSample        = AnnoPrefix + "sample"
 	AnnoLogs          = AnnoPrefix + "logs"
-	// AnnoNodeDown on a node keeps kwok's node stages off it (data/stages/node.yaml): its Ready
-	// condition stays what it is set to, so a node failure can be simulated (set it False).
+	// AnnoNodeDown on a node keeps kwok's node stages off it (data/stages/node.yaml), meant to let
+	// a test set its Ready condition False and keep it so. Not enough yet: a heartbeat kwok had
+	// already scheduled still sets Ready True (seen ~20 s after, the stage's minimum delay).
 	AnnoNodeDown = AnnoPrefix + "node-down"
 	// LabelSimulated marks the sandbox's nodes.
 	LabelSimulated = AnnoPrefix + "simulated"
