@@ -13,8 +13,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 )
 
 // apiFlag is --api: the workload API a job is submitted as (train, bench allreduce, render).
@@ -77,9 +75,7 @@ func (a *App) renderBackend(r *recipe.Recipe, p *profile.Profile, flag string) (
 	why := "no cluster asked"
 	if forced == jobs.APIAuto {
 		if kc, err := a.clients(); err == nil {
-			cfg := rest.CopyConfig(kc.Config)
-			cfg.Timeout = renderDiscoveryTimeout
-			if d, err := discovery.NewDiscoveryClientForConfig(cfg); err == nil {
+			if d, err := kc.DiscoveryWithin(renderDiscoveryTimeout); err == nil {
 				if s, err := jobs.Discover(d); err == nil {
 					served, why = s, "served by "+kc.Server
 				} else {

@@ -23,8 +23,10 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -149,6 +151,14 @@ func sameFile(a, b string) bool {
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// DiscoveryWithin is a discovery client whose requests give up after d: for a question a command
+// can do without (render asks which job APIs a cluster serves, and works with no cluster).
+func (c *Clients) DiscoveryWithin(d time.Duration) (discovery.DiscoveryInterface, error) {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Timeout = d
+	return discovery.NewDiscoveryClientForConfig(cfg)
 }
 
 // Where describes the cluster for hints: "kubeconfig X, context Y, server Z".
