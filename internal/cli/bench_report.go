@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -175,19 +173,8 @@ func (a *App) printWire(res *bench.Result) {
 			continue
 		}
 		wr := v.Wire
-		for _, n := range wr.Nodes {
-			if n.Err != "" {
-				rows = append(rows, []string{v.Name, n.Node, "-", "unknown", "unknown", n.Err})
-				continue
-			}
-			for _, port := range slices.Sorted(maps.Keys(n.Ports)) {
-				t := n.Ports[port]
-				used := ""
-				if slices.Contains(wr.Devices, port) {
-					used = "NCCL's"
-				}
-				rows = append(rows, []string{v.Name, n.Node, port, counters.HumanBytes(t.XmitBytes), counters.HumanBytes(t.RcvBytes), orDash(used)})
-			}
+		for _, r := range wireRows(wr) {
+			rows = append(rows, append([]string{v.Name}, r...))
 		}
 		if wr.FloorBytes > 0 {
 			notes = append(notes, fmt.Sprintf("%s: each node had to send at least %s over the fabric (ring allreduce: %s; %d iterations, out-of-place and in-place); NCCL says it used %s",

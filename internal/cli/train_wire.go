@@ -93,13 +93,9 @@ func (a *App) wireAfter(ctx context.Context, kc *kube.Clients, tw *trainWire, su
 	return w
 }
 
-// printJobWire prints the bytes that crossed each HCA of the job's nodes.
-func (a *App) printJobWire(wr *bench.Wire) {
-	if wr == nil {
-		return
-	}
-	w := a.Streams.Out
-	fmt.Fprintln(w, "\nbytes that crossed each HCA (RDMA port counters before the job was submitted and after it ended):")
+// wireRows are the per-HCA rows of a wire check: node, port, bytes sent and received, and a note
+// (NCCL's port, or why a node has no reading); bench and train print them.
+func wireRows(wr *bench.Wire) [][]string {
 	var rows [][]string
 	for _, n := range wr.Nodes {
 		if n.Err != "" {
@@ -115,7 +111,17 @@ func (a *App) printJobWire(wr *bench.Wire) {
 			rows = append(rows, []string{n.Node, port, counters.HumanBytes(t.XmitBytes), counters.HumanBytes(t.RcvBytes), orDash(used)})
 		}
 	}
-	if len(rows) > 0 {
+	return rows
+}
+
+// printJobWire prints the bytes that crossed each HCA of the job's nodes.
+func (a *App) printJobWire(wr *bench.Wire) {
+	if wr == nil {
+		return
+	}
+	w := a.Streams.Out
+	fmt.Fprintln(w, "\nbytes that crossed each HCA (RDMA port counters before the job was submitted and after it ended):")
+	if rows := wireRows(wr); len(rows) > 0 {
 		a.table([]string{"NODE", "PORT", "SENT", "RECEIVED", "NOTE"}, rows)
 	}
 	if wr.Note != "" {
