@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,6 +98,39 @@ func isUsageFromCLI(err error) bool {
 		strings.Contains(msg, "Required flag")
 }
 
+// flagParseError is the Go flag package's "invalid value %q for flag -%s: %v" (urfave/cli parses
+// with it): one dash, and "parse error" for a number that is not one.
+var flagParseError = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): (.*)$`)
+
+// flagValueError says a bad flag value the way ain's own checks do: the flag as typed (--name),
+// the value, and what the flag takes (from its type among flags; "parse error" says nothing).
+func flagValueError(err error, flags []ucli.Flag) error {
+	m := flagParseError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	why := m[3]
+	if why == "parse error" {
+		why = "not a valid value (see --help)"
+		for _, f := range flags {
+			if !slices.Contains(f.Names(), m[2]) {
+				continue
+			}
+			switch f.(type) {
+			case *ucli.DurationFlag:
+				why = "not a duration (e.g. 90s, 30m, 2h)"
+			case *ucli.IntFlag, *ucli.Int64Flag, *ucli.UintFlag, *ucli.Uint64Flag:
+				why = "not a whole number"
+			case *ucli.Float64Flag:
+				why = "not a number"
+			case *ucli.BoolFlag:
+				why = "give true or false"
+			}
+		}
+	}
+	return fmt.Errorf("--%s %q: %s", m[2], m[1], why)
+}
+
 func (a *App) newApp() *ucli.App {
 	app := &ucli.App{
 		Name:                      "ain",
@@ -133,8 +168,15 @@ func (a *App) newApp() *ucli.App {
 // usageError reports a flag the command does not take in one line with a pointer to its help,
 // instead of urfave/cli's whole help page.
 func usageError(path string) ucli.OnUsageErrorFunc {
-	return func(_ *ucli.Context, err error, _ bool) error {
-		return ainerr.New(ainerr.Usage, err, "see `"+path+" --help`")
+	return func(c *ucli.Context, err error, _ bool) error {
+		var flags []ucli.Flag
+		if c != nil && c.Command != nil {
+			flags = c.Command.Flags
+		}
+		if c != nil && c.App != nil {
+			flags = append(flags, c.App.Flags...)
+		}
+		return ainerr.New(ainerr.Usage, flagValueError(err, flags), "see `"+path+" --help`")
 	}
 }
 

@@ -29,3 +29,21 @@ func TestFlagProblemsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// A value urfave/cli cannot parse is said as --flag "value" and what the flag takes, from its
+// type (it was Go's `invalid value "x" for flag -qps: parse error`).
+func TestFlagParseErrorsSayTheType(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "rdma", "--qps", "x"}, `--qps "x": not a whole number`},
+		{[]string{"bench", "allreduce", "--timeout", "5q"}, `--timeout "5q": not a duration (e.g. 90s, 30m, 2h)`},
+		{[]string{"doctor", "counters", "--node", "n", "--interval", "zz"}, `--interval "zz": not a duration`},
+	} {
+		code, _, errb := runDoctorCLI(t, "", c.args...)
+		if code != int(ainerr.Usage) || !strings.Contains(errb, c.want) || strings.Contains(errb, "parse error") {
+			t.Errorf("%v: exit %d, want %d and %q in:\n%s", c.args, code, ainerr.Usage, c.want, errb)
+		}
+	}
+}
