@@ -15,7 +15,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
-	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -160,11 +159,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	defer cancel()
 	start := a.Now()
-	dir := o.Out
-	if dir == "" {
-		dir = bench.DefaultDir(start, plan.Name)
-	}
-	dir, err = bench.MakeDir(dir, o.Out != "")
+	dir, err := bench.ResultDir(o.Out, start, plan.Name)
 	if err != nil {
 		return ainerr.New(ainerr.Usage, fmt.Errorf("--out: %w", err), "")
 	}
@@ -175,11 +170,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	r0 := plan.Recipes[0]
 	w := r0.Workload()
-	res := &bench.Result{
-		Name: plan.Name, Recipe: r0.Metadata.Name, Namespace: kc.Namespace, Started: start,
-		Fabric: p.Spec.Fabric, LineRate: p.Spec.LineRate, LineRateGBps: p.LineRateGBps(), NICsPerNode: len(p.Spec.HCAs),
-		Nodes: w.Nodes, GPUsPerNode: w.GPUsPerNode, Command: jobs.MPIProgram(r0.MPI), SameNodes: true,
-	}
+	res := plan.NewResult(kc.Namespace, start)
 	names := make([]string, len(plan.Variants))
 	for i, v := range plan.Variants {
 		names[i] = v.Name
@@ -196,7 +187,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	var counterSnaps func(context.Context, []string, string) (map[string]*counters.Snapshot, map[string]string)
 	if p.RDMA() && !o.NoCounters && r0.Workload().Nodes > 1 {
 		counterSnaps = func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
-			return a.snapshotCounters(ctx, kc, plan.Recipes[0], plan.Profile, nodes, when)
+			return a.snapshotCounters(ctx, kc, r0, p, nodes, when)
 		}
 	}
 	runner := &bench.Runner{Cluster: cl, Backend: plan.backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace,
@@ -226,15 +217,9 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		// "% of line rate" against what the ports on these nodes really run at, not only the
 		// profile's lineRate (a 400Gb profile over 200 Gb/s ports called a healthy fabric broken).
 		fmt.Fprintf(errw, "probing the ports of %s for their rate: busbw is judged against it\n", strings.Join(pinned, ","))
-		pctx, pcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
-		rates, perr := portRates(preflight.ProbePorts(pctx, a.preflightOptions(kc, r0, p), pinned))
-		pcancel()
-		res.UseProbedRate(rates, p.Spec.HCAs, perr)
+		res.ProbeLineRate(parent, a.preflightOptions(kc, r0, p), pinned, p.Spec.HCAs)
 	}
-	res.Finished = a.Now()
-	res.Seconds = res.Finished.Sub(res.Started).Seconds()
-	res.Summarize()
-	files, serr := bench.Save(res, dir)
+	files, serr := res.Finish(a.Now(), dir)
 	if serr != nil {
 		fmt.Fprintf(errw, "warning: saving the results: %v\n", serr)
 	}
@@ -287,58 +272,10 @@ func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOption
 	return err
 }
 
-// maxSnapshotNodes bounds the counter snapshot before a first variant or a training job, whose
-// nodes are not known yet (every candidate node is read); later variants are pinned to the
-// first one's nodes.
-const maxSnapshotNodes = 32
-
-// snapshotCounters reads the RDMA port counters of nodes (none given: every node the job could
-// land on: r's candidate nodes) with probe pods; errs says why a node has no snapshot.
+// snapshotCounters reads the RDMA port counters of nodes (none given: r's candidate nodes) with
+// probe pods (bench.SnapshotCounters), saying which nodes it reads.
 func (a *App) snapshotCounters(ctx context.Context, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
-	snaps, errs := map[string]*counters.Snapshot{}, map[string]string{}
-	po := a.preflightOptions(kc, r, p)
-	if len(nodes) == 0 {
-		var checks []preflight.Check
-		if nodes, checks = preflight.CandidateNodes(ctx, po); len(nodes) == 0 {
-			for _, c := range checks {
-				if c.Status != preflight.Pass {
-					errs["*"] = c.Message
-				}
-			}
-			return snaps, errs
-		}
-		if len(nodes) > maxSnapshotNodes {
-			errs["*"] = fmt.Sprintf("%d candidate nodes: too many to snapshot before the job (its nodes are not known yet)", len(nodes))
-			return snaps, errs
-		}
-	}
-	fmt.Fprintf(a.Streams.Err, "reading the RDMA port counters of %s (%s)\n", strings.Join(nodes, ","), when)
-	for _, nc := range preflight.ProbeCounters(ctx, po, nodes) {
-		if nc.Snap != nil {
-			snaps[nc.Node] = nc.Snap
-		} else {
-			errs[nc.Node] = nc.Err
-		}
-	}
-	return snaps, errs
-}
-
-// portRates turns the IB port probe's view of some nodes into the ports' rates, and says why a
-// node gave none.
-func portRates(nps []preflight.NodePorts) ([]bench.PortRate, string) {
-	var rates []bench.PortRate
-	var perr []string
-	for _, np := range nps {
-		if np.Err != "" {
-			perr = append(perr, np.Node+": "+np.Err)
-		}
-		for _, pt := range np.Ports {
-			r := ""
-			if pt.Rate != nil {
-				r = *pt.Rate
-			}
-			rates = append(rates, bench.PortRate{Node: np.Node, Port: fmt.Sprintf("%s:%d", pt.Device, pt.Port), Rate: r, Active: pt.Ready})
-		}
-	}
-	return rates, strings.Join(perr, "; ")
+	return bench.SnapshotCounters(ctx, a.preflightOptions(kc, r, p), nodes, func(nodes []string) {
+		fmt.Fprintf(a.Streams.Err, "reading the RDMA port counters of %s (%s)\n", strings.Join(nodes, ","), when)
+	})
 }

@@ -231,7 +231,7 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	// The ports of both nodes: the rate the link should run at, the device, the RoCE GID.
 	fmt.Fprintf(errw, "probing the IB/RoCE ports of %s and %s (rate, state, GIDs)\n", pl.server, pl.client)
 	probed := preflight.ProbePorts(ctx, po, []string{pl.server, pl.client})
-	ports, perr := portRates(probed)
+	ports, perr := bench.PortRates(probed)
 	var serverPorts []rdmaPort
 	for _, pt := range probed[0].Ports {
 		serverPorts = append(serverPorts, rdmaPort{pt.Device, pt.Port, pt.Ready, pt.RoCEv2GIDIndex})

@@ -25,18 +25,11 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 	fmt.Fprintf(w, "%d variant(s), one after another %s, %s in all\n\n", len(res.Variants), same, secs(res.Seconds))
 	rows := [][]string{}
 	for _, v := range res.Variants {
-		env := strings.ReplaceAll(strings.Join(v.Sets(), " "), "nccl.env.", "")
-		oob := "-"
-		if v.OutOfBoundsOK {
-			oob = "0 OK"
-		} else if v.Perf != nil && v.Perf.OutOfBounds != nil {
-			oob = fmt.Sprintf("%d", *v.Perf.OutOfBounds)
-		}
 		valid := "yes"
 		if !v.Valid {
 			valid = "INVALID"
 		}
-		rows = append(rows, []string{v.Name, orDash(env), v.Job, v.Phase, secs(v.Seconds), orDash(strings.Join(v.Nodes, ",")), orDash(v.Transport), oob, valid})
+		rows = append(rows, []string{v.Name, orDash(v.EnvText()), v.Job, v.Phase, secs(v.Seconds), orDash(strings.Join(v.Nodes, ",")), orDash(v.Transport), v.OutOfBoundsText(), valid})
 	}
 	a.table([]string{"VARIANT", "NCCL ENV", "JOB", "PHASE", "TIME", "NODES", "TRANSPORT", "OUT OF BOUNDS", "VALID"}, rows)
 	for _, v := range res.Variants {
@@ -78,22 +71,7 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 			d.Deviation*100, d.Variant, bench.SizeLabel(d.Size), d.Measured, d.Predicted)
 	}
 	if c := res.Crossover; c != nil {
-		meas := "none: tree is faster at the largest size"
-		switch {
-		case c.Measured != nil && c.TreeWinsBelow == nil:
-			meas = "none: ring is at least as fast at every size"
-		case c.Measured != nil:
-			meas = fmt.Sprintf("%s (tree faster up to %s)", bench.SizeLabel(*c.Measured), bench.SizeLabel(*c.TreeWinsBelow))
-		}
-		pred := "-"
-		switch {
-		case c.Predicted == nil:
-			pred = "none (tree always faster)"
-		case *c.Predicted == 0:
-			pred = "none (ring always faster)"
-		default:
-			pred = fmt.Sprintf("%d bytes (%.0f KiB)", *c.Predicted, float64(*c.Predicted)/1024)
-		}
+		meas, pred := c.Describe()
 		fmt.Fprintf(w, "ring/tree crossover (%s vs %s): measured %s; predicted %s\n", c.Ring, c.Tree, meas, pred)
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", res.Verdict)

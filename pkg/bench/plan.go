@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -202,4 +203,17 @@ func NewRunID() string {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
 	return string(b)
+}
+
+// NewResult is plan's result before any variant ran: the bench's setup (the first variant's
+// recipe, which gives every variant's shape, and the profile's fabric), started at start.
+// Namespace is the one the jobs run in, as shown.
+func (plan *Plan) NewResult(namespace string, start time.Time) *Result {
+	r0, p := plan.Recipes[0], plan.Profile
+	w := r0.Workload()
+	return &Result{
+		Name: plan.Name, Recipe: r0.Metadata.Name, Namespace: namespace, Started: start,
+		Fabric: p.Spec.Fabric, LineRate: p.Spec.LineRate, LineRateGBps: p.LineRateGBps(), NICsPerNode: len(p.Spec.HCAs),
+		Nodes: w.Nodes, GPUsPerNode: w.GPUsPerNode, Command: jobs.MPIProgram(r0.MPI), SameNodes: true,
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -536,4 +537,38 @@ func approxSize(n int64) string {
 		return fmt.Sprintf("%.0f %s", f, units[i])
 	}
 	return fmt.Sprintf("%.1f %s", f, units[i])
+}
+
+// OutOfBoundsText is the variant's out-of-bounds check as the report shows it: "0 OK", the
+// count of wrong values, or "-" when nccl-tests printed no check.
+func (v *VariantResult) OutOfBoundsText() string {
+	switch {
+	case v.OutOfBoundsOK:
+		return "0 OK"
+	case v.Perf != nil && v.Perf.OutOfBounds != nil:
+		return strconv.FormatInt(*v.Perf.OutOfBounds, 10)
+	}
+	return "-"
+}
+
+// Describe words the crossover for the report: where ring starts to win as measured, and as
+// the model predicts.
+func (c *CrossoverResult) Describe() (measured, predicted string) {
+	switch {
+	case c.Measured == nil:
+		measured = "none: tree is faster at the largest size"
+	case c.TreeWinsBelow == nil:
+		measured = "none: ring is at least as fast at every size"
+	default:
+		measured = fmt.Sprintf("%s (tree faster up to %s)", SizeLabel(*c.Measured), SizeLabel(*c.TreeWinsBelow))
+	}
+	switch {
+	case c.Predicted == nil:
+		predicted = "none (tree always faster)"
+	case *c.Predicted == 0:
+		predicted = "none (ring always faster)"
+	default:
+		predicted = fmt.Sprintf("%d bytes (%.0f KiB)", *c.Predicted, float64(*c.Predicted)/1024)
+	}
+	return measured, predicted
 }

@@ -139,7 +139,7 @@ func (r *Runner) Run(parent, ctx context.Context, plan *Plan, res *Result) ([]st
 			res.Interrupted = true
 			res.InterruptedNote = "before variant " + v.Name
 			if vr != nil {
-				res.InterruptedNote = fmt.Sprintf("during variant %s (MPIJob %s, deleted; not recorded)", v.Name, vr.Job)
+				res.InterruptedNote = fmt.Sprintf("during variant %s (%s %s, deleted; not recorded)", v.Name, r.Backend.Kind(), vr.Job)
 			}
 			if rest := names[i+1:]; len(rest) > 0 {
 				res.InterruptedNote += "; not run: " + strings.Join(rest, ", ")
@@ -213,10 +213,9 @@ func (r *Runner) runVariant(ctx context.Context, plan *Plan, i int, pinned []str
 	if applied[len(applied)-1].Unchanged {
 		return nil, &JobExistsError{Kind: kind, Namespace: r.ShownNamespace, Name: name}
 	}
-	env := "NCCL's own choices"
-	if len(v.Env) > 0 {
-		env = strings.Join(v.Sets(), " ")
-		env = strings.ReplaceAll(env, "nccl.env.", "")
+	env := v.EnvText()
+	if env == "" {
+		env = "NCCL's own choices"
 	}
 	r.emit(event(EventApplied, "applied %s %s/%s (%s)", kind, r.ShownNamespace, name, env))
 	vr := &VariantResult{Variant: v, Job: name, Started: start}

@@ -58,6 +58,24 @@ func MakeDir(dir string, explicit bool) (string, error) {
 	return "", fmt.Errorf("%s: too many result folders with this name", dir)
 }
 
+// ResultDir makes the result folder of a bench named name started at start: out when given
+// (MakeDir: new or empty), else DefaultDir (a fresh suffix when it exists).
+func ResultDir(out string, start time.Time, name string) (string, error) {
+	if out == "" {
+		return MakeDir(DefaultDir(start, name), false)
+	}
+	return MakeDir(out, true)
+}
+
+// Finish ends the bench at now: its duration, what Summarize derives, and the result folder
+// (Save). It returns Save's files and error; the result is whole (to print) whatever Save says.
+func (res *Result) Finish(now time.Time, dir string) ([]string, error) {
+	res.Finished = now
+	res.Seconds = res.Finished.Sub(res.Started).Seconds()
+	res.Summarize()
+	return Save(res, dir)
+}
+
 // Save writes the result folder: result.json (everything, raw output included), result.csv,
 // busbw.png and busbw.svg, and each variant's launcher output as <variant>.log. It refuses to
 // replace an existing file. It returns the paths written.

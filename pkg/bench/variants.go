@@ -153,6 +153,12 @@ func (v Variant) Sets() []string {
 	return out
 }
 
+// EnvText is the variant's NCCL environment as the report shows it ("NCCL_ALGO=Ring
+// NCCL_PROTO=LL"); "" when NCCL makes its own choices.
+func (v Variant) EnvText() string {
+	return strings.ReplaceAll(strings.Join(v.Sets(), " "), "nccl.env.", "")
+}
+
 // Algo is the algorithm the variant forces ("ring", "tree"), or "" when NCCL chooses.
 func (v Variant) Algo() string {
 	switch strings.ToLower(v.Env["NCCL_ALGO"]) {

@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/counters"
+	"github.com/ain-hpc/ain/pkg/preflight"
+)
+
+// The cluster probes a benchmark runs beside its jobs, through pkg/preflight's probe pods: the
+// rate the benchmark's ports really run at, and the RDMA port counters before and after a job.
+
+// PortProbeTimeout bounds the port-rate probe after the variants: it runs even when the bench's
+// own deadline has passed (the variants measured are judged against it), so it has its own.
+const PortProbeTimeout = 2 * time.Minute
+
+// PortRates turns the IB port probe's view of some nodes into the ports' rates, and says why a
+// node gave none ("node: why; ...").
+func PortRates(nps []preflight.NodePorts) ([]PortRate, string) {
+	var rates []PortRate
+	var perr []string
+	for _, np := range nps {
+		if np.Err != "" {
+			perr = append(perr, np.Node+": "+np.Err)
+		}
+		for _, pt := range np.Ports {
+			r := ""
+			if pt.Rate != nil {
+				r = *pt.Rate
+			}
+			rates = append(rates, PortRate{Node: np.Node, Port: fmt.Sprintf("%s:%d", pt.Device, pt.Port), Rate: r, Active: pt.Ready})
+		}
+	}
+	return rates, strings.Join(perr, "; ")
+}
+
+// ProbeLineRate probes the ports of nodes (the benchmark's) and makes res's line rate theirs
+// (UseProbedRate, with the profile's hcas). It is bounded by PortProbeTimeout and not by ctx's
+// deadline or cancellation; the caller decides whether to probe after an interrupt (it should
+// not). Call it before Summarize.
+func (res *Result) ProbeLineRate(ctx context.Context, po preflight.Options, nodes, hcas []string) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PortProbeTimeout)
+	defer cancel()
+	rates, perr := PortRates(preflight.ProbePorts(pctx, po, nodes))
+	res.UseProbedRate(rates, hcas, perr)
+}
+
+// MaxSnapshotNodes bounds the counter snapshot before a first variant or a training job, whose
+// nodes are not known yet (every candidate node is read); later variants are pinned to the
+// first one's nodes.
+const MaxSnapshotNodes = 32
+
+// SnapshotCounters reads the RDMA port counters of nodes with probe pods; with no nodes given,
+// of every node the job could land on (po's candidate nodes, at most MaxSnapshotNodes). errs
+// says why a node has no snapshot ("*": why there is none at all). progress, when not nil, is
+// told which nodes are read before the probe pods start.
+func SnapshotCounters(ctx context.Context, po preflight.Options, nodes []string, progress func(nodes []string)) (snaps map[string]*counters.Snapshot, errs map[string]string) {
+	snaps, errs = map[string]*counters.Snapshot{}, map[string]string{}
+	if len(nodes) == 0 {
+		var checks []preflight.Check
+		if nodes, checks = preflight.CandidateNodes(ctx, po); len(nodes) == 0 {
+			for _, c := range checks {
+				if c.Status != preflight.Pass {
+					errs["*"] = c.Message
+				}
+			}
+			return snaps, errs
+		}
+		if len(nodes) > MaxSnapshotNodes {
+			errs["*"] = fmt.Sprintf("%d candidate nodes: too many to snapshot before the job (its nodes are not known yet)", len(nodes))
+			return snaps, errs
+		}
+	}
+	if progress != nil {
+		progress(nodes)
+	}
+	for _, nc := range preflight.ProbeCounters(ctx, po, nodes) {
+		if nc.Snap != nil {
+			snaps[nc.Node] = nc.Snap
+		} else {
+			errs[nc.Node] = nc.Err
+		}
+	}
+	return snaps, errs
+}
