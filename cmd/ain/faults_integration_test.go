@@ -8,6 +8,8 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
 // Issue 19, faults: an admission webhook the API server cannot call (its operator is down) was
@@ -76,4 +78,52 @@ func TestLogsOfPendingJob(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "no log yet") || !strings.Contains(errOut, "Pending") || !strings.Contains(errOut, "ain status pend -n "+c.ns) {
 		t.Errorf("logs of a Pending job: exit %d\n%s", code, errOut)
 	}
+}
+
+// Issue 19: the preflight PASSed with the training-operator down, and `bench` then waited Pending
+// forever. The test stops the sandbox's real training-operator by pid: the preflight FAILs naming
+// its webhook and why the API server could not call it (exit 4, nothing created), and PASSes
+// again once the operator is started again.
+func TestPreflightOperatorDown(t *testing.T) {
+	c := newCluster(t)
+	preflightOut := func(label string) (string, int) {
+		t.Helper()
+		out, errOut, code := c.ain(t, "preflight", "qlora", "--no-probes")
+		t.Logf("%s: exit %d\n%s\n%s", label, code, out, errOut)
+		return out + errOut, code
+	}
+	out, code := preflightOut("operator up")
+	if code != 0 || !strings.Contains(out, `admission webhook "validator.pytorchjob.training-operator.kubeflow.org" answers`) {
+		t.Fatalf("with the operator up the preflight must pass and say its webhook answers: exit %d", code)
+	}
+	t0 := time.Now()
+	start := stopComponent(t, c.sb.Dir, "training-operator")
+	t.Logf("training-operator stopped in %s", time.Since(t0).Round(time.Millisecond))
+	t1 := time.Now()
+	out, code = preflightOut("operator down")
+	t.Logf("the preflight took %s with the operator down", time.Since(t1).Round(time.Millisecond))
+	if code != 4 {
+		t.Errorf("exit %d, want 4 (a preflight check failed)", code)
+	}
+	for _, want := range []string{"FAIL", "operator", `cannot call the admission webhook "validator.pytorchjob.training-operator.kubeflow.org"`, "connection refused", "every PyTorchJob ain submits is refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the preflight output lacks %q", want)
+		}
+	}
+	if l, err := c.sb.Dynamic(t).Resource(jobs.PyTorchJobGVR).Namespace(c.ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Errorf("the preflight's dry run must store nothing: %v %v", err, l)
+	}
+	start()
+	t2 := time.Now()
+	for {
+		out, code = preflightOut("operator started again")
+		if code == 0 {
+			break
+		}
+		if time.Since(t2) > 60*time.Second {
+			t.Fatalf("the preflight still fails 60 s after the operator was started again:\n%s", out)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Logf("the preflight passed again %s after the restart", time.Since(t2).Round(time.Second))
 }

@@ -254,24 +254,51 @@ func TestUnauthorized(t *testing.T) {
 // command line, recording the new pid in the sandbox state so teardown still stops it.
 func restartAPIServer(t *testing.T, dir string) {
 	t.Helper()
+	start := stopComponent(t, dir, "kube-apiserver")
+	time.Sleep(2 * time.Second) // the watch is now broken for a while
+	start()
+}
+
+// stopComponent stops the sandbox's process name by pid (SIGTERM, then waits up to 10 s for it
+// to exit) and returns a function that starts it again with the same binary, arguments and
+// environment, recording the new pid in the sandbox state so teardown stops it. A test that ends
+// before starting it again has it started at cleanup: the next test gets the whole sandbox.
+func stopComponent(t *testing.T, dir, name string) (start func()) {
+	t.Helper()
 	st, err := sandbox.LoadState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	idx := -1
 	for i, p := range st.Procs {
-		if p.Name != "kube-apiserver" {
-			continue
+		if p.Name == name {
+			idx = i
 		}
-		_ = syscall.Kill(p.PID, syscall.SIGTERM)
-		for j := 0; j < 200 && syscall.Kill(p.PID, 0) == nil; j++ {
-			time.Sleep(50 * time.Millisecond)
+	}
+	if idx < 0 {
+		t.Fatalf("no %s in the sandbox state", name)
+	}
+	p := st.Procs[idx]
+	_ = syscall.Kill(p.PID, syscall.SIGTERM)
+	for j := 0; j < 200 && syscall.Kill(p.PID, 0) == nil; j++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if syscall.Kill(p.PID, 0) == nil {
+		t.Fatalf("%s (pid %d) did not exit within 10 s of SIGTERM", name, p.PID)
+	}
+	started := false
+	start = func() {
+		t.Helper()
+		if started {
+			return
 		}
-		time.Sleep(2 * time.Second) // the watch is now broken for a while
+		started = true
 		logf, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(p.Binary, p.Args...)
+		cmd.Env = append(os.Environ(), p.Env...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
@@ -279,8 +306,16 @@ func restartAPIServer(t *testing.T, dir string) {
 		}
 		logf.Close()
 		go cmd.Wait()
-		st.Procs[i].PID = cmd.Process.Pid
-		data, _ := json.MarshalIndent(st, "", "  ")
+		cur, err := sandbox.LoadState(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range cur.Procs {
+			if cur.Procs[i].Name == name {
+				cur.Procs[i].PID = cmd.Process.Pid
+			}
+		}
+		data, _ := json.MarshalIndent(cur, "", "  ")
 		if err := os.WriteFile(sandbox.Layout{Dir: dir}.State(), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -289,16 +324,16 @@ func restartAPIServer(t *testing.T, dir string) {
 			if syscall.Kill(cmd.Process.Pid, 0) == nil {
 				if cur, err := sandbox.LoadState(dir); err == nil {
 					for _, q := range cur.Procs {
-						if q.Name == "kube-apiserver" && q.PID != cmd.Process.Pid {
+						if q.Name == name && q.PID != cmd.Process.Pid {
 							_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 						}
 					}
 				}
 			}
 		})
-		return
 	}
-	t.Fatal("no kube-apiserver in the sandbox state")
+	t.Cleanup(start)
+	return start
 }
 
 func TestWatchSurvivesAPIServerRestart(t *testing.T) {

@@ -180,7 +180,7 @@ func (c *Clients) Classify(err error, what string) error {
 	if errors.As(err, &ae) {
 		return err
 	}
-	if name, reason := webhookName(err); name != "" {
+	if name, reason := WebhookName(err); name != "" {
 		// The API server answered: it is one of its admission webhooks that did not (a TLS or
 		// connection error between them says nothing about our own connection).
 		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: the API server could not call the admission webhook %q: %s", what, name, reason),
@@ -218,8 +218,8 @@ func apiMessage(err error) string {
 // (k8s.io/apiserver pkg/util/webhook ErrCallingWebhook: `failed calling webhook "NAME": REASON`).
 var webhookRE = regexp.MustCompile(`failed calling webhook "([^"]+)"[:;] ?(.*)`)
 
-// webhookName returns the admission webhook an API error says could not be called, and why.
-func webhookName(err error) (name, reason string) {
+// WebhookName returns the admission webhook an API error says could not be called, and why.
+func WebhookName(err error) (name, reason string) {
 	var se apierrors.APIStatus
 	if !errors.As(err, &se) {
 		return "", ""

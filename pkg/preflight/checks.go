@@ -74,7 +74,11 @@ var jobResources = map[jobs.API][]schema.GroupVersionResource{
 
 // jobAPIs are the job APIs ain will use here: the one chosen for the recipe's workload, or, with
 // no recipe, every one chosen for a workload (torch, MPI). Unchosen (nothing served): the defaults.
-func jobAPIs(o Options) []jobs.API {
+func jobAPIs(o Options) []jobs.API { return chosenAPIs(o, true) }
+
+// chosenAPIs are the APIs chosen per workload from what the cluster serves; withDefaults
+// also chooses, for a workload nothing served runs, what ain would use by default.
+func chosenAPIs(o Options, withDefaults bool) []jobs.API {
 	workloads := []jobs.Workload{jobs.WorkloadTorch, jobs.WorkloadMPI}
 	if o.Workload != "" {
 		workloads = []jobs.Workload{o.Workload}
@@ -83,7 +87,7 @@ func jobAPIs(o Options) []jobs.API {
 	seen := map[jobs.API]bool{}
 	for _, w := range workloads {
 		api, err := jobs.ChooseAPI(w, o.served, o.API)
-		if err != nil {
+		if err != nil && withDefaults {
 			api, err = jobs.ChooseAPI(w, jobs.Served{}, o.API)
 		}
 		if err == nil && !seen[api] {

@@ -1,6 +1,7 @@
 // Package preflight checks that a cluster is ready for ain's jobs before anything is submitted:
 // the API answers and the user may do what ain does (SelfSubjectAccessReview), the
-// training-operator's CRDs are served, enough nodes have the profile's GPU and RDMA resources,
+// training-operator's CRDs are served and its controller runs (leader Lease, Deployment,
+// admission webhook answering a dry run), enough nodes have the profile's GPU and RDMA resources,
 // the Multus networks exist, every candidate node's IB/RoCE ports are ACTIVE (a short-lived
 // probe pod per node dumps sysfs, read with package ibport), and a running job's headless
 // Services resolve inside the cluster. Every check is PASS, WARN or FAIL with its evidence and a
@@ -189,6 +190,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.Progress("checking permissions (SelfSubjectAccessReview)")
 	res.Checks = append(res.Checks, checkRBAC(ctx, o)...)
 	res.Checks = append(res.Checks, checkCRDs(ctx, o))
+	o.Progress("checking that the job controllers run")
+	res.Checks = append(res.Checks, checkOperators(ctx, o)...)
 	o.Progress("listing nodes")
 	nodeChecks, candidates := checkNodes(ctx, o)
 	res.Checks = append(res.Checks, nodeChecks...)

@@ -44,9 +44,22 @@ var RoleRules = []rbacv1.PolicyRule{
 
 // NodeReadRules are the cluster-wide reads that make ain's answers better but that a
 // namespaced user may lack: without them preflight WARNs and Pending pods are explained from
-// events alone.
+// events alone. Besides nodes: the job controllers' leader Leases and Deployments, by name only
+// (a Deployment's spec may carry values a student should not read), so the preflight can say
+// whether the training-operator, mpi-operator or Trainer runs (operator.go).
 var NodeReadRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}, ResourceNames: controllerNames(func(c controller) string { return c.lease })},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}, ResourceNames: controllerNames(func(c controller) string { return c.deployment })},
+}
+
+// controllerNames lists one name of every known job controller.
+func controllerNames(name func(controller) string) []string {
+	var out []string
+	for _, c := range []controller{ctlTrainingOperator, ctlMPIOperator, ctlTrainer, ctlJobSet} {
+		out = append(out, name(c))
+	}
+	return out
 }
 
 // Subject parses "User:NAME", "Group:NAME" or "ServiceAccount:NAME" (in namespace ns).

@@ -140,7 +140,10 @@ type Proc struct {
 	PID     int      `json:"pid"`
 	Binary  string   `json:"binary"`
 	Args    []string `json:"args"`
-	Log     string   `json:"log"`
+	// Env is what was added to the environment, its paths only (KUBECONFIG, TMPDIR), so a test
+	// can start it again as it was.
+	Env []string `json:"env,omitempty"`
+	Log string   `json:"log"`
 	// Ports this process listens on, by role (all on 127.0.0.1).
 	Ports map[string]int `json:"ports,omitempty"`
 }

@@ -76,7 +76,7 @@ func startProc(name, version, bin string, args, env []string, logPath string, di
 		_ = cmd.Wait()
 		close(done)
 	}()
-	return Proc{Name: name, Version: version, PID: cmd.Process.Pid, Binary: bin, Args: args, Log: logPath}, nil
+	return Proc{Name: name, Version: version, PID: cmd.Process.Pid, Binary: bin, Args: args, Env: pathEnv(env), Log: logPath}, nil
 }
 
 // alive reports whether pid runs and is the binary we started (a pid can be reused).
@@ -191,3 +191,15 @@ func tailFile(path string, n int) string {
 
 // errExited is returned while waiting on a process that died.
 var errExited = errors.New("exited")
+
+// pathEnv keeps the entries of env that are paths (KUBECONFIG, TMPDIR): what a restart needs, and
+// nothing a caller might have passed a secret in.
+func pathEnv(env []string) []string {
+	var out []string
+	for _, e := range env {
+		if k, _, _ := strings.Cut(e, "="); k == "KUBECONFIG" || k == "TMPDIR" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
