@@ -69,24 +69,7 @@ func (a *App) runBenchParse(o *benchParseOptions) error {
 		return ainerr.New(ainerr.Failure, fmt.Errorf("no nccl-tests or perftest results in %s", inputName(o.File)),
 			"the input should hold the table printed by an nccl-tests *_perf binary (size count type ... busbw #wrong) or by perftest's ib_*_bw/ib_*_lat (#bytes #iterations ...)")
 	}
-	switch o.Output {
-	case "json":
-		if err := a.writeJSON(oneOrAll(runs)); err != nil {
-			return err
-		}
-	case "csv":
-		if err := nccl.WritePerfCSV(a.Streams.Out, runs); err != nil {
-			return err
-		}
-	default:
-		a.printPerf(runs)
-	}
-	for _, r := range runs {
-		if !perfOK(r) {
-			return checkFailed()
-		}
-	}
-	return nil
+	return reportRuns(a, o.Output, runs, nccl.WritePerfCSV, a.printPerf, perfOK)
 }
 
 func perfOK(r *nccl.PerfRun) bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
@@ -37,24 +38,19 @@ func (a *App) runPerftestParse(o *benchParseOptions, data []byte) error {
 		return ainerr.New(ainerr.Failure, fmt.Errorf("no perftest results in %s", o.File),
 			"the input should hold the table a perftest binary prints (#bytes #iterations BW peak... or t_min...)")
 	}
-	switch o.Output {
-	case "json":
-		if err := a.writeJSON(oneOrAll(runs)); err != nil {
-			return err
+	return reportRuns(a, o.Output, runs, writePerftestCSV, a.printPerftest, func(r *perftest.Run) bool { return len(r.Errors) == 0 && len(r.Rows) > 0 })
+}
+
+// reportRuns is `bench parse`'s output for either parser's runs: JSON (one run or the list),
+// CSV or the text table, then exit 5 when a run is not ok.
+func reportRuns[T any](a *App, format string, runs []T, writeCSV func(io.Writer, []T) error, text func([]T), ok func(T) bool) error {
+	return a.verdict(format, oneOrAll(runs), func() error {
+		if format == "csv" {
+			return writeCSV(a.Streams.Out, runs)
 		}
-	case "csv":
-		if err := writePerftestCSV(a.Streams.Out, runs); err != nil {
-			return err
-		}
-	default:
-		a.printPerftest(runs)
-	}
-	for _, r := range runs {
-		if len(r.Errors) > 0 || len(r.Rows) == 0 {
-			return checkFailed()
-		}
-	}
-	return nil
+		text(runs)
+		return nil
+	}, !slices.ContainsFunc(runs, func(r T) bool { return !ok(r) }))
 }
 
 // perftestCSVColumns: every row field, in the JSON keys' order.

@@ -299,17 +299,7 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	} else {
 		res.NCCLNote = err.Error()
 	}
-	if o.Output == "json" {
-		if err := a.writeJSON(res); err != nil {
-			return err
-		}
-	} else {
-		a.printRDMA(res)
-	}
-	if !res.OK {
-		return checkFailed()
-	}
-	return nil
+	return a.verdict(o.Output, res, func() error { a.printRDMA(res); return nil }, res.OK)
 }
 
 // runTCPBaseline runs iperf3 between the same two nodes, on the same networks (no IPC_LOCK: TCP

@@ -136,17 +136,7 @@ func (a *App) runDoctorNCCLLog(o *doctorOptions) error {
 }
 
 func (a *App) reportNCCLLog(o *doctorOptions, r *nccl.LogReport) error {
-	if o.Output == "json" {
-		if err := a.writeJSON(r); err != nil {
-			return err
-		}
-	} else {
-		a.printNCCLLog(r)
-	}
-	if !r.OK() {
-		return checkFailed()
-	}
-	return nil
+	return a.verdict(o.Output, r, func() error { a.printNCCLLog(r); return nil }, r.OK())
 }
 
 func evRef(file string, line int) string {
@@ -278,17 +268,7 @@ func (a *App) runDoctorIBPorts(o *doctorOptions) error {
 			all.GIDIndex = nil
 		}
 	}
-	if o.Output == "json" {
-		if err := a.writeJSON(all); err != nil {
-			return err
-		}
-	} else {
-		a.printIBPorts(all)
-	}
-	if !all.Ready {
-		return checkFailed()
-	}
-	return nil
+	return a.verdict(o.Output, all, func() error { a.printIBPorts(all); return nil }, all.Ready)
 }
 
 func (a *App) printIBPorts(r *ibport.Report) {
@@ -387,55 +367,50 @@ func (a *App) runDoctorLauncher(o *doctorOptions) error {
 }
 
 func (a *App) reportLauncher(o *doctorOptions, r *mpilauncher.Report) error {
-	if o.Output == "json" {
-		if err := a.writeJSON(r); err != nil {
-			return err
-		}
-	} else {
-		w := a.Streams.Out
-		status := "OK"
-		if !r.OK() {
-			status = "PROBLEM"
-		}
-		fmt.Fprintf(w, "%s: %s", status, r.Verdict)
-		switch r.Verdict {
-		case mpilauncher.VerdictLauncherBeforeWorkers:
-			fmt.Fprint(w, ": launcher started before workers were ready")
-		case mpilauncher.VerdictConfigError:
-			fmt.Fprint(w, ": the host:slots syntax reached ssh as a host name")
-		case mpilauncher.VerdictSSHThrottled:
-			fmt.Fprint(w, ": sshd on a worker throttled the launcher's connections")
-		case mpilauncher.VerdictWorkerLost:
-			fmt.Fprint(w, ": a worker died mid-job, after the launch succeeded")
-		case mpilauncher.VerdictHealthy:
-			// Any text without a failure signature is healthy: say what was read, so that a wrong
-			// file is not taken for a good launch.
-			fmt.Fprintf(w, ": no launcher failure in %d line(s)", r.Lines)
-		case mpilauncher.VerdictEmpty, mpilauncher.VerdictNotText:
-			fmt.Fprint(w, ": no launcher log to judge")
-		}
-		if len(r.Hosts) > 0 {
-			what := "unreachable"
-			if r.Verdict == mpilauncher.VerdictWorkerLost {
-				what = "lost"
-			}
-			fmt.Fprintf(w, " (%s: %s)", what, strings.Join(r.Hosts, ", "))
-		}
-		fmt.Fprintln(w)
-		if len(r.Evidence) > 0 {
-			fmt.Fprintln(w, "\nevidence:")
-			for _, e := range r.Evidence {
-				fmt.Fprintf(w, "  line %d [%s]: %s\n", e.Line, e.Kind, e.Text)
-			}
-		}
-		if r.Fix != "" {
-			fmt.Fprintf(w, "\nfix: %s\n", r.Fix)
-		}
-	}
+	return a.verdict(o.Output, r, func() error { a.printLauncher(r); return nil }, r.OK())
+}
+
+// printLauncher prints the launcher log's verdict, the hosts it names, its evidence and the fix.
+func (a *App) printLauncher(r *mpilauncher.Report) {
+	w := a.Streams.Out
+	status := "OK"
 	if !r.OK() {
-		return checkFailed()
+		status = "PROBLEM"
 	}
-	return nil
+	fmt.Fprintf(w, "%s: %s", status, r.Verdict)
+	switch r.Verdict {
+	case mpilauncher.VerdictLauncherBeforeWorkers:
+		fmt.Fprint(w, ": launcher started before workers were ready")
+	case mpilauncher.VerdictConfigError:
+		fmt.Fprint(w, ": the host:slots syntax reached ssh as a host name")
+	case mpilauncher.VerdictSSHThrottled:
+		fmt.Fprint(w, ": sshd on a worker throttled the launcher's connections")
+	case mpilauncher.VerdictWorkerLost:
+		fmt.Fprint(w, ": a worker died mid-job, after the launch succeeded")
+	case mpilauncher.VerdictHealthy:
+		// Any text without a failure signature is healthy: say what was read, so that a wrong
+		// file is not taken for a good launch.
+		fmt.Fprintf(w, ": no launcher failure in %d line(s)", r.Lines)
+	case mpilauncher.VerdictEmpty, mpilauncher.VerdictNotText:
+		fmt.Fprint(w, ": no launcher log to judge")
+	}
+	if len(r.Hosts) > 0 {
+		what := "unreachable"
+		if r.Verdict == mpilauncher.VerdictWorkerLost {
+			what = "lost"
+		}
+		fmt.Fprintf(w, " (%s: %s)", what, strings.Join(r.Hosts, ", "))
+	}
+	fmt.Fprintln(w)
+	if len(r.Evidence) > 0 {
+		fmt.Fprintln(w, "\nevidence:")
+		for _, e := range r.Evidence {
+			fmt.Fprintf(w, "  line %d [%s]: %s\n", e.Line, e.Kind, e.Text)
+		}
+	}
+	if r.Fix != "" {
+		fmt.Fprintf(w, "\nfix: %s\n", r.Fix)
+	}
 }
 
 // inputName is how an error names a doctor input: its path, or "stdin" for -.

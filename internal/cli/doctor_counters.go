@@ -174,17 +174,7 @@ func (a *App) reportCounters(o *doctorCountersOptions, snaps []*counters.Snapsho
 	} else {
 		r = counters.Compare(snaps[0], snaps[1], opts)
 	}
-	if o.Output == "json" {
-		if err := a.writeJSON(r); err != nil {
-			return err
-		}
-	} else {
-		a.printCounters(r, len(snaps) == 2, o.All)
-	}
-	if !r.OK {
-		return checkFailed()
-	}
-	return nil
+	return a.verdict(o.Output, r, func() error { a.printCounters(r, len(snaps) == 2, o.All); return nil }, r.OK)
 }
 
 func (a *App) printCounters(r *counters.Report, deltas, all bool) {

@@ -60,17 +60,7 @@ func (a *App) runDoctorHang(o *doctorOptions) error {
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
-	if o.Output == "json" {
-		if err := a.writeJSON(r); err != nil {
-			return err
-		}
-	} else {
-		a.printHang(r)
-	}
-	if !r.OK() {
-		return checkFailed()
-	}
-	return nil
+	return a.verdict(o.Output, r, func() error { a.printHang(r); return nil }, r.OK())
 }
 
 func ranksText(rs []int) string {

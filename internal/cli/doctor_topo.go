@@ -114,17 +114,7 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 }
 
 func (a *App) reportTopo(o *doctorTopoOptions, r *topo.Report) error {
-	if o.Output == "json" {
-		if err := a.writeJSON(r); err != nil {
-			return err
-		}
-	} else {
-		a.printTopo(r)
-	}
-	if r.Layout != topo.LayoutIdeal {
-		return checkFailed()
-	}
-	return nil
+	return a.verdict(o.Output, r, func() error { a.printTopo(r); return nil }, r.Layout == topo.LayoutIdeal)
 }
 
 func (a *App) printTopo(r *topo.Report) {

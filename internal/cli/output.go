@@ -54,6 +54,23 @@ func (a *App) writeJSON(v any) error {
 	return nil
 }
 
+// verdict writes a checked result the same way for every command: v as JSON with -o json,
+// else what text writes (a table, CSV); then exit 5 (check failed, nothing more printed) when
+// ok is false. An output error is returned first: a lost output never reads as a verdict.
+func (a *App) verdict(format string, v any, text func() error, ok bool) error {
+	if format == "json" {
+		if err := a.writeJSON(v); err != nil {
+			return err
+		}
+	} else if err := text(); err != nil {
+		return err
+	}
+	if !ok {
+		return checkFailed()
+	}
+	return nil
+}
+
 // orDash prints an empty table cell as "-".
 func orDash(s string) string {
 	if s == "" {

@@ -104,30 +104,23 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 			f.Message = "the network NCCL was told to use is not available, so communicator init failed"
 		}
 		r.Problems = append(r.Problems, f)
-	} else if len(a.pluginMiss) > 0 {
-		r.Warnings = append(r.Warnings, Finding{
+	} else {
+		whenSeen(&r.Warnings, a.pluginMiss, Finding{
 			Code:    CodePluginNotFound,
 			Message: "no external net plugin was loaded; NCCL uses its internal IB/Socket transports",
 			Fix:     "fine on InfiniBand/RoCE; on EFA, Slingshot or TCPX/TCPXO the plugin must be in the image and on LD_LIBRARY_PATH",
-			Lines:   a.pluginMiss,
 		})
 	}
-	if len(a.shm) > 0 {
-		r.Problems = append(r.Problems, Finding{
-			Code:    CodeShm,
-			Message: "NCCL could not create its shared-memory segment in /dev/shm (containers get 64 MiB by default)",
-			Fix:     "mount a memory-backed /dev/shm in the pod: volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}] with volumeMounts: [{name: dshm, mountPath: /dev/shm}] (docker: --shm-size=8g)",
-			Lines:   a.shm,
-		})
-	}
-	if len(a.ibCompl) > 0 {
-		r.Problems = append(r.Problems, Finding{
-			Code:    CodeIBCompletion,
-			Message: "an IB work request completed with an error (status 12 = transport retry exceeded: the peer or the path went away)",
-			Fix:     "check the peer rank's log and the ports on both nodes (`ain doctor ib-ports`); on RoCE check NCCL_IB_GID_INDEX/NCCL_IB_TC and PFC/ECN on the switches; consider NCCL_IB_TIMEOUT=22",
-			Lines:   a.ibCompl,
-		})
-	}
+	whenSeen(&r.Problems, a.shm, Finding{
+		Code:    CodeShm,
+		Message: "NCCL could not create its shared-memory segment in /dev/shm (containers get 64 MiB by default)",
+		Fix:     "mount a memory-backed /dev/shm in the pod: volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}] with volumeMounts: [{name: dshm, mountPath: /dev/shm}] (docker: --shm-size=8g)",
+	})
+	whenSeen(&r.Problems, a.ibCompl, Finding{
+		Code:    CodeIBCompletion,
+		Message: "an IB work request completed with an error (status 12 = transport retry exceeded: the peer or the path went away)",
+		Fix:     "check the peer rank's log and the ports on both nodes (`ain doctor ib-ports`); on RoCE check NCCL_IB_GID_INDEX/NCCL_IB_TC and PFC/ECN on the switches; consider NCCL_IB_TIMEOUT=22",
+	})
 	if r.GDR != nil && !*r.GDR && (r.Transport == TransportIB || r.Transport == TransportRoCE) {
 		f := Finding{
 			Code:    CodeGDRDisabled,
@@ -171,6 +164,15 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 			Message: "the log does not say which transport NCCL used",
 			Fix:     "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING (the default subsystems print no NET or channel lines)",
 		})
+	}
+}
+
+// whenSeen adds f to list when the lines that are its evidence were seen (they become its Lines):
+// the findings whose only condition is their evidence.
+func whenSeen(list *[]Finding, lines []Evidence, f Finding) {
+	if len(lines) > 0 {
+		f.Lines = lines
+		*list = append(*list, f)
 	}
 }
 

@@ -179,20 +179,10 @@ func (d *Doc) Decode(out any) Problems {
 func (d *Doc) checkDuplicates(n *yaml.Node, path string, ps *Problems) {
 	switch n.Kind {
 	case yaml.MappingNode:
-		seen := map[string]bool{}
-		kept := n.Content[:0:0]
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			fp := join(path, k.Value)
-			if seen[k.Value] {
-				d.problem(ps, k, fp, "duplicate field %q", k.Value)
-				continue
-			}
-			seen[k.Value] = true
+		d.eachEntry(n, path, "field", ps, func(_, v *yaml.Node, fp string) bool {
 			d.checkDuplicates(v, fp, ps)
-			kept = append(kept, k, v)
-		}
-		n.Content = kept
+			return true
+		})
 	case yaml.SequenceNode:
 		for i, v := range n.Content {
 			d.checkDuplicates(v, fmt.Sprintf("%s[%d]", path, i), ps)
@@ -226,6 +216,34 @@ func (d *Doc) problem(ps *Problems, n *yaml.Node, path, format string, args ...a
 	*ps = append(*ps, Problem{Source: src, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// eachEntry walks mapping n's key/value pairs: a repeated key is a problem ("duplicate what
+// %q") and is dropped; visit sees every other pair (fp: its path) and says whether to keep it.
+// n then holds only the kept pairs, so the Decode that follows sees each key once.
+func (d *Doc) eachEntry(n *yaml.Node, path, what string, ps *Problems, visit func(k, v *yaml.Node, fp string) bool) {
+	seen := map[string]bool{}
+	kept := n.Content[:0:0]
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		fp := join(path, k.Value)
+		if seen[k.Value] {
+			d.problem(ps, k, fp, "duplicate %s %q", what, k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		if visit(k, v, fp) {
+			kept = append(kept, k, v)
+		}
+	}
+	n.Content = kept
+}
+
+// mismatch reports that n is not what its field takes (want: "a list") and nulls n, so the
+// Decode that follows leaves the zero value there and goes on to report the rest.
+func (d *Doc) mismatch(ps *Problems, n *yaml.Node, path, want string) {
+	d.problem(ps, n, path, "expected %s, got %s", want, describe(n))
+	nullify(n)
+}
+
 // check walks node n against type t.
 func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
@@ -249,23 +267,12 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			d.problem(ps, n, path, "expected a mapping (field: value), got %s", describe(n))
-			nullify(n)
+			d.mismatch(ps, n, path, "a mapping (field: value)")
 			return
 		}
 		fields := structFields(t)
-		seen := map[string]bool{}
-		kept := n.Content[:0:0]
-		defer func() { n.Content = kept }()
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
+		d.eachEntry(n, path, "field", ps, func(k, v *yaml.Node, fp string) bool {
 			key := k.Value
-			fp := join(path, key)
-			if seen[key] {
-				d.problem(ps, k, fp, "duplicate field %q", key)
-				continue
-			}
-			seen[key] = true
 			f, ok := fields[key]
 			if !ok {
 				msg := fmt.Sprintf("unknown field %q", key)
@@ -275,37 +282,25 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 					msg += fmt.Sprintf(" (known fields: %s)", strings.Join(fieldNames(fields), ", "))
 				}
 				d.problem(ps, k, fp, "%s", msg)
-				continue
+				return false
 			}
 			d.record(fp, k)
 			d.check(v, f, fp, ps)
-			kept = append(kept, k, v)
-		}
+			return true
+		})
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			d.problem(ps, n, path, "expected a mapping (key: value), got %s", describe(n))
-			nullify(n)
+			d.mismatch(ps, n, path, "a mapping (key: value)")
 			return
 		}
-		seen := map[string]bool{}
-		kept := n.Content[:0:0]
-		defer func() { n.Content = kept }()
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			fp := join(path, k.Value)
-			if seen[k.Value] {
-				d.problem(ps, k, fp, "duplicate key %q", k.Value)
-				continue
-			}
-			seen[k.Value] = true
+		d.eachEntry(n, path, "key", ps, func(k, v *yaml.Node, fp string) bool {
 			d.record(fp, k)
 			d.check(v, t.Elem(), fp, ps)
-			kept = append(kept, k, v)
-		}
+			return true
+		})
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.problem(ps, n, path, "expected a list, got %s", describe(n))
-			nullify(n)
+			d.mismatch(ps, n, path, "a list")
 			return
 		}
 		for i, v := range n.Content {
@@ -313,18 +308,15 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 		}
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
-			d.problem(ps, n, path, "expected a string, got %s", describe(n))
-			nullify(n)
+			d.mismatch(ps, n, path, "a string")
 		}
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			d.problem(ps, n, path, "expected true or false, got %s", describe(n))
-			nullify(n)
+			d.mismatch(ps, n, path, "true or false")
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			d.problem(ps, n, path, "expected an integer, got %s", describe(n))
-			nullify(n)
+			d.mismatch(ps, n, path, "an integer")
 			return
 		}
 		var node yaml.Node = *n
@@ -335,8 +327,7 @@ func (d *Doc) check(n *yaml.Node, t reflect.Type, path string, ps *Problems) {
 		}
 	case reflect.Float32, reflect.Float64:
 		if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
-			d.problem(ps, n, path, "expected a number, got %s", describe(n))
-			nullify(n)
+			d.mismatch(ps, n, path, "a number")
 		}
 	case reflect.Interface:
 		// Any value is accepted; duplicate keys are still reported (and pruned) here, as a
