@@ -30,48 +30,43 @@ func (r *Recipe) noteDefault(path, value string) {
 	r.Defaulted = append(r.Defaulted, DefaultedField{Path: path, Value: value})
 }
 
+// orDefault sets *field to def when it is unset (its zero value) and records that path took
+// the default: note, or def itself when note is "".
+func orDefault[T comparable](r *Recipe, field *T, path string, def T, note string) {
+	var zero T
+	if *field != zero {
+		return
+	}
+	*field = def
+	if note == "" {
+		note = fmt.Sprint(def)
+	}
+	r.noteDefault(path, note)
+}
+
 // Default fills unset optional fields. It is idempotent.
 func (r *Recipe) Default() {
 	if w := r.Workload(); w != nil {
 		r.defaultWorkload(w)
 	}
-	if r.Training != nil && r.Training.MasterPort == 0 {
-		r.Training.MasterPort = DefaultMasterPort
-		r.noteDefault("spec.masterPort", fmt.Sprint(DefaultMasterPort))
+	if r.Training != nil {
+		orDefault(r, &r.Training.MasterPort, "spec.masterPort", DefaultMasterPort, "")
 	}
 	if m := r.MPI; m != nil {
-		if m.Launcher.Resources.CPU == "" {
-			m.Launcher.Resources.CPU = DefaultLauncherCPU
-			r.noteDefault("spec.launcher.resources.cpu", DefaultLauncherCPU)
-		}
-		if m.Launcher.Resources.Memory == "" {
-			m.Launcher.Resources.Memory = DefaultLauncherMemory
-			r.noteDefault("spec.launcher.resources.memory", DefaultLauncherMemory)
-		}
+		orDefault(r, &m.Launcher.Resources.CPU, "spec.launcher.resources.cpu", DefaultLauncherCPU, "")
+		orDefault(r, &m.Launcher.Resources.Memory, "spec.launcher.resources.memory", DefaultLauncherMemory, "")
 		if m.WorkerGate == nil {
 			on := true
 			m.WorkerGate = &on
 			r.noteDefault("spec.workerGate", "true (the launcher waits for Ready workers)")
 		}
 		if t := m.NCCLTests; t != nil {
-			if t.MinBytes == "" {
-				t.MinBytes = DefaultMinBytes
-				r.noteDefault("spec.ncclTests.minBytes", t.MinBytes)
-			}
-			if t.MaxBytes == "" {
-				t.MaxBytes = DefaultMaxBytes
-				r.noteDefault("spec.ncclTests.maxBytes", t.MaxBytes)
-			}
+			orDefault(r, &t.MinBytes, "spec.ncclTests.minBytes", DefaultMinBytes, "")
+			orDefault(r, &t.MaxBytes, "spec.ncclTests.maxBytes", DefaultMaxBytes, "")
 			// nccl-tests' -b/-e take 8, 1K, 64M, 8G: a size written 1GiB or 2KB is passed on as 1G, 2K.
 			t.MinBytes, t.MaxBytes = bareSize(t.MinBytes), bareSize(t.MaxBytes)
-			if t.StepFactor == 0 {
-				t.StepFactor = DefaultStepFactor
-				r.noteDefault("spec.ncclTests.stepFactor", fmt.Sprint(t.StepFactor))
-			}
-			if t.GPUsPerThread == 0 {
-				t.GPUsPerThread = 1
-				r.noteDefault("spec.ncclTests.gpusPerThread", "1")
-			}
+			orDefault(r, &t.StepFactor, "spec.ncclTests.stepFactor", DefaultStepFactor, "")
+			orDefault(r, &t.GPUsPerThread, "spec.ncclTests.gpusPerThread", 1, "")
 			if t.Check == nil {
 				one := 1
 				t.Check = &one
@@ -85,14 +80,10 @@ func (r *Recipe) Default() {
 }
 
 func (r *Recipe) defaultWorkload(w *Workload) {
-	if w.GPUsPerNode == 0 && !r.doc.Has("spec.gpusPerNode") {
-		w.GPUsPerNode = 1
-		r.noteDefault("spec.gpusPerNode", "1")
+	if !r.doc.Has("spec.gpusPerNode") { // an explicit 0 is refused by Validate, not replaced
+		orDefault(r, &w.GPUsPerNode, "spec.gpusPerNode", 1, "")
 	}
-	if w.ImagePullPolicy == "" {
-		w.ImagePullPolicy = DefaultImagePullPolicy
-		r.noteDefault("spec.imagePullPolicy", DefaultImagePullPolicy)
-	}
+	orDefault(r, &w.ImagePullPolicy, "spec.imagePullPolicy", DefaultImagePullPolicy, "")
 	if w.ShmSize == "" {
 		w.ShmSize = DefaultShmSize
 		if q, err := resource.ParseQuantity(w.Resources.Memory); err == nil && !q.IsZero() {
@@ -107,10 +98,7 @@ func (r *Recipe) defaultWorkload(w *Workload) {
 		w.RunPolicy.CleanPodPolicy = DefaultMPICleanPodPolicy
 		r.noteDefault("spec.runPolicy.cleanPodPolicy", DefaultMPICleanPodPolicy+" (the idle workers are deleted when the job ends; the launcher and its log stay)")
 	}
-	if w.RunPolicy.CleanPodPolicy == "" {
-		w.RunPolicy.CleanPodPolicy = DefaultCleanPodPolicy
-		r.noteDefault("spec.runPolicy.cleanPodPolicy", DefaultCleanPodPolicy+" (pods are kept so every rank's log can be read)")
-	}
+	orDefault(r, &w.RunPolicy.CleanPodPolicy, "spec.runPolicy.cleanPodPolicy", DefaultCleanPodPolicy, DefaultCleanPodPolicy+" (pods are kept so every rank's log can be read)")
 }
 
 // roundGi prints a quantity in whole Gi when it is at least 1Gi, else in Mi.

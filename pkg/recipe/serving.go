@@ -127,63 +127,32 @@ type ServingIngress struct {
 
 // defaultServing fills serving defaults.
 func (r *Recipe) defaultServing(s *ServingSpec) {
-	if s.Replicas == 0 && !r.hasField("spec.replicas") {
-		s.Replicas = 1
-		r.noteDefault("spec.replicas", "1")
+	// An explicit 0 is refused by Validate, not replaced.
+	if !r.hasField("spec.replicas") {
+		orDefault(r, &s.Replicas, "spec.replicas", 1, "")
 	}
-	if s.GPUsPerReplica == 0 && !r.hasField("spec.gpusPerReplica") {
-		s.GPUsPerReplica = 1
-		r.noteDefault("spec.gpusPerReplica", "1")
+	if !r.hasField("spec.gpusPerReplica") {
+		orDefault(r, &s.GPUsPerReplica, "spec.gpusPerReplica", 1, "")
 	}
-	if s.Topology == "" {
-		s.Topology = TopologyIndependent
-		r.noteDefault("spec.topology", TopologyIndependent)
-	}
-	if s.ImagePullPolicy == "" {
-		s.ImagePullPolicy = "IfNotPresent"
-		r.noteDefault("spec.imagePullPolicy", "IfNotPresent")
-	}
+	orDefault(r, &s.Topology, "spec.topology", TopologyIndependent, "")
+	orDefault(r, &s.ImagePullPolicy, "spec.imagePullPolicy", "IfNotPresent", "")
 	if s.ServedModelName == "" && s.Model != "" {
 		s.ServedModelName = path.Base(strings.TrimSuffix(s.Model, "/"))
 		r.noteDefault("spec.servedModelName", s.ServedModelName)
 	}
-	if s.GPUMemoryUtilization == 0 {
-		s.GPUMemoryUtilization = DefaultGPUMemoryUtilization
-		r.noteDefault("spec.gpuMemoryUtilization", "0.9")
-	}
-	if s.GenerationConfig == "" {
-		s.GenerationConfig = DefaultGenerationConfig
-		r.noteDefault("spec.generationConfig", DefaultGenerationConfig)
-	}
-	if s.Resources.CPU == "" {
-		s.Resources.CPU = DefaultServingCPU
-		r.noteDefault("spec.resources.cpu", DefaultServingCPU)
-	}
-	if s.Resources.Memory == "" {
-		s.Resources.Memory = DefaultServingMemory
-		r.noteDefault("spec.resources.memory", DefaultServingMemory+" (the limit adds spec.shmSize)")
-	}
-	if s.ShmSize == "" {
-		s.ShmSize = DefaultServingShm
-		r.noteDefault("spec.shmSize", DefaultServingShm)
-	}
-	if s.StartupTimeout == "" {
-		s.StartupTimeout = DefaultStartupTimeout
-		r.noteDefault("spec.startupTimeout", DefaultStartupTimeout)
-	}
+	orDefault(r, &s.GPUMemoryUtilization, "spec.gpuMemoryUtilization", DefaultGPUMemoryUtilization, "0.9")
+	orDefault(r, &s.GenerationConfig, "spec.generationConfig", DefaultGenerationConfig, "")
+	orDefault(r, &s.Resources.CPU, "spec.resources.cpu", DefaultServingCPU, "")
+	orDefault(r, &s.Resources.Memory, "spec.resources.memory", DefaultServingMemory, DefaultServingMemory+" (the limit adds spec.shmSize)")
+	orDefault(r, &s.ShmSize, "spec.shmSize", DefaultServingShm, "")
+	orDefault(r, &s.StartupTimeout, "spec.startupTimeout", DefaultStartupTimeout, "")
 	if s.HFHome == "" && len(s.Volumes) > 0 && s.Volumes[0].MountPath != "" && !s.Volumes[0].ReadOnly {
 		s.HFHome = path.Join(s.Volumes[0].MountPath, "huggingface")
 		r.noteDefault("spec.hfHome", s.HFHome)
 	}
 	if in := s.Ingress; in != nil {
-		if in.ClassName == "" {
-			in.ClassName = DefaultIngressClass
-			r.noteDefault("spec.ingress.className", DefaultIngressClass)
-		}
-		if in.ProxyReadTimeout == 0 {
-			in.ProxyReadTimeout = DefaultProxyReadTimeout
-			r.noteDefault("spec.ingress.proxyReadTimeout", fmt.Sprint(DefaultProxyReadTimeout))
-		}
+		orDefault(r, &in.ClassName, "spec.ingress.className", DefaultIngressClass, "")
+		orDefault(r, &in.ProxyReadTimeout, "spec.ingress.proxyReadTimeout", DefaultProxyReadTimeout, "")
 	}
 }
 

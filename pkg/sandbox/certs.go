@@ -34,47 +34,41 @@ func serial() *big.Int {
 // newCA makes a self-signed CA whose key is PKCS#1 (the training-operator's cert rotator
 // cannot parse PKCS#8) and which carries its own name as a DNS SAN, as the rotator expects.
 func newCA(cn string) (*keyPair, error) {
-	key, err := newKey()
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now().Add(-time.Hour)
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+	return issue(nil, &x509.Certificate{
 		Subject:               pkix.Name{CommonName: cn, Organization: []string{"ain-sandbox"}},
 		DNSNames:              []string{cn},
-		NotBefore:             now,
-		NotAfter:              now.Add(certValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &keyPair{Cert: pemCert(der), Key: pemKey(key), cert: cert, key: key}, nil
+	})
 }
 
 // newServing signs a serving (and client) certificate for the given names with ca.
 func newServing(ca *keyPair, cn string, dns []string, ips []net.IP, org []string) (*keyPair, error) {
+	return issue(ca, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn, Organization: org},
+		DNSNames:    dns,
+		IPAddresses: ips,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// issue makes a new key and the certificate tmpl describes for it, signed by ca (nil: by the
+// key itself), with a random serial, valid from an hour ago (clock skew) for certValidity.
+func issue(ca *keyPair, tmpl *x509.Certificate) (*keyPair, error) {
 	key, err := newKey()
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now().Add(-time.Hour)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: cn, Organization: org},
-		DNSNames:     dns,
-		IPAddresses:  ips,
-		NotBefore:    now,
-		NotAfter:     now.Add(certValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = tmpl.NotBefore.Add(certValidity)
+	parent, signer := tmpl, key
+	if ca != nil {
+		parent, signer = ca.cert, ca.key
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
 		return nil, err
 	}

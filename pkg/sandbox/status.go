@@ -170,11 +170,7 @@ func ForwardPort(ctx context.Context, dir string, pf PortForward) error {
 	if _, _, err := splitHostPort(pf.Target); err != nil {
 		return err
 	}
-	st, err := LoadState(dir)
-	if err != nil {
-		return err
-	}
-	k, err := kubeFor(st)
+	st, k, err := connect(dir)
 	if err != nil {
 		return err
 	}
@@ -212,11 +208,7 @@ func SetScenario(ctx context.Context, dir, name string) error {
 		return err
 	}
 	defer unlock()
-	st, err := LoadState(dir)
-	if err != nil {
-		return err
-	}
-	k, err := kubeFor(st)
+	st, k, err := connect(dir)
 	if err != nil {
 		return err
 	}
@@ -227,11 +219,16 @@ func SetScenario(ctx context.Context, dir, name string) error {
 	return saveState(st)
 }
 
-// kubeFor connects to the sandbox that st describes.
-func kubeFor(st *State) (*kube, error) {
+// connect loads the state of the sandbox in dir and connects to its API server.
+func connect(dir string) (*State, *kube, error) {
+	st, err := LoadState(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg, err := restConfig(st.Kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return newKube(cfg)
+	k, err := newKube(cfg)
+	return st, k, err
 }
