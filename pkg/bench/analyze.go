@@ -189,12 +189,3 @@ func SizeLabel(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + " " + units[i]
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,7 +54,7 @@ func TestVariants(t *testing.T) {
 		var got []string
 		for _, v := range vs {
 			var env []string
-			for _, k := range sortedKeys(v.Env) {
+			for _, k := range slices.Sorted(maps.Keys(v.Env)) {
 				env = append(env, k+"="+v.Env[k])
 			}
 			got = append(got, v.Name+":"+strings.Join(env, ","))

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -335,7 +337,7 @@ func (res *Result) crossover() {
 	for i, v := range res.Variants {
 		rest := func(x *VariantResult) string {
 			var s []string
-			for _, k := range sortedKeys(x.Env) {
+			for _, k := range slices.Sorted(maps.Keys(x.Env)) {
 				if k != "NCCL_ALGO" {
 					s = append(s, k+"="+x.Env[k])
 				}

@@ -14,6 +14,8 @@ package bench
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -147,7 +149,7 @@ func Variants(o PlanOptions) ([]Variant, error) {
 // Sets returns the recipe overrides (--set) that give a variant its NCCL environment.
 func (v Variant) Sets() []string {
 	var out []string
-	for _, k := range sortedKeys(v.Env) {
+	for _, k := range slices.Sorted(maps.Keys(v.Env)) {
 		out = append(out, "nccl.env."+k+"="+v.Env[k])
 	}
 	return out

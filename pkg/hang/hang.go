@@ -21,8 +21,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -189,12 +190,10 @@ func compareQueries(ins []Input, reps []*Report) *Report {
 
 // sortedInts returns the keys of a set, sorted; never nil (the JSON has [] not null).
 func sortedInts(set map[int]bool) []int {
-	out := make([]int, 0, len(set))
-	for k := range set {
-		out = append(out, k)
+	if out := slices.Sorted(maps.Keys(set)); out != nil {
+		return out
 	}
-	sort.Ints(out)
-	return out
+	return []int{}
 }
 
 func newReport(format string) *Report {

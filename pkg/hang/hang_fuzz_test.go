@@ -2,10 +2,10 @@ package hang
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 func checkReport(t *testing.T, r *Report) {
@@ -33,12 +33,7 @@ func checkReport(t *testing.T, r *Report) {
 
 // FuzzRAS: ncclras output of any shape (text or JSON) never panics and gives a consistent report.
 func FuzzRAS(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "ras", "*"))
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "ras/*")
 	f.Add([]byte("#0-0 (x) MISMATCH\n  Rank 9999999999999999999 -- \n  3 ranks have launched up to operation -5\n  Rank 1 has launched up to operation\nStatus  Errors\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if d := Detect(in); d != FormatRASText && d != FormatRASJSON {
@@ -55,14 +50,7 @@ func FuzzRAS(f *testing.F) {
 // FuzzFlightRecorder: dumps of any shape, pickle or JSON, never panic; a dump either reads or is
 // an error naming it.
 func FuzzFlightRecorder(f *testing.F) {
-	for _, g := range []string{"fr/tutorial-crash/*", "fr/straggler-json/nccl_trace_rank_5.json", "fr/in-collective-missing/*"} {
-		files, _ := filepath.Glob(filepath.Join("testdata", g))
-		for _, p := range files {
-			if b, err := os.ReadFile(p); err == nil {
-				f.Add(b)
-			}
-		}
-	}
+	golden.Seeds(f, "fr/tutorial-crash/*", "fr/straggler-json/nccl_trace_rank_5.json", "fr/in-collective-missing/*")
 	f.Add([]byte("\x80\x02]q\x00h\x00a."))
 	f.Add([]byte(`{"rank": 3, "pg_config": {"0": {"ranks": "[0, 9999999999]"}}, "entries": [{"process_group": ["0"], "collective_seq_id": 1e300}]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {

@@ -2,21 +2,16 @@ package ibport
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 // FuzzParse: no input may panic; every port has a reason exactly when it is not ready, and the
 // report marshals to JSON.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "*.txt")
 	f.Add([]byte("/sys/class/infiniband/x/ports/99999999999999999999/state:4\nGID[ x]: ::ffff:1.2.3.4, RoCE v2\nPort :\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := Parse(strings.NewReader(string(in)))

@@ -2,22 +2,17 @@ package mpilauncher
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 // FuzzAnalyze: no input may panic, the verdict is a documented one with a fix unless healthy, and
 // evidence stays bounded.
 func FuzzAnalyze(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.log"))
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "*.log")
 	f.Add([]byte("ssh: Could not resolve hostname "))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := Analyze(strings.NewReader(string(in)))

@@ -2,7 +2,8 @@ package nccl
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -83,14 +84,7 @@ func FabricEnv(f Fabric) map[string]string {
 }
 
 // SortedNames returns the keys of env in order, for deterministic output.
-func SortedNames(env map[string]string) []string {
-	names := make([]string, 0, len(env))
-	for k := range env {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
-}
+func SortedNames(env map[string]string) []string { return slices.Sorted(maps.Keys(env)) }
 
 // Check is the outcome of checking one NCCL variable: a Problem stops the recipe, a Warning does not.
 type Check struct {

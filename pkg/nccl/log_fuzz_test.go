@@ -7,19 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 // FuzzAnalyzeLog: no input may panic, the verdict is always one of the documented values and the
 // report always marshals to JSON.
 func FuzzAnalyzeLog(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "logs", "*.log"))
-	old, _ := filepath.Glob(filepath.Join("testdata", "logs", "old", "*.log"))
-	files = append(files, old...)
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "logs/*.log", "logs/old/*.log")
 	f.Add([]byte("h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1"))
 	f.Add([]byte("[1,0]<stdout>:h:1:1 [0] NCCL INFO AllReduce: 99999999999999999999 Bytes -> Algo 9 proto 9"))
 	f.Add([]byte("NCCL WARN network  not found\n: NCCL INFO  via NET/"))

@@ -3,21 +3,16 @@ package nccl
 import (
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/golden"
 )
 
 // FuzzParsePerf: no input may panic, every run marshals to JSON (no NaN/Inf) and every row has
 // its out-of-place half.
 func FuzzParsePerf(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "perf", "*.txt"))
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
-	}
+	golden.Seeds(f, "perf/*.txt")
 	f.Add([]byte("8 2 float sum -1 inf nan 1e400 0 1 2 3 N/A\n# Avg bus bandwidth : 1e999\n"))
 	f.Add([]byte("size count type time\n1 1 x 1 2 3\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {

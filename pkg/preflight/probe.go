@@ -7,7 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -498,11 +499,11 @@ func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
 	if len(ready) > 0 {
 		msg := fmt.Sprintf("%d of %d node(s): every IB/RoCE port ACTIVE (LinkUp)", len(ready), len(nodes))
 		if len(rates) > 0 {
-			msg += " (" + strings.Join(sortedKeys(rates), "; ") + ")"
+			msg += " (" + strings.Join(slices.Sorted(maps.Keys(rates)), "; ") + ")"
 		}
 		if len(gids) > 0 {
 			var parts []string
-			for _, k := range sortedInts(gids) {
+			for _, k := range slices.Sorted(maps.Keys(gids)) {
 				parts = append(parts, fmt.Sprintf("%d on %d node(s)", k, gids[k]))
 			}
 			msg += "; RoCE v2 GID index " + strings.Join(parts, ", ")
@@ -586,24 +587,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedInts(m map[int]int) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // ProbeIBPorts runs the IB port probe on the named nodes only (the nodes of a job whose NCCL fell

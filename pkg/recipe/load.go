@@ -240,5 +240,3 @@ func (r *Recipe) Effective() ([]byte, error) {
 		Spec       any      `yaml:"spec"`
 	}{r.APIVersion, r.Kind, r.Metadata, spec})
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

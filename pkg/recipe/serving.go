@@ -2,7 +2,9 @@ package recipe
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -200,7 +202,7 @@ func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 			}
 		}
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if !envNameRE.MatchString(k) {
 			v.addf("spec.env."+k, "%q is not a valid environment variable name", k)
 		}

@@ -2,8 +2,10 @@ package recipe
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -232,7 +234,7 @@ func (r *Recipe) validateWorkload(w *Workload, v *validator) {
 			v.addf(fmt.Sprintf("spec.command[%d]", i), "empty argument")
 		}
 	}
-	for _, k := range sortedKeys(w.Env) {
+	for _, k := range slices.Sorted(maps.Keys(w.Env)) {
 		p := "spec.env." + k
 		if !envNameRE.MatchString(k) {
 			v.addf(p, "%q is not a valid environment variable name", k)
@@ -241,7 +243,7 @@ func (r *Recipe) validateWorkload(w *Workload, v *validator) {
 			v.addf(p, "NCCL variables belong in spec.nccl.env, where they are validated and applied over the profile's")
 		}
 	}
-	for _, k := range sortedKeys(w.NCCL.Env) {
+	for _, k := range slices.Sorted(maps.Keys(w.NCCL.Env)) {
 		p := "spec.nccl.env." + k
 		res := nccl.CheckVar(k, w.NCCL.Env[k])
 		if res.Problem != "" {
@@ -344,13 +346,4 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return n * mult, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sortStrings(keys)
-	return keys
 }
