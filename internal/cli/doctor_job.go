@@ -76,7 +76,7 @@ func (a *App) runDoctorNCCLLogJob(ctx context.Context, o *doctorOptions, name st
 	for i := range pods {
 		p := &pods[i]
 		cname := container
-		if !podHasContainer(p, cname) {
+		if !jobs.HasContainer(p, cname) {
 			cname = ""
 		}
 		rc, err := cl.PodLogs(ctx, p.Name, cname, -1, false)
@@ -166,7 +166,7 @@ func (a *App) runDoctorLauncherJob(ctx context.Context, o *doctorOptions, name s
 		return a.reportLauncher(o, r)
 	}
 	cname := jobs.MainContainer(kind)
-	if !podHasContainer(launcher, cname) {
+	if !jobs.HasContainer(launcher, cname) {
 		cname = ""
 	}
 	rc, err := cl.PodLogs(ctx, launcher.Name, cname, -1, false)
@@ -210,13 +210,4 @@ func (a *App) gateVerdict(ctx context.Context, cl *jobs.Cluster, launcher *corev
 	}
 	r.Lines = n
 	return r
-}
-
-func podHasContainer(p *corev1.Pod, name string) bool {
-	for _, c := range p.Spec.Containers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -215,7 +215,7 @@ func (a *App) trainRunFromJob(ctx context.Context, name string, loggingSteps int
 		}
 	}
 	container := jobs.MainContainer(kind)
-	if !podHasContainer(pod, container) {
+	if !jobs.HasContainer(pod, container) {
 		container = ""
 	}
 	rc, err := cl.PodLogs(ctx, pod.Name, container, -1, false)

@@ -413,15 +413,21 @@ func normState(v string) string {
 	case strings.Contains(u, "DOWN"):
 		return "DOWN"
 	}
-	switch strings.TrimSpace(strings.SplitN(v, ":", 2)[0]) {
-	case "1":
-		return "DOWN"
-	case "2":
-		return "INIT"
-	case "3":
-		return "ARMED"
-	case "4", "5":
-		return "ACTIVE"
+	return byCode(v, portStates)
+}
+
+// The IB spec's numeric port states and physical states, as sysfs prints them ("4: ACTIVE",
+// "5: LinkUp"); 5 (ACTIVE_DEFER) counts as ACTIVE.
+var (
+	portStates = map[string]string{"1": "DOWN", "2": "INIT", "3": "ARMED", "4": "ACTIVE", "5": "ACTIVE"}
+	physStates = map[string]string{"1": "Sleep", "2": "Polling", "3": "Disabled", "4": "PortConfigurationTraining", "5": "LinkUp", "6": "LinkErrorRecovery"}
+)
+
+// byCode names v by its leading number ("5: LinkUp" -> codes["5"]); v itself, trimmed, when it
+// has no known number.
+func byCode(v string, codes map[string]string) string {
+	if name, ok := codes[strings.TrimSpace(strings.SplitN(v, ":", 2)[0])]; ok {
+		return name
 	}
 	return strings.TrimSpace(v)
 }
@@ -439,21 +445,7 @@ func normPhys(v string) string {
 			return n.name
 		}
 	}
-	switch strings.TrimSpace(strings.SplitN(v, ":", 2)[0]) {
-	case "1":
-		return "Sleep"
-	case "2":
-		return "Polling"
-	case "3":
-		return "Disabled"
-	case "4":
-		return "PortConfigurationTraining"
-	case "5":
-		return "LinkUp"
-	case "6":
-		return "LinkErrorRecovery"
-	}
-	return strings.TrimSpace(v)
+	return byCode(v, physStates)
 }
 
 func normLinkLayer(v string) string {

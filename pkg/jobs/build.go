@@ -6,6 +6,7 @@ package jobs
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -227,19 +228,12 @@ func rankResources(w *recipe.Workload, p *profile.Profile, gpus int) (corev1.Res
 		req[corev1.ResourceName(p.Spec.RDMA.Resource)] = q
 		lim[corev1.ResourceName(p.Spec.RDMA.Resource)] = q
 	}
-	if w.Resources.CPU != "" {
-		q, err := resource.ParseQuantity(w.Resources.CPU)
-		if err != nil {
-			return corev1.ResourceRequirements{}, fmt.Errorf("spec.resources.cpu: %w", err)
-		}
-		req[corev1.ResourceCPU] = q
+	cpuMem, err := w.Resources.Requests("spec.resources")
+	if err != nil {
+		return corev1.ResourceRequirements{}, err
 	}
-	if w.Resources.Memory != "" {
-		q, err := resource.ParseQuantity(w.Resources.Memory)
-		if err != nil {
-			return corev1.ResourceRequirements{}, fmt.Errorf("spec.resources.memory: %w", err)
-		}
-		req[corev1.ResourceMemory] = q
+	maps.Copy(req, cpuMem)
+	if q, ok := cpuMem[corev1.ResourceMemory]; ok {
 		lim[corev1.ResourceMemory] = q
 	}
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
@@ -422,16 +416,9 @@ func mpiTemplates(r *recipe.Recipe, p *profile.Profile, name, container string) 
 			}},
 		},
 	}
-	lr := corev1.ResourceList{}
-	for k, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: m.Launcher.Resources.CPU, corev1.ResourceMemory: m.Launcher.Resources.Memory} {
-		if v == "" {
-			continue
-		}
-		q, err := resource.ParseQuantity(v)
-		if err != nil {
-			return launcher, worker, fmt.Errorf("spec.launcher.resources: %w", err)
-		}
-		lr[k] = q
+	lr, err := m.Launcher.Resources.Requests("spec.launcher.resources")
+	if err != nil {
+		return launcher, worker, err
 	}
 	launcher.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: lr}
 	return launcher, worker, nil

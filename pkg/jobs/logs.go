@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -108,7 +109,7 @@ func (col *Collector) Wait() map[string]RankResult {
 func (c *Cluster) rankResult(ctx context.Context, p *corev1.Pod, kind string, tailLines int) RankResult {
 	rr := RankResult{PodInfo: podInfo(p)}
 	cname := MainContainer(kind)
-	if !hasContainer(p, cname) {
+	if !HasContainer(p, cname) {
 		cname = ""
 	}
 	rc, err := c.PodLogs(ctx, p.Name, cname, -1, false)
@@ -199,13 +200,10 @@ func (c *Cluster) Summarize(ctx context.Context, snap Snapshot, pods []corev1.Po
 	return s
 }
 
-func hasContainer(p *corev1.Pod, name string) bool {
-	for _, c := range p.Spec.Containers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
+// HasContainer reports whether pod p runs a container called name (a log read from one it
+// lacks is an API error, not the log).
+func HasContainer(p *corev1.Pod, name string) bool {
+	return slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
 }
 
 // tail keeps the last n lines written to it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -99,6 +100,27 @@ func (r *Recipe) defaultWorkload(w *Workload) {
 		r.noteDefault("spec.runPolicy.cleanPodPolicy", DefaultMPICleanPodPolicy+" (the idle workers are deleted when the job ends; the launcher and its log stay)")
 	}
 	orDefault(r, &w.RunPolicy.CleanPodPolicy, "spec.runPolicy.cleanPodPolicy", DefaultCleanPodPolicy, DefaultCleanPodPolicy+" (pods are kept so every rank's log can be read)")
+}
+
+// Requests parses the CPU and memory requests (Kubernetes quantities); an unset one is left
+// out. An error names the field under path ("spec.resources.cpu: ...").
+func (r Resources) Requests(path string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for _, f := range []struct {
+		name  corev1.ResourceName
+		field string
+		value string
+	}{{corev1.ResourceCPU, "cpu", r.CPU}, {corev1.ResourceMemory, "memory", r.Memory}} {
+		if f.value == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(f.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", path, f.field, err)
+		}
+		out[f.name] = q
+	}
+	return out, nil
 }
 
 // roundGi prints a quantity in whole Gi when it is at least 1Gi, else in Mi.

@@ -28,12 +28,9 @@ type xnode struct {
 // ancestor a <cpu>: PHB (NCCL does not tell NODE from PHB); a bridge that is the parent of both
 // device <pci>s: PIX (one bridge); otherwise PXB.
 func ParseNCCLXML(r io.Reader) (*Topology, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	data, err := readInput(r, "NCCL topology XML")
 	if err != nil {
 		return nil, err
-	}
-	if len(data) > maxInput {
-		return nil, fmt.Errorf("NCCL topology XML larger than %d bytes", maxInput)
 	}
 	dec := xml.NewDecoder(bytes.NewReader(data))
 	var (

@@ -154,12 +154,9 @@ type Rail struct {
 
 // Parse reads either input format, told apart by its content.
 func Parse(r io.Reader) (*Topology, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	b, err := readInput(r, "input")
 	if err != nil {
 		return nil, err
-	}
-	if len(b) > maxInput {
-		return nil, fmt.Errorf("input larger than %d bytes: not a topology dump", maxInput)
 	}
 	s := string(b)
 	if strings.Contains(s, "<system") {
@@ -169,6 +166,19 @@ func Parse(r io.Reader) (*Topology, error) {
 }
 
 const maxInput = 16 << 20
+
+// readInput reads a whole input of at most maxInput bytes; a larger one is refused (what: how
+// the error names it), being no topology dump.
+func readInput(r io.Reader, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInput {
+		return nil, fmt.Errorf("%s larger than %d bytes: not a topology dump", what, maxInput)
+	}
+	return b, nil
+}
 
 // Analyze derives the report from a topology.
 func Analyze(t *Topology) *Report {

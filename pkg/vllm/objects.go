@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path"
 	"sort"
@@ -364,19 +365,12 @@ func servingResources(s *recipe.ServingSpec, p *profile.Profile) (corev1.Resourc
 	gpu := *resource.NewQuantity(int64(s.GPUsPerReplica), resource.DecimalSI)
 	req := corev1.ResourceList{corev1.ResourceName(p.Spec.GPUResource): gpu}
 	lim := corev1.ResourceList{corev1.ResourceName(p.Spec.GPUResource): gpu}
-	if s.Resources.CPU != "" {
-		q, err := resource.ParseQuantity(s.Resources.CPU)
-		if err != nil {
-			return corev1.ResourceRequirements{}, fmt.Errorf("spec.resources.cpu: %w", err)
-		}
-		req[corev1.ResourceCPU] = q
+	cpuMem, err := s.Resources.Requests("spec.resources")
+	if err != nil {
+		return corev1.ResourceRequirements{}, err
 	}
-	if s.Resources.Memory != "" {
-		q, err := resource.ParseQuantity(s.Resources.Memory)
-		if err != nil {
-			return corev1.ResourceRequirements{}, fmt.Errorf("spec.resources.memory: %w", err)
-		}
-		req[corev1.ResourceMemory] = q
+	maps.Copy(req, cpuMem)
+	if q, ok := cpuMem[corev1.ResourceMemory]; ok {
 		limit := q.DeepCopy()
 		if shm, err := resource.ParseQuantity(s.ShmSize); err == nil {
 			limit.Add(shm)
