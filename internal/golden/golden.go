@@ -58,6 +58,30 @@ func Seeds(f *testing.F, patterns ...string) {
 	}
 }
 
+// FuzzParser is every parser's fuzz target: the testdata files matching patterns join f's
+// seeds; each input is parsed from a reader; a parse error goes to onErr (nil: the parser may
+// refuse input, nothing to check; Strict: it may not); what parse returns must encode as JSON
+// (ain prints it with -o json: no NaN or Inf may reach it), then check judges it.
+func FuzzParser[T any](f *testing.F, patterns []string, parse func(io.Reader) (T, error), onErr func(t *testing.T, in []byte, err error), check func(t *testing.T, v T)) {
+	Seeds(f, patterns...)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		v, err := parse(bytes.NewReader(in))
+		if err != nil {
+			if onErr != nil {
+				onErr(t, in, err)
+			}
+			return
+		}
+		if _, err := json.Marshal(v); err != nil {
+			t.Fatalf("parsed value does not encode as JSON: %v", err)
+		}
+		check(t, v)
+	})
+}
+
+// Strict is FuzzParser's onErr for a parser that reads any text: an error fails the target.
+func Strict(t *testing.T, _ []byte, err error) { t.Fatal(err) }
+
 // Open opens testdata/NAME for a test and closes it when the test ends.
 func Open(t testing.TB, name string) *os.File {
 	t.Helper()

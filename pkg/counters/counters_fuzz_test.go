@@ -2,7 +2,6 @@ package counters
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
@@ -11,13 +10,8 @@ import (
 // FuzzCompare: no input may panic; comparing a snapshot with itself moves nothing and finds no
 // problem; the bytes of a port are 4 x its word counters; reports marshal to JSON.
 func FuzzCompare(f *testing.F) {
-	golden.Seeds(f, "*.txt")
 	f.Add([]byte("mlx5_0:1\nport_xmit_data 18446744073709551615\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		s, err := Parse(strings.NewReader(string(in)))
-		if err != nil {
-			return
-		}
+	golden.FuzzParser(f, []string{"*.txt"}, Parse, nil, func(t *testing.T, s *Snapshot) {
 		r := Compare(s, s, Options{})
 		if !r.OK || len(r.Deltas) != 0 {
 			t.Fatalf("a snapshot against itself: ok %v deltas %v", r.OK, r.Deltas)

@@ -12,18 +12,15 @@ import (
 // FuzzParsePerf: no input may panic, every run marshals to JSON (no NaN/Inf) and every row has
 // its out-of-place half.
 func FuzzParsePerf(f *testing.F) {
-	golden.Seeds(f, "perf/*.txt")
 	f.Add([]byte("8 2 float sum -1 inf nan 1e400 0 1 2 3 N/A\n# Avg bus bandwidth : 1e999\n"))
 	f.Add([]byte("size count type time\n1 1 x 1 2 3\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		runs, err := ParsePerf(strings.NewReader(string(in)))
-		if err != nil {
-			// Only JSON input (it starts with '{') may be rejected: text is read line by line.
-			if trimmed := strings.TrimLeft(string(in), " \t\r\n\ufeff"); !strings.HasPrefix(trimmed, "{") || !strings.Contains(err.Error(), "JSON") {
-				t.Fatal(err)
-			}
-			return
+	// Only JSON input (it starts with '{') may be rejected: text is read line by line.
+	jsonOnly := func(t *testing.T, in []byte, err error) {
+		if trimmed := strings.TrimLeft(string(in), " \t\r\n\ufeff"); !strings.HasPrefix(trimmed, "{") || !strings.Contains(err.Error(), "JSON") {
+			t.Fatal(err)
 		}
+	}
+	golden.FuzzParser(f, []string{"perf/*.txt"}, ParsePerf, jsonOnly, func(t *testing.T, runs []*PerfRun) {
 		checkPerfRuns(t, runs)
 		if err := WritePerfCSV(io.Discard, runs); err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package perftest
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
@@ -11,13 +10,8 @@ import (
 // FuzzParse: no input may panic; every row has a value for every column of its table, values are
 // numbers, and the runs marshal to JSON.
 func FuzzParse(f *testing.F) {
-	golden.Seeds(f, "*.txt")
 	f.Add([]byte(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n 2 1 1.1.1.1.1 2 3\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		runs, err := Parse(strings.NewReader(string(in)))
-		if err != nil {
-			return
-		}
+	golden.FuzzParser(f, []string{"*.txt"}, Parse, nil, func(t *testing.T, runs []*Run) {
 		for _, r := range runs {
 			for _, row := range r.Rows {
 				b, err := json.Marshal(row)
@@ -35,9 +29,6 @@ func FuzzParse(f *testing.F) {
 				}
 			}
 			_ = r.Best()
-		}
-		if _, err := json.Marshal(runs); err != nil {
-			t.Fatal(err)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package topo
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
@@ -12,14 +11,9 @@ import (
 // the input's NICs at its best path class, gdr only at PIX/PXB, rails never name a missing NIC,
 // ideal only without reasons) and marshals to JSON.
 func FuzzAnalyze(f *testing.F) {
-	golden.Seeds(f, "*.txt", "*.xml")
 	f.Add([]byte("GPU0 GPU0\nGPU0 X X\n"))
 	f.Add([]byte("<system><cpu><pci><gpu dev=\"0\"/></pci><pci><nic><net name=\"a\"/></nic></pci></cpu></system>"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		topo, err := Parse(strings.NewReader(string(in)))
-		if err != nil {
-			return
-		}
+	golden.FuzzParser(f, []string{"*.txt", "*.xml"}, Parse, nil, func(t *testing.T, topo *Topology) {
 		r := Analyze(topo)
 		nics := map[string]bool{}
 		for _, n := range topo.NICs {
