@@ -1,18 +1,24 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
+	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/profile"
 )
 
 const doctorExitNote = "Exit status: 0 when nothing is wrong, 5 (check failed) when the verdict finds a problem,\n" +
@@ -246,14 +252,9 @@ func (a *App) runDoctorIBPorts(o *doctorOptions) error {
 	}
 	var all *ibport.Report
 	for _, name := range o.Files {
-		rc, err := a.openInput(name)
+		r, err := parseInput(a, name, ibport.Parse)
 		if err != nil {
 			return err
-		}
-		r, err := ibport.Parse(rc)
-		rc.Close()
-		if err != nil {
-			return ainerr.New(ainerr.Failure, err, "")
 		}
 		if all == nil {
 			all = r
@@ -353,15 +354,9 @@ func (a *App) runDoctorLauncher(o *doctorOptions) error {
 	if err := o.validate(1, 1, "the launcher log"); err != nil {
 		return err
 	}
-	rc, err := a.openInput(o.Files[0])
+	r, err := parseInput(a, o.Files[0], mpilauncher.Analyze)
 	if err != nil {
 		return err
-	}
-	r, err := mpilauncher.Analyze(rc)
-	rc.Close()
-	if err != nil {
-		// Name the input: a bare "bufio.Scanner: token too long" does not say which file.
-		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(o.Files[0]), err), "")
 	}
 	return a.reportLauncher(o, r)
 }
@@ -411,6 +406,47 @@ func (a *App) printLauncher(r *mpilauncher.Report) {
 	if r.Fix != "" {
 		fmt.Fprintf(w, "\nfix: %s\n", r.Fix)
 	}
+}
+
+// parseInput opens input name (a file; - for stdin), gives it to parse and closes it. A parse
+// error names the input: a bare "bufio.Scanner: token too long" does not say which file.
+func parseInput[T any](a *App, name string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
+	rc, err := a.openInput(name)
+	if err != nil {
+		return zero, err
+	}
+	defer rc.Close()
+	v, err := parse(rc)
+	if err != nil {
+		return zero, ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(name), err), "")
+	}
+	return v, nil
+}
+
+// nodeProbeSetup is what a probe of one node (--node) needs: the profile (--profile), the
+// clients, the probe options (--image, --timeout), and the node, which must exist.
+type nodeProbeSetup struct {
+	profile *profile.Profile
+	opts    preflight.Options
+	node    *corev1.Node
+}
+
+func (a *App) nodeProbe(ctx context.Context, profilePath, node, image string, timeout time.Duration) (*nodeProbeSetup, error) {
+	in := &recipeInput{Profile: profilePath}
+	p, err := in.loadProfile(a.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	kc, opts, err := a.probeSetup(nil, p, image, timeout)
+	if err != nil {
+		return nil, err
+	}
+	n, err := kc.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, kc.Classify(err, "get node "+node)
+	}
+	return &nodeProbeSetup{profile: p, opts: opts, node: n}, nil
 }
 
 // inputName is how an error names a doctor input: its path, or "stdin" for -.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/counters"
@@ -77,14 +76,9 @@ func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
 	}
 	snaps := make([]*counters.Snapshot, 0, 2)
 	for _, name := range o.Files {
-		rc, err := a.openInput(name)
+		s, err := parseInput(a, name, counters.Parse)
 		if err != nil {
 			return err
-		}
-		s, err := counters.Parse(rc)
-		rc.Close()
-		if err != nil {
-			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(name), err), "")
 		}
 		if len(s.Ports) == 0 {
 			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no counters found", inputName(name)),
@@ -121,18 +115,11 @@ func (a *App) runDoctorCountersNode(ctx context.Context, o *doctorCountersOption
 	if err != nil {
 		return err
 	}
-	in := &recipeInput{Profile: o.Profile}
-	p, err := in.loadProfile(a.Getenv)
+	np, err := a.nodeProbe(ctx, o.Profile, o.Node, o.Image, o.Timeout)
 	if err != nil {
 		return err
 	}
-	kc, popts, err := a.probeSetup(nil, p, o.Image, o.Timeout)
-	if err != nil {
-		return err
-	}
-	if _, err := kc.Kube.CoreV1().Nodes().Get(ctx, o.Node, metav1.GetOptions{}); err != nil {
-		return kc.Classify(err, "get node "+o.Node)
-	}
+	popts := np.opts
 	take := func(which string) (*counters.Snapshot, error) {
 		fmt.Fprintf(a.Streams.Err, "%s snapshot of %s's RDMA port counters (probe pod, image %s)\n", which, o.Node, popts.ProbeImage)
 		res := preflight.ProbeCounters(ctx, popts, []string{o.Node})

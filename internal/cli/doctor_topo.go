@@ -10,7 +10,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/preflight"
@@ -67,14 +66,9 @@ func (a *App) runDoctorTopo(o *doctorTopoOptions) error {
 	if err := o.validate(1, 1, "topology (`nvidia-smi topo -m` output or an NCCL topology dump)"); err != nil {
 		return err
 	}
-	rc, err := a.openInput(o.Files[0])
+	t, err := parseInput(a, o.Files[0], topo.Parse)
 	if err != nil {
 		return err
-	}
-	t, err := topo.Parse(rc)
-	rc.Close()
-	if err != nil {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(o.Files[0]), err), "")
 	}
 	return a.reportTopo(o, topo.Analyze(t))
 }
@@ -84,23 +78,15 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 	if len(o.Files) > 0 {
 		return ainerr.Usagef("give a FILE or --node, not both")
 	}
-	in := &recipeInput{Profile: o.Profile}
-	p, err := in.loadProfile(a.Getenv)
+	np, err := a.nodeProbe(ctx, o.Profile, o.Node, o.Image, o.Timeout)
 	if err != nil {
 		return err
 	}
-	kc, opts, err := a.probeSetup(nil, p, o.Image, o.Timeout)
-	if err != nil {
-		return err
-	}
+	opts := np.opts
 	if o.Image == "" && (opts.ProbeImage == "" || opts.ProbeImage == preflight.DefaultProbeImage) {
 		opts.ProbeImage = preflight.DefaultTopologyImage
 	}
-	node, err := kc.Kube.CoreV1().Nodes().Get(ctx, o.Node, metav1.GetOptions{})
-	if err != nil {
-		return kc.Classify(err, "get node "+o.Node)
-	}
-	q := node.Status.Allocatable[corev1.ResourceName(p.Spec.GPUResource)]
+	q := np.node.Status.Allocatable[corev1.ResourceName(np.profile.Spec.GPUResource)]
 	fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, q.Value(), opts.ProbeImage)
 	out, err := preflight.ProbeTopology(ctx, opts, o.Node, q.Value())
 	if err != nil {
