@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/ibport"
 )
 
 // PortRate is one port the IB port probe saw on a benchmark's node.
@@ -19,23 +21,6 @@ type PortRate struct {
 // rateMismatch is how far (relative) the probed rate may be from the profile's lineRate before
 // the result says so loudly.
 const rateMismatch = 0.05
-
-// ParsePortRate reads a port rate as sysfs or ibstatus print it ("200 Gb/sec (4X HDR)", "25 Gb/sec
-// (1X EDR)") or ibstat ("200"), in Gb/s.
-func ParsePortRate(s string) (float64, bool) {
-	f := strings.Fields(strings.TrimSpace(s))
-	if len(f) == 0 {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || !(v > 0) || math.IsInf(v, 0) {
-		return 0, false
-	}
-	if len(f) > 1 && !strings.HasPrefix(strings.ToLower(f[1]), "gb") {
-		return 0, false
-	}
-	return v, true
-}
 
 // UseProbedRate makes "% of line rate" mean "% of what the ports run at": the rate of the
 // ACTIVE ports the probe saw on the benchmark's nodes (the fastest port of each node, among the
@@ -94,7 +79,7 @@ func fastestPorts(ports []PortRate, keep func(port string) bool) (map[string]flo
 		if !p.Active || !keep(p.Port) {
 			continue
 		}
-		v, ok := ParsePortRate(p.Rate)
+		v, ok := ibport.RateGbps(p.Rate)
 		if !ok {
 			continue
 		}

@@ -78,16 +78,3 @@ func TestLineRateFromProbe(t *testing.T) {
 		t.Errorf("%s %s", res.LineRate, res.LineRateNote)
 	}
 }
-
-func TestParsePortRate(t *testing.T) {
-	for in, want := range map[string]float64{"200 Gb/sec (4X HDR)": 200, "25 Gb/sec (1X EDR)": 25, "400": 400, "53.125 Gb/sec (1X HDR)": 53.125} {
-		if got, ok := ParsePortRate(in); !ok || got != want {
-			t.Errorf("%q: %v %v", in, got, ok)
-		}
-	}
-	for _, bad := range []string{"", "fast", "-5 Gb/sec", "100 Mb/sec", "NaN"} {
-		if _, ok := ParsePortRate(bad); ok {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}

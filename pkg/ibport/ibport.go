@@ -46,7 +46,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -464,15 +463,12 @@ func normLinkLayer(v string) string {
 func roceV2Index(gids []GID, mine map[string]bool) (idx int, addr string, ok bool, foreign []string) {
 	best := -1
 	for _, g := range gids {
-		if !strings.EqualFold(strings.TrimSpace(g.Type), "RoCE v2") {
+		if !g.IsRoCEv2() {
 			continue
 		}
 		// Both "::ffff:10.0.0.3" and the sysfs form "0000:...:ffff:0a00:0003" parse.
-		a, err := netip.ParseAddr(strings.TrimSpace(g.GID))
-		if err != nil {
-			continue
-		}
-		if !a.Is4In6() || a.Unmap().IsUnspecified() {
+		a, ok := g.IPv4()
+		if !ok {
 			continue
 		}
 		if len(mine) > 0 && g.Netdev != "" && !mine[g.Netdev] {
@@ -480,7 +476,7 @@ func roceV2Index(gids []GID, mine map[string]bool) (idx int, addr string, ok boo
 			continue
 		}
 		if best < 0 || g.Index < best {
-			best, addr = g.Index, a.Unmap().String()
+			best, addr = g.Index, a.String()
 		}
 	}
 	return best, addr, best >= 0, foreign

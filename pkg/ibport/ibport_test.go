@@ -196,3 +196,16 @@ func TestTaggedOutput(t *testing.T) {
 		t.Errorf("stripTag = %q", got)
 	}
 }
+
+func TestRateGbps(t *testing.T) {
+	for in, want := range map[string]float64{"200 Gb/sec (4X HDR)": 200, "400 Gb/sec (4X NDR)": 400, "25 Gb/sec (1X EDR)": 25, "400": 400, "53.125 Gb/sec (1X HDR)": 53.125} {
+		if got, ok := RateGbps(in); !ok || got != want {
+			t.Errorf("%q: %v %v", in, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "fast", "-5 Gb/sec", "100 Mb/sec", "NaN", "+Inf"} {
+		if _, ok := RateGbps(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

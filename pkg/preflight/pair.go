@@ -2,7 +2,6 @@ package preflight
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -226,15 +225,7 @@ func (t *podTracker) waitAddress(ctx context.Context, out *probeOutcome, multus 
 // NetworkAddress returns the first IP that a Multus network-status annotation gives a
 // non-default network, and that network's name.
 func NetworkAddress(status string) (ip, network string) {
-	var nets []struct {
-		Name    string   `json:"name"`
-		IPs     []string `json:"ips"`
-		Default bool     `json:"default"`
-	}
-	if strings.TrimSpace(status) == "" || json.Unmarshal([]byte(status), &nets) != nil {
-		return "", ""
-	}
-	for _, n := range nets {
+	for _, n := range ParseNetworkStatus(status) {
 		if n.Default {
 			continue
 		}

@@ -35,8 +35,13 @@ type Detected struct {
 	Nodes      []DetectedNode    `json:"nodes"`
 	Networks   []DetectedNetwork `json:"networks"`
 	// Conflicts: places where the cluster's sources disagree (nodes with different RDMA
-	// resources, GPU products, link layers).
+	// resources, GPU products, link layers; labels vs what the probe pods read; ports at
+	// different rates).
 	Conflicts []string `json:"conflicts"`
+	// Probes: what each probe pod (one per pool of alike GPU nodes) saw and what was made of it.
+	Probes []DetectedProbe `json:"probes"`
+	// Notes: what the probes left out and why (a port not ACTIVE, a probe that did not run).
+	Notes []string `json:"notes"`
 }
 
 // DetectedNode is one GPU node as its labels and allocatable describe it.
@@ -112,7 +117,7 @@ func isRDMAResource(name string) bool {
 func Detect(nodes []corev1.Node, nads []NAD, nadErr error) *Detected {
 	p := Default()
 	p.Metadata.Name = "detected"
-	d := &Detected{Profile: p, Origins: map[string]string{}, Undetected: map[string]string{}, Nodes: []DetectedNode{}, Networks: []DetectedNetwork{}, Conflicts: []string{}}
+	d := &Detected{Profile: p, Origins: map[string]string{}, Undetected: map[string]string{}, Nodes: []DetectedNode{}, Networks: []DetectedNetwork{}, Conflicts: []string{}, Probes: []DetectedProbe{}, Notes: []string{}}
 	for k, v := range p.Origins {
 		d.Origins[k] = v
 	}
@@ -224,6 +229,8 @@ func Detect(nodes []corev1.Node, nads []NAD, nadErr error) *Detected {
 		}
 	}
 	sort.Strings(refs)
+	// Rails on one subnet (one NAD per NIC, one whereabouts range) are one subnet.
+	subnets = dedupeSubnets(subnets)
 	if len(refs) > 0 {
 		p.Spec.Networks = refs
 		set("spec.networks", "NetworkAttachmentDefinitions tied to the RDMA resource or of an RDMA CNI type")
@@ -256,17 +263,19 @@ func Detect(nodes []corev1.Node, nads []NAD, nadErr error) *Detected {
 		d.Conflicts = append(d.Conflicts, fmt.Sprintf("node labels say %s, the network's CNI type says %s", firstKey(links), firstKey(nadFabric)))
 	}
 	if len(subnets) == 1 && p.Spec.Fabric == FabricRoCE {
-		p.Spec.AddrRange = strings.Fields(subnets[0])[0]
-		set("spec.addrRange", "the RDMA network's IPAM range ("+strings.TrimSuffix(strings.Fields(subnets[0])[1], ")")[1:]+")")
+		sub, refs, _ := strings.Cut(subnets[0], " ")
+		p.Spec.AddrRange = sub
+		set("spec.addrRange", "the RDMA network's IPAM range "+refs)
 	} else if len(subnets) > 1 {
 		d.Conflicts = append(d.Conflicts, "several RDMA subnets: "+strings.Join(subnets, ", ")+"; spec.addrRange left unset")
 	}
 
-	probe := "needs a probe pod on a GPU node (ain preflight; ain doctor ib-ports on its sysfs dump)"
+	// What only a probe pod can read (ApplyProbes fills these in and drops them from here).
+	probe := "a probe pod on a GPU node reads it (ain profile detect without --no-probes)"
 	d.Undetected["spec.hcas"] = "the HCA names are not in the API: " + probe + "; empty lets NCCL discover them"
 	d.Undetected["spec.lineRate"] = "the port rate (/sys/class/infiniband/*/ports/*/rate) is not in the API: " + probe + "; default " + DefaultLineRate + " kept"
-	if p.Spec.Fabric == FabricRoCE {
-		d.Undetected["spec.gidIndex"] = "the RoCE v2 GID index of the pod's interface " + probe + "; \"auto\" (NCCL >= 2.21 picks it, with spec.addrRange) kept"
+	if p.Spec.Fabric == FabricRoCE || p.Spec.Fabric == DefaultFabric && d.Origins["spec.fabric"] == "default" {
+		d.Undetected["spec.gidIndex"] = "the RoCE v2 GID index of the pod's interface is not in the API: " + probe + "; \"auto\" (NCCL >= 2.21 picks it, with spec.addrRange) kept"
 	}
 	d.Undetected["spec.trafficClass"] = "the lossless traffic class is switch and NIC QoS configuration (mlnx_qos), not in the API"
 	d.Undetected["spec.socketIfname"] = "the pod's bootstrap interface (eth0 on most CNIs) is not in the API"
@@ -404,6 +413,18 @@ func (d *Detected) YAML(server, when string) ([]byte, error) {
 			b.WriteString("#   " + c + "\n")
 		}
 	}
+	if len(d.Probes) > 0 {
+		b.WriteString("#\n# Probe pods (one per pool of alike GPU nodes):\n")
+		for _, pr := range d.Probes {
+			b.WriteString("#   " + pr.Summary() + "\n")
+		}
+	}
+	if len(d.Notes) > 0 {
+		b.WriteString("#\n# Notes:\n")
+		for _, n := range d.Notes {
+			b.WriteString("#   " + n + "\n")
+		}
+	}
 	if len(d.Undetected) > 0 {
 		b.WriteString("#\n# Not detected:\n")
 		for _, k := range slices.Sorted(maps.Keys(d.Undetected)) {
@@ -431,4 +452,22 @@ func (d *Detected) YAML(server, when string) ([]byte, error) {
 		b.WriteString(line + "\n")
 	}
 	return []byte(b.String()), nil
+}
+
+// dedupeSubnets merges "subnet (ref)" entries of the same subnet: "10.10.0.0/16 (a, b)".
+func dedupeSubnets(in []string) []string {
+	var order []string
+	refs := map[string][]string{}
+	for _, e := range in {
+		sub, ref, _ := strings.Cut(e, " ")
+		if _, ok := refs[sub]; !ok {
+			order = append(order, sub)
+		}
+		refs[sub] = append(refs[sub], strings.TrimSuffix(strings.TrimPrefix(ref, "("), ")"))
+	}
+	out := make([]string, 0, len(order))
+	for _, sub := range order {
+		out = append(out, sub+" ("+strings.Join(refs[sub], ", ")+")")
+	}
+	return out
 }

@@ -232,7 +232,11 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	if file == "" {
 		file = "none"
 	}
-	return a.annotate(ctx, pod, map[string]string{AnnoLogs: file})
+	ann = map[string]string{AnnoLogs: file}
+	if st := networkStatus(pod); st != "" && pod.Annotations[annoNetworkStatus] == "" {
+		ann[annoNetworkStatus] = st
+	}
+	return a.annotate(ctx, pod, ann)
 }
 
 // plan turns a rule into the annotations the stages read, keeping those already set.
