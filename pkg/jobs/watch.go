@@ -3,9 +3,11 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"github.com/ain-hpc/ain/pkg/kclient"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
@@ -13,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -192,15 +192,12 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	jobFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, c.Namespace, func(lo *metav1.ListOptions) {
+	jobInf := kclient.NewDynamicInformer(c.Dynamic, gvr, c.Namespace, 0, func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 	})
-	jobInf := jobFactory.ForResource(gvr).Informer()
-	podFactory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithNamespace(c.Namespace),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = b.PodSelector(name)
-		}))
-	podInf := podFactory.Core().V1().Pods().Informer()
+	podInf := kclient.NewPodInformer(c.Kube, c.Namespace, 0, func(lo *metav1.ListOptions) {
+		lo.LabelSelector = b.PodSelector(name)
+	})
 
 	changed := make(chan struct{}, 1)
 	poke := func() {
@@ -220,12 +217,12 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 	if _, err := podInf.AddEventHandler(h); err != nil {
 		return Snapshot{}, err
 	}
-	jobFactory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
+	var running sync.WaitGroup
+	running.Go(func() { jobInf.RunWithContext(ctx) })
+	running.Go(func() { podInf.RunWithContext(ctx) })
 	defer func() {
-		cancel() // stop the informers first: Shutdown waits for them
-		jobFactory.Shutdown()
-		podFactory.Shutdown()
+		cancel() // stop the informers first, then wait for them
+		running.Wait()
 	}()
 
 	if !cache.WaitForCacheSync(ctx.Done(), jobInf.HasSynced, podInf.HasSynced) {

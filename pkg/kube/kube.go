@@ -26,13 +26,12 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/kclient"
 )
 
 // SandboxClusterName is the cluster name in the kubeconfig `ain sandbox` writes.
@@ -54,7 +53,7 @@ type Options struct {
 // Clients are the clients a command uses, with where they came from.
 type Clients struct {
 	Config     *rest.Config
-	Kube       kubernetes.Interface
+	Kube       kclient.Interface
 	Dynamic    dynamic.Interface
 	Namespace  string
 	Kubeconfig string // the file used ("" for in-cluster)
@@ -131,7 +130,7 @@ func Load(o Options) (*Clients, error) {
 		cfg.UserAgent = "ain"
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	kc, err := kubernetes.NewForConfig(cfg)
+	kc, err := kclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -155,10 +154,10 @@ func sameFile(a, b string) bool {
 
 // DiscoveryWithin is a discovery client whose requests give up after d: for a question a command
 // can do without (render asks which job APIs a cluster serves, and works with no cluster).
-func (c *Clients) DiscoveryWithin(d time.Duration) (discovery.DiscoveryInterface, error) {
+func (c *Clients) DiscoveryWithin(d time.Duration) (kclient.Discovery, error) {
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Timeout = d
-	return discovery.NewDiscoveryClientForConfig(cfg)
+	return kclient.NewDiscoveryForConfig(cfg)
 }
 
 // Where describes the cluster for hints: "kubeconfig X, context Y, server Z".

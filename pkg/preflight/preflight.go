@@ -15,11 +15,11 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"github.com/ain-hpc/ain/pkg/kclient"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -115,7 +115,7 @@ func (r *Result) Summary() string {
 
 // Options say what to check and with which clients.
 type Options struct {
-	Kube      kubernetes.Interface
+	Kube      kclient.Interface
 	Dynamic   dynamic.Interface
 	Namespace string
 	Cluster   string // for the result and the cache key (the API server URL)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ain-hpc/ain/pkg/kclient"
 	"io"
 	"maps"
 	"os"
@@ -22,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -107,7 +106,7 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -122,23 +121,22 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactory(cs, 10*time.Minute)
-	inf := factory.Core().V1().Pods()
-	a.lister = inf.Lister()
+	inf := kclient.NewPodInformer(cs, metav1.NamespaceAll, 10*time.Minute, nil)
+	a.lister = corelisters.NewPodLister(inf.GetIndexer())
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	enqueue := func(obj any) {
 		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
 			q.Add(key)
 		}
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, o any) { enqueue(o) },
 	}); err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	go inf.RunWithContext(ctx)
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 	fmt.Fprintf(log, "sandbox agent: scenario %s, watching pods\n", sc.Name)
 	go func() {
 		<-ctx.Done()
@@ -160,7 +158,7 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 }
 
 type agent struct {
-	cs       kubernetes.Interface
+	cs       kclient.Interface
 	kube     *kube
 	lister   corelisters.PodLister
 	sc       *Scenario

@@ -25,6 +25,7 @@ package sandboxtest
 import (
 	"context"
 	"fmt"
+	"github.com/ain-hpc/ain/pkg/kclient"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -176,6 +177,17 @@ func (s *Sandbox) Clientset(t testing.TB) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// Client returns ain's own typed client (package kclient, what the ain binary uses) for the
+// sandbox's admin user: for the Kube field of ain's libraries.
+func (s *Sandbox) Client(t testing.TB) kclient.Interface {
+	t.Helper()
+	c, err := kclient.NewForConfig(s.REST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // Dynamic returns a dynamic client for the sandbox's admin user.
