@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -49,8 +48,8 @@ func (v *validator) required(path, value string) {
 	}
 }
 
-// image checks a container image reference against the registry grammar (distribution/reference,
-// the parser containerd and the kubelet use), so `image: 5`, `UPPER/Case:tag` or a name with a
+// image checks a container image reference against the registry grammar (distribution/reference's,
+// the parser containerd and the kubelet use: checkImageRef), so `image: 5`, `UPPER/Case:tag` or a name with a
 // space fail here with the file and line, not as ErrImagePull minutes later on a node.
 func (v *validator) image(path, value string) {
 	if strings.TrimSpace(value) == "" {
@@ -60,7 +59,7 @@ func (v *validator) image(path, value string) {
 		v.addf(path, "%s is a %s, not an image reference: write the image as registry/repository:tag (e.g. nvcr.io/nvidia/pytorch:24.05-py3)", value, strings.TrimPrefix(tag, "!!"))
 		return
 	}
-	if _, err := reference.ParseNormalizedNamed(value); err != nil {
+	if err := checkImageRef(value); err != nil {
 		msg := err.Error()
 		if strings.ContainsAny(value, " \t") {
 			msg = "it contains whitespace"
