@@ -9,9 +9,10 @@
 // (about 60 group versions) in package init, and its discovery and informer packages import it.
 // Go runs every linked package's init in every process, so that cost (about 1,100 KB and 9,000
 // allocations over 290 packages, enough to start a garbage collection during start-up) fell on
-// offline commands too: `ain render` ran at 0.4x `helm template` (issue 16). This package builds
-// on client-go's gentype (what the generated clients use) with a scheme that holds only the
-// groups above, built on first use, not at init.
+// offline commands too: `ain render` ran at 0.4x `helm template` (issue 16). This package makes the
+// requests the generated clients make (resource.go; not through client-go's gentype, which
+// links client-go's fake-client machinery and its schema packages: 200 KB more at init) with a
+// scheme that holds only the groups above, built on first use, not at init.
 package kclient
 
 import (
@@ -31,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 )
 
@@ -198,12 +198,9 @@ func (c *clientset) NetworkingV1() NetworkingV1                       { return n
 func (c *clientset) AuthorizationV1() AuthorizationV1                 { return authorization{c.authorization} }
 func (c *clientset) AdmissionregistrationV1() AdmissionregistrationV1 { return admission{c.admission} }
 
-// list is the generated clients' constructor: namespaced when ns is set, protobuf preferred.
-func list[T interface {
-	runtime.Object
-	metav1.Object
-}, L runtime.Object](rc rest.Interface, resource, ns string, obj func() T, lst func() L) *gentype.ClientWithList[T, L] {
-	return gentype.NewClientWithList(resource, rc, parameterCodec, ns, obj, lst, gentype.PrefersProtobuf[T]())
+// list is a generated client's constructor: namespaced when ns is set, protobuf preferred.
+func list[T object, L runtime.Object](rc rest.Interface, res, ns string, obj func() T, lst func() L) *resource[T, L] {
+	return &resource[T, L]{rc: rc, resource: res, namespace: ns, newObject: obj, newList: lst}
 }
 
 type core struct{ rc rest.Interface }
@@ -211,12 +208,12 @@ type core struct{ rc rest.Interface }
 func (c core) RESTClient() rest.Interface { return c.rc }
 
 type pods struct {
-	*gentype.ClientWithList[*corev1.Pod, *corev1.PodList]
+	*resource[*corev1.Pod, *corev1.PodList]
 }
 
 // GetLogs is the pods/log request, as client-go's pod expansion builds it.
 func (p pods) GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request {
-	return p.GetClient().Get().Namespace(p.GetNamespace()).Name(name).Resource("pods").SubResource("log").VersionedParams(opts, parameterCodec)
+	return p.rc.Get().Namespace(p.namespace).Name(name).Resource("pods").SubResource("log").VersionedParams(opts, parameterCodec)
 }
 
 func (c core) Pods(ns string) Pods {
@@ -266,7 +263,8 @@ func (c networking) Ingresses(ns string) StatusClient[*networkingv1.Ingress, *ne
 type authorization struct{ rc rest.Interface }
 
 func (c authorization) SelfSubjectAccessReviews() SelfSubjectAccessReviews {
-	return gentype.NewClient("selfsubjectaccessreviews", c.rc, parameterCodec, "", func() *authv1.SelfSubjectAccessReview { return &authv1.SelfSubjectAccessReview{} }, gentype.PrefersProtobuf[*authv1.SelfSubjectAccessReview]())
+	return list(c.rc, "selfsubjectaccessreviews", "", func() *authv1.SelfSubjectAccessReview { return &authv1.SelfSubjectAccessReview{} },
+		func() *authv1.SelfSubjectAccessReview { return nil })
 }
 
 type admission struct{ rc rest.Interface }
