@@ -1,6 +1,6 @@
 // Package kclient is the typed Kubernetes client of ain's cluster code: the few built-in
 // resources it reads and writes (pods, nodes, events, namespaces, services, secrets, volumes,
-// deployments, ingresses, access reviews, webhook configurations) and discovery, with the method
+// deployments, ingresses, leases, access reviews, webhook configurations) and discovery, with the method
 // signatures of client-go's generated clientset, so call sites read the same
 // (kc.CoreV1().Pods(ns).List(ctx, opts)) and client-go's fake clientset still serves unit tests
 // (kclienttest.FromClientset).
@@ -23,6 +23,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,7 @@ type Interface interface {
 	NetworkingV1() NetworkingV1
 	AuthorizationV1() AuthorizationV1
 	AdmissionregistrationV1() AdmissionregistrationV1
+	CoordinationV1() CoordinationV1
 }
 
 // Client is the verbs every generated typed client has, with its signatures.
@@ -107,6 +109,11 @@ type AdmissionregistrationV1 interface {
 	ValidatingWebhookConfigurations() Client[*admissionv1.ValidatingWebhookConfiguration, *admissionv1.ValidatingWebhookConfigurationList]
 }
 
+// CoordinationV1 is client-go's CoordinationV1Interface, the part ain uses.
+type CoordinationV1 interface {
+	Leases(namespace string) Client[*coordinationv1.Lease, *coordinationv1.LeaseList]
+}
+
 // The scheme holds only the groups above, registered as client-go's kubernetes/scheme
 // registers them (plus the unversioned meta types), built on first use.
 var (
@@ -120,7 +127,7 @@ func buildScheme() {
 	schemeOnce.Do(func() {
 		scheme = runtime.NewScheme()
 		metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-		for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, networkingv1.AddToScheme, authv1.AddToScheme, admissionv1.AddToScheme} {
+		for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, networkingv1.AddToScheme, authv1.AddToScheme, admissionv1.AddToScheme, coordinationv1.AddToScheme} {
 			utilruntime.Must(add(scheme))
 		}
 		codecs = serializer.NewCodecFactory(scheme)
@@ -131,8 +138,8 @@ func buildScheme() {
 // clientset implements Interface over one REST client per group version, sharing one HTTP
 // client and rate limiter, as kubernetes.NewForConfig does.
 type clientset struct {
-	core, apps, networking, authorization, admission rest.Interface
-	discovery                                        *discoveryClient
+	core, apps, networking, authorization, admission, coordination rest.Interface
+	discovery                                                      *discoveryClient
 }
 
 // NewForConfig is kubernetes.NewForConfig for the groups ain uses.
@@ -169,6 +176,7 @@ func NewForConfigAndClient(c *rest.Config, h *http.Client) (Interface, error) {
 		{&cs.networking, networkingv1.SchemeGroupVersion, "/apis"},
 		{&cs.authorization, authv1.SchemeGroupVersion, "/apis"},
 		{&cs.admission, admissionv1.SchemeGroupVersion, "/apis"},
+		{&cs.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
 	} {
 		gc := cfg
 		gv := g.gv
@@ -197,6 +205,7 @@ func (c *clientset) AppsV1() AppsV1                                   { return a
 func (c *clientset) NetworkingV1() NetworkingV1                       { return networking{c.networking} }
 func (c *clientset) AuthorizationV1() AuthorizationV1                 { return authorization{c.authorization} }
 func (c *clientset) AdmissionregistrationV1() AdmissionregistrationV1 { return admission{c.admission} }
+func (c *clientset) CoordinationV1() CoordinationV1                   { return coordination{c.coordination} }
 
 // list is a generated client's constructor: namespaced when ns is set, protobuf preferred.
 func list[T object, L runtime.Object](rc rest.Interface, res, ns string, obj func() T, lst func() L) *resource[T, L] {
@@ -276,4 +285,10 @@ func (c admission) ValidatingWebhookConfigurations() Client[*admissionv1.Validat
 		func() *admissionv1.ValidatingWebhookConfigurationList {
 			return &admissionv1.ValidatingWebhookConfigurationList{}
 		})
+}
+
+type coordination struct{ rc rest.Interface }
+
+func (c coordination) Leases(ns string) Client[*coordinationv1.Lease, *coordinationv1.LeaseList] {
+	return list(c.rc, "leases", ns, func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
 }

@@ -9,11 +9,13 @@ import (
 	"github.com/ain-hpc/ain/pkg/kclient"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	admissionclient "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
 	authclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingclient "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/rest"
@@ -40,6 +42,9 @@ func (c clientset) AuthorizationV1() kclient.AuthorizationV1 {
 }
 func (c clientset) AdmissionregistrationV1() kclient.AdmissionregistrationV1 {
 	return admission{c.cs.AdmissionregistrationV1()}
+}
+func (c clientset) CoordinationV1() kclient.CoordinationV1 {
+	return coordination{c.cs.CoordinationV1()}
 }
 
 type core struct{ c coreclient.CoreV1Interface }
@@ -94,4 +99,12 @@ type admission struct {
 
 func (c admission) ValidatingWebhookConfigurations() kclient.Client[*admissionv1.ValidatingWebhookConfiguration, *admissionv1.ValidatingWebhookConfigurationList] {
 	return c.c.ValidatingWebhookConfigurations()
+}
+
+type coordination struct {
+	c coordinationclient.CoordinationV1Interface
+}
+
+func (c coordination) Leases(ns string) kclient.Client[*coordinationv1.Lease, *coordinationv1.LeaseList] {
+	return c.c.Leases(ns)
 }
