@@ -68,28 +68,35 @@ func TestParse(t *testing.T) {
 			if (tc.gidIndex < 0) != (r.GIDIndex == nil) || (r.GIDIndex != nil && *r.GIDIndex != tc.gidIndex) {
 				t.Errorf("gidIndex %v, want %d", r.GIDIndex, tc.gidIndex)
 			}
-			if len(r.Ports) != len(tc.ports) {
-				t.Fatalf("%d ports, want %d: %+v", len(r.Ports), len(tc.ports), r.Ports)
-			}
-			for i, w := range tc.ports {
-				p := r.Ports[i]
-				id := p.Device + ":" + itoa(p.Port)
-				rate := ""
-				if p.Rate != nil {
-					rate = *p.Rate
-				}
-				if id != w.id || p.State != w.state || p.PhysState != w.phys || p.LinkLayer != w.link || rate != w.rate || p.Reason != w.reason || p.Ready != w.ready {
-					t.Errorf("port %d = %s %s %s %s %q %q %v, want %+v", i, id, p.State, p.PhysState, p.LinkLayer, rate, p.Reason, p.Ready, w)
-				}
-				if (w.gid < 0) != (p.RoCEv2GIDIndex == nil) || (p.RoCEv2GIDIndex != nil && *p.RoCEv2GIDIndex != w.gid) {
-					t.Errorf("port %s roceV2GidIndex %v, want %d", id, p.RoCEv2GIDIndex, w.gid)
-				}
-				if !p.Ready && Fix(p.Reason, p.LinkLayer) == "" {
-					t.Errorf("no fix for %s", p.Reason)
-				}
-			}
+			checkPorts(t, r, tc.ports)
 			golden.JSON(t, strings.TrimSuffix(tc.file, ".txt"), r)
 		})
+	}
+}
+
+// checkPorts compares a report's ports with want, in order: identity, states, link layer, rate
+// (none when want has none), reason, readiness and RoCE v2 GID index; a port not ready has a fix.
+func checkPorts(t *testing.T, r *Report, want []wantPort) {
+	t.Helper()
+	if len(r.Ports) != len(want) {
+		t.Fatalf("%d ports, want %d: %+v", len(r.Ports), len(want), r.Ports)
+	}
+	for i, w := range want {
+		p := r.Ports[i]
+		id := p.Device + ":" + itoa(p.Port)
+		rate := ""
+		if p.Rate != nil {
+			rate = *p.Rate
+		}
+		if id != w.id || p.State != w.state || p.PhysState != w.phys || p.LinkLayer != w.link || rate != w.rate || (w.rate == "") != (p.Rate == nil) || p.Reason != w.reason || p.Ready != w.ready {
+			t.Errorf("port %d = %s %s %s %s %q %q %v, want %+v", i, id, p.State, p.PhysState, p.LinkLayer, rate, p.Reason, p.Ready, w)
+		}
+		if (w.gid < 0) != (p.RoCEv2GIDIndex == nil) || (p.RoCEv2GIDIndex != nil && *p.RoCEv2GIDIndex != w.gid) {
+			t.Errorf("port %s roceV2GidIndex %v, want %d", id, p.RoCEv2GIDIndex, w.gid)
+		}
+		if !p.Ready && Fix(p.Reason, p.LinkLayer) == "" {
+			t.Errorf("no fix for %s", p.Reason)
+		}
 	}
 }
 

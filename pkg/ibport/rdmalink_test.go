@@ -52,30 +52,14 @@ func TestRdmaLink(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join("testdata", tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Parse(strings.NewReader(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := golden.Parse(t, filepath.Join("testdata", tc.file), Parse)
 			if r.Format != FormatRdmaLink {
 				t.Errorf("format %q, want %q", r.Format, FormatRdmaLink)
 			}
 			if r.Ready != tc.ready {
 				t.Errorf("ready %v, want %v", r.Ready, tc.ready)
 			}
-			if len(r.Ports) != len(tc.ports) {
-				t.Fatalf("%d ports, want %d: %+v", len(r.Ports), len(tc.ports), r.Ports)
-			}
-			for i, w := range tc.ports {
-				p := r.Ports[i]
-				id := p.Device + ":" + itoa(p.Port)
-				if id != w.id || p.State != w.state || p.PhysState != w.phys || p.LinkLayer != w.link || p.Reason != w.reason || p.Ready != w.ready || p.Rate != nil {
-					t.Errorf("port %d = %s %s %s %s ready=%v reason=%q, want %+v", i, id, p.State, p.PhysState, p.LinkLayer, p.Ready, p.Reason, w)
-				}
-			}
+			checkPorts(t, r, tc.ports) // rdma link prints no rate: want none
 			golden.JSON(t, strings.TrimSuffix(tc.file, ".txt"), r)
 		})
 	}

@@ -395,17 +395,10 @@ func perfCell(t [][]byte, names []string) *PerfCell {
 		}
 		if iter[4] == "i_min" {
 			p := &PerIter{}
+			field := map[string]*float64{"i_min": &p.MinUs, "i_max": &p.MaxUs, "i_p99": &p.P99Us, "i_cv%": &p.CVPct}
 			for k := 4; k < 8; k++ {
-				v, _ := finite(t[k])
-				switch iter[k] {
-				case "i_min":
-					p.MinUs = v
-				case "i_max":
-					p.MaxUs = v
-				case "i_p99":
-					p.P99Us = v
-				case "i_cv%":
-					p.CVPct = v
+				if f := field[iter[k]]; f != nil {
+					*f, _ = finite(t[k])
 				}
 			}
 			c.PerIter = p

@@ -302,25 +302,16 @@ func isSetting(line string) bool {
 	return false
 }
 
+// applySetting keeps one line of perftest's settings block ("Link type : Ethernet").
 func applySetting(r *Run, k, v string) {
-	switch k {
-	case "Device":
-		r.Device = v
-	case "Number of qps":
+	text := map[string]*string{"Device": &r.Device, "Link type": &r.LinkType, "Transport type": &r.Transport,
+		"Connection type": &r.Connection, "Mtu": &r.MTU}
+	number := map[string]**int{"Number of qps": &r.QPs, "GID index": &r.GIDIndex}
+	if f := text[k]; f != nil {
+		*f = v
+	} else if f := number[k]; f != nil {
 		if n, err := strconv.Atoi(v); err == nil {
-			r.QPs = &n
-		}
-	case "Link type":
-		r.LinkType = v
-	case "Transport type":
-		r.Transport = v
-	case "Connection type":
-		r.Connection = v
-	case "Mtu":
-		r.MTU = v
-	case "GID index":
-		if n, err := strconv.Atoi(v); err == nil {
-			r.GIDIndex = &n
+			*f = &n
 		}
 	}
 }

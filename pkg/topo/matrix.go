@@ -138,17 +138,13 @@ func ParseMatrix(r io.Reader) (*Topology, error) {
 		}
 		idx, _ := strconv.Atoi(m[1])
 		g := GPUInfo{Index: idx}
+		field := map[string]*string{"CPU Affinity": &g.CPUAffinity, "NUMA Affinity": &g.NUMAAffinity, "GPU NUMA ID": &g.GPUNUMAID}
 		for i, v := range rowExtra[c] {
 			if i >= len(extra) {
 				break
 			}
-			switch extra[i] {
-			case "CPU Affinity":
-				g.CPUAffinity = v
-			case "NUMA Affinity":
-				g.NUMAAffinity = v
-			case "GPU NUMA ID":
-				g.GPUNUMAID = v
+			if f := field[extra[i]]; f != nil {
+				*f = v
 			}
 		}
 		for i, other := range cols {

@@ -105,17 +105,11 @@ func ParseSLO(s string) (SLO, error) {
 		if !ok || err != nil || ms <= 0 || math.IsInf(ms, 0) {
 			return slo, fmt.Errorf("%q: want ttft:MS tpot:MS e2el:MS (or ttft=MS,...) with positive milliseconds", strings.Replace(kv, "=", ":", 1))
 		}
-		d := time.Duration(ms * float64(time.Millisecond))
-		switch strings.ToLower(k) {
-		case "ttft":
-			slo.TTFT = d
-		case "tpot":
-			slo.TPOT = d
-		case "e2el":
-			slo.E2EL = d
-		default:
+		f := map[string]*time.Duration{"ttft": &slo.TTFT, "tpot": &slo.TPOT, "e2el": &slo.E2EL}[strings.ToLower(k)]
+		if f == nil {
 			return slo, fmt.Errorf("unknown metric %q (ttft, tpot, e2el)", k)
 		}
+		*f = time.Duration(ms * float64(time.Millisecond))
 	}
 	return slo, nil
 }

@@ -90,6 +90,15 @@ func namespace(t *testing.T, sb *sandboxtest.Sandbox) string {
 	return ns
 }
 
+// setup is every test's start: the shared sandbox on scenario, and a fresh namespace that has
+// the shared claim.
+func setup(t *testing.T, scenario string) (*sandboxtest.Sandbox, string) {
+	t.Helper()
+	sb := sandboxtest.Get(t)
+	useScenario(t, sb, scenario)
+	return sb, namespace(t, sb)
+}
+
 // noProbePods fails when a probe pod is left in ns.
 func noProbePods(t *testing.T, sb *sandboxtest.Sandbox, ns string) {
 	t.Helper()
@@ -103,9 +112,7 @@ func noProbePods(t *testing.T, sb *sandboxtest.Sandbox, ns string) {
 }
 
 func TestHealthyAllPassAndJobRuns(t *testing.T) {
-	sb := sandboxtest.Get(t)
-	useScenario(t, sb, "healthy")
-	ns := namespace(t, sb)
+	sb, ns := setup(t, "healthy")
 	e := newEnv(t)
 	code, out, _ := ain(t, context.Background(), sb, e, ns, "preflight", "allreduce", "-o", "json")
 	if code != 0 {
@@ -140,9 +147,7 @@ func TestHealthyAllPassAndJobRuns(t *testing.T) {
 }
 
 func TestIBPortInitFails(t *testing.T) {
-	sb := sandboxtest.Get(t)
-	useScenario(t, sb, "ib-port-init")
-	ns := namespace(t, sb)
+	sb, ns := setup(t, "ib-port-init")
 	code, out, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "-o", "table")
 	if code != int(ainerr.PreflightFailed) {
 		t.Errorf("exit %d, want %d", code, ainerr.PreflightFailed)
@@ -193,9 +198,7 @@ func TestIBPortInitFails(t *testing.T) {
 }
 
 func TestNoRDMANode(t *testing.T) {
-	sb := sandboxtest.Get(t)
-	useScenario(t, sb, "no-rdma")
-	ns := namespace(t, sb)
+	sb, ns := setup(t, "no-rdma")
 	// No recipe: two good nodes are enough, gpu-node-3 is a WARN; exit 0.
 	code, out, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "-o", "table")
 	if code != 0 || !strings.Contains(out, "WARN nodes rdma: 1 node(s) without the RDMA resource") ||
@@ -211,9 +214,7 @@ func TestNoRDMANode(t *testing.T) {
 }
 
 func TestMultusCRDAbsent(t *testing.T) {
-	sb := sandboxtest.Get(t)
-	useScenario(t, sb, "healthy")
-	ns := namespace(t, sb)
+	sb, ns := setup(t, "healthy")
 	prof := filepath.Join(t.TempDir(), "profile.yaml")
 	if err := os.WriteFile(prof, []byte("apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nspec:\n  fabric: ib\n  networks: [rdma-net]\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -225,9 +226,7 @@ func TestMultusCRDAbsent(t *testing.T) {
 }
 
 func TestProbePodsGoneOnCancel(t *testing.T) {
-	sb := sandboxtest.Get(t)
-	useScenario(t, sb, "healthy")
-	ns := namespace(t, sb)
+	sb, ns := setup(t, "healthy")
 	ctx, cancel := context.WithCancel(context.Background())
 	cs := sb.Clientset(t)
 	go func() {
@@ -250,9 +249,7 @@ func TestProbePodsGoneOnCancel(t *testing.T) {
 }
 
 func TestLateWorkersGate(t *testing.T) {
-	sb := sandboxtest.Get(t)
-	useScenario(t, sb, "late-workers")
-	ns := namespace(t, sb)
+	sb, ns := setup(t, "late-workers")
 	e := newEnv(t)
 	// With ain's worker gate (the default) the launcher waits and the job succeeds.
 	code, _, _ := ain(t, context.Background(), sb, e, ns, "train", "allreduce", "--set", "nodes=2", "--timeout", "3m")
@@ -279,9 +276,7 @@ func TestLateWorkersGate(t *testing.T) {
 }
 
 func TestSocketFallback(t *testing.T) {
-	sb := sandboxtest.Get(t)
-	useScenario(t, sb, "socket-fallback")
-	ns := namespace(t, sb)
+	sb, ns := setup(t, "socket-fallback")
 	e := newEnv(t)
 	code, out, _ := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--set", "nodes=2", "--require-transport", "ib", "--timeout", "3m")
 	if code != int(ainerr.CheckFailed) || !strings.Contains(out, "socket (TCP): the RDMA fabric was NOT used") {
