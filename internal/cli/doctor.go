@@ -93,27 +93,34 @@ func (a *App) openInput(name string) (io.ReadCloser, error) {
 // checkFailed is the error of a verdict that found a problem: its explanation is already printed.
 func checkFailed() error { return quiet(ainerr.CheckFailed) }
 
-func (a *App) doctorNCCLLogCommand() *ucli.Command {
+// fileDoctor is a doctor subcommand on FILE... (- for stdin) and, when runJob is not nil, on a
+// JOB instead (its logs read through the API server), with -o text|json; its description ends
+// with the doctors' exit note.
+func (a *App) fileDoctor(name, usage, args, desc string, run func(*doctorOptions) error, runJob func(context.Context, *doctorOptions, string) error) *ucli.Command {
 	o := &doctorOptions{}
 	return &ucli.Command{
-		Name:      "nccl-log",
-		Usage:     "which transport NCCL used (IB, RoCE, sockets, a net plugin, none) and why",
-		ArgsUsage: "FILE... (one log per rank, or an interleaved multi-rank log; - for stdin) | JOB (read every rank's log through the API server)",
-		Description: "Reads NCCL logs of any version from 2.3 to 2.30, with or without launcher prefixes ([1,0]<stdout>:, N:),\n" +
-			"in constant memory, at about the speed of grep (repeated lines are recognised, not re-parsed). For a full\n" +
-			"verdict run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING.\n" +
-			"Problems: socket transport, NET/IB : No device found, libibverbs missing in the image, NCCL_IB_HCA matching\n" +
-			"nothing, /dev/shm errors, a missing net plugin, ranks on different transports, IB completion errors, and an\n" +
-			"input with no NCCL line at all (empty, binary, or logged without NCCL_DEBUG).\n\n" + doctorExitNote,
+		Name: name, Usage: usage, ArgsUsage: args, Description: desc + "\n\n" + doctorExitNote,
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
-			if job, ok := jobArg(o.Files); ok {
-				return a.runDoctorNCCLLogJob(c.Context, o, job)
+			if job, ok := jobArg(o.Files); ok && runJob != nil {
+				return runJob(c.Context, o, job)
 			}
-			return a.runDoctorNCCLLog(o)
+			return run(o)
 		},
 	}
+}
+
+func (a *App) doctorNCCLLogCommand() *ucli.Command {
+	return a.fileDoctor("nccl-log", "which transport NCCL used (IB, RoCE, sockets, a net plugin, none) and why",
+		"FILE... (one log per rank, or an interleaved multi-rank log; - for stdin) | JOB (read every rank's log through the API server)",
+		"Reads NCCL logs of any version from 2.3 to 2.30, with or without launcher prefixes ([1,0]<stdout>:, N:),\n"+
+			"in constant memory, at about the speed of grep (repeated lines are recognised, not re-parsed). For a full\n"+
+			"verdict run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING.\n"+
+			"Problems: socket transport, NET/IB : No device found, libibverbs missing in the image, NCCL_IB_HCA matching\n"+
+			"nothing, /dev/shm errors, a missing net plugin, ranks on different transports, IB completion errors, and an\n"+
+			"input with no NCCL line at all (empty, binary, or logged without NCCL_DEBUG).",
+		a.runDoctorNCCLLog, a.runDoctorNCCLLogJob)
 }
 
 func (a *App) runDoctorNCCLLog(o *doctorOptions) error {
@@ -228,22 +235,13 @@ func printFindings(w io.Writer, kind string, fs []nccl.Finding) {
 }
 
 func (a *App) doctorIBPortsCommand() *ucli.Command {
-	o := &doctorOptions{}
-	return &ucli.Command{
-		Name:      "ib-ports",
-		Usage:     "whether InfiniBand/RoCE ports are ACTIVE, why not, and the RoCE v2 GID index",
-		ArgsUsage: "FILE... (output of ibstat, ibv_devinfo [-v], ibstatus, rdma link [-j] or the sysfs dump; - for stdin)",
-		Description: "A port NCCL can use is ACTIVE (physical state LinkUp); NCCL skips the others silently.\n" +
-			"LinkUp + INIT: no subnet manager. Polling/Down: cable or peer. Disabled: administratively down.\n" +
-			"For RoCE ports with GIDs (ibv_devinfo -v or the sysfs dump) it gives the NCCL_IB_GID_INDEX value.\n" +
-			"The sysfs dump is what this prints on a node or in a pod (busybox is enough):\n  " + ibport.SysfsDumpCommandShown() + "\n\n" +
-			doctorExitNote,
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
-		Action: func(c *ucli.Context) error {
-			o.Files = c.Args().Slice()
-			return a.runDoctorIBPorts(o)
-		},
-	}
+	return a.fileDoctor("ib-ports", "whether InfiniBand/RoCE ports are ACTIVE, why not, and the RoCE v2 GID index",
+		"FILE... (output of ibstat, ibv_devinfo [-v], ibstatus, rdma link [-j] or the sysfs dump; - for stdin)",
+		"A port NCCL can use is ACTIVE (physical state LinkUp); NCCL skips the others silently.\n"+
+			"LinkUp + INIT: no subnet manager. Polling/Down: cable or peer. Disabled: administratively down.\n"+
+			"For RoCE ports with GIDs (ibv_devinfo -v or the sysfs dump) it gives the NCCL_IB_GID_INDEX value.\n"+
+			"The sysfs dump is what this prints on a node or in a pod (busybox is enough):\n  "+ibport.SysfsDumpCommandShown()+"",
+		a.runDoctorIBPorts, nil)
 }
 
 func (a *App) runDoctorIBPorts(o *doctorOptions) error {
@@ -329,25 +327,14 @@ func (a *App) printIBPorts(r *ibport.Report) {
 }
 
 func (a *App) doctorLauncherCommand() *ucli.Command {
-	o := &doctorOptions{}
-	return &ucli.Command{
-		Name:      "launcher",
-		Usage:     "why an MPI launcher failed: started before its workers, host:slots given to ssh, ssh throttling, a worker lost mid-job",
-		ArgsUsage: "FILE (the launcher pod's log; - for stdin) | JOB (an MPIJob: read its launcher's log through the API server)",
-		Description: "Verdicts: launcher-before-workers (ssh could not resolve or reach a worker, ORTE/PRRTE/Hydra could not\n" +
-			"start its daemons, no job output before), config-error (ssh asked to resolve \"host:N\": the slots syntax reached ssh),\n" +
-			"ssh-throttled (\"exchange_identification: Connection closed by remote host\": sshd MaxStartups, not a worker that is\n" +
-			"not up: that one refuses), worker-lost (the daemon was lost after the job printed output: a worker died mid-job),\n" +
-			"healthy, other (a failure of another kind), or empty / not-text (no launcher log to judge).\n\n" + doctorExitNote,
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
-		Action: func(c *ucli.Context) error {
-			o.Files = c.Args().Slice()
-			if job, ok := jobArg(o.Files); ok {
-				return a.runDoctorLauncherJob(c.Context, o, job)
-			}
-			return a.runDoctorLauncher(o)
-		},
-	}
+	return a.fileDoctor("launcher", "why an MPI launcher failed: started before its workers, host:slots given to ssh, ssh throttling, a worker lost mid-job",
+		"FILE (the launcher pod's log; - for stdin) | JOB (an MPIJob: read its launcher's log through the API server)",
+		"Verdicts: launcher-before-workers (ssh could not resolve or reach a worker, ORTE/PRRTE/Hydra could not\n"+
+			"start its daemons, no job output before), config-error (ssh asked to resolve \"host:N\": the slots syntax reached ssh),\n"+
+			"ssh-throttled (\"exchange_identification: Connection closed by remote host\": sshd MaxStartups, not a worker that is\n"+
+			"not up: that one refuses), worker-lost (the daemon was lost after the job printed output: a worker died mid-job),\n"+
+			"healthy, other (a failure of another kind), or empty / not-text (no launcher log to judge).",
+		a.runDoctorLauncher, a.runDoctorLauncherJob)
 }
 
 func (a *App) runDoctorLauncher(o *doctorOptions) error {

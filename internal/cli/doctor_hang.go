@@ -14,25 +14,17 @@ import (
 )
 
 func (a *App) doctorHangCommand() *ucli.Command {
-	o := &doctorOptions{}
-	return &ucli.Command{
-		Name:  "hang",
-		Usage: "which ranks did not enter the collective the others wait in (NCCL RAS output or PyTorch Flight Recorder dumps)",
-		ArgsUsage: "FILE... (the output of `ncclras` [-f json], one or more queries in time order; or one Flight Recorder dump per rank,\n" +
+	return a.fileDoctor("hang", "which ranks did not enter the collective the others wait in (NCCL RAS output or PyTorch Flight Recorder dumps)",
+		"FILE... (the output of `ncclras` [-f json], one or more queries in time order; or one Flight Recorder dump per rank,\n"+
 			"named <prefix><rank> as TORCH_NCCL_DEBUG_INFO_TEMP_FILE writes them, or the directory holding them; - for stdin)",
-		Description: "Names the collective the furthest ranks wait in (RAS: the operation count; Flight Recorder: the sequence\n" +
-			"number in its process group), the ranks that did not enter it (stuckRanks: look at these), the ranks waiting\n" +
-			"in it (aheadRanks) and the ranks no data came from (missingRanks). Status is RAS's word: OK, MISMATCH,\n" +
-			"INCOMPLETE, DEAD, ERROR; Flight Recorder dumps where every rank is inside the collective give IN_COLLECTIVE.\n" +
-			"Several ncclras queries of a MISMATCH tell a hang (counts do not move) from a busy job (they do).\n" +
-			"Get RAS output on a node of the job with `ncclras` (NCCL >= 2.24, port 28028) and Flight Recorder dumps with\n" +
-			"TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (PyTorch >= 2.5).\n\n" + doctorExitNote,
-		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json")},
-		Action: func(c *ucli.Context) error {
-			o.Files = c.Args().Slice()
-			return a.runDoctorHang(o)
-		},
-	}
+		"Names the collective the furthest ranks wait in (RAS: the operation count; Flight Recorder: the sequence\n"+
+			"number in its process group), the ranks that did not enter it (stuckRanks: look at these), the ranks waiting\n"+
+			"in it (aheadRanks) and the ranks no data came from (missingRanks). Status is RAS's word: OK, MISMATCH,\n"+
+			"INCOMPLETE, DEAD, ERROR; Flight Recorder dumps where every rank is inside the collective give IN_COLLECTIVE.\n"+
+			"Several ncclras queries of a MISMATCH tell a hang (counts do not move) from a busy job (they do).\n"+
+			"Get RAS output on a node of the job with `ncclras` (NCCL >= 2.24, port 28028) and Flight Recorder dumps with\n"+
+			"TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (PyTorch >= 2.5).",
+		a.runDoctorHang, nil)
 }
 
 func (a *App) runDoctorHang(o *doctorOptions) error {
