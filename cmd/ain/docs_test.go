@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/cli"
+	"github.com/ain-hpc/ain/internal/golden"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -19,19 +19,7 @@ import (
 // so docs/ never drifts from the flags and the schema.
 func checkGenerated(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v: run go test ./cmd/ain -run 'TestCLIReference|TestRecipeReference' -update", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is out of date with the code: run go test ./cmd/ain -run 'TestCLIReference|TestRecipeReference' -update and commit it", path)
-	}
+	golden.File(t, path, got)
 }
 
 func TestCLIReference(t *testing.T) {

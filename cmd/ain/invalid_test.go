@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +10,8 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/internal/cli"
+	"github.com/ain-hpc/ain/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the expected .err files of testdata/invalid")
 
 const invalidDir = "../../testdata/invalid"
 
@@ -61,19 +59,7 @@ func TestInvalidCorpus(t *testing.T) {
 			}
 			got := strings.ReplaceAll(stderr, invalidDir+"/", "testdata/invalid/")
 			errFile := strings.TrimSuffix(f, ".yaml") + ".err"
-			if *update {
-				if err := os.WriteFile(errFile, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(errFile)
-			if err != nil {
-				t.Fatalf("missing expected output %s (run go test ./cmd/ain -run TestInvalidCorpus -update): %v", errFile, err)
-			}
-			if got != string(want) {
-				t.Errorf("stderr differs from %s\n--- got\n%s--- want\n%s", errFile, got, want)
-			}
+			golden.File(t, errFile, []byte(got))
 			if !strings.Contains(got, "testdata/invalid/"+name+".yaml") && !strings.Contains(got, "--set ") {
 				t.Errorf("the message must name the file: %s", got)
 			}

@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
 // update is the -update flag of every test binary that imports golden, so the packages do not
-// each declare it.
+// each declare it (two declarations would panic at start).
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // JSON encodes got as indented JSON and compares it with testdata/golden/NAME.json; with -update
@@ -27,23 +29,41 @@ func JSON(t testing.TB, name string, got any) {
 	if err := enc.Encode(got); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "golden", name+".json")
+	File(t, filepath.Join("testdata", "golden", name+".json"), buf.Bytes())
+}
+
+// File compares got with the checked-in file at path (relative to the test's package); with
+// -update it writes got there instead. A difference names the first line that differs.
+func File(t testing.TB, path string, got []byte) {
+	t.Helper()
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
+		t.Fatalf("%v (go test -update writes it)", err)
 	}
-	if !bytes.Equal(want, buf.Bytes()) {
-		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, buf.Bytes())
+	if bytes.Equal(want, got) {
+		return
 	}
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	i := 0
+	for i < len(wl) && i < len(gl) && wl[i] == gl[i] {
+		i++
+	}
+	line := func(l []string) string {
+		if i < len(l) {
+			return strconv.Quote(l[i])
+		}
+		return "(end of file)"
+	}
+	t.Errorf("%s is out of date (go test -update rewrites it; review and commit it): line %d is %s, want %s", path, i+1, line(gl), line(wl))
 }
 
 // Seeds adds every testdata file matching the patterns (e.g. "*.txt") to a fuzz target's corpus.

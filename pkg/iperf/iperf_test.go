@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/ain-hpc/ain/internal/golden"
+)
 
 func TestParseSamples(t *testing.T) {
 	for _, c := range []struct {
@@ -41,21 +40,7 @@ func TestParseSamples(t *testing.T) {
 			t.Errorf("%s: retransmits %v", c.file, r.Retransmits)
 		}
 		got, _ := json.MarshalIndent(r, "", "  ")
-		golden := filepath.Join("testdata", "golden", strings.TrimSuffix(strings.TrimSuffix(c.file, ".json"), ".txt")+".json")
-		if *update {
-			_ = os.MkdirAll(filepath.Dir(golden), 0o755)
-			if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (go test ./pkg/iperf -update writes it)", err)
-		}
-		if !bytes.Equal(append(got, '\n'), want) {
-			t.Errorf("%s differs from %s:\n%s", c.file, golden, got)
-		}
+		golden.File(t, filepath.Join("testdata", "golden", strings.TrimSuffix(strings.TrimSuffix(c.file, ".json"), ".txt")+".json"), append(got, '\n'))
 	}
 }
 

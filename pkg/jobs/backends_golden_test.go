@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/ain-hpc/ain/internal/golden"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -51,7 +52,7 @@ func TestGoldenBackends(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					golden(t, filepath.Join("testdata", "golden", string(api), name+"-"+fabric+".yaml"), got)
+					golden.File(t, filepath.Join("testdata", "golden", string(api), name+"-"+fabric+".yaml"), got)
 				})
 			}
 		}

@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,11 +9,10 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ain-hpc/ain/internal/golden"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
 
 var fabrics = []string{profile.FabricIB, profile.FabricRoCE, profile.FabricSocket}
 
@@ -51,30 +48,9 @@ func TestGolden(t *testing.T) {
 				if !bytes.Equal(got, again) {
 					t.Fatal("rendering twice gave different bytes: output must be deterministic")
 				}
-				golden(t, filepath.Join("testdata", "golden", name+"-"+fabric+".yaml"), got)
+				golden.File(t, filepath.Join("testdata", "golden", name+"-"+fabric+".yaml"), got)
 			})
 		}
-	}
-}
-
-// golden compares got with the file at path (-update rewrites it).
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./pkg/jobs -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendering; if the change is intended run go test ./pkg/jobs -update\n--- got\n%s", path, got)
 	}
 }
 

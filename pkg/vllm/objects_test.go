@@ -1,7 +1,6 @@
 package vllm
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,12 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ain-hpc/ain/internal/golden"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const servingRecipe = `apiVersion: ain.dev/v1alpha1
 kind: Serving
@@ -57,19 +55,7 @@ func TestServingObjectsGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		file := filepath.Join("testdata", "golden", name+".yaml")
-		if *update {
-			if err := os.WriteFile(file, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatalf("%v (run go test ./pkg/vllm -run Golden -update)", err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s differs from %s (go test ./pkg/vllm -run Golden -update rewrites it):\n%s", name, file, got)
-		}
+		golden.File(t, filepath.Join("testdata", "golden", name+".yaml"), got)
 	}
 }
 
