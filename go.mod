@@ -29,6 +29,7 @@ require (
 
 require (
 	github.com/go-logr/logr v1.4.4
+	github.com/mattn/go-runewidth v0.0.19
 	k8s.io/klog/v2 v2.140.0
 )
 
@@ -68,7 +69,6 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
-	github.com/mattn/go-runewidth v0.0.19 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
