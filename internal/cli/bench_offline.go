@@ -130,8 +130,8 @@ func (a *App) printPerf(runs []*nccl.PerfRun) {
 		rows := make([][]string, 0, len(r.Rows))
 		for _, row := range r.Rows {
 			rec := []string{humanBytes(row.Size), row.Type, orDash(row.Redop)}
-			rec = append(rec, cellText(row.OOP)...)
-			rec = append(rec, cellText(row.IP)...)
+			rec = append(rec, row.OOP.Texts("-", "N/A")...)
+			rec = append(rec, row.IP.Texts("-", "N/A")...)
 			if perIter {
 				p99, cv := "-", "-"
 				if pi := row.OOP.PerIter; pi != nil {
@@ -147,17 +147,6 @@ func (a *App) printPerf(runs []*nccl.PerfRun) {
 		}
 		a.table(head, rows)
 	}
-}
-
-func cellText(c *nccl.PerfCell) []string {
-	if c == nil {
-		return []string{"-", "-", "-", "-"}
-	}
-	wrong := "N/A"
-	if c.Wrong != nil {
-		wrong = strconv.FormatInt(*c.Wrong, 10)
-	}
-	return []string{fmtG(c.TimeUs), fmtG(c.Algbw), fmtG(c.Busbw), wrong}
 }
 
 func fmtG(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -574,8 +574,8 @@ func WritePerfCSV(w io.Writer, runs []*PerfRun) error {
 			if row.Root != nil {
 				rec[5] = strconv.Itoa(*row.Root)
 			}
-			rec = append(rec, cellCSV(row.OOP)...)
-			rec = append(rec, cellCSV(row.IP)...)
+			rec = append(rec, row.OOP.Texts("", "")...)
+			rec = append(rec, row.IP.Texts("", "")...)
 			_ = cw.Write(rec)
 		}
 	}
@@ -583,11 +583,13 @@ func WritePerfCSV(w io.Writer, runs []*PerfRun) error {
 	return cw.Error()
 }
 
-func cellCSV(c *PerfCell) []string {
+// Texts is the cell's time, algbw, busbw and #wrong as text (numbers in their shortest exact
+// form); a nil cell gives four times missing, a #wrong nccl-tests did not print noWrong.
+func (c *PerfCell) Texts(missing, noWrong string) []string {
 	if c == nil {
-		return []string{"", "", "", ""}
+		return []string{missing, missing, missing, missing}
 	}
-	wrong := ""
+	wrong := noWrong
 	if c.Wrong != nil {
 		wrong = strconv.FormatInt(*c.Wrong, 10)
 	}

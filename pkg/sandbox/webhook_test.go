@@ -12,9 +12,7 @@ import (
 // Two sandboxes share the operator's fixed webhook cert folder; a folder made by another
 // program is detected and reported, never overwritten; the last sandbox down removes it.
 func TestWebhookCertSharing(t *testing.T) {
-	old := webhookBaseDir
-	webhookBaseDir = filepath.Join(t.TempDir(), "k8s-webhook-server")
-	t.Cleanup(func() { webhookBaseDir = old })
+	tempWebhookBase(t)
 
 	// Sandbox b "runs" an operator: this test process stands in for it.
 	bDir := t.TempDir()
@@ -58,9 +56,7 @@ func TestWebhookCertSharing(t *testing.T) {
 }
 
 func TestWebhookCertLastReleaseRemoves(t *testing.T) {
-	old := webhookBaseDir
-	webhookBaseDir = filepath.Join(t.TempDir(), "k8s-webhook-server")
-	t.Cleanup(func() { webhookBaseDir = old })
+	tempWebhookBase(t)
 	if wc, reason := claimWebhookCerts("/state/a"); wc == nil {
 		t.Fatal(reason)
 	}
@@ -71,9 +67,7 @@ func TestWebhookCertLastReleaseRemoves(t *testing.T) {
 }
 
 func TestWebhookCertForeignFolder(t *testing.T) {
-	old := webhookBaseDir
-	webhookBaseDir = filepath.Join(t.TempDir(), "k8s-webhook-server")
-	t.Cleanup(func() { webhookBaseDir = old })
+	tempWebhookBase(t)
 	if err := os.MkdirAll(webhookCertDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -88,4 +82,11 @@ func TestWebhookCertForeignFolder(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(webhookCertDir(), "tls.crt")); string(data) != "someone else's" {
 		t.Error("a foreign certificate was touched")
 	}
+}
+
+// tempWebhookBase points the shared webhook folder at a temporary one for the test.
+func tempWebhookBase(t *testing.T) {
+	old := webhookBaseDir
+	webhookBaseDir = filepath.Join(t.TempDir(), "k8s-webhook-server")
+	t.Cleanup(func() { webhookBaseDir = old })
 }

@@ -48,7 +48,7 @@ func TestCourseQAAgainstSimulation(t *testing.T) {
 }
 
 func TestQAFailuresAndMinPass(t *testing.T) {
-	s, err := ParseQA("qa.yaml", []byte(`
+	rep, _ := runSuite(t, `
 cases:
   - name: good
     question: capital of France?
@@ -61,16 +61,7 @@ cases:
     question: What is RoCEv2?
     maxTokens: 2
     regex: ['layer\s+3']
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, url := start(t, vllmsim.Options{})
-	c := newClient(t, Options{Endpoint: url})
-	rep, err := c.RunQA(context.Background(), s, "test-model", 0.5, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	if rep.Passed != 1 || rep.OK {
 		t.Fatalf("report = %+v", rep)
 	}
@@ -167,7 +158,7 @@ func TestQAStopsOnFatalErrors(t *testing.T) {
 // Semantic checks: by embeddings (the server's /v1/embeddings; vllmsim's are bag-of-words
 // vectors) and by a judge model with the fixed rubric; several samples with a pass threshold.
 func TestQASemanticAndSamples(t *testing.T) {
-	s, err := ParseQA("qa.yaml", []byte(`
+	rep, srv := runSuite(t, `
 samples: 3
 temperature: 0.7
 passThreshold: 0.6
@@ -179,16 +170,7 @@ cases:
   - name: unrelated
     question: capital of France?
     reference: RoCEv2 carries InfiniBand transport in UDP/IP with destination UDP port 4791.
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, url := start(t, vllmsim.Options{})
-	c := newClient(t, Options{Endpoint: url})
-	rep, err := c.RunQA(context.Background(), s, "test-model", 0.5, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	if !rep.Results[0].Pass || rep.Results[1].Pass || len(rep.Results[0].Samples) != 3 || rep.Results[0].Passed != 3 {
 		t.Fatalf("embeddings: %+v", rep.Results)
 	}
@@ -226,4 +208,20 @@ cases:
 	if _, err := ParseQA("qa.yaml", []byte("samples: 3\ncases:\n- question: q\n  required: [x]\n")); err == nil || !strings.Contains(err.Error(), "set temperature") {
 		t.Fatalf("samples at temperature 0: %v", err)
 	}
+}
+
+// runSuite parses suite (qa.yaml's content) and runs it against a fresh simulated server, half
+// of the cases to pass.
+func runSuite(t *testing.T, suite string) (*QAReport, *vllmsim.Server) {
+	t.Helper()
+	s, err := ParseQA("qa.yaml", []byte(suite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, url := start(t, vllmsim.Options{})
+	rep, err := newClient(t, Options{Endpoint: url}).RunQA(context.Background(), s, "test-model", 0.5, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, srv
 }
