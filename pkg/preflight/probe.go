@@ -388,15 +388,20 @@ type NodePorts struct {
 	Err string
 }
 
-// ProbePorts runs the IB port probe on the named nodes and returns every port it saw, per node
-// (for `ain bench allreduce`, which judges busbw against the rate the ports really run at).
-func ProbePorts(ctx context.Context, o Options, nodes []string) []NodePorts {
-	o.defaults()
+// named is nodes known by name only: what the IB port probe needs of a node it is told to probe.
+func named(nodes []string) []corev1.Node {
 	ns := make([]corev1.Node, len(nodes))
 	for i, n := range nodes {
 		ns[i].Name = n
 	}
-	outs := runIBProbes(ctx, o, ns)
+	return ns
+}
+
+// ProbePorts runs the IB port probe on the named nodes and returns every port it saw, per node
+// (for `ain bench allreduce`, which judges busbw against the rate the ports really run at).
+func ProbePorts(ctx context.Context, o Options, nodes []string) []NodePorts {
+	o.defaults()
+	outs := runIBProbes(ctx, o, named(nodes))
 	res := make([]NodePorts, len(nodes))
 	for i, out := range outs {
 		res[i].Node = nodes[i]
@@ -594,9 +599,5 @@ func orDash(s string) string {
 // per other node.
 func ProbeIBPorts(ctx context.Context, o Options, nodes []string) []Check {
 	o.defaults()
-	ns := make([]corev1.Node, len(nodes))
-	for i, n := range nodes {
-		ns[i].Name = n
-	}
-	return probeIBPorts(ctx, o, ns)
+	return probeIBPorts(ctx, o, named(nodes))
 }
