@@ -232,26 +232,10 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	fmt.Fprintf(errw, "probing the IB/RoCE ports of %s and %s (rate, state, GIDs)\n", pl.server, pl.client)
 	probed := preflight.ProbePorts(ctx, po, []string{pl.server, pl.client})
 	ports, perr := bench.PortRates(probed)
-	var serverPorts []rdmaPort
-	for _, pt := range probed[0].Ports {
-		serverPorts = append(serverPorts, rdmaPort{pt.Device, pt.Port, pt.Ready, pt.RoCEv2GIDIndex})
-	}
 	if parent.Err() != nil {
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted: probe pods deleted"), "")
 	}
-	pickDevice(&pl.cmd, serverPorts, res)
-	if pl.cmd.GIDIndex == nil && p.Spec.Fabric == profile.FabricRoCE {
-		for _, sp := range serverPorts {
-			if sp.device == pl.cmd.Device && sp.gid != nil {
-				g := *sp.gid
-				pl.cmd.GIDIndex, res.GIDIndexSource = &g, "probe: the RoCE v2 IPv4 GID of the pod's interface on "+pl.server
-				break
-			}
-		}
-	} else if pl.cmd.GIDIndex != nil {
-		res.GIDIndexSource = "--gid-index or the profile's gidIndex"
-	}
-	res.Device, res.GIDIndex = pl.cmd.Device, pl.cmd.GIDIndex
+	res.ChoosePort(&pl.cmd, probed[0], p.Spec.Fabric == profile.FabricRoCE)
 	mem := "host memory"
 	if o.GPU {
 		mem = "GPU memory (--use_cuda=0)"
@@ -329,32 +313,6 @@ func (a *App) runTCPBaseline(ctx context.Context, po preflight.Options, pl *rdma
 	default:
 		res.TCP = &bench.TCPRef{Gbps: rep.Gbps(), Streams: rep.Streams, Seconds: rep.Duration, Retransmits: rep.Retransmits,
 			CPUClient: rep.CPUHost, CPUServer: rep.CPURemote, Image: o.TCPImage, ClientLog: string(pr.ClientLog)}
-	}
-}
-
-// rdmaPort is what the device choice needs from a probed port.
-type rdmaPort struct {
-	device string
-	port   int
-	ready  bool
-	gid    *int
-}
-
-// pickDevice fills in the device when neither --device nor the profile named one: the server's
-// first ACTIVE port (perftest's own default, the first device found, may be a port that is down).
-func pickDevice(cmd *perftest.Command, ports []rdmaPort, res *bench.RDMAResult) {
-	if cmd.Device != "" {
-		return
-	}
-	for _, p := range ports {
-		if p.ready {
-			cmd.Device = p.device
-			if p.port != 1 {
-				cmd.Port = p.port
-			}
-			res.Notes = append(res.Notes, fmt.Sprintf("device %s:%d: the first ACTIVE port the probe saw on %s (set hcas in the profile or --device to choose)", p.device, p.port, res.Server))
-			return
-		}
 	}
 }
 

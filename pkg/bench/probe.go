@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/counters"
+	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
@@ -85,4 +86,37 @@ func SnapshotCounters(ctx context.Context, po preflight.Options, nodes []string,
 		}
 	}
 	return snaps, errs
+}
+
+// ChoosePort fills in what the flags and the profile left open of cmd from the server's probed
+// ports, and records the choice in r (Device, GIDIndex, GIDIndexSource, Notes): the device is
+// the server's first ACTIVE port (perftest's own default, the first device found, may be a port
+// that is down); on RoCE without a GID index, the index of that device's RoCE v2 IPv4 GID, the
+// pod's own interface's.
+func (r *RDMAResult) ChoosePort(cmd *perftest.Command, server preflight.NodePorts, roce bool) {
+	if cmd.Device == "" {
+		for _, p := range server.Ports {
+			if p.Ready {
+				cmd.Device = p.Device
+				if p.Port != 1 {
+					cmd.Port = p.Port
+				}
+				r.Notes = append(r.Notes, fmt.Sprintf("device %s:%d: the first ACTIVE port the probe saw on %s (set hcas in the profile or --device to choose)", p.Device, p.Port, r.Server))
+				break
+			}
+		}
+	}
+	switch {
+	case cmd.GIDIndex == nil && roce:
+		for _, p := range server.Ports {
+			if p.Device == cmd.Device && p.RoCEv2GIDIndex != nil {
+				g := *p.RoCEv2GIDIndex
+				cmd.GIDIndex, r.GIDIndexSource = &g, "probe: the RoCE v2 IPv4 GID of the pod's interface on "+server.Node
+				break
+			}
+		}
+	case cmd.GIDIndex != nil:
+		r.GIDIndexSource = "--gid-index or the profile's gidIndex"
+	}
+	r.Device, r.GIDIndex = cmd.Device, cmd.GIDIndex
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
@@ -109,5 +110,43 @@ func TestReportWording(t *testing.T) {
 	}
 	if got := (Variant{Env: map[string]string{"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring"}}).EnvText(); got != "NCCL_ALGO=Ring NCCL_PROTO=LL" {
 		t.Errorf("EnvText %q", got)
+	}
+}
+
+// ChoosePort takes the server's first ACTIVE port when nothing named a device, and on RoCE the
+// GID index of that device's RoCE v2 IPv4 GID; what the flags or the profile set stays.
+func TestChoosePort(t *testing.T) {
+	three := 3
+	server := preflight.NodePorts{Node: "gpu-1", Ports: []ibport.Port{
+		{Device: "mlx5_0", Port: 1, Ready: false},
+		{Device: "mlx5_1", Port: 2, Ready: true, RoCEv2GIDIndex: &three},
+	}}
+	r := &RDMAResult{Server: "gpu-1"}
+	cmd := perftest.Command{}
+	r.ChoosePort(&cmd, server, true)
+	if cmd.Device != "mlx5_1" || cmd.Port != 2 || cmd.GIDIndex == nil || *cmd.GIDIndex != 3 || r.Device != "mlx5_1" || r.GIDIndex != cmd.GIDIndex ||
+		!strings.HasPrefix(r.GIDIndexSource, "probe: the RoCE v2 IPv4 GID") || len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "device mlx5_1:2: the first ACTIVE port") {
+		t.Errorf("probe's choice: cmd %+v, result %+v", cmd, r)
+	}
+	// A device and GID index given are kept; InfiniBand takes no GID from the probe.
+	one := 1
+	r = &RDMAResult{Server: "gpu-1"}
+	cmd = perftest.Command{Device: "mlx5_0", GIDIndex: &one}
+	r.ChoosePort(&cmd, server, true)
+	if cmd.Device != "mlx5_0" || *cmd.GIDIndex != 1 || r.GIDIndexSource != "--gid-index or the profile's gidIndex" || len(r.Notes) != 0 {
+		t.Errorf("given: cmd %+v, result %+v", cmd, r)
+	}
+	r = &RDMAResult{Server: "gpu-1"}
+	cmd = perftest.Command{}
+	r.ChoosePort(&cmd, server, false)
+	if cmd.GIDIndex != nil || r.GIDIndexSource != "" || cmd.Device != "mlx5_1" {
+		t.Errorf("InfiniBand: cmd %+v, result %+v", cmd, r)
+	}
+	// No ACTIVE port: nothing is chosen, perftest picks.
+	r = &RDMAResult{}
+	cmd = perftest.Command{}
+	r.ChoosePort(&cmd, preflight.NodePorts{Ports: server.Ports[:1]}, false)
+	if cmd.Device != "" || len(r.Notes) != 0 {
+		t.Errorf("no active port: cmd %+v", cmd)
 	}
 }
