@@ -43,14 +43,8 @@ var (
 // The choice table: per cluster, per recipe, with and without a forced API, the backend chosen
 // or the error (and what it must and must not advise).
 func TestChoose(t *testing.T) {
-	torch, err := recipe.Load("qlora", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mpi, err := recipe.Load("allreduce", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	torch := loadRecipe(t, "qlora")
+	mpi := loadRecipe(t, "allreduce")
 	type want struct {
 		api, kind, version string
 		err                string // substring of the error ("" = none)
@@ -101,6 +95,7 @@ func TestChoose(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := Served{}
 			if !c.none {
+				var err error
 				if s, err = Discover(fakeServed(c.served...)); err != nil {
 					t.Fatal(err)
 				}

@@ -18,10 +18,7 @@ import (
 func TestBackendsBuildTheirKind(t *testing.T) {
 	p := profile.Default()
 	for _, name := range []string{"qlora", "allreduce"} {
-		r, err := recipe.Load(name, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := loadRecipe(t, name)
 		handled := 0
 		for _, b := range Backends {
 			bundle, err := b.Build(r, p, Options{Namespace: "ns"})

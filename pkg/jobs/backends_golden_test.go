@@ -15,15 +15,11 @@ import (
 
 	"github.com/ain-hpc/ain/internal/golden"
 	"github.com/ain-hpc/ain/pkg/profile"
-	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 func renderWith(t testing.TB, api API, name, fabric string) *Bundle {
 	t.Helper()
-	r, err := recipe.Load(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := loadRecipe(t, name)
 	p, err := profile.Load(profile.Options{Fabric: fabric, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
@@ -106,10 +102,7 @@ func TestMPIJobV2(t *testing.T) {
 
 // envOf is Env for a built-in recipe on the ib profile.
 func envOf(t *testing.T, name string) []corev1.EnvVar {
-	r, err := recipe.Load(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := loadRecipe(t, name)
 	p, err := profile.Load(profile.Options{Fabric: profile.FabricIB, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
@@ -298,10 +291,7 @@ func TestReplicaLabels(t *testing.T) {
 
 // A TrainJob's name must be an RFC 1035 label (the CRD's rule); other kinds take a leading digit.
 func TestTrainJobName(t *testing.T) {
-	r, err := recipe.Load("qlora", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := loadRecipe(t, "qlora")
 	if _, err := trainJob.Build(r, profile.Default(), Options{Name: "1run"}); err == nil || !strings.Contains(err.Error(), "start with a lower-case letter") {
 		t.Errorf("TrainJob named 1run: %v", err)
 	}

@@ -16,12 +16,19 @@ import (
 
 var fabrics = []string{profile.FabricIB, profile.FabricRoCE, profile.FabricSocket}
 
-func render(t testing.TB, name, fabric string, sets ...string) *Bundle {
+// loadRecipe loads a built-in recipe (or a file) with sets, failing the test when it cannot.
+func loadRecipe(t testing.TB, name string, sets ...string) *recipe.Recipe {
 	t.Helper()
 	r, err := recipe.Load(name, sets)
 	if err != nil {
 		t.Fatalf("load %s: %v", name, err)
 	}
+	return r
+}
+
+func render(t testing.TB, name, fabric string, sets ...string) *Bundle {
+	t.Helper()
+	r := loadRecipe(t, name, sets...)
 	p, err := profile.Load(profile.Options{Fabric: fabric, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
@@ -222,10 +229,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := recipe.Load("qlora", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := loadRecipe(t, "qlora")
 	b, err := Build(r, p, Options{Name: "exp-7", Namespace: "team"})
 	if err != nil {
 		t.Fatal(err)

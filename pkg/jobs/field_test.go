@@ -10,7 +10,6 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
-	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // Tests for what the 2026-12 field review found would break on a real cluster (issue 14).
@@ -149,10 +148,7 @@ func TestMPIRunTCPInterface(t *testing.T) {
 
 func buildWith(t *testing.T, name string, p *profile.Profile) any {
 	t.Helper()
-	r, err := recipe.Load(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := loadRecipe(t, name)
 	b, err := Build(r, p, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -165,10 +161,7 @@ func buildWith(t *testing.T, name string, p *profile.Profile) any {
 // Dockerfile); defect 9: qlora-merge merges on the CPU and holds no GPU, RDMA device or IPC_LOCK.
 func TestRecipeImagesAndMerge(t *testing.T) {
 	for _, name := range []string{"qlora", "qlora-merge", "allreduce"} {
-		r, err := recipe.Load(name, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := loadRecipe(t, name)
 		img := r.Workload().Image
 		ref := img[strings.LastIndex(img, "/")+1:]
 		if !strings.Contains(ref, ":") && !strings.Contains(img, "@sha256:") || strings.HasSuffix(img, ":latest") {
@@ -229,10 +222,7 @@ func TestGangSchedulingPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]int32{"allreduce": 4, "qlora": 3} {
-		r, err := recipe.Load(name, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := loadRecipe(t, name)
 		b, err := Build(r, p, Options{GangScheduling: true})
 		if err != nil {
 			t.Fatal(err)
