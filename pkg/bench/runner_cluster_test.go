@@ -151,14 +151,20 @@ func (op *fakeOperator) pods(name, phase string, tick int) []*corev1.Pod {
 			Status: corev1.PodStatus{Phase: phase, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 		return p
 	}
-	launcher := corev1.PodRunning
+	l := pod("launcher", 0, "gpu-1", corev1.PodRunning)
+	// mpirun's exit status is the launcher container's: 0, or a rank's signal (137: SIGKILL).
+	ended := func(phase corev1.PodPhase, code int32, reason string) {
+		l.Status.Phase = phase
+		l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: jobs.MPIContainer,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason}}}}
+	}
 	switch phase {
 	case jobs.PhaseSucceeded:
-		launcher = corev1.PodSucceeded
+		ended(corev1.PodSucceeded, 0, "Completed")
 	case jobs.PhaseFailed:
-		launcher = corev1.PodFailed
+		ended(corev1.PodFailed, 137, "Error")
 	}
-	return []*corev1.Pod{pod("launcher", 0, "gpu-1", launcher), pod("worker", 0, workerNodes[0], corev1.PodRunning), pod("worker", 1, workerNodes[1], corev1.PodRunning)}
+	return []*corev1.Pod{l, pod("worker", 0, workerNodes[0], corev1.PodRunning), pod("worker", 1, workerNodes[1], corev1.PodRunning)}
 }
 
 // logBackend is the real kubeflow.org/v1 MPIJob backend, but the launcher's log comes from the
