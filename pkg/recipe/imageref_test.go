@@ -22,7 +22,8 @@ var imageRefCases = []string{
 	strings.Repeat("AB", 32), "UPPER/Case:tag", "Upper:tag", "a/B", "pytorch:", "a//b", "img@sha256:zz", "a b", "", ":", "@",
 	"nvcr.io/nvidia/pytorch :24.05", "-a", "a-", "a.", "a..b", "a___b", "x/" + strings.Repeat("a", 255), "x/" + strings.Repeat("a", 260),
 	strings.Repeat("a", 256), "a:" + strings.Repeat("t", 128), "a:" + strings.Repeat("t", 129), "a:.t", "a:t!", "[::1/a", "ex-.com/a",
-	"-ex.com/a", "ex.com:/a", "ex.com:99/a:t@sha256:" + strings.Repeat("ab", 32), "éa", "a/é",
+	"-ex.com/a", "ex.com:/a", "[::1]/a", "[]:5000/a", "[::1]x/a", "a:5000", "ex.com:5000", "a/b:c/d", "ex_ample.com/a", "EX.com:1/a_b",
+	"a@sha256:" + strings.Repeat("ab", 32) + "@x", "a@Foo+bar:" + strings.Repeat("ab", 16), "a@foo+bar:" + strings.Repeat("ab", 16), "a@f-:" + strings.Repeat("ab", 16), "ex.com:99/a:t@sha256:" + strings.Repeat("ab", 32), "éa", "a/é",
 }
 
 // distributionMessage is what ain reported before checkImageRef: distribution/reference's
