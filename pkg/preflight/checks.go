@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -113,34 +112,26 @@ func checkRBAC(ctx context.Context, o Options) []Check {
 	acc := accesses(o)
 	denied := make([]string, len(acc))
 	errs := make([]error, len(acc))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, a := range acc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ra := &authv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub}
-			if !a.cluster {
-				ra.Namespace = o.Namespace
+	eachBounded(len(acc), 8, func(i int) {
+		a := acc[i]
+		ra := &authv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub}
+		if !a.cluster {
+			ra.Namespace = o.Namespace
+		}
+		r, err := o.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authv1.SelfSubjectAccessReview{
+			Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: ra},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		if !r.Status.Allowed {
+			denied[i] = r.Status.Reason
+			if denied[i] == "" {
+				denied[i] = "denied"
 			}
-			r, err := o.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authv1.SelfSubjectAccessReview{
-				Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: ra},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if !r.Status.Allowed {
-				denied[i] = r.Status.Reason
-				if denied[i] == "" {
-					denied[i] = "denied"
-				}
-			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	var must, may []string
 	for i, a := range acc {
 		where := " in namespace " + o.Namespace

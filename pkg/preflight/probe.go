@@ -122,51 +122,54 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 		go tr.follow(pctx, o, sel, w)
 	}
 	// Create, probeParallel at a time.
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, probeParallel)
-	for _, out := range outs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if pctx.Err() != nil {
-				out.err = pctx.Err()
-				return
-			}
-			created, err := createPod(o, out.pod)
-			if err != nil {
-				out.err = err
-				return
-			}
-			out.created = true
-			out.pod = created
-		}()
-	}
-	wg.Wait()
+	eachBounded(len(outs), probeParallel, func(i int) {
+		out := outs[i]
+		if pctx.Err() != nil {
+			out.err = pctx.Err()
+			return
+		}
+		created, err := createPod(o, out.pod)
+		if err != nil {
+			out.err = err
+			return
+		}
+		out.created = true
+		out.pod = created
+	})
 	done := map[string]bool{}
 	if werr == nil {
 		tr.wait(pctx, outs, done)
 	}
 	// Logs of the pods that ended, and of those still Running at the timeout: the dump is
 	// printed at once, so a pod that did not exit in time has usually said all it had to.
-	sem = make(chan struct{}, probeParallel)
-	for _, out := range outs {
+	eachBounded(len(outs), probeParallel, func(i int) {
+		out := outs[i]
 		if !out.created || (!done[out.pod.Name] && out.pod.Status.Phase != corev1.PodRunning) {
-			continue
+			return
 		}
+		lctx, lcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer lcancel()
+		out.log, out.logErr = o.Kube.CoreV1().Pods(o.Namespace).GetLogs(out.pod.Name, &corev1.PodLogOptions{Container: "probe"}).Do(lctx).Raw()
+	})
+	return outs
+}
+
+// eachBounded runs fn(0) ... fn(n-1), each in its own goroutine but at most limit at a time,
+// and returns when all have: the probes' API calls, bounded so a large cluster does not send
+// hundreds of requests at once.
+func eachBounded(n, limit int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			lctx, lcancel := context.WithTimeout(ctx, 20*time.Second)
-			defer lcancel()
-			out.log, out.logErr = o.Kube.CoreV1().Pods(o.Namespace).GetLogs(out.pod.Name, &corev1.PodLogOptions{Container: "probe"}).Do(lctx).Raw()
+			fn(i)
 		}()
 	}
 	wg.Wait()
-	return outs
 }
 
 // createPod creates a probe pod. Its context is not the caller's: a create cut off by Ctrl-C
