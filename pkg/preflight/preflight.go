@@ -9,7 +9,9 @@
 //
 // The API cost does not grow with the node count except where it must: nodes are listed once
 // (paged), probe pods are watched with one label-selected watch and removed with one
-// DeleteCollection; only the creates and the log reads are per node.
+// DeleteCollection, and a probe's result comes back in its container's termination message, in
+// the pod status that watch delivers (termmsg.go); only the creates are per node, and the log
+// reads of results too large for a termination message.
 package preflight
 
 import (

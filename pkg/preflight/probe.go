@@ -100,6 +100,8 @@ type probeOutcome struct {
 	err     error // creating it
 	log     []byte
 	logErr  error
+	// fromMessage: log is the container's termination message, not a log read.
+	fromMessage bool
 }
 
 // runProbes creates the pods, waits (one watch) until each has ended or the timeout, reads the
@@ -141,10 +143,15 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 		tr.wait(pctx, outs, done)
 	}
 	// Logs of the pods that ended, and of those still Running at the timeout: the dump is
-	// printed at once, so a pod that did not exit in time has usually said all it had to.
+	// printed at once, so a pod that did not exit in time has usually said all it had to. A pod
+	// whose termination message holds its whole result needs no log read (termmsg.go).
 	eachBounded(len(outs), probeParallel, func(i int) {
 		out := outs[i]
 		if !out.created || (!done[out.pod.Name] && out.pod.Status.Phase != corev1.PodRunning) {
+			return
+		}
+		if msg, ok := resultMessage(out.pod); ok {
+			out.log, out.fromMessage = msg, true
 			return
 		}
 		lctx, lcancel := context.WithTimeout(ctx, 20*time.Second)
@@ -339,7 +346,7 @@ func runIBProbes(ctx context.Context, o Options, nodes []corev1.Node) []*probeOu
 	run := runID()
 	pods := make([]*corev1.Pod, len(nodes))
 	for i, n := range nodes {
-		pods[i] = probePod(o, run, probeIB, fmt.Sprintf("ain-ibprobe-%s-%d", run, i), n.Name, ibport.SysfsDumpCommand, nil, true)
+		pods[i] = withResultMessage(probePod(o, run, probeIB, fmt.Sprintf("ain-ibprobe-%s-%d", run, i), n.Name, ibport.SysfsDumpCommand, nil, true))
 	}
 	return runProbes(ctx, o, run, probeIB, pods)
 }
@@ -360,7 +367,7 @@ func ProbeCounters(ctx context.Context, o Options, nodes []string) []NodeCounter
 	run := runID()
 	pods := make([]*corev1.Pod, len(nodes))
 	for i, n := range nodes {
-		pods[i] = probePod(o, run, probeCounters, fmt.Sprintf("ain-counters-%s-%d", run, i), n, counters.ProbeCommand, nil, true)
+		pods[i] = withResultMessage(probePod(o, run, probeCounters, fmt.Sprintf("ain-counters-%s-%d", run, i), n, counters.ProbeCommand, nil, true))
 	}
 	outs := runProbes(ctx, o, run, probeCounters, pods)
 	res := make([]NodeCounters, len(nodes))

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -42,6 +43,11 @@ const (
 	AnnoExitCode      = AnnoPrefix + "exit-code"
 	AnnoSample        = AnnoPrefix + "sample"
 	AnnoLogs          = AnnoPrefix + "logs"
+	// AnnoTerminationMessage carries the first container's termination message (what a probe
+	// the agent ran wrote to its terminationMessagePath, or the log's tail under
+	// FallbackToLogsOnError) to the stages, which put it in state.terminated.message as a kubelet
+	// does. Set with AnnoLogs, in the same patch.
+	AnnoTerminationMessage = AnnoPrefix + "termination-message"
 	// AnnoNodeDown on a node keeps kwok's node stages off it (data/stages/node.yaml), meant to let
 	// a test set its Ready condition False and keep it so. Not enough yet: a heartbeat kwok had
 	// already scheduled still sets Ready True (seen ~20 s after, the stage's minimum delay).
@@ -106,6 +112,15 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The agent is the container side of every simulated node's kubelet, and a kubelet's client
+	// may send 50 requests a second, bursts of 100 (KubeletConfiguration kubeAPIQPS/kubeAPIBurst
+	// defaults, k8s.io/kubernetes v1.37.2 pkg/kubelet/apis/config/v1beta1/defaults.go): so many
+	// per node. (kwok, the status side, has no client-side limit at all: sigs.k8s.io/kwok v0.8.0
+	// pkg/utils/client/clientset.go uses an always-accepting rate limiter.) With one client at 50
+	// a second for 1000 nodes, the agent's 3 requests a pod alone made a 1000-node preflight
+	// take a minute (issue 16).
+	nodes := max(1, st.Config.Nodes)
+	cfg.QPS, cfg.Burst = 50*float32(nodes), 100*nodes
 	cs, err := kclient.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -142,22 +157,36 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 		<-ctx.Done()
 		q.ShutDown()
 	}()
-	for {
-		key, quit := q.Get()
-		if quit {
-			return nil
-		}
-		if err := a.sync(ctx, key); err != nil {
-			fmt.Fprintf(log, "sandbox agent: %s: %v\n", key, err)
-			q.AddRateLimited(key)
-		} else {
-			q.Forget(key)
-		}
-		q.Done(key)
+	// Kubelets work side by side, one per node: so many pods are synced at once (the queue never
+	// hands out one key twice at a time).
+	var wg sync.WaitGroup
+	for range agentWorkers {
+		wg.Go(func() {
+			for {
+				key, quit := q.Get()
+				if quit {
+					return
+				}
+				if err := a.sync(ctx, key); err != nil {
+					fmt.Fprintf(log, "sandbox agent: %s: %v\n", key, err)
+					q.AddRateLimited(key)
+				} else {
+					q.Forget(key)
+				}
+				q.Done(key)
+			}
+		})
 	}
+	wg.Wait()
+	return nil
 }
 
+// agentWorkers is how many pods the agent syncs at once.
+const agentWorkers = 8
+
 type agent struct {
+	// mu guards st, sc, stMod and traffic: several workers sync pods at once.
+	mu       sync.Mutex
 	cs       kclient.Interface
 	kube     *kube
 	lister   corelisters.PodLister
@@ -207,17 +236,20 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	}
 	ann := pod.Annotations
 	if _, ok := ann[AnnoStartAfter]; !ok {
+		a.mu.Lock()
 		a.reload()
 		rule := matchRule(a.sc, pod, a.st.Config.Fabric, a.workersReady)
-		return a.annotate(ctx, pod, plan(a.sc, rule, pod))
+		want := plan(a.sc, rule, pod)
+		a.mu.Unlock()
+		return a.annotate(ctx, pod, want)
 	}
 	if _, ok := ann[AnnoLogs]; ok || pod.Status.PodIP == "" {
 		return nil
 	}
-	file := ""
+	file, msg := "", ""
 	if sample := ann[AnnoSample]; sample != "" {
 		var err error
-		if file, err = a.writeLogs(ctx, pod, sample); err != nil {
+		if file, msg, err = a.writeLogs(ctx, pod, sample); err != nil {
 			var te *sampleError
 			if !errors.As(err, &te) {
 				return err
@@ -233,6 +265,9 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	ann = map[string]string{AnnoLogs: file}
 	if st := networkStatus(pod); st != "" && pod.Annotations[annoNetworkStatus] == "" {
 		ann[annoNetworkStatus] = st
+	}
+	if msg != "" {
+		ann[AnnoTerminationMessage] = msg
 	}
 	return a.annotate(ctx, pod, ann)
 }
@@ -282,32 +317,41 @@ func (a *agent) annotate(ctx context.Context, pod *corev1.Pod, ann map[string]st
 }
 
 // writeLogs renders the sample for pod into a CRI-format file and points a kwok Logs object at it.
-func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (string, error) {
+// It returns the file and the first container's termination message.
+func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (file, msg string, err error) {
+	a.mu.Lock()
 	d := a.sampleData(pod)
+	a.mu.Unlock()
 	text, err := RenderSample(sample, d)
 	if err != nil {
-		return "", &sampleError{err}
+		return "", "", &sampleError{err}
 	}
+	a.mu.Lock()
 	a.account(d, text)
+	a.mu.Unlock()
 	dir := filepath.Join(a.dir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if script, ok := runsProbe(pod); ok {
 		// The IB port probe runs for real: its script over the node's simulated sysfs tree.
-		out, err := runProbe(ctx, script, text, dir)
+		out, written, err := runProbe(ctx, script, text, dir, pod.Spec.Containers[0].TerminationMessagePath)
 		if err != nil {
-			return "", &sampleError{fmt.Errorf("running the probe over %s: %w", sample, err)}
+			return "", "", &sampleError{fmt.Errorf("running the probe over %s: %w", sample, err)}
 		}
-		text = out
+		text, msg = out, written
 	}
-	file := filepath.Join(dir, "0.log")
+	if len(pod.Spec.Containers) > 0 && pod.Annotations[AnnoOutcome] == "Failed" {
+		code, _ := strconv.Atoi(pod.Annotations[AnnoExitCode])
+		msg = terminationMessage(&pod.Spec.Containers[0], msg, text, code)
+	}
+	file = filepath.Join(dir, "0.log")
 	start := time.Now().UTC()
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.UTC()
 	}
 	if err := os.WriteFile(file, CRILog(text, start), 0o644); err != nil {
-		return "", err
+		return "", "", err
 	}
 	var containers []string
 	for _, c := range pod.Spec.Containers {
@@ -330,9 +374,9 @@ func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (
 		}}},
 	}}
 	if err := a.kube.apply(ctx, logs); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return file, nil
+	return file, msg, nil
 }
 
 func toAny(ss []string) []any {

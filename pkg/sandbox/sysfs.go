@@ -64,22 +64,76 @@ func WriteSysfsTree(root, desc string) (int, error) {
 
 // runProbe runs the probe pod's own script as a local process over the simulated sysfs tree
 // described by desc and returns what it printed: the probe's output is what the script makes
-// of the files, not a canned text.
-func runProbe(ctx context.Context, script, desc, dir string) (string, error) {
+// of the files, not a canned text. $AIN_SYSFS_ROOT is the simulated container's root: its /sys,
+// and its terminationMessagePath (termPath, default /dev/termination-log), which the kubelet
+// creates empty and mounts before the container starts; termMsg is what the script left there,
+// read as a kubelet reads it (terminationMessage).
+func runProbe(ctx context.Context, script, desc, dir, termPath string) (out, termMsg string, err error) {
 	root := filepath.Join(dir, "root")
 	_ = os.RemoveAll(root)
 	if _, err := WriteSysfsTree(root, desc); err != nil {
-		return "", fmt.Errorf("simulated sysfs: %w", err)
+		return "", "", fmt.Errorf("simulated sysfs: %w", err)
+	}
+	if termPath == "" {
+		termPath = corev1.TerminationMessagePathDefault
+	}
+	termFile := filepath.Join(root, filepath.FromSlash(termPath))
+	if err := os.MkdirAll(filepath.Dir(termFile), 0o755); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(termFile, nil, 0o666); err != nil {
+		return "", "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", SysfsRootEnv + "=" + root}
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	err := cmd.Run()
+	var b bytes.Buffer
+	cmd.Stdout = &b
+	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
 		err = nil // grep found nothing: no RDMA device, an empty dump
 	}
-	return out.String(), err
+	return b.String(), readTermMessage(termFile), err
+}
+
+// Limits of a kubelet's termination messages (k8s.io/kubernetes v1.37.2 pkg/kubelet/container
+// runtime.go): MaxContainerTerminationMessageLength, and MaxContainerTerminationMessageLogLength
+// and MaxContainerTerminationMessageLogLines for a message taken from the log.
+const (
+	termMsgMax      = 4096
+	termMsgLogMax   = 2048
+	termMsgLogLines = 80
+)
+
+// readTermMessage reads a termination message file as the kubelet does (kuberuntime
+// getTerminationMessage, tail.ReadAtMost): at most its last termMsgMax bytes, cut silently.
+func readTermMessage(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > termMsgMax {
+		b = b[len(b)-termMsgMax:]
+	}
+	return string(b)
+}
+
+// terminationMessage is the message the kubelet puts in container c's terminated state: what
+// the container wrote to its terminationMessagePath; or, with FallbackToLogsOnError, a non-zero
+// exit code and nothing written, the last termMsgLogLines lines of its log, at most
+// termMsgLogMax bytes (kuberuntime convertToKubeContainerStatus, readLastStringFromContainerLogs).
+func terminationMessage(c *corev1.Container, written, log string, exitCode int) string {
+	if written != "" || c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError || exitCode == 0 {
+		return written
+	}
+	lines := strings.SplitAfter(log, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	tail := strings.Join(lines[max(0, len(lines)-termMsgLogLines):], "")
+	if len(tail) > termMsgLogMax {
+		tail = tail[len(tail)-termMsgLogMax:]
+	}
+	return tail
 }

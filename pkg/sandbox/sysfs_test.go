@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestProbeRunsOverSimulatedSysfs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := runProbe(context.Background(), script, desc, t.TempDir())
+		out, _, err := runProbe(context.Background(), script, desc, t.TempDir(), "")
 		if err != nil {
 			t.Fatalf("%s: %v", c.sample, err)
 		}
@@ -56,7 +57,7 @@ func TestProbeRunsOverSimulatedSysfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runProbe(context.Background(), script, desc, t.TempDir())
+	out, _, err := runProbe(context.Background(), script, desc, t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +66,66 @@ func TestProbeRunsOverSimulatedSysfs(t *testing.T) {
 		t.Errorf("host GIDs: %v %+v", err, rep)
 	}
 	// A node with no RDMA device: the script prints no port, and that is not an error.
-	out, err = runProbe(context.Background(), script, "/sys/class/net/eth0/ifindex:2\n", t.TempDir())
+	out, _, err = runProbe(context.Background(), script, "/sys/class/net/eth0/ifindex:2\n", t.TempDir(), "")
 	if err != nil || strings.Contains(out, "infiniband") || !strings.Contains(out, "/sys/class/net/eth0/ifindex:2") {
 		t.Errorf("no device: %v %q", err, out)
 	}
+}
+
+// A probe's termination message: the file its script wrote under the simulated container root
+// (at the container's terminationMessagePath), cut to its last 4096 bytes as a kubelet reads it.
+func TestProbeTerminationMessage(t *testing.T) {
+	desc := "/sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE\n"
+	script := `grep -H . ${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/state; echo done >"${AIN_SYSFS_ROOT:-}/dev/termination-log"`
+	out, msg, err := runProbe(context.Background(), script, desc, t.TempDir(), "")
+	if err != nil || !strings.Contains(out, "/sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE") || msg != "done\n" {
+		t.Errorf("default path: %v %q %q", err, out, msg)
+	}
+	script = `i=0; while [ $i -lt 1000 ]; do echo line-$i; i=$((i+1)); done >"${AIN_SYSFS_ROOT:-}/var/msg"; echo /sys/class/infiniband`
+	_, msg, err = runProbe(context.Background(), script, desc, t.TempDir(), "/var/msg")
+	if err != nil || len(msg) != 4096 || !strings.HasSuffix(msg, "line-999\n") || strings.Contains(msg, "line-0\n") {
+		t.Errorf("long message: %v, %d bytes, starts %q", err, len(msg), msg[:min(len(msg), 20)])
+	}
+	_, msg, err = runProbe(context.Background(), "true /sys/class/infiniband", desc, t.TempDir(), "")
+	if err != nil || msg != "" {
+		t.Errorf("nothing written: %v %q", err, msg)
+	}
+}
+
+// FallbackToLogsOnError: the log's last 80 lines, at most 2048 bytes, only when the container
+// failed and wrote nothing (k8s.io/kubernetes v1.37.2 kuberuntime).
+func TestTerminationMessageFallback(t *testing.T) {
+	var b strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&b, "l%02d\n", i)
+	}
+	long := strings.Repeat("x", 3000) + "\nlast\n"
+	fallback := &corev1.Container{TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}
+	file := &corev1.Container{TerminationMessagePolicy: corev1.TerminationMessageReadFile}
+	for _, c := range []struct {
+		name    string
+		c       *corev1.Container
+		written string
+		log     string
+		exit    int
+		want    string
+	}{
+		{"written wins", fallback, "mine", b.String(), 1, "mine"},
+		{"succeeded: no fallback", fallback, "", b.String(), 0, ""},
+		{"policy File: no fallback", file, "", b.String(), 2, ""},
+		{"last 80 lines", fallback, "", b.String(), 1, b.String()[20*4:]},
+		{"last 2048 bytes", fallback, "", long, 1, long[len(long)-2048:]},
+		{"empty log", fallback, "", "", 1, ""},
+	} {
+		if got := terminationMessage(c.c, c.written, c.log, c.exit); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, trunc(got), trunc(c.want))
+		}
+	}
+}
+
+func trunc(s string) string {
+	if len(s) > 40 {
+		return s[:20] + "..." + s[len(s)-20:]
+	}
+	return s
 }

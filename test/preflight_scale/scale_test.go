@@ -45,6 +45,13 @@ func TestMain(m *testing.M) {
 type counts struct {
 	total  int
 	byVerb map[string]int // "list nodes", "create pods", ...
+	// When the run's first and last requests reached the API server, and its phases ended: the
+	// last probe pod created, the last result read (a log read; none when every result came in a
+	// termination message), the cleanup (DeleteCollection).
+	first, last, created, read, cleaned time.Time
+	// others counts the other clients' requests between first and last, by user: the simulated
+	// kubelets (kwok, the sandbox agent) and the controllers, the server-side cost of the run.
+	others map[string]int
 }
 
 // lists counts list calls; the further pages of a paged list are not other list calls.
@@ -71,36 +78,64 @@ func (c counts) String() string {
 	return fmt.Sprintf("%d requests (%s)", c.total, strings.Join(parts, ", "))
 }
 
-// audited counts the audit events (one per request, by auditID) whose userAgent is ua.
-func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
+// since is t's offset from the run's first request in seconds (0 when t is unset).
+func (c counts) since(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Sub(c.first).Seconds()
+}
+
+// auditEvent is what the benchmark reads of an audit event (level Metadata).
+type auditEvent struct {
+	AuditID   string `json:"auditID"`
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	User      struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	RequestURI string    `json:"requestURI"`
+	Received   time.Time `json:"requestReceivedTimestamp"`
+}
+
+// eachAuditEvent calls f once per request of the sandbox's audit log (events of later stages of a
+// request seen before are skipped) whose line contains substr ("" for all).
+func eachAuditEvent(t testing.TB, sb *sandboxtest.Sandbox, substr string, f func(*auditEvent)) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sandbox.Layout{Dir: sb.Dir}.Logs(), "audit.log"))
+	file, err := os.Open(filepath.Join(sandbox.Layout{Dir: sb.Dir}.Logs(), "audit.log"))
 	if err != nil {
 		t.Fatalf("audit log: %v", err)
 	}
-	defer f.Close()
-	c := counts{byVerb: map[string]int{}}
+	defer file.Close()
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(file)
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for sc.Scan() {
-		if !bytes.Contains(sc.Bytes(), []byte(ua)) {
+		if substr != "" && !bytes.Contains(sc.Bytes(), []byte(substr)) {
 			continue
 		}
-		var ev struct {
-			AuditID   string `json:"auditID"`
-			Verb      string `json:"verb"`
-			UserAgent string `json:"userAgent"`
-			ObjectRef *struct {
-				Resource    string `json:"resource"`
-				Subresource string `json:"subresource"`
-			} `json:"objectRef"`
-			RequestURI string `json:"requestURI"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.UserAgent != ua || seen[ev.AuditID] {
+		var ev auditEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || seen[ev.AuditID] {
 			continue
 		}
 		seen[ev.AuditID] = true
+		f(&ev)
+	}
+}
+
+// audited counts the audit events (one per request, by auditID) whose userAgent is ua, and the
+// other clients' requests while they ran.
+func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
+	t.Helper()
+	c := counts{byVerb: map[string]int{}, others: map[string]int{}}
+	eachAuditEvent(t, sb, ua, func(ev *auditEvent) {
+		if ev.UserAgent != ua {
+			return
+		}
 		what := ev.RequestURI
 		if ev.ObjectRef != nil {
 			what = ev.ObjectRef.Resource
@@ -116,8 +151,36 @@ func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 			verb = "list-continue"
 		}
 		c.byVerb[verb+" "+what]++
+		at := ev.Received
+		if c.first.IsZero() || at.Before(c.first) {
+			c.first = at
+		}
+		c.last = later(c.last, at)
+		switch verb + " " + what {
+		case "create pods":
+			c.created = later(c.created, at)
+		case "get pods/log":
+			c.read = later(c.read, at)
+		case "deletecollection pods":
+			c.cleaned = later(c.cleaned, at)
+		}
+	})
+	if c.total == 0 {
+		return c
 	}
+	eachAuditEvent(t, sb, "", func(ev *auditEvent) {
+		if ev.UserAgent != ua && !ev.Received.Before(c.first) && !ev.Received.After(c.last) {
+			c.others[strings.TrimPrefix(ev.User.Username, "ain-sandbox:")]++
+		}
+	})
 	return c
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func run(t testing.TB, sb *sandboxtest.Sandbox, ua string, args ...string) (*preflight.Result, time.Duration) {
@@ -175,6 +238,11 @@ func TestPreflight200Nodes(t *testing.T) {
 	}
 	if cAll.byVerb["list nodes"] != 1 {
 		t.Errorf("%d node list calls for %d nodes", cAll.byVerb["list nodes"], nodes)
+	}
+	// Every simulated node's dump fits a termination message (under 4 KiB): the watch brings
+	// the results, no probe's log is read.
+	if n := cAll.byVerb["get pods/log"]; n > 0 {
+		t.Errorf("%d log reads for %d nodes: the probes' termination messages were not used", n, nodes)
 	}
 }
 
@@ -253,6 +321,19 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 		row("list calls", float64(cSmall.lists()), float64(cAll.lists()), "")
 		for _, k := range keys {
 			row("  "+k, float64(cSmall.byVerb[k]), float64(cAll.byVerb[k]), "")
+		}
+		// Where the time goes: offsets from the run's first request.
+		row("last probe pod created at", cSmall.since(cSmall.created), cAll.since(cAll.created), " s")
+		row("last log read at", cSmall.since(cSmall.read), cAll.since(cAll.read), " s")
+		row("cleanup at", cSmall.since(cSmall.cleaned), cAll.since(cAll.cleaned), " s")
+		var users []string
+		for u := range cAll.others {
+			users = append(users, u)
+		}
+		sort.Strings(users)
+		fmt.Fprintf(&w, "other clients' requests meanwhile (the simulated kubelets: kwok, agent):\n")
+		for _, u := range users {
+			row("  "+u, float64(cSmall.others[u]), float64(cAll.others[u]), "")
 		}
 		fmt.Fprintf(&w, "node count growth %.1fx\n", float64(nodes)/100)
 		fmt.Fprint(os.Stderr, w.String())
