@@ -134,6 +134,9 @@ func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Pr
 		Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Cluster: kc.Server, User: kube.Identity(kc.Config), Profile: p,
 		ProbeImage: a.Getenv("AIN_PROBE_IMAGE"), Now: a.Now,
 	}
+	if fo, err := kc.FanOut(); err == nil {
+		o.FanOut = fo // else the probe pods are created with kc.Kube, at its rate
+	}
 	if r != nil {
 		if w := r.Workload(); w != nil {
 			o.Nodes, o.GPUsPerNode = w.Nodes, w.GPUsPerNode

@@ -160,6 +160,27 @@ func (c *Clients) DiscoveryWithin(d time.Duration) (kclient.Discovery, error) {
 	return kclient.NewDiscoveryForConfig(cfg)
 }
 
+// Client-side rate limit of FanOut's clientset, in requests a second and burst.
+const (
+	FanOutQPS   = 200
+	FanOutBurst = 200
+)
+
+// FanOut is a clientset with c's identity for a fan-out of one request per node whose
+// concurrency the caller bounds (preflight creates its probe pods 16 at a time). Every other
+// command's 50 requests a second (Load) would hold a 1000-node preflight 20 s on its creates
+// alone. The server meters clients by concurrency, not rate: API Priority and Fairness (GA in
+// Kubernetes 1.29) gives each priority level a share of the server's seats and queues the excess
+// (global-default: 20 shares, 128 queues of 50; k8s.io/apiserver pkg/apis/flowcontrol/bootstrap),
+// answering 429 only when its queues are full, and client-go retries a 429 after its Retry-After
+// up to 10 times (client-go rest/request.go, with_retry.go). 16 requests in flight never fill a
+// queue; the limit here only keeps a loop from running away.
+func (c *Clients) FanOut() (kclient.Interface, error) {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.QPS, cfg.Burst = FanOutQPS, FanOutBurst
+	return kclient.NewForConfig(cfg)
+}
+
 // Where describes the cluster for hints: "kubeconfig X, context Y, server Z".
 func (c *Clients) Where() string {
 	s := fmt.Sprintf("kubeconfig %s, context %q, server %s", c.Kubeconfig, c.Context, c.Server)

@@ -117,7 +117,10 @@ func (r *Result) Summary() string {
 
 // Options say what to check and with which clients.
 type Options struct {
-	Kube      kclient.Interface
+	Kube kclient.Interface
+	// FanOut, when set, creates the per-node probe pods: Kube's identity with a client-side rate
+	// limit fit for one request per node (kube.Clients.FanOut); nil: Kube.
+	FanOut    kclient.Interface
 	Dynamic   dynamic.Interface
 	Namespace string
 	Cluster   string // for the result and the cache key (the API server URL)

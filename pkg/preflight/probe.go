@@ -186,8 +186,12 @@ func eachBounded(n, limit int, fn func(i int)) {
 func createPod(o Options, pod *corev1.Pod) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	cs := o.Kube
+	if o.FanOut != nil {
+		cs = o.FanOut
+	}
 	for {
-		created, err := o.Kube.CoreV1().Pods(o.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		created, err := cs.CoreV1().Pods(o.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "serviceaccount") || ctx.Err() != nil {
 			return created, err
 		}
@@ -310,6 +314,14 @@ func cleanupProbes(o Options, sel string, pods []*corev1.Pod) {
 	for _, p := range pods { // no deletecollection right: one by one
 		_ = o.Kube.CoreV1().Pods(o.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	}
+}
+
+// source names where out.log came from.
+func (out *probeOutcome) source() string {
+	if out.fromMessage {
+		return "termination message"
+	}
+	return "log"
 }
 
 // notRun explains a probe that gave no log.
@@ -457,7 +469,7 @@ func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
 		if err != nil || len(rep.Ports) == 0 {
 			checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Fail,
 				Message:  "no RDMA device visible in a pod that requests " + o.Profile.Spec.RDMA.Resource,
-				Evidence: []string{"probe pod " + out.pod.Name + " printed no /sys/class/infiniband port (" + strconv.Itoa(len(out.log)) + " bytes of log)"},
+				Evidence: []string{"probe pod " + out.pod.Name + " printed no /sys/class/infiniband port (" + strconv.Itoa(len(out.log)) + " bytes of " + out.source() + ")"},
 				Fix:      "check the node has an HCA (ibstat on the node) and that the RDMA device plugin's config selects it (ifNames/devices/vendors in rdma-shared-dev-plugin's config)"})
 			continue
 		}

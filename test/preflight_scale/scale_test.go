@@ -52,6 +52,11 @@ type counts struct {
 	// others counts the other clients' requests between first and last, by user: the simulated
 	// kubelets (kwok, the sandbox agent) and the controllers, the server-side cost of the run.
 	others map[string]int
+	// ended are the offsets (s) at which the simulated kubelet (kwok) ended each IB probe pod: its
+	// second status patch (Running, then Succeeded or Failed).
+	ended []float64
+	// trails are the requests that touched each pod whose log had to be read, for the report.
+	trails map[string][]string
 }
 
 // lists counts list calls; the further pages of a paged list are not other list calls.
@@ -97,6 +102,7 @@ type auditEvent struct {
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	RequestURI string    `json:"requestURI"`
 	Received   time.Time `json:"requestReceivedTimestamp"`
@@ -131,7 +137,7 @@ func eachAuditEvent(t testing.TB, sb *sandboxtest.Sandbox, substr string, f func
 // other clients' requests while they ran.
 func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 	t.Helper()
-	c := counts{byVerb: map[string]int{}, others: map[string]int{}}
+	c := counts{byVerb: map[string]int{}, others: map[string]int{}, trails: map[string][]string{}}
 	eachAuditEvent(t, sb, ua, func(ev *auditEvent) {
 		if ev.UserAgent != ua {
 			return
@@ -161,6 +167,7 @@ func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 			c.created = later(c.created, at)
 		case "get pods/log":
 			c.read = later(c.read, at)
+			c.trails[ev.ObjectRef.Name] = nil
 		case "deletecollection pods":
 			c.cleaned = later(c.cleaned, at)
 		}
@@ -168,12 +175,38 @@ func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 	if c.total == 0 {
 		return c
 	}
+	statusPatches := map[string]int{}
 	eachAuditEvent(t, sb, "", func(ev *auditEvent) {
-		if ev.UserAgent != ua && !ev.Received.Before(c.first) && !ev.Received.After(c.last) {
-			c.others[strings.TrimPrefix(ev.User.Username, "ain-sandbox:")]++
+		if ev.Received.Before(c.first) || ev.Received.After(c.last) {
+			return
+		}
+		user := strings.TrimPrefix(ev.User.Username, "ain-sandbox:")
+		if ev.UserAgent != ua {
+			c.others[user]++
+		}
+		ref := ev.ObjectRef
+		if ref == nil || ref.Resource != "pods" || !strings.HasPrefix(ref.Name, "ain-ibprobe-") {
+			return
+		}
+		if user == "kwok" && ev.Verb == "patch" && ref.Subresource == "status" {
+			if statusPatches[ref.Name]++; statusPatches[ref.Name] == 2 {
+				c.ended = append(c.ended, c.since(ev.Received))
+			}
+		}
+		if trail, ok := c.trails[ref.Name]; ok {
+			c.trails[ref.Name] = append(trail, fmt.Sprintf("+%.1fs %s %s %s", c.since(ev.Received), user, ev.Verb, strings.TrimSuffix(ref.Resource+"/"+ref.Subresource, "/")))
 		}
 	})
+	sort.Float64s(c.ended)
 	return c
+}
+
+// quantile is the q-quantile of sorted xs (0 when empty).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
 }
 
 func later(a, b time.Time) time.Time {
@@ -326,6 +359,10 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 		row("last probe pod created at", cSmall.since(cSmall.created), cAll.since(cAll.created), " s")
 		row("last log read at", cSmall.since(cSmall.read), cAll.since(cAll.read), " s")
 		row("cleanup at", cSmall.since(cSmall.cleaned), cAll.since(cAll.cleaned), " s")
+		row("probe pods ended", float64(len(cSmall.ended)), float64(len(cAll.ended)), "")
+		row("  half of them by", quantile(cSmall.ended, 0.5), quantile(cAll.ended, 0.5), " s")
+		row("  99% by", quantile(cSmall.ended, 0.99), quantile(cAll.ended, 0.99), " s")
+		row("  the last at", quantile(cSmall.ended, 1), quantile(cAll.ended, 1), " s")
 		var users []string
 		for u := range cAll.others {
 			users = append(users, u)
@@ -336,6 +373,16 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 			row("  "+u, float64(cSmall.others[u]), float64(cAll.others[u]), "")
 		}
 		fmt.Fprintf(&w, "node count growth %.1fx\n", float64(nodes)/100)
+		// Pods whose result needed a log read (it was not in the status, or the pod had not
+		// ended by the timeout): what happened to them, to tell the simulated kubelet's delay
+		// from preflight's.
+		n := 0
+		for name, trail := range cAll.trails {
+			if n++; n > 3 {
+				break
+			}
+			fmt.Fprintf(&w, "log read for %s: %s\n", name, strings.Join(trail[:min(len(trail), 12)], "; "))
+		}
 		fmt.Fprint(os.Stderr, w.String())
 		b.ReportMetric(wallAll.Seconds(), "s/preflight-all")
 		b.ReportMetric(float64(cAll.total), "requests/preflight-all")
