@@ -109,7 +109,8 @@ func (a *App) runProfileDetect(ctx context.Context, o *profileDetectOptions) err
 func (a *App) probeDetected(ctx context.Context, kc *kube.Clients, d *profile.Detected, nodes []corev1.Node, o *profileDetectOptions) error {
 	pools := d.ProbePools(nodes, o.EveryNode)
 	if len(pools) == 0 {
-		return nil // no GPU node with an RDMA resource: nothing a probe could read
+		d.NotProbed("no GPU node offers an RDMA resource: nothing for a probe pod to read")
+		return nil
 	}
 	// The probe pods hold the detected RDMA resource and join the detected RDMA networks.
 	p := *d.Profile

@@ -143,6 +143,7 @@ func TestProfileDetectRoCE(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	t.Logf("ain profile detect on RoCE ports:\n%s", out)
 	if strings.Contains(out, "Conflicts") || strings.Contains(out, "spec.gidIndex:") {
 		t.Errorf("conflicts or an undetected GID index:\n%s", out)
 	}

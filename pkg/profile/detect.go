@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -410,25 +411,25 @@ func (d *Detected) YAML(server, when string) ([]byte, error) {
 	if len(d.Conflicts) > 0 {
 		b.WriteString("#\n# Conflicts (the cluster's sources disagree):\n")
 		for _, c := range d.Conflicts {
-			b.WriteString("#   " + c + "\n")
+			b.WriteString("#   " + commentSafe(c) + "\n")
 		}
 	}
 	if len(d.Probes) > 0 {
 		b.WriteString("#\n# Probe pods (one per pool of alike GPU nodes):\n")
 		for _, pr := range d.Probes {
-			b.WriteString("#   " + pr.Summary() + "\n")
+			b.WriteString("#   " + commentSafe(pr.Summary()) + "\n")
 		}
 	}
 	if len(d.Notes) > 0 {
 		b.WriteString("#\n# Notes:\n")
 		for _, n := range d.Notes {
-			b.WriteString("#   " + n + "\n")
+			b.WriteString("#   " + commentSafe(n) + "\n")
 		}
 	}
 	if len(d.Undetected) > 0 {
 		b.WriteString("#\n# Not detected:\n")
 		for _, k := range slices.Sorted(maps.Keys(d.Undetected)) {
-			b.WriteString("#   " + k + ": " + d.Undetected[k] + "\n")
+			b.WriteString("#   " + k + ": " + commentSafe(d.Undetected[k]) + "\n")
 		}
 	}
 	// Annotate "key: value" lines with their field's origin, tracking the key path by indent.
@@ -447,7 +448,7 @@ func (d *Detected) YAML(server, when string) ([]byte, error) {
 		stack = append(stack, key)
 		path := strings.Join(stack, ".")
 		if o, ok := d.Origins[path]; ok {
-			line += "  # " + o
+			line += "  # " + commentSafe(o)
 		}
 		b.WriteString(line + "\n")
 	}
@@ -470,4 +471,17 @@ func dedupeSubnets(in []string) []string {
 		out = append(out, sub+" ("+strings.Join(refs[sub], ", ")+")")
 	}
 	return out
+}
+
+// commentSafe makes text from the cluster (sysfs values, node names, API errors) fit in one
+// YAML comment: invalid UTF-8 and control characters would end the file's validity, and a line
+// break (YAML 1.1 counts NEL, LS and PS as ones) would end the comment.
+func commentSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		// Outside YAML's printable set (C0, DEL, C1, U+FFFE/FFFF) or a line break.
+		if r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 || r >= 0xfffd && r <= 0xffff || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
 }
