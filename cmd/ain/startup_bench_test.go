@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +41,53 @@ func BenchmarkOfflineCommand(b *testing.B) {
 					b.Fatalf("ain %s: exit %d: %s", c.args, code, errb.String())
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkStartup runs each offline command as a process of a freshly built ain, package init
+// included (what a user waits for; scripts/bench-startup.sh sets it beside helm template), and
+// reports the package init of one run traced with GODEBUG=inittrace=1: packages with an init,
+// bytes and allocations (issue 16: 317 packages, 3.8 MB, 23,000 allocations before the typed
+// clientset, gentype, distribution/reference and tablewriter left the binary; 254, 1.5 MB, 9,100
+// after).
+func BenchmarkStartup(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "ain")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmds := append([]struct{ name, args string }{{"version", "version"}}, offlineCommands...)
+	for _, c := range cmds {
+		b.Run(c.name, func(b *testing.B) {
+			args := strings.Fields(c.args)
+			run := func(env ...string) string {
+				var errb bytes.Buffer
+				cmd := exec.Command(bin, args...)
+				cmd.Env, cmd.Stderr = append(os.Environ(), env...), &errb
+				if err := cmd.Run(); err != nil && cmd.ProcessState.ExitCode() > 1 {
+					b.Fatalf("ain %s: %v: %s", c.args, err, errb.String())
+				}
+				return errb.String()
+			}
+			var pkgs, bytesInit, allocs float64
+			for _, l := range strings.Split(run("GODEBUG=inittrace=1"), "\n") {
+				// init <package> @<t> ms, <clock> ms clock, <bytes> bytes, <allocs> allocs
+				if f := strings.Fields(l); len(f) == 11 && f[0] == "init" {
+					n, _ := strconv.ParseFloat(f[7], 64)
+					a, _ := strconv.ParseFloat(f[9], 64)
+					pkgs, bytesInit, allocs = pkgs+1, bytesInit+n, allocs+a
+				}
+			}
+			if pkgs == 0 {
+				b.Fatal("GODEBUG=inittrace=1 traced no package init")
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				run()
+			}
+			b.ReportMetric(pkgs, "init-pkgs")
+			b.ReportMetric(bytesInit, "init-B")
+			b.ReportMetric(allocs, "init-allocs")
 		})
 	}
 }
