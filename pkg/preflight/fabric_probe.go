@@ -118,7 +118,9 @@ func ProbeFabric(ctx context.Context, o Options, nodes []string) ([]FabricProbe,
 	for i, out := range outs {
 		r := &res[i]
 		r.Node, r.Pod = nodes[i], out.pod.Name
-		if apierrors.IsForbidden(out.err) {
+		// RBAC's refusal ("User x cannot create resource pods"), not an admission's (Pod Security,
+		// a quota: also 403), which notRun reports with the pod.
+		if apierrors.IsForbidden(out.err) && strings.Contains(out.err.Error(), "cannot create resource") {
 			return nil, &ProbeForbiddenError{Namespace: o.Namespace, Missing: []string{"create pods (" + out.err.Error() + ")"}}
 		}
 		r.Networks = ParseNetworkStatus(out.pod.Annotations[NetworkStatusAnnotation])

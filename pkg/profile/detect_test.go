@@ -49,6 +49,14 @@ func TestDetect(t *testing.T) {
 		}, nads: []NAD{roceNAD, otherNAD}, fabric: FabricRoCE, rdma: "rdma/rdma_shared_device_a", networks: "default/rdma-net", addrRange: "192.168.100.0/24",
 			origins:    map[string]string{"spec.fabric": "CNI type (default/rdma-net)", "spec.rdma.resource": "node allocatable (2 of 2 GPU nodes)", "spec.addrRange": "IPAM range (default/rdma-net)", "spec.lineRate": "default"},
 			undetected: []string{"spec.hcas", "spec.lineRate", "spec.gidIndex"}},
+		// One NAD per rail, all on one whereabouts range: one subnet, no conflict.
+		{name: "roce-rails-one-subnet", nodes: []corev1.Node{
+			gpuNode("gpu-1", 8, map[string]int64{"rdma/rdma_shared_device_a": 63}, h100),
+		}, nads: []NAD{
+			{Namespace: "ml", Name: "rail0", ResourceName: "rdma/rdma_shared_device_a", Config: `{"type":"macvlan","master":"ens1f0np0","ipam":{"type":"whereabouts","range":"10.10.0.0/16"}}`},
+			{Namespace: "ml", Name: "rail1", ResourceName: "rdma/rdma_shared_device_a", Config: `{"type":"macvlan","master":"ens2f0np0","ipam":{"type":"whereabouts","range":"10.10.0.0/16"}}`},
+		}, fabric: FabricRoCE, rdma: "rdma/rdma_shared_device_a", networks: "ml/rail0,ml/rail1", addrRange: "10.10.0.0/16",
+			origins: map[string]string{"spec.addrRange": "the RDMA network's IPAM range (ml/rail0, ml/rail1)"}},
 		{name: "ib-labels", nodes: []corev1.Node{
 			gpuNode("gpu-1", 8, map[string]int64{"nvidia.com/mlnxnics": 8}, map[string]string{labelLinkLayer: "infiniband"}),
 			gpuNode("gpu-2", 8, map[string]int64{"nvidia.com/mlnxnics": 8}, map[string]string{labelLinkLayer: "infiniband"}),
