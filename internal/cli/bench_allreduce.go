@@ -223,13 +223,18 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	if serr != nil {
 		fmt.Fprintf(errw, "warning: saving the results: %v\n", serr)
 	}
+	var outErr error
 	if o.Output == "json" {
-		_ = a.writeJSON(res)
+		outErr = a.writeJSON(res)
 	} else {
 		a.printBenchReport(res, files)
 	}
+	// The run's own error says more than a lost output; a lost output is still no success.
 	if runErr != nil {
 		return runErr
+	}
+	if outErr != nil {
+		return outErr
 	}
 	if !res.Valid && len(res.Variants) > 0 {
 		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("the bench result is INVALID: %s", strings.Join(res.Problems, "; ")),
