@@ -1,7 +1,7 @@
 // Package kclient is the typed Kubernetes client of ain's cluster code: the few built-in
 // resources it reads and writes (pods, nodes, events, namespaces, services, secrets, volumes,
-// deployments, ingresses, leases, access reviews, webhook configurations) and discovery, with the method
-// signatures of client-go's generated clientset, so call sites read the same
+// deployments, ingresses, leases, access reviews, webhook configurations) and discovery, with
+// the method signatures of client-go's generated clientset, so call sites read the same
 // (kc.CoreV1().Pods(ns).List(ctx, opts)) and client-go's fake clientset still serves unit tests
 // (kclienttest.FromClientset).
 //
@@ -13,6 +13,9 @@
 // requests the generated clients make (resource.go; not through client-go's gentype, which
 // links client-go's fake-client machinery and its schema packages: 200 KB more at init) with a
 // scheme that holds only the groups above, built on first use, not at init.
+//
+// A resource ain starts to use is added here (interface, constructor, scheme group) and to
+// kclienttest's adapter; cmd/ain's TestBinaryLinksNoTypedClientset keeps the clientset out.
 package kclient
 
 import (
