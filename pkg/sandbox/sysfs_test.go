@@ -1,12 +1,16 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"text/template"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ain-hpc/ain/pkg/ibport"
 )
@@ -128,4 +132,93 @@ func trunc(s string) string {
 		return s[:20] + "..." + s[len(s)-20:]
 	}
 	return s
+}
+
+// The succeed and fail stages put the agent's termination message into the first container's
+// terminated state, byte for byte (kwok renders statusTemplate with Go's text/template and its
+// Quote, which is json.Marshal: sigs.k8s.io/kwok v0.8.0 pkg/utils/gotpl/funcs.go), and nothing
+// into the others'.
+func TestStagesCarryTheTerminationMessage(t *testing.T) {
+	raw, err := stagesYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := "ain-probe-result-begin\n/sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE\nquote \" colon: # {{ x }} \\ é\nain-probe-result-end\n"
+	funcs := template.FuncMap{
+		"Now": func() string { return "2026-12-03T17:00:00Z" },
+		"Quote": func(s any) string {
+			b, _ := json.Marshal(s)
+			return string(b)
+		},
+	}
+	for _, stage := range []string{"ain-pod-succeed", "ain-pod-fail"} {
+		var tmpl string
+		for doc := range strings.SplitSeq(string(raw), "\n---\n") {
+			if strings.Contains(doc, "name: "+stage+"\n") {
+				var st struct {
+					Spec struct {
+						Next struct {
+							StatusTemplate string `json:"statusTemplate"`
+						} `json:"next"`
+					} `json:"spec"`
+				}
+				if err := yaml.Unmarshal([]byte(doc), &st); err != nil {
+					t.Fatal(err)
+				}
+				tmpl = st.Spec.Next.StatusTemplate
+			}
+		}
+		tp, err := template.New(stage).Funcs(funcs).Parse(tmpl)
+		if err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+		for _, withMsg := range []bool{true, false} {
+			ann := map[string]any{AnnoOutcome: "Succeeded", AnnoExitCode: "3"}
+			if withMsg {
+				ann[AnnoTerminationMessage] = msg
+			}
+			pod := map[string]any{
+				"metadata": map[string]any{"generation": 1, "annotations": ann},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "probe", "image": "busybox"}, map[string]any{"name": "side", "image": "busybox"}}},
+			}
+			var b bytes.Buffer
+			if err := tp.Execute(&b, pod); err != nil {
+				t.Fatalf("%s: %v", stage, err)
+			}
+			var status corev1.PodStatus
+			if err := yaml.UnmarshalStrict(b.Bytes(), &status); err != nil {
+				t.Fatalf("%s: %v\n%s", stage, err, b.String())
+			}
+			cs := status.ContainerStatuses
+			if len(cs) != 2 || cs[0].State.Terminated == nil || cs[1].State.Terminated == nil {
+				t.Fatalf("%s: %+v", stage, cs)
+			}
+			want := ""
+			if withMsg {
+				want = msg
+			}
+			if got := cs[0].State.Terminated.Message; got != want || cs[1].State.Terminated.Message != "" {
+				t.Errorf("%s: messages %q and %q, want %q and none", stage, got, cs[1].State.Terminated.Message, want)
+			}
+		}
+	}
+}
+
+// kwok plays pod stages with one worker per 50 nodes, at least its default 4.
+func TestKwokOptions(t *testing.T) {
+	for n, want := range map[int]uint{3: 4, 150: 4, 300: 6, 1000: 20} {
+		var c struct {
+			Kind    string `json:"kind"`
+			Options struct {
+				PodPlayStageParallelism  uint `json:"podPlayStageParallelism"`
+				NodePlayStageParallelism uint `json:"nodePlayStageParallelism"`
+			} `json:"options"`
+		}
+		if err := yaml.Unmarshal(bytes.TrimPrefix(kwokOptions(n), []byte("---\n")), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Kind != "KwokConfiguration" || c.Options.PodPlayStageParallelism != want || c.Options.NodePlayStageParallelism != 4 {
+			t.Errorf("%d nodes: %+v", n, c)
+		}
+	}
 }

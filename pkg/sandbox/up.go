@@ -302,6 +302,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	if err != nil {
 		return st, false, err
 	}
+	stages = append(kwokOptions(cfg.Nodes), stages...)
 	stagesFile := filepath.Join(l.Config(), "kwok-stages.yaml")
 	if err := os.WriteFile(stagesFile, stages, 0o600); err != nil {
 		return st, false, err
@@ -407,6 +408,33 @@ func (e *StackMismatchError) Error() string {
 	return fmt.Sprintf("the sandbox in %s was started with the %s stack, not %s; its cluster keeps that stack's CRDs "+
 		"(mpijobs.kubeflow.org is kubeflow.org/v1 on one, v2beta1 on the other): run `ain sandbox down --purge` first, "+
 		"or use another --state-dir", e.Dir, e.Running, e.Want)
+}
+
+// kwokOptions is kwok's configuration for a sandbox of n nodes: kwok's defaults, except that it
+// plays pod stages (the simulated kubelets' status updates: Running, Succeeded, deletion) with
+// one worker per 50 nodes instead of 4 in all. kwok stands in for every node's kubelet, and
+// kubelets work side by side; with 4 workers a 1000-node preflight's 3000 pod stage plays queued
+// behind each other for tens of seconds (issue 16). A KwokConfiguration read from a file gets no
+// defaults (sigs.k8s.io/kwok v0.8.0 pkg/config: only a missing one is defaulted), so every
+// defaulted option is written out with its default (pkg/apis/config/v1alpha1
+// zz_generated.defaults.go); the command-line flags still override these.
+func kwokOptions(n int) []byte {
+	return fmt.Appendf(nil, `---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  cidr: 10.0.0.0/24
+  manageAllNodes: false
+  enableDebuggingHandlers: true
+  enableContentionProfiling: false
+  enableProfilingHandler: true
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+`, max(4, n/50))
 }
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
