@@ -305,12 +305,22 @@ func hostnames(n int) string {
 // printed, not asserted; what is asserted is that every selected node was probed and that the
 // list calls do not grow with the node count.
 //
-// Figures on the shared 2-core machine (2026-12-03, AIN_PREFLIGHT_NODES=1000; the sandbox took
-// 4m53s-5m46s to make 1000 kwok nodes Ready): 100 nodes 6.5-13.7 s and 230 requests, 1000 nodes
-// 74.7-150.6 s (the higher under load average 6-9) and 2031 requests, list calls 3 for both (the
-// node list's second page of 500 is a list-continue request). The requests are 2 a node (probe
-// pod create, log read) plus ~30 fixed: at the client's 50 requests/s (pkg/kube) that alone is
-// ~40 s for 1000 nodes, the rest is scheduling and kwok running 1000 pods.
+// Figures on the shared 2-core machine (2026-12-03, AIN_PREFLIGHT_NODES=1000; the sandbox takes
+// about 5 minutes to make 1000 kwok nodes Ready).
+//
+// Before (one log read per probe, every create at the client's 50 requests/s, the sandbox agent
+// one worker at 50 requests/s): 100 nodes 6.5-14.5 s and 230 requests, 1000 nodes 74.7-150.6 s
+// (123.2 s in the run beside the one below) and 2031 requests; list calls 3 for both.
+//
+// After (results in the termination message, creates through kube.Clients.FanOut, the agent
+// and kwok working per node side by side as kubelets do): 100 nodes 5.0 s and 132 requests,
+// 1000 nodes 32.0 s and 1034 requests (7.8x for 10x the nodes: the fixed ~32 are discovery, 21
+// access reviews and the lists; the rest is one create per node); list calls 4 for both. Of the
+// 32 s, ain's creates were done at 4.5 s; the simulated kubelets ended half the pods by 17.5 s
+// and the last at 26.4 s (every pod costs them 7-8 requests: 3 from the agent, 4-5 from kwok,
+// against ain's 1), and the server's DeleteCollection of 1000 pods took the rest. The API server
+// then used most of one core, the machine's other clients the rest: a run with twice the
+// simulator workers took 42.7 s, creates included (10.6 s), so the figure is CPU-bound here.
 func BenchmarkPreflightGrowth(b *testing.B) {
 	sb := sandboxtest.Get(b)
 	for i := 0; i < b.N; i++ {
