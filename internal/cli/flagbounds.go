@@ -19,7 +19,7 @@ import (
 func positiveDuration(name string) func(*ucli.Context, time.Duration) error {
 	return func(c *ucli.Context, d time.Duration) error {
 		if d <= 0 {
-			return ainerr.Usagef("--%s %s: give a positive duration (e.g. 90s, 30m, 2h), or leave it out%s", name, d, durationDefault(c, name))
+			return ainerr.Usagef("--%s %s: give a positive duration (e.g. 90s, 30m, 2h), or leave it out%s", name, d, flagDefault(c, name))
 		}
 		return nil
 	}
@@ -29,19 +29,30 @@ func positiveDuration(name string) func(*ucli.Context, time.Duration) error {
 func nonNegativeDuration(name string) func(*ucli.Context, time.Duration) error {
 	return func(c *ucli.Context, d time.Duration) error {
 		if d < 0 {
-			return ainerr.Usagef("--%s %s: give 0 or a positive duration (e.g. 10s, 1m), or leave it out%s", name, d, durationDefault(c, name))
+			return ainerr.Usagef("--%s %s: give 0 or a positive duration (e.g. 10s, 1m), or leave it out%s", name, d, flagDefault(c, name))
 		}
 		return nil
 	}
 }
 
-// durationDefault says what leaving --name out means, from the flag itself: its default value,
-// its DefaultText ("none": no limit), or nothing when neither says (the usage then does).
-func durationDefault(c *ucli.Context, name string) string {
+// flagDefault says what leaving --name out means, from the flag itself: its default value,
+// its DefaultText ("none": no limit), or nothing when neither says (the usage then does). Integer
+// flags say theirs too: "the recipe's" is only right where the flag's DefaultText says so (issue
+// 19: `bench rdma --qps -1`, which has no recipe, said "leave it out for the recipe's").
+func flagDefault(c *ucli.Context, name string) string {
 	if c == nil || c.Command == nil {
 		return ""
 	}
 	for _, f := range c.Command.Flags {
+		if inf, ok := f.(*ucli.IntFlag); ok && inf.Name == name {
+			switch {
+			case inf.DefaultText != "":
+				return " for " + inf.DefaultText
+			case inf.Value != 0:
+				return fmt.Sprintf(" for the default (%d)", inf.Value)
+			}
+			return ""
+		}
 		df, ok := f.(*ucli.DurationFlag)
 		if !ok || df.Name != name {
 			continue
@@ -60,9 +71,9 @@ func durationDefault(c *ucli.Context, name string) string {
 
 // intBetween refuses a value of --name outside [min, max].
 func intBetween(name string, min, max int) func(*ucli.Context, int) error {
-	return func(_ *ucli.Context, n int) error {
+	return func(c *ucli.Context, n int) error {
 		if n < min || n > max {
-			return ainerr.Usagef("--%s %d: give a number from %d to %d, or leave it out for the recipe's", name, n, min, max)
+			return ainerr.Usagef("--%s %d: give a number from %d to %d, or leave it out%s", name, n, min, max, flagDefault(c, name))
 		}
 		return nil
 	}

@@ -26,7 +26,10 @@ func TestFlagBounds(t *testing.T) {
 		{[]string{"serve", "vllm", "--dry-run=client", "--replicas", "0"}, "--replicas 0: give a number from 1 to 1024"},
 		{[]string{"serve", "vllm", "--dry-run=client", "--replicas", "1000000"}, "--replicas 1000000: give a number from 1 to 1024"},
 		{[]string{"serve", "vllm", "--dry-run=client", "--replicas", "-3"}, "--replicas -3"},
-		{[]string{"bench", "allreduce", "--nodes", "0"}, "--nodes 0: give a number from 1 to 4096"},
+		{[]string{"serve", "vllm", "--dry-run=client", "--replicas", "0"}, "or leave it out for the recipe's"},
+		{[]string{"bench", "allreduce", "--nodes", "0"}, "--nodes 0: give a number from 1 to 4096, or leave it out for the recipe's"},
+		// bench rdma has no recipe: leaving --qps out means its default, 1.
+		{[]string{"bench", "rdma", "--qps", "-1"}, "--qps -1: give a number from 1 to 1024, or leave it out for the default (1)"},
 		{[]string{"bench", "allreduce", "--nodes", "100000"}, "--nodes 100000"},
 		{[]string{"bench", "allreduce", "--gpus-per-node", "0"}, "--gpus-per-node 0"},
 		{[]string{"render", "qlora", "--set", "nodes=5000"}, "spec.nodes: must be at most 4096, got 5000"},

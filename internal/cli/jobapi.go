@@ -74,7 +74,11 @@ func (a *App) renderBackend(r *recipe.Recipe, p *profile.Profile, flag string) (
 	served := jobs.Served{}
 	why := "no cluster asked"
 	if forced == jobs.APIAuto {
-		if kc, err := a.clients(); err == nil {
+		// Why no cluster was asked is said: a kubeconfig named but missing is not "no cluster"
+		// (issue 19: KUBECONFIG at a missing file said only "no cluster asked").
+		if kc, err := a.clients(); err != nil {
+			why += ": " + err.Error()
+		} else {
 			if d, err := kc.DiscoveryWithin(renderDiscoveryTimeout); err == nil {
 				if s, err := jobs.Discover(d); err == nil {
 					served, why = s, "served by "+kc.Server

@@ -36,7 +36,7 @@ func TestRenderJobAPI(t *testing.T) {
 		out, errOut string
 		notOut      string
 	}{
-		{[]string{"render", "allreduce"}, 0, "apiVersion: kubeflow.org/v2beta1", "job API: kubeflow.org/v2beta1 MPIJob (mpi-operator) (no cluster asked)", "wait-for-workers"},
+		{[]string{"render", "allreduce"}, 0, "apiVersion: kubeflow.org/v2beta1", "job API: kubeflow.org/v2beta1 MPIJob (mpi-operator) (no cluster asked: no cluster configured", "wait-for-workers"},
 		{[]string{"render", "qlora"}, 0, "kind: TrainingRuntime", "trainer.kubeflow.org/v1alpha1 TrainJob", "PyTorchJob"},
 		{[]string{"render", "allreduce", "--api", "training-operator"}, 0, "apiVersion: kubeflow.org/v1\n", "(forced)", "launcherCreationPolicy"},
 		{[]string{"render", "allreduce", "--api", "trainer"}, 0, "kind: TrainJob", "", ""},
@@ -47,6 +47,8 @@ func TestRenderJobAPI(t *testing.T) {
 		{[]string{"render", "qlora", "--api", "kueue"}, 2, "", "--api kueue", ""},
 		{[]string{"render", "qlora", "--profile", bad}, 2, "", "spec.jobAPI", ""},
 		{[]string{"train", "allreduce", "--dry-run=client", "--api", "mpi-operator"}, 0, "launcherCreationPolicy: WaitForWorkersReady", "", ""},
+		// A kubeconfig named but missing is said, not "no cluster" (issue 19).
+		{[]string{"render", "qlora", "--kubeconfig", filepath.Join(home, "gone.yaml")}, 0, "kind: TrainJob", "(no cluster asked: kubeconfig " + filepath.Join(home, "gone.yaml") + ": stat", ""},
 	}
 	for _, c := range cases {
 		code, out, errOut := run(c.args...)

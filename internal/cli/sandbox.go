@@ -190,7 +190,8 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 	if err != nil {
 		var be *sandbox.BuildError
 		var sm *sandbox.StackMismatchError
-		if errors.As(err, &sm) {
+		var sd *sandbox.StateDirError
+		if errors.As(err, &sm) || errors.As(err, &sd) {
 			return ainerr.New(ainerr.Usage, err, "")
 		}
 		if errors.As(err, &be) {

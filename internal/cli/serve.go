@@ -40,7 +40,7 @@ func (o *serveOptions) flags() []ucli.Flag {
 	return append(append(o.recipeInput.flags(), o.endpointOptions.flags()...),
 		&ucli.StringFlag{Name: "name", Usage: "deployment name (default: the recipe's metadata.name)", Destination: &o.Name},
 		&ucli.StringFlag{Name: "model", Usage: "model path on the model volume, or a Hugging Face name (sets spec.model)", Destination: &o.Model},
-		&ucli.IntFlag{Name: "replicas", Usage: "model server replicas (sets spec.replicas)", Destination: &o.Replicas, Action: intBetween("replicas", 1, recipe.MaxReplicas)},
+		&ucli.IntFlag{Name: "replicas", Usage: "model server replicas (sets spec.replicas)", DefaultText: "the recipe's", Destination: &o.Replicas, Action: intBetween("replicas", 1, recipe.MaxReplicas)},
 		&ucli.StringFlag{Name: "topology", Usage: "independent (one Deployment per replica, default) or deployment (one with N replicas)", Destination: &o.Topology},
 		&ucli.StringFlag{Name: "host", Usage: "HTTPS ingress host (sets spec.ingress.host)", Destination: &o.Host},
 		&ucli.BoolFlag{Name: "api-key-from-env", Usage: "create Secret NAME-api-key from $AIN_API_KEY and have vLLM require it", Destination: &o.APIKeyFromEnv},

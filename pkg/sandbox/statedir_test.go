@@ -1,7 +1,11 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +47,20 @@ func TestStartTimeout(t *testing.T) {
 		if got := startTimeout(c.nodes); got < nodesReadyTimeout(c.nodes) {
 			t.Errorf("startTimeout(%d) = %s is shorter than the Ready wait %s", c.nodes, got, nodesReadyTimeout(c.nodes))
 		}
+	}
+}
+
+// TestStateDirWithComma: kwok's --config is a comma-separated list, so a state folder with a
+// comma would start etcd and the API server and then fail in kwok; it is refused before anything
+// is created, naming the folder.
+func TestStateDirWithComma(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs,2026", "sandbox")
+	_, _, err := Up(context.Background(), Options{Dir: dir, AgentCommand: []string{"/bin/true"}})
+	var sd *StateDirError
+	if !errors.As(err, &sd) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "comma") {
+		t.Fatalf("Up(%s) = %v, want a StateDirError naming the folder", dir, err)
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
+		t.Errorf("the refused folder was created: %v", err)
 	}
 }

@@ -67,6 +67,9 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	if err != nil {
 		return nil, false, err
 	}
+	if strings.Contains(dir, ",") {
+		return nil, false, &StateDirError{Dir: dir}
+	}
 	l := Layout{dir}
 	for _, d := range []string{dir, l.Logs(), l.Config(), l.PodLogs()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -397,6 +400,16 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 
 // starter starts one component of the sandbox and records it in the state.
 type starter func(name, version, bin string, args, env []string, ports map[string]int) (*Proc, error)
+
+// StateDirError says that the state folder's path cannot be used: kwok reads its stages from
+// --config, a comma-separated list flag (sigs.k8s.io/kwok v0.8.0 pkg/config/flags.go,
+// StringSliceP), so a path with a comma is split into two that do not exist.
+type StateDirError struct{ Dir string }
+
+func (e *StateDirError) Error() string {
+	return fmt.Sprintf("the sandbox state folder %s has a comma in its path, which kwok's --config (a comma-separated list) cannot take: "+
+		"choose a folder without one (--state-dir, or $AIN_SANDBOX_STATE)", e.Dir)
+}
 
 // StackMismatchError says that the sandbox in Dir was started with another stack.
 type StackMismatchError struct {
