@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
 // Issue 19, faults: an admission webhook the API server cannot call (its operator is down) was
@@ -97,7 +98,7 @@ func TestPreflightOperatorDown(t *testing.T) {
 		t.Fatalf("with the operator up the preflight must pass and say its webhook answers: exit %d", code)
 	}
 	t0 := time.Now()
-	start := stopComponent(t, c.sb.Dir, "training-operator")
+	start := sandboxtest.Stop(t, c.sb.Dir, "training-operator")
 	t.Logf("training-operator stopped in %s", time.Since(t0).Round(time.Millisecond))
 	t1 := time.Now()
 	out, code = preflightOut("operator down")

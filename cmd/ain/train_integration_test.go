@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -254,119 +252,29 @@ func TestUnauthorized(t *testing.T) {
 // command line, recording the new pid in the sandbox state so teardown still stops it.
 func restartAPIServer(t *testing.T, dir string) {
 	t.Helper()
-	start := stopComponent(t, dir, "kube-apiserver")
+	start := sandboxtest.Stop(t, dir, "kube-apiserver")
 	time.Sleep(2 * time.Second) // the watch is now broken for a while
 	start()
-}
-
-// stopComponent stops the sandbox's process name by pid (SIGTERM, then waits up to 10 s for it
-// to exit) and returns a function that starts it again with the same binary, arguments and
-// environment, recording the new pid in the sandbox state so teardown stops it. A test that ends
-// before starting it again has it started at cleanup: the next test gets the whole sandbox.
-func stopComponent(t *testing.T, dir, name string) (start func()) {
-	t.Helper()
-	st, err := sandbox.LoadState(dir)
+	// Back when it answers again (what a test does next needs it).
+	cfg, err := sandbox.RESTConfigFor(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := -1
-	for i, p := range st.Procs {
-		if p.Name == name {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		t.Fatalf("no %s in the sandbox state", name)
-	}
-	p := st.Procs[idx]
-	_ = syscall.Kill(p.PID, syscall.SIGTERM)
-	for j := 0; j < 200 && syscall.Kill(p.PID, 0) == nil; j++ {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if syscall.Kill(p.PID, 0) == nil {
-		t.Fatalf("%s (pid %d) did not exit within 10 s of SIGTERM", name, p.PID)
-	}
-	started := false
-	start = func() {
-		t.Helper()
-		if started {
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	for t0 := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err == nil {
+			t.Logf("the API server answers again %s after its start", time.Since(t0).Round(100*time.Millisecond))
 			return
 		}
-		started = true
-		logf, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			t.Fatal(err)
+		if time.Since(t0) > 60*time.Second {
+			t.Fatal("the API server is not ready 60 s after its start")
 		}
-		cmd := exec.Command(p.Binary, p.Args...)
-		cmd.Env = append(os.Environ(), p.Env...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		logf.Close()
-		go cmd.Wait()
-		cur, err := sandbox.LoadState(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range cur.Procs {
-			if cur.Procs[i].Name == name {
-				cur.Procs[i].PID = cmd.Process.Pid
-			}
-		}
-		data, _ := json.MarshalIndent(cur, "", "  ")
-		if err := os.WriteFile(sandbox.Layout{Dir: dir}.State(), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			// sandboxtest stops it by the recorded pid; make sure of it if the state was rewritten.
-			if syscall.Kill(cmd.Process.Pid, 0) == nil {
-				if cur, err := sandbox.LoadState(dir); err == nil {
-					for _, q := range cur.Procs {
-						if q.Name == name && q.PID != cmd.Process.Pid {
-							_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-						}
-					}
-				}
-			}
-		})
 	}
-	t.Cleanup(start)
-	return start
 }
 
 func TestWatchSurvivesAPIServerRestart(t *testing.T) {
 	c := newCluster(t)
-	type result struct {
-		out, errOut string
-		code        int
-	}
-	done := make(chan result, 1)
-	go func() {
-		o, e, code := c.ain(t, "train", "qlora", "--name", "restart", "--set", "metadata.labels.ain-sim=long", "--timeout", "4m")
-		done <- result{o, e, code}
-	}()
-	// Wait until the ranks run, then restart the API server under ain's watch.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		running := 0
-		for _, p := range c.pods(t, "training.kubeflow.org/job-name=restart") {
-			if p.Status.Phase == corev1.PodRunning {
-				running++
-			}
-		}
-		if running == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job's pods did not start")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	restartAPIServer(t, c.sb.Dir)
-	r := <-done
-	t.Logf("exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	r := trainThrough(t, c, "restart", func() { restartAPIServer(t, c.sb.Dir) })
 	if r.code != 0 || !strings.Contains(r.out, "restart Succeeded") {
 		t.Errorf("after an API server restart ain must resume and report the end state: exit %d", r.code)
 	}

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -21,7 +24,7 @@ import (
 )
 
 // The current stack's controllers, run out of cluster the way the legacy training-operator is:
-// every listener on 127.0.0.1, no leader election, the sandbox's own certificates for the
+// every listener on 127.0.0.1, the sandbox's own certificates for the
 // webhooks (their cert-controllers are switched off), and the webhook configurations copied from
 // each module with clientConfig.service replaced by a URL on loopback.
 
@@ -34,7 +37,10 @@ func init() {
 // jobsetConfig is JobSet's configuration file (apiVersion config.jobset.x-k8s.io/v1alpha1, read
 // by --config; sigs.k8s.io/jobset v0.12.0 api/config/v1alpha1): the webhook server on loopback
 // with the sandbox's certificate (webhook.certDir), metrics off ("0", controller-runtime's value for
-// no listener), probes on loopback, no leader election, and internalCertManagement off: otherwise
+// no listener), probes on loopback, leader election as shipped (config/components/manager:
+// leaderElect true, the default Lease name, in jobset-system, where its kustomization installs it;
+// out of cluster the namespace must be named, so `ain preflight` finds the Lease where it is on a
+// real cluster), and internalCertManagement off: otherwise
 // its cert rotator (pkg/util/cert) writes a certificate for jobset-webhook-service.jobset-system.svc
 // into a Secret and patches the webhook configurations with its own CA.
 const jobsetConfig = `apiVersion: config.jobset.x-k8s.io/v1alpha1
@@ -48,7 +54,13 @@ metrics:
 health:
   healthProbeBindAddress: 127.0.0.1:%d
 leaderElection:
-  leaderElect: false
+  leaderElect: true
+  resourceLock: leases
+  resourceName: 6d4f6a47.jobset.x-k8s.io
+  resourceNamespace: jobset-system
+  leaseDuration: 15s
+  renewDeadline: 10s
+  retryPeriod: 2s
 internalCertManagement:
   enable: false
 `
@@ -59,7 +71,9 @@ internalCertManagement:
 // cmd/trainer-controller-manager skip cert.ManageCerts ("certificates must be provided
 // externally"). Its webhook options have no certDir: controller-runtime v0.24 reads the
 // certificate from $TMPDIR/k8s-webhook-server/serving-certs (os.TempDir), so the sandbox gives
-// the trainer its own TMPDIR.
+// the trainer its own TMPDIR. Leader election as shipped (Lease trainer.kubeflow.org), in
+// kubeflow-system, the namespace of its manifests/overlays/manager; every duration is written out
+// because its config.go copies them into the manager's options even when empty.
 const trainerConfig = `apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration
 webhook:
@@ -70,7 +84,13 @@ metrics:
 health:
   healthProbeBindAddress: 127.0.0.1:%d
 leaderElection:
-  leaderElect: false
+  leaderElect: true
+  resourceLock: leases
+  resourceName: trainer.kubeflow.org
+  resourceNamespace: kubeflow-system
+  leaseDuration: 15s
+  renewDeadline: 10s
+  retryPeriod: 2s
 certManagement:
   enable: false
 `
@@ -119,6 +139,9 @@ func (k *kube) prepareCurrent(ctx context.Context, l Layout, p *pki, cache strin
 	}
 	if err := os.WriteFile(filepath.Join(l.Config(), "trainer.yaml"),
 		fmt.Appendf(nil, trainerConfig, st.Ports.TrainerWebhook, st.Ports.TrainerHealth), 0o600); err != nil {
+		return err
+	}
+	if err := k.leaseNamespaces(ctx); err != nil {
 		return err
 	}
 	st.Webhooks = nil
@@ -296,4 +319,23 @@ func (k *kube) applyDir(ctx context.Context, dir, kind string) error {
 		}
 		return k.apply(ctx, obj)
 	})
+}
+
+// electing are the Leases the current stack's controllers elect their leader with (see
+// jobsetConfig, trainerConfig), by namespace.
+var electing = map[string]string{"jobset-system": "6d4f6a47.jobset.x-k8s.io", "kubeflow-system": "trainer.kubeflow.org"}
+
+// leaseNamespaces creates the namespaces the controllers' Leases live in, and deletes a Lease a
+// previous start left: its holder is gone, and the new process would wait out its duration (15 s)
+// before leading.
+func (k *kube) leaseNamespaces(ctx context.Context) error {
+	for ns, lease := range electing {
+		if _, err := k.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		if err := k.cs.CoordinationV1().Leases(ns).Delete(ctx, lease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }

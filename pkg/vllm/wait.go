@@ -78,7 +78,10 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 		st, err := c.Status(ctx, o.Name)
 		if err != nil && ctx.Err() == nil {
 			var nf *NotFoundError
-			if !errors.As(err, &nf) {
+			switch {
+			case apiOutage(err):
+				say("the API server does not answer (" + err.Error() + "): asking again until the timeout")
+			case !errors.As(err, &nf):
 				return nil, err
 			}
 		}
@@ -220,7 +223,13 @@ func (c *Cluster) waitDeploymentReady(parent context.Context, name string, gen i
 	for {
 		d, err := c.Kube.AppsV1().Deployments(c.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil && ctx.Err() == nil {
-			return err
+			if !apiOutage(err) {
+				return err
+			}
+			if !strings.HasPrefix(last, "the API server") && o.Progress != nil {
+				o.Progress(fmt.Sprintf("rolling replica %s: the API server does not answer (%v): asking again until the timeout", name, err))
+			}
+			last = "the API server does not answer: " + err.Error()
 		}
 		if d != nil && err == nil {
 			want := int32(1)
@@ -254,4 +263,18 @@ func (c *Cluster) waitDeploymentReady(parent context.Context, name string, gen i
 		case <-tick.C:
 		}
 	}
+}
+
+// apiOutage reports whether err is the API server (or its etcd) briefly away rather than an
+// answer: no answer at all (connection refused or reset while it restarts), or 429, 500, 503 or
+// 504. The waits ride it out until their own timeout instead of ending a rollout that goes on in
+// the cluster (issue 19: an API server restart mid-rollout ended `ain serve` with "cannot reach
+// the API server" while the Deployments kept rolling).
+func apiOutage(err error) bool {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

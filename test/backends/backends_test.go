@@ -324,3 +324,54 @@ func TestPreflightCurrentStack(t *testing.T) {
 		t.Errorf("preflight --api training-operator: exit %d\n%s", code, out)
 	}
 }
+
+// Issue 19: the preflight PASSed with the job controller down. JobSet (what a TrainJob runs as)
+// is known alive only by its leader Lease (its webhook validates JobSets, which ain's users do
+// not create): the test stops the sandbox's real JobSet controller by pid, and the preflight of a
+// torch recipe (a TrainJob here) FAILs once the Lease is past its duration (15 s, plus 10 s
+// grace), naming the Lease; started again, JobSet takes the Lease over and the preflight PASSes.
+// The Trainer's own webhook answers the preflight's dry run throughout.
+func TestPreflightJobSetDown(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	code, out, _ := ain(t, sb, ns, "preflight", "qlora", "--no-probes")
+	t.Logf("JobSet up:\n%s", out)
+	if code != 0 || !strings.Contains(out, "the JobSet leads: Lease jobset-system/6d4f6a47.jobset.x-k8s.io renewed") ||
+		!strings.Contains(out, "the Kubeflow Trainer leads: Lease kubeflow-system/trainer.kubeflow.org") ||
+		!strings.Contains(out, `admission webhook "validator.trainjob.trainer.kubeflow.org" answers`) {
+		t.Fatalf("JobSet up: exit %d", code)
+	}
+	start := sandboxtest.Stop(t, sb.Dir, "jobset")
+	t0 := time.Now()
+	for {
+		code, out, _ = ain(t, sb, ns, "preflight", "qlora", "--no-probes")
+		if code != 0 {
+			break
+		}
+		if time.Since(t0) > 60*time.Second {
+			t.Fatalf("the preflight still passes 60 s after JobSet was stopped:\n%s", out)
+		}
+		time.Sleep(3 * time.Second)
+	}
+	t.Logf("the preflight FAILs %s after JobSet was stopped:\n%s", time.Since(t0).Round(time.Second), out)
+	if code != 4 || !strings.Contains(out, "the JobSet is not running: its leader Lease jobset-system/6d4f6a47.jobset.x-k8s.io was last renewed") ||
+		!strings.Contains(out, "jobs you submit will get no pods") {
+		t.Errorf("exit %d, want 4 and the stale Lease named", code)
+	}
+	if time.Since(t0) < 15*time.Second {
+		t.Errorf("FAIL after %s: a Lease within its 15 s duration may belong to a running leader", time.Since(t0))
+	}
+	start()
+	t1 := time.Now()
+	for {
+		code, out, _ = ain(t, sb, ns, "preflight", "qlora", "--no-probes")
+		if code == 0 {
+			break
+		}
+		if time.Since(t1) > 90*time.Second {
+			t.Fatalf("the preflight still fails 90 s after JobSet was started again:\n%s", out)
+		}
+		time.Sleep(3 * time.Second)
+	}
+	t.Logf("the preflight PASSes %s after JobSet was started again", time.Since(t1).Round(time.Second))
+}
