@@ -497,29 +497,47 @@ func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
 			continue
 		}
 		if o.Profile.Spec.Fabric == profile.FabricRoCE {
-			if rep.GIDIndex == nil && len(rep.ForeignGIDs) > 0 {
+			// The pod's own GID: by its Multus addresses (on the pod the watch delivered) when
+			// it has them, else by netdev name.
+			gc := chooseGID(rep, ParseNetworkStatus(out.pod.Annotations[NetworkStatusAnnotation]))
+			ev := append([]string{gc.Rule}, gidLines(out.log)...)
+			switch {
+			case gc.Unmatched && gc.ByAddr:
+				// The ports carry RoCE v2 IPv4 GIDs, none with the pod's address: the device is
+				// not on the pod's RDMA network, and a QP built on another's GID fails.
+				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Fail,
+					Message: fmt.Sprintf("no RoCE v2 GID with the probe pod's address on %s (the GIDs there are other netdevs'): NCCL cannot set up queue pairs on them",
+						strings.Join(gc.Missing, ", ")),
+					Evidence: ev,
+					Fix:      "attach the RoCE network of this device to the ranks: a Multus NetworkAttachmentDefinition (macvlan, host-device or SR-IOV) on it in the profile's spec.networks"})
+				continue
+			case gc.Unmatched:
 				// The GID table has RoCE v2 IPv4 GIDs, but on netdevs the pod does not have: a QP
 				// built on them fails ("ibv_modify_qp failed with 19 No such device").
 				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Fail,
 					Message: fmt.Sprintf("RoCE v2 GIDs only on netdevs outside the pod (%s); the pod's interfaces are %s: NCCL cannot set up queue pairs on them",
-						strings.Join(rep.ForeignGIDs, "; "), strings.Join(rep.Netdevs, ", ")),
-					Evidence: gidLines(out.log),
+						strings.Join(gc.Missing, "; "), strings.Join(rep.Netdevs, ", ")),
+					Evidence: ev,
 					Fix:      "attach the RoCE network to the ranks: a Multus NetworkAttachmentDefinition (macvlan, host-device or SR-IOV) on this device in the profile's spec.networks"})
 				continue
-			}
-			if rep.GIDIndex == nil {
+			case gc.Index == nil:
 				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Warn,
-					Message:  "RoCE ports ACTIVE, but no single RoCE v2 IPv4 GID index (they differ between ports, or none is RoCE v2)",
-					Evidence: gidLines(out.log), Fix: "leave the profile's gidIndex at auto (NCCL >= 2.21 picks per port), or check the RoCE netdev has an IPv4 address"})
+					Message:  "RoCE ports ACTIVE, but no single RoCE v2 IPv4 GID index of the pod (they differ between ports, or none is RoCE v2)",
+					Evidence: ev, Fix: "leave the profile's gidIndex at auto (NCCL >= 2.21 picks per port), or check the RoCE netdev has an IPv4 address"})
 				continue
 			}
-			gids[*rep.GIDIndex]++
-			if gidFixed && *rep.GIDIndex != wantGID {
+			gids[*gc.Index]++
+			if gidFixed && *gc.Index != wantGID {
+				by := "by netdev name"
+				if gc.ByAddr {
+					by = "by the pod's address"
+				}
 				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Warn,
-					Message:  fmt.Sprintf("RoCE v2 GID index here is %d, the profile's gidIndex (NCCL_IB_GID_INDEX) is %d", *rep.GIDIndex, wantGID),
-					Evidence: gidLines(out.log), Fix: fmt.Sprintf("set gidIndex: %d in the profile, or auto", *rep.GIDIndex)})
+					Message:  fmt.Sprintf("the pod's RoCE v2 GID index here is %d (%s), the profile's gidIndex (NCCL_IB_GID_INDEX) is %d", *gc.Index, by, wantGID),
+					Evidence: ev, Fix: fmt.Sprintf("set gidIndex: %d in the profile, or auto (NCCL >= 2.21 picks the pod's GID with spec.addrRange)", *gc.Index)})
 				continue
 			}
+			node += " (" + gc.Rule + ")"
 		}
 		ready = append(ready, node)
 	}
