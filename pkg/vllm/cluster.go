@@ -102,6 +102,25 @@ type ReplicaStatus struct {
 	Pods       []PodStatus `json:"pods"`
 	// Stalled is set when the rollout passed its progress deadline.
 	Stalled string `json:"stalled,omitempty"`
+	// Rolling says why Ready counts fewer than the ready pods: the Deployment's controller has
+	// not seen its spec yet, or old pods are still there beside the updated ones.
+	Rolling string `json:"rolling,omitempty"`
+}
+
+// readyUpdated counts a Deployment's ready replicas of its current spec, the way `kubectl rollout
+// status` judges one (deployment_util's rollout check): until the controller has observed the
+// latest generation its status describes the old spec, and ReadyReplicas counts old pods too, so
+// right after an apply "1 ready" would be the replica being replaced. Old pods still present cap
+// the count at the updated ones.
+func readyUpdated(d *appsv1.Deployment) (int32, string) {
+	st := d.Status
+	if st.ObservedGeneration < d.Generation {
+		return 0, fmt.Sprintf("the Deployment controller has not seen generation %d yet (status is of %d)", d.Generation, st.ObservedGeneration)
+	}
+	if old := st.Replicas - st.UpdatedReplicas; old > 0 {
+		return min(st.ReadyReplicas, st.UpdatedReplicas), fmt.Sprintf("%d of %d pods updated, %d old still there", st.UpdatedReplicas, st.Replicas, old)
+	}
+	return min(st.ReadyReplicas, st.UpdatedReplicas), ""
 }
 
 // ServingStatus is a serving deployment as the cluster sees it.
@@ -181,10 +200,11 @@ func (c *Cluster) List(ctx context.Context, name string) ([]ServingStatus, error
 			byRun[run] = s
 			order = append(order, run)
 		}
-		rs := ReplicaStatus{Deployment: d.Name, Ready: d.Status.ReadyReplicas}
+		rs := ReplicaStatus{Deployment: d.Name}
 		if d.Spec.Replicas != nil {
 			rs.Desired = *d.Spec.Replicas
 		}
+		rs.Ready, rs.Rolling = readyUpdated(d)
 		for _, cond := range d.Status.Conditions {
 			if cond.Type == appsv1.DeploymentProgressing && cond.Reason == "ProgressDeadlineExceeded" {
 				rs.Stalled = cond.Message

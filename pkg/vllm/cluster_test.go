@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,7 +32,9 @@ func clusterState(t *testing.T, objs *Objects, notReady string) []runtime.Object
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-abc", Namespace: d.Namespace, Labels: d.Spec.Template.Labels},
 			Spec:   corev1.PodSpec{NodeName: "gpu-" + string(rune('0'+i))},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-		d.Status.ReadyReplicas = 1
+		// As the Deployment controller leaves it once rolled out.
+		d.Generation, d.Status.ObservedGeneration = 2, 2
+		d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas = 1, 1, 1
 		if d.Name == notReady {
 			started := false
 			pod.Status.Conditions[0].Status = corev1.ConditionFalse
@@ -64,6 +67,43 @@ func TestClusterStatus(t *testing.T) {
 	all, err := cl.List(context.Background(), "")
 	if err != nil || len(all) != 1 {
 		t.Fatalf("list %v %v", all, err)
+	}
+}
+
+// TestStatusDuringRollout: right after an apply the Deployments' status still describes the old
+// spec, and old ready pods are not the new replicas: neither counts as ready (the "2/2 replicas
+// ready" a rollout printed while a replica had only just been applied).
+func TestStatusDuringRollout(t *testing.T) {
+	objs := servingObjects(t)
+	state := clusterState(t, objs, "")
+	for _, o := range state {
+		d, ok := o.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		switch d.Name {
+		case "qwen-0": // applied, not yet observed by the controller
+			d.Generation = 3
+		case "qwen-1": // new pod created beside the old one, only the old one ready
+			d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas = 2, 1, 1
+		}
+	}
+	cl := &Cluster{Kube: kclienttest.FromClientset(fake.NewClientset(state...)), Namespace: "llm"}
+	st, err := cl.Status(context.Background(), "qwen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ready != 1 || st.AllReady() {
+		t.Errorf("ready %d of %d during the rollout, want 1 (qwen-1's updated pod may be the ready one), not all ready", st.Ready, st.Desired)
+	}
+	if r := st.Replicas[0]; r.Ready != 0 || !strings.Contains(r.Rolling, "has not seen generation 3 yet (status is of 2)") {
+		t.Errorf("qwen-0 %+v", r)
+	}
+	if r := st.Replicas[1]; !strings.Contains(r.Rolling, "1 of 2 pods updated, 1 old still there") {
+		t.Errorf("qwen-1 %+v", r)
+	}
+	if line := ProgressLine(st); !strings.HasPrefix(line, "1/2 replicas ready: ") || !strings.Contains(line, "qwen-0: the Deployment controller has not seen generation 3") {
+		t.Errorf("progress line %q", line)
 	}
 }
 

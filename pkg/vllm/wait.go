@@ -159,6 +159,11 @@ func ProgressLine(st *ServingStatus) string {
 	if len(pods) == 0 {
 		pods = append(pods, "no pods yet")
 	}
+	for _, r := range st.Replicas {
+		if r.Rolling != "" {
+			pods = append(pods, r.Deployment+": "+r.Rolling)
+		}
+	}
 	return fmt.Sprintf("%d/%d replicas ready: %s", st.Ready, st.Desired, strings.Join(pods, "; "))
 }
 
