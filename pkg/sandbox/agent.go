@@ -48,9 +48,10 @@ const (
 	// FallbackToLogsOnError) to the stages, which put it in state.terminated.message as a kubelet
 	// does. Set with AnnoLogs, in the same patch.
 	AnnoTerminationMessage = AnnoPrefix + "termination-message"
-	// AnnoNodeDown on a node keeps kwok's node stages off it (data/stages/node.yaml), meant to let
-	// a test set its Ready condition False and keep it so. Not enough yet: a heartbeat kwok had
-	// already scheduled still sets Ready True (seen ~20 s after, the stage's minimum delay).
+	// AnnoNodeDown on a node stands for a kubelet that stopped posting status: kwok's node stages
+	// stay off it and the node-down stage (data/stages/node.yaml) sets its Ready condition Unknown,
+	// "NodeStatusUnknown", as kube-controller-manager's node lifecycle controller does, and keeps it
+	// so until the annotation is removed (kwok's node-initialize then makes it Ready again).
 	AnnoNodeDown = AnnoPrefix + "node-down"
 	// LabelSimulated marks the sandbox's nodes.
 	LabelSimulated = AnnoPrefix + "simulated"
@@ -153,6 +154,7 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	go inf.RunWithContext(ctx)
 	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 	fmt.Fprintf(log, "sandbox agent: scenario %s, watching pods\n", sc.Name)
+	go a.watchDownNodes(ctx)
 	go func() {
 		<-ctx.Done()
 		q.ShutDown()

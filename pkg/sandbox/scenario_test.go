@@ -54,7 +54,7 @@ func TestStagesAreYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"node-initialize", "node-heartbeat", "ain-pod-start", "ain-pod-start-unready", "ain-pod-ready-late", "ain-pod-succeed", "ain-pod-fail", "ain-pod-delete"} {
+	for _, name := range []string{"node-initialize", "node-heartbeat", "node-down", "ain-pod-start", "ain-pod-start-unready", "ain-pod-ready-late", "ain-pod-succeed", "ain-pod-fail", "ain-pod-delete"} {
 		if !strings.Contains(string(b), "name: "+name+"\n") {
 			t.Errorf("stage %s missing", name)
 		}
