@@ -370,6 +370,25 @@ func outcome(sum jobs.Summary, require, name string, wire *bench.Wire) error {
 	return nil
 }
 
+// rankResult is a rank's RESULT cell: its exit code once its container ended, else its phase. A
+// pod still Running or Pending when the job has ended says so: the operator decides a PyTorchJob's
+// success by its master alone, and a worker may still be finishing (or be stopped by the
+// cleanPodPolicy), which a bare "Running" under "Succeeded" left unexplained.
+func rankResult(jobPhase string, p jobs.PodInfo) string {
+	if p.ExitCode != nil {
+		return fmt.Sprintf("exit %d", *p.ExitCode)
+	}
+	if jobs.Terminal(jobPhase) {
+		switch p.Phase {
+		case "Running":
+			return "still running at job end"
+		case "Pending":
+			return "never started (job ended)"
+		}
+	}
+	return p.Phase
+}
+
 func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
 	w := a.Streams.Out
 	dur := ""
@@ -382,10 +401,7 @@ func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
 	}
 	rows := [][]string{}
 	for _, r := range s.Ranks {
-		result := r.Phase
-		if r.ExitCode != nil {
-			result = fmt.Sprintf("exit %d", *r.ExitCode)
-		}
+		result := rankResult(s.Phase, r.PodInfo)
 		gdr := "-"
 		if r.GDR != nil {
 			gdr = map[bool]string{true: "yes", false: "no"}[*r.GDR]
