@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,5 +119,102 @@ func TestInterruptSandboxUp(t *testing.T) {
 				t.Errorf("sandbox status after the interrupt must say it is not running (exit non-zero): %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestInterruptSandboxBuild sends SIGINT to a real `ain sandbox up` while it builds its first
+// component from Go modules (an empty binary cache): it exits 130 saying it was interrupted
+// while building (not a build failure with a network hint), no build process is left, and the
+// half-built component is not marked built.
+func TestInterruptSandboxBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build")
+	}
+	goenv, err := exec.Command("go", "env", "GOMODCACHE", "GOCACHE", "GOPATH").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv := strings.Fields(string(goenv))
+	if len(gv) != 3 {
+		t.Fatalf("go env: %q", goenv)
+	}
+	dir, cache := t.TempDir(), t.TempDir()
+	// The test's own HOME, but the machine's Go caches: the build reads modules already downloaded.
+	env := append(os.Environ(), runMainEnv+"=1", "HOME="+t.TempDir(), "KUBECONFIG=", "AIN_SANDBOX_CACHE="+cache,
+		"GOMODCACHE="+gv[0], "GOCACHE="+gv[1], "GOPATH="+gv[2])
+	cmd := exec.Command(os.Args[0], "sandbox", "up", "--state-dir", dir, "--nodes", "2")
+	cmd.Env = env
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var out bytes.Buffer
+	building := make(chan struct{})
+	lines := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		once := false
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if !once && strings.Contains(sc.Text(), "[1/") && strings.HasSuffix(sc.Text(), "...") {
+				once = true
+				close(building)
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case <-building:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("`ain sandbox up` did not start building in 2 minutes:\n%s", out.String())
+	}
+	// At once: with a warm Go build cache a component builds in a second or two, and the
+	// interrupt must land in a build, whichever component that is.
+	time.Sleep(100 * time.Millisecond)
+	builds := procsMentioning(cache)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Now()
+	err = cmd.Wait()
+	<-lines
+	t.Logf("interrupted with %d build processes running; exited in %s:\n%s", len(builds), time.Since(t1).Round(100*time.Millisecond), out.String())
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("SIGINT must exit 130: %v", err)
+	}
+	for _, want := range []string{"interrupted while building", "was not started", "nothing half-built is kept"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out.String(), "GOPROXY") {
+		t.Errorf("an interrupt is not a network problem:\n%s", out.String())
+	}
+	// The go command is killed with ain; its compilers finish their file and exit.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(procsMentioning(cache)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if left := procsMentioning(cache); len(left) > 0 {
+		t.Errorf("build processes left running 10 s after the interrupt:\n%s", strings.Join(left, "\n"))
+	}
+	// The component the interrupt cut is not marked built (those finished before it may be).
+	m := regexp.MustCompile(`interrupted while building (\S+):`).FindStringSubmatch(out.String())
+	if m == nil {
+		return
+	}
+	if complete, _ := filepath.Glob(filepath.Join(cache, m[1]+"-*", ".complete")); len(complete) > 0 {
+		t.Errorf("the interrupted build of %s is marked built: %v", m[1], complete)
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(cache, m[1]+"-*")); len(dirs) == 0 {
+		t.Errorf("no folder of %s in the cache %s: the check above looked at nothing", m[1], cache)
 	}
 }

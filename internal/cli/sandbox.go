@@ -194,6 +194,11 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 		if errors.As(err, &sm) || errors.As(err, &sd) {
 			return ainerr.New(ainerr.Usage, err, "")
 		}
+		if ctx.Err() != nil && errors.As(err, &be) {
+			// The interrupt killed the go command: not a build failure, and not the network.
+			return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted while building %s: the sandbox in %s was not started; nothing half-built is kept (a component counts as built only once its build finished)", be.Component, dir),
+				"run `ain sandbox up` to build and start it again")
+		}
 		if errors.As(err, &be) {
 			return ainerr.WithHint(err, "the sandbox builds its binaries with the Go toolchain from the Go module proxy; check `go env GOPROXY` and network access")
 		}
