@@ -28,19 +28,30 @@ const (
 	TerminationMessagePath = "/dev/termination-log"
 	resultBegin            = "ain-probe-result-begin"
 	resultEnd              = "ain-probe-result-end"
+	// exitMark carries the probe command's exit status through the wrapper's pipe.
+	exitMark = "ain-probe-exit"
 )
 
-// resultCommand wraps a probe's shell command so that it prints its output as before and also
-// writes it, framed, to the termination message file, keeping the command's exit status. It
-// needs only POSIX sh (busybox ash, dash). ${AIN_SYSFS_ROOT} is unset in a pod; the sandbox's
-// simulated kubelet sets it to the simulated container's root (its /sys, its /dev), and the
-// message then drops that prefix from each line so that it carries the paths as a pod sees them
-// (the sandbox's prefix alone would overflow the 4 KiB).
+// resultCommand wraps a probe's shell command so that it prints its output as before, line by
+// line as the command prints it (a probe still running at the timeout has its log read, and that
+// log must hold what it printed so far), and also writes it, framed, to the termination message
+// file, keeping the command's exit status. The command's status reaches the reading side of the
+// pipe as a last line of its own (exitMark), after a newline of the wrapper's: an output that
+// ends with a newline then shows one empty line more, which the reader drops. It needs only
+// POSIX sh (busybox ash, dash). ${AIN_SYSFS_ROOT} is unset in a pod; the sandbox's simulated
+// kubelet sets it to the simulated container's root (its /sys, its /dev), and the message then
+// drops that prefix from each line so that it carries the paths as a pod sees them (the
+// sandbox's prefix alone would overflow the 4 KiB).
 func resultCommand(cmd string) string {
-	return `out=$(` + cmd + `); s=$?; ` +
-		`[ -z "$out" ] || printf '%s\n' "$out"; ` +
-		`{ echo ` + resultBegin + `; [ -z "$out" ] || printf '%s\n' "$out" | while IFS= read -r l; do printf '%s\n' "${l#"${AIN_SYSFS_ROOT:-}"}"; done; echo ` + resultEnd + `; } ` +
-		`>"${AIN_SYSFS_ROOT:-}` + TerminationMessagePath + `" 2>/dev/null; exit $s`
+	return `{ (` + cmd + `
+); s=$?; printf '\n` + exitMark + ` %s\n' "$s"; } | { f="${AIN_SYSFS_ROOT:-}` + TerminationMessagePath + `"; s=1; e=0; ` +
+		`echo ` + resultBegin + ` >"$f" 2>/dev/null; ` +
+		`while IFS= read -r l; do ` +
+		`case $l in ` + exitMark + `\ *) s=${l#` + exitMark + ` }; [ $e -eq 0 ] || e=$((e-1)); break;; "") e=$((e+1)); continue;; esac; ` +
+		`while [ $e -gt 0 ]; do echo; echo >>"$f" 2>/dev/null; e=$((e-1)); done; ` +
+		`printf '%s\n' "$l"; printf '%s\n' "${l#"${AIN_SYSFS_ROOT:-}"}" >>"$f" 2>/dev/null; done; ` +
+		`while [ $e -gt 0 ]; do echo; echo >>"$f" 2>/dev/null; e=$((e-1)); done; ` +
+		`echo ` + resultEnd + ` >>"$f" 2>/dev/null; exit $s; }`
 }
 
 // withResultMessage makes pod's probe container report through its termination message.

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -150,5 +152,58 @@ func TestResultMessageIncomplete(t *testing.T) {
 		if _, ok := resultMessage(terminated(c.msg)); ok != c.ok {
 			t.Errorf("%s: read %v, want %v", name, ok, c.ok)
 		}
+	}
+}
+
+// The wrapper passes the output through as the command prints it, blank lines included, and
+// keeps its exit status; the message holds the same lines.
+func TestResultCommandKeepsLines(t *testing.T) {
+	for _, sh := range shells() {
+		for _, c := range []struct {
+			cmd, out string
+			exit     int
+		}{
+			{`printf 'a\n\n\nb\n\n'`, "a\n\n\nb\n\n", 0},
+			{`printf 'x\n'; exit 3`, "x\n", 3},
+			{`printf '\n'`, "\n", 0},
+			{`printf 'no newline'`, "no newline\n", 0}, // a line ends with a newline in the log
+		} {
+			root := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out, exit := runSh(t, sh, root, resultCommand(c.cmd))
+			msg, _ := os.ReadFile(filepath.Join(root, "dev", "termination-log"))
+			body, ok := resultMessage(terminated(string(msg)))
+			if out != c.out || exit != c.exit || !ok || string(body) != c.out {
+				t.Errorf("%s %q: out %q exit %d, message %q (read %v)", sh, c.cmd, out, exit, body, ok)
+			}
+		}
+	}
+}
+
+// A probe still running prints what it has so far: its log is read at the timeout.
+func TestResultCommandStreams(t *testing.T) {
+	for _, sh := range shells() {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(sh[0], append(sh[1:], "-c", resultCommand(`echo first; sleep 3; echo second`))...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
+		pr, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		line, err := bufio.NewReader(pr).ReadString('\n')
+		if err != nil || line != "first\n" || time.Since(t0) > 2*time.Second {
+			t.Errorf("%s: first line %q after %s (%v): the output waits for the command's end", sh, line, time.Since(t0), err)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 	}
 }
