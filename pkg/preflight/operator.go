@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/kclient"
 	"github.com/ain-hpc/ain/pkg/kube"
 )
 
@@ -193,15 +194,24 @@ func byName(name string) metav1.ListOptions {
 	return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
 }
 
-// findLease lists the controller's Lease in every namespace (an admin), else gets it in the
-// install's namespace (what the optional ClusterRole grants, by name). nil, nil: none.
+// findLease finds the controller's leader Lease (the most recently renewed, if several): see
+// findNamed.
 func findLease(ctx context.Context, o Options, ctl controller) (*coordinationv1.Lease, error) {
-	l, err := o.Kube.CoordinationV1().Leases("").List(ctx, byName(ctl.lease))
+	return findNamed(ctx, o.Kube.CoordinationV1().Leases, func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items },
+		ctl.namespace, ctl.lease, func(a, b *coordinationv1.Lease) bool { return renewed(a).After(renewed(b)) })
+}
+
+// findNamed lists the objects called name in every namespace (an admin may) and keeps the one
+// better prefers, else gets it in the install's namespace ns (what the optional ClusterRole
+// grants, by name). nil, nil: none.
+func findNamed[T, L any](ctx context.Context, client func(ns string) kclient.Client[*T, L], items func(L) []T, ns, name string, better func(a, b *T) bool) (*T, error) {
+	l, err := client("").List(ctx, byName(name))
 	if err == nil {
-		var best *coordinationv1.Lease
-		for i := range l.Items {
-			if best == nil || renewed(&l.Items[i]).After(renewed(best)) {
-				best = &l.Items[i]
+		var best *T
+		all := items(l)
+		for i := range all {
+			if best == nil || better(&all[i], best) {
+				best = &all[i]
 			}
 		}
 		return best, nil
@@ -209,11 +219,11 @@ func findLease(ctx context.Context, o Options, ctl controller) (*coordinationv1.
 	if !apierrors.IsForbidden(err) {
 		return nil, err
 	}
-	le, err := o.Kube.CoordinationV1().Leases(ctl.namespace).Get(ctx, ctl.lease, metav1.GetOptions{})
+	obj, err := client(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
-	return le, err
+	return obj, err
 }
 
 func renewed(l *coordinationv1.Lease) time.Time {
@@ -254,26 +264,14 @@ func leaseCheck(ctl controller, l *coordinationv1.Lease, now time.Time) Check {
 		Message: fmt.Sprintf("the %s leads: Lease %s renewed %s ago by %s", ctl.name, where, age, holder)}
 }
 
-// findDeployment finds the controller's Deployment as findLease finds its Lease.
+// findDeployment finds the controller's Deployment (the one with most available replicas, if
+// several): see findNamed.
 func findDeployment(ctx context.Context, o Options, ctl controller) (*appsv1.Deployment, error) {
-	l, err := o.Kube.AppsV1().Deployments("").List(ctx, byName(ctl.deployment))
-	if err == nil {
-		var best *appsv1.Deployment
-		for i := range l.Items {
-			if best == nil || l.Items[i].Status.AvailableReplicas > best.Status.AvailableReplicas {
-				best = &l.Items[i]
-			}
-		}
-		return best, nil
+	deployments := func(ns string) kclient.Client[*appsv1.Deployment, *appsv1.DeploymentList] {
+		return o.Kube.AppsV1().Deployments(ns)
 	}
-	if !apierrors.IsForbidden(err) {
-		return nil, err
-	}
-	d, err := o.Kube.AppsV1().Deployments(ctl.namespace).Get(ctx, ctl.deployment, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return d, err
+	return findNamed(ctx, deployments, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
+		ctl.namespace, ctl.deployment, func(a, b *appsv1.Deployment) bool { return a.Status.AvailableReplicas > b.Status.AvailableReplicas })
 }
 
 // deploymentCheck judges a controller's Deployment by its available replicas (one is enough:
