@@ -50,7 +50,7 @@ func setNodeDown(t *testing.T, c *cluster, name string, down bool) {
 }
 
 // TestNodeNotReadyExplained: a worker's node stops reporting while the job runs. The node must
-// stay NotReady (Unknown) for as long as it is marked down, past kwok's heartbeat delay (20-45 s,
+// stay NotReady (Unknown) for as long as it is marked down, past kwok's heartbeat delay (20-30 s,
 // data/stages/node.yaml), which set it Ready again before the node-down stage existed; the watch
 // view of `ain train` and `ain status` name the node, since when and why instead of showing a
 // silent not-Ready pod; train reports the job's outcome as the API gives it (the PyTorchJob
@@ -171,8 +171,8 @@ func TestNodeNotReadyExplained(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "PyTorchJob "+c.ns+"/"+job+" Succeeded") {
 		t.Errorf("train must report the job's success (its master completed on %s): exit %d", masterNode, r.code)
 	}
-	// Hold the mark past kwok's longest heartbeat delay (45 s) before judging it kept.
-	if d := 50*time.Second - time.Since(t0); d > 0 {
+	// Hold the mark past kwok's longest heartbeat delay (30 s, stages/node.yaml) before judging it kept.
+	if d := 35*time.Second - time.Since(t0); d > 0 {
 		time.Sleep(d)
 	}
 	close(stopPoll)

@@ -39,8 +39,8 @@ func nodeIsDown(n *corev1.Node) bool {
 // pkg/controller/util/node MarkPodsNotReady: the pod's Ready condition goes False, nothing else).
 // The real controller, which runs in the sandbox, does not do it here: it marks pods only on a
 // transition it made itself (current Ready not True while the condition it observed was True),
-// and the node-down stage made this one, because kwok keeps renewing the node's lease and the
-// controller would never find it silent. The controller's taints (node.kubernetes.io/unreachable,
+// and the node-down stage made this one before the controller's grace period could find the
+// node silent. The controller's taints (node.kubernetes.io/unreachable,
 // then eviction past the pods' toleration) are its own.
 func (a *agent) watchDownNodes(ctx context.Context) {
 	nodes := a.cs.CoreV1().Nodes()
