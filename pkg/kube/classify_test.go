@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"net"
 	"net/url"
 	"strings"
 	"syscall"
@@ -46,6 +47,34 @@ func TestClassify(t *testing.T) {
 		}
 		if strings.Contains(msg, tc.mustNot) {
 			t.Errorf("%s: %q says %q", tc.name, msg, tc.mustNot)
+		}
+	}
+}
+
+// TestOutage: what a wait rides out (the API server or etcd briefly away) and what ends it.
+func TestOutage(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/apis", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", refused, true},
+		{"503 etcd starting", apierrors.NewServiceUnavailable("etcd is starting"), true},
+		{"500 etcd timeout", apierrors.NewInternalError(errors.New("etcdserver: request timed out")), true},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"504", apierrors.NewTimeoutError("timed out", 1), true},
+		{"forbidden", apierrors.NewForbidden(gr, "rr-0", errors.New("no")), false},
+		{"not found", apierrors.NewNotFound(gr, "rr-0"), false},
+		{"cancelled", &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/apis", Err: context.Canceled}, false},
+		{"deadline", context.DeadlineExceeded, false},
+		{"a decoding error", errors.New("json: cannot unmarshal string"), false},
+		{"nil", nil, false},
+		{"a webhook down", apierrors.NewInternalError(errors.New(`failed calling webhook "validator.pytorchjob.training-operator.kubeflow.org": failed to call webhook: Post "https://x:443/validate": dial tcp 127.0.0.1:9443: connect: connection refused`)), false},
+	} {
+		if got := Outage(c.err); got != c.want {
+			t.Errorf("%s: Outage(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
 	}
 }

@@ -251,6 +251,23 @@ func WebhookName(err error) (name, reason string) {
 	return m[1], strings.TrimPrefix(m[2], "failed to call webhook: ")
 }
 
+// Outage reports whether err is the API server (or its etcd) briefly away rather than an answer:
+// no answer at all (connection refused or reset while it restarts, isUnreachable), or 429, 500,
+// 503 or 504. A wait rides it out until its own timeout instead of ending a rollout that goes on
+// in the cluster (issue 19: an API server restart mid-rollout ended `ain serve` with "cannot reach
+// the API server" while the Deployments kept rolling). A cancelled or expired context is not one,
+// nor a webhook the API server could not call (Classify names it).
+func Outage(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if name, _ := WebhookName(err); name != "" {
+		return false // a 500 from a webhook that is down: the API server answered, and will again
+	}
+	return isUnreachable(err) || apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
+}
+
 func isUnreachable(err error) bool {
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/kube"
 )
 
 // StalledError is a replica whose rollout passed its progress deadline.
@@ -79,7 +80,7 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 		if err != nil && ctx.Err() == nil {
 			var nf *NotFoundError
 			switch {
-			case apiOutage(err):
+			case kube.Outage(err):
 				say("the API server does not answer (" + err.Error() + "): asking again until the timeout")
 			case !errors.As(err, &nf):
 				return nil, err
@@ -228,7 +229,7 @@ func (c *Cluster) waitDeploymentReady(parent context.Context, name string, gen i
 	for {
 		d, err := c.Kube.AppsV1().Deployments(c.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil && ctx.Err() == nil {
-			if !apiOutage(err) {
+			if !kube.Outage(err) {
 				return err
 			}
 			if !strings.HasPrefix(last, "the API server") && o.Progress != nil {
@@ -268,18 +269,4 @@ func (c *Cluster) waitDeploymentReady(parent context.Context, name string, gen i
 		case <-tick.C:
 		}
 	}
-}
-
-// apiOutage reports whether err is the API server (or its etcd) briefly away rather than an
-// answer: no answer at all (connection refused or reset while it restarts), or 429, 500, 503 or
-// 504. The waits ride it out until their own timeout instead of ending a rollout that goes on in
-// the cluster (issue 19: an API server restart mid-rollout ended `ain serve` with "cannot reach
-// the API server" while the Deployments kept rolling).
-func apiOutage(err error) bool {
-	var se apierrors.APIStatus
-	if errors.As(err, &se) {
-		return apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
-			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
