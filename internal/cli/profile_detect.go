@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -160,12 +159,7 @@ func rdmaInterfaces(nets []preflight.PodNetwork) []profile.PodInterface {
 		if n.Default {
 			continue
 		}
-		in := profile.PodInterface{Network: n.Name, Name: n.Interface}
-		for _, s := range n.IPs {
-			if a, err := netip.ParseAddr(s); err == nil && a.Unmap().Is4() {
-				in.Addrs = append(in.Addrs, a.Unmap())
-			}
-		}
+		in := profile.PodInterface{Network: n.Name, Name: n.Interface, Addrs: n.IPv4()}
 		if len(in.Addrs) > 0 {
 			out = append(out, in)
 		}

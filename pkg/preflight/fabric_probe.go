@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync"
 
@@ -23,6 +24,18 @@ type PodNetwork struct {
 	Interface string   `json:"interface,omitempty"`
 	IPs       []string `json:"ips,omitempty"`
 	Default   bool     `json:"default,omitempty"`
+}
+
+// IPv4 is the interface's IPv4 addresses (IPv4-mapped ones unmapped): what a RoCE v2 GID of
+// the pod's own carries. The default network's are the cluster network's, on no RDMA port.
+func (n PodNetwork) IPv4() []netip.Addr {
+	var out []netip.Addr
+	for _, s := range n.IPs {
+		if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil && a.Unmap().Is4() {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
 }
 
 // ParseNetworkStatus reads a k8s.v1.cni.cncf.io/network-status annotation (a JSON list written

@@ -22,18 +22,12 @@ type gidChoice struct {
 	Missing   []string
 }
 
-// podIPv4 lists the IPv4 addresses Multus gave the pod's secondary networks (the default
-// network's address is the cluster network's, on no RDMA port).
+// podIPv4 lists the IPv4 addresses Multus gave the pod's secondary networks.
 func podIPv4(nets []PodNetwork) []netip.Addr {
 	var out []netip.Addr
 	for _, n := range nets {
-		if n.Default {
-			continue
-		}
-		for _, s := range n.IPs {
-			if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil && a.Unmap().Is4() {
-				out = append(out, a.Unmap())
-			}
+		if !n.Default {
+			out = append(out, n.IPv4()...)
 		}
 	}
 	return out

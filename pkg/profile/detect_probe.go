@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -490,7 +491,7 @@ func (d *Detected) applyGID(good []*DetectedProbe) {
 	case len(byIdx) > 1:
 		p.Spec.GIDIndex = DefaultGIDIndex
 		var parts []string
-		for _, i := range sortedIntKeys(byIdx) {
+		for _, i := range slices.Sorted(maps.Keys(byIdx)) {
 			parts = append(parts, fmt.Sprintf("%d on %s", i, strings.Join(limitList(byIdx[i], 4), ", ")))
 		}
 		d.set("spec.gidIndex", "auto: the pod's RoCE v2 GID is at different indices ("+strings.Join(parts, "; ")+"), and NCCL_IB_GID_INDEX is one number for every HCA; NCCL >= 2.21 picks per port")
@@ -549,15 +550,6 @@ func limitList(s []string, n int) []string {
 		return s
 	}
 	return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
-}
-
-func sortedIntKeys[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
 
 func orNone(s string) string {
