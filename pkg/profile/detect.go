@@ -408,30 +408,18 @@ func (d *Detected) YAML(server, when string) ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Fabric profile built by `ain profile detect` from %s at %s.\n", server, when)
 	b.WriteString("# Each field says where its value came from; \"default\" means the cluster did not say.\n")
-	if len(d.Conflicts) > 0 {
-		b.WriteString("#\n# Conflicts (the cluster's sources disagree):\n")
-		for _, c := range d.Conflicts {
-			b.WriteString("#   " + commentSafe(c) + "\n")
-		}
+	probes := make([]string, len(d.Probes))
+	for i, pr := range d.Probes {
+		probes[i] = pr.Summary()
 	}
-	if len(d.Probes) > 0 {
-		b.WriteString("#\n# Probe pods (one per pool of alike GPU nodes):\n")
-		for _, pr := range d.Probes {
-			b.WriteString("#   " + commentSafe(pr.Summary()) + "\n")
-		}
+	var undetected []string
+	for _, k := range slices.Sorted(maps.Keys(d.Undetected)) {
+		undetected = append(undetected, k+": "+d.Undetected[k])
 	}
-	if len(d.Notes) > 0 {
-		b.WriteString("#\n# Notes:\n")
-		for _, n := range d.Notes {
-			b.WriteString("#   " + commentSafe(n) + "\n")
-		}
-	}
-	if len(d.Undetected) > 0 {
-		b.WriteString("#\n# Not detected:\n")
-		for _, k := range slices.Sorted(maps.Keys(d.Undetected)) {
-			b.WriteString("#   " + k + ": " + commentSafe(d.Undetected[k]) + "\n")
-		}
-	}
+	commentSection(&b, "Conflicts (the cluster's sources disagree):", d.Conflicts)
+	commentSection(&b, "Probe pods (one per pool of alike GPU nodes):", probes)
+	commentSection(&b, "Notes:", d.Notes)
+	commentSection(&b, "Not detected:", undetected)
 	// Annotate "key: value" lines with their field's origin, tracking the key path by indent.
 	var stack []string
 	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
@@ -471,6 +459,18 @@ func dedupeSubnets(in []string) []string {
 		out = append(out, sub+" ("+strings.Join(refs[sub], ", ")+")")
 	}
 	return out
+}
+
+// commentSection writes a titled list into the header comment of a detected profile, nothing
+// when the list is empty.
+func commentSection(b *strings.Builder, title string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	b.WriteString("#\n# " + title + "\n")
+	for _, it := range items {
+		b.WriteString("#   " + commentSafe(it) + "\n")
+	}
 }
 
 // commentSafe makes text from the cluster (sysfs values, node names, API errors) fit in one
