@@ -115,16 +115,12 @@ func TestPreflightOperatorDown(t *testing.T) {
 		t.Errorf("the preflight's dry run must store nothing: %v %v", err, l)
 	}
 	start()
-	t2 := time.Now()
-	for {
+	took, ok := sandboxtest.Poll(60*time.Second, 2*time.Second, func() bool {
 		out, code = preflightOut("operator started again")
-		if code == 0 {
-			break
-		}
-		if time.Since(t2) > 60*time.Second {
-			t.Fatalf("the preflight still fails 60 s after the operator was started again:\n%s", out)
-		}
-		time.Sleep(2 * time.Second)
+		return code == 0
+	})
+	if !ok {
+		t.Fatalf("the preflight still fails 60 s after the operator was started again:\n%s", out)
 	}
-	t.Logf("the preflight passed again %s after the restart", time.Since(t2).Round(time.Second))
+	t.Logf("the preflight passed again %s after the restart", took.Round(time.Second))
 }

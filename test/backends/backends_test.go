@@ -342,36 +342,28 @@ func TestPreflightJobSetDown(t *testing.T) {
 		t.Fatalf("JobSet up: exit %d", code)
 	}
 	start := sandboxtest.Stop(t, sb.Dir, "jobset")
-	t0 := time.Now()
-	for {
+	took, ok := sandboxtest.Poll(60*time.Second, 3*time.Second, func() bool {
 		code, out, _ = ain(t, sb, ns, "preflight", "qlora", "--no-probes")
-		if code != 0 {
-			break
-		}
-		if time.Since(t0) > 60*time.Second {
-			t.Fatalf("the preflight still passes 60 s after JobSet was stopped:\n%s", out)
-		}
-		time.Sleep(3 * time.Second)
+		return code != 0
+	})
+	if !ok {
+		t.Fatalf("the preflight still passes 60 s after JobSet was stopped:\n%s", out)
 	}
-	t.Logf("the preflight FAILs %s after JobSet was stopped:\n%s", time.Since(t0).Round(time.Second), out)
+	t.Logf("the preflight FAILs %s after JobSet was stopped:\n%s", took.Round(time.Second), out)
 	if code != 4 || !strings.Contains(out, "the JobSet is not running: its leader Lease jobset-system/6d4f6a47.jobset.x-k8s.io was last renewed") ||
 		!strings.Contains(out, "jobs you submit will get no pods") {
 		t.Errorf("exit %d, want 4 and the stale Lease named", code)
 	}
-	if time.Since(t0) < 15*time.Second {
-		t.Errorf("FAIL after %s: a Lease within its 15 s duration may belong to a running leader", time.Since(t0))
+	if took < 15*time.Second {
+		t.Errorf("FAIL after %s: a Lease within its 15 s duration may belong to a running leader", took)
 	}
 	start()
-	t1 := time.Now()
-	for {
+	took, ok = sandboxtest.Poll(90*time.Second, 3*time.Second, func() bool {
 		code, out, _ = ain(t, sb, ns, "preflight", "qlora", "--no-probes")
-		if code == 0 {
-			break
-		}
-		if time.Since(t1) > 90*time.Second {
-			t.Fatalf("the preflight still fails 90 s after JobSet was started again:\n%s", out)
-		}
-		time.Sleep(3 * time.Second)
+		return code == 0
+	})
+	if !ok {
+		t.Fatalf("the preflight still fails 90 s after JobSet was started again:\n%s", out)
 	}
-	t.Logf("the preflight PASSes %s after JobSet was started again", time.Since(t1).Round(time.Second))
+	t.Logf("the preflight PASSes %s after JobSet was started again", took.Round(time.Second))
 }

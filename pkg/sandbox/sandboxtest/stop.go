@@ -100,3 +100,18 @@ func exited(pid int, d time.Duration) bool {
 	}
 	return syscall.Kill(pid, 0) != nil
 }
+
+// Poll calls try until it returns true, sleeping every between calls, and returns how long that
+// took. ok is false when try still returned false after within: the caller fails the test with
+// what its last try saw, which only it can describe. It is how a test waits for the sandbox to
+// notice a component that Stop stopped, or one started again.
+func Poll(within, every time.Duration, try func() bool) (took time.Duration, ok bool) {
+	t0 := time.Now()
+	for !try() {
+		if time.Since(t0) > within {
+			return time.Since(t0), false
+		}
+		time.Sleep(every)
+	}
+	return time.Since(t0), true
+}
