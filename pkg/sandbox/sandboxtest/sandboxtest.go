@@ -172,32 +172,30 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // Clientset returns a typed client for the sandbox's admin user.
 func (s *Sandbox) Clientset(t testing.TB) kubernetes.Interface {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(s.REST)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
+	return newClient(t, s.REST, kubernetes.NewForConfig)
 }
 
 // Client returns ain's own typed client (package kclient, what the ain binary uses) for the
 // sandbox's admin user: for the Kube field of ain's libraries.
 func (s *Sandbox) Client(t testing.TB) kclient.Interface {
 	t.Helper()
-	c, err := kclient.NewForConfig(s.REST)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return newClient(t, s.REST, kclient.NewForConfig)
 }
 
 // Dynamic returns a dynamic client for the sandbox's admin user.
 func (s *Sandbox) Dynamic(t testing.TB) dynamic.Interface {
 	t.Helper()
-	d, err := dynamic.NewForConfig(s.REST)
+	return newClient(t, s.REST, dynamic.NewForConfig)
+}
+
+// newClient makes one of the sandbox's admin clients, failing the test when it cannot.
+func newClient[C any](t testing.TB, cfg *rest.Config, newForConfig func(*rest.Config) (C, error)) C {
+	t.Helper()
+	c, err := newForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return c
 }
 
 // Namespace creates a namespace for this test, deleted when the test ends.
