@@ -326,13 +326,8 @@ func buildPyTorchJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*ku
 // GPU slot, the NCCL variables exported to every rank (-x), then the program.
 func MPIRunCommand(r *recipe.Recipe, p *profile.Profile) []string {
 	m := r.MPI
-	slots := max(m.GPUsPerNode, 1)
+	slots := int(mpiSlots(m))
 	np := m.Nodes * slots
-	if t := m.NCCLTests; t != nil && t.GPUsPerThread > 1 {
-		// -g N drives N GPUs from one rank.
-		np = m.Nodes * max(slots/t.GPUsPerThread, 1)
-		slots = max(slots/t.GPUsPerThread, 1)
-	}
 	cmd := []string{"mpirun", "--allow-run-as-root",
 		"-np", strconv.Itoa(np), "-npernode", strconv.Itoa(slots),
 		"--bind-to", "none", "--map-by", "slot",

@@ -202,6 +202,38 @@ func TestMPIJob(t *testing.T) {
 	}
 }
 
+// TestMPIRanksPerNode: with nccl-tests' -g N one rank drives N GPUs, so mpirun starts
+// gpusPerNode/N ranks per node (at least one), and the v2beta1 MPIJob's slotsPerWorker agrees
+// with the launcher's -npernode.
+func TestMPIRanksPerNode(t *testing.T) {
+	p, err := profile.Load(profile.Options{Fabric: profile.FabricIB, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		g           string
+		np, perNode string
+		slots       int32
+	}{
+		{"1", "-np 16", "-npernode 8", 8},
+		{"2", "-np 8", "-npernode 4", 4},
+		{"8", "-np 2", "-npernode 1", 1},
+	} {
+		r := loadRecipe(t, "allreduce", "nodes=2", "gpusPerNode=8", "ncclTests.gpusPerThread="+c.g)
+		cmd := strings.Join(MPIRunCommand(r, p), " ")
+		if !strings.Contains(cmd, c.np+" "+c.perNode+" ") || !strings.Contains(cmd, " -g "+c.g+" ") {
+			t.Errorf("-g %s: want %s %s: %s", c.g, c.np, c.perNode, cmd)
+		}
+		j, err := buildMPIJobV2(r, p, "allreduce", "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *j.Spec.SlotsPerWorker != c.slots {
+			t.Errorf("-g %s: v2beta1 slotsPerWorker %d, want %d", c.g, *j.Spec.SlotsPerWorker, c.slots)
+		}
+	}
+}
+
 func TestNCCLOverrideWins(t *testing.T) {
 	b := render(t, "allreduce", "socket", "nccl.env.NCCL_IB_DISABLE=0", "nccl.env.NCCL_ALGO=Tree")
 	env := envMap(rankPods(t, b)[0].Spec.Containers[0])

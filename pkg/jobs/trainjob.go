@@ -232,7 +232,8 @@ func (trainJobBackend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*
 
 func ptrTo[T any](v T) *T { return &v }
 
-// mpiSlots is the ranks per worker: one per GPU, or per -g GPUs (as MPIRunCommand's -npernode).
+// mpiSlots is the ranks per worker (MPIRunCommand's -npernode): one per GPU, or one per -g
+// GPUs, since nccl-tests' -g N drives N GPUs from one rank.
 func mpiSlots(m *recipe.MPISpec) int32 {
 	slots := int32(max(m.GPUsPerNode, 1))
 	if t := m.NCCLTests; t != nil && t.GPUsPerThread > 1 {
