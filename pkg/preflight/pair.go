@@ -74,7 +74,7 @@ func RunPair(ctx context.Context, o Options, spec PairSpec) *PairResult {
 	res.ServerPod = server.Name
 	sel := LabelProbeRun + "=" + run
 	pods := []*corev1.Pod{server}
-	defer func() { cleanupProbes(o, sel, pods) }()
+	defer func() { cleanupProbes(o, sel, 1, pods) }()
 	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)
 	defer cancel()
 	tr := &podTracker{pods: map[string]*corev1.Pod{}, changed: make(chan struct{}, 1)}

@@ -26,16 +26,17 @@ import (
 )
 
 // Labels on probe pods: LabelProbe says which probe, LabelProbeRun groups one run's pods (one
-// watch, one DeleteCollection).
+// watch, one DeleteCollection), LabelProbeShard splits a large run for its cleanup.
 const (
-	LabelProbe    = "ain.dev/probe"
-	LabelProbeRun = "ain.dev/probe-run"
-	AnnotationFor = "ain.dev/probe-node"
-	labelManaged  = "app.kubernetes.io/managed-by"
-	probeIB       = "ib-ports"
-	probeDNS      = "dns"
-	probeCounters = "counters"
-	probeParallel = 16
+	LabelProbe      = "ain.dev/probe"
+	LabelProbeRun   = "ain.dev/probe-run"
+	LabelProbeShard = "ain.dev/probe-shard"
+	AnnotationFor   = "ain.dev/probe-node"
+	labelManaged    = "app.kubernetes.io/managed-by"
+	probeIB         = "ib-ports"
+	probeDNS        = "dns"
+	probeCounters   = "counters"
+	probeParallel   = 16
 	// NoSMFix is the fix of a port that is LinkUp but INIT.
 	NoSMFix = "no subnet manager: start opensm/UFM or enable the switch SM (then `sminfo` on a node shows it)"
 )
@@ -113,7 +114,8 @@ func runProbes(ctx context.Context, o Options, run, kind string, pods []*corev1.
 		outs[i] = &probeOutcome{pod: p}
 	}
 	sel := LabelProbeRun + "=" + run
-	defer cleanupProbes(o, sel, pods)
+	shards := labelShards(pods)
+	defer cleanupProbes(o, sel, shards, pods)
 	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)
 	defer cancel()
 	// Follow the run's pods from before the first create: one label-selected watch, read at
@@ -302,13 +304,46 @@ func (t *podTracker) wait(ctx context.Context, outs []*probeOutcome, done map[st
 	}
 }
 
-// cleanupProbes deletes a run's probe pods with a fresh context: it runs after Ctrl-C too.
-func cleanupProbes(o Options, sel string, pods []*corev1.Pod) {
+// Cleanup of a large run: the API server deletes a DeleteCollection's objects one after another
+// (kube-apiserver --delete-collection-workers, default 1: k8s.io/apiserver v0.37.2
+// pkg/server/options/etcd.go, used by pkg/registry/generic/registry/store.go DeleteCollection),
+// each a write to etcd and an event to every pod watcher: at 1000 probe pods, seconds that the
+// user waits for after the answer is known (issue 16). A run of more than shardPods pods is split
+// by LabelProbeShard into at most maxShards selectors deleted side by side, so the server spreads
+// the deletes over its cores; the requests stay constant in the node count.
+const (
+	shardPods = 64
+	maxShards = 8
+)
+
+// labelShards splits pods into the shards of their cleanup (LabelProbeShard, when more than
+// one) and returns how many there are.
+func labelShards(pods []*corev1.Pod) int {
+	shards := min(maxShards, max(1, (len(pods)+shardPods-1)/shardPods))
+	for i, p := range pods {
+		if shards > 1 {
+			p.Labels[LabelProbeShard] = strconv.Itoa(i % shards)
+		}
+	}
+	return shards
+}
+
+// cleanupProbes deletes a run's probe pods with a fresh context: it runs after Ctrl-C too. With
+// shards > 1 the pods carry LabelProbeShard 0..shards-1 and each shard is deleted by its own
+// DeleteCollection, all at once.
+func cleanupProbes(o Options, sel string, shards int, pods []*corev1.Pod) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	zero := int64(0)
-	err := o.Kube.CoreV1().Pods(o.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: sel})
-	if err == nil || !apierrors.IsForbidden(err) {
+	errs := make([]error, shards)
+	eachBounded(shards, shards, func(i int) {
+		s := sel
+		if shards > 1 {
+			s += "," + LabelProbeShard + "=" + strconv.Itoa(i)
+		}
+		errs[i] = o.Kube.CoreV1().Pods(o.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: s})
+	})
+	if !slices.ContainsFunc(errs, apierrors.IsForbidden) {
 		return
 	}
 	for _, p := range pods { // no deletecollection right: one by one

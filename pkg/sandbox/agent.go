@@ -441,9 +441,13 @@ func (d SampleData) Counter(port, name string) uint64 {
 // fabric the nccl-tests samples' numbers are modelled on.
 const DefaultLinkRate = "200 Gb/sec (4X HDR)"
 
-// labelPairRun groups the pods of one probe or pair run (pkg/preflight's LabelProbeRun; not
-// imported: preflight's tests use the sandbox).
-const labelPairRun = "ain.dev/probe-run"
+// labelPairRun groups the pods of one probe or pair run (pkg/preflight's LabelProbeRun) and
+// labelPairRole marks the server and client of a pair run (LabelPairRole); not imported:
+// preflight's tests use the sandbox.
+const (
+	labelPairRun  = "ain.dev/probe-run"
+	labelPairRole = "ain.dev/pair-role"
+)
 
 func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	d := SampleData{
@@ -457,7 +461,9 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	d.Traffic = maps.Clone(a.traffic[pod.Spec.NodeName])
 	d.LinkRate = linkRate(a.sc, pod.Spec.NodeName)
 	d.PathGbps = rateGbps(d.LinkRate)
-	if run := pod.Labels[labelPairRun]; run != "" {
+	// Only a pair's two pods share a link; a probe run's pods (one per node, 1000 in a large
+	// preflight) do not, and looking each one's peers up would cost the agent O(nodes) a pod.
+	if run := pod.Labels[labelPairRun]; run != "" && pod.Labels[labelPairRole] != "" {
 		peers, _ := a.lister.Pods(pod.Namespace).List(labels.SelectorFromSet(labels.Set{labelPairRun: run}))
 		for _, p := range peers {
 			if p.Spec.NodeName != "" {

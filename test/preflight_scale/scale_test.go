@@ -13,11 +13,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/internal/cli"
 	"github.com/ain-hpc/ain/pkg/preflight"
@@ -277,6 +281,15 @@ func TestPreflight200Nodes(t *testing.T) {
 	if n := cAll.byVerb["get pods/log"]; n > 0 {
 		t.Errorf("%d log reads for %d nodes: the probes' termination messages were not used", n, nodes)
 	}
+	// The cleanup: one DeleteCollection for 10 pods, the 200 split in shards of at most 64
+	// deleted side by side (probe.go), and no probe pod left behind.
+	if f, a := cFew.byVerb["deletecollection pods"], cAll.byVerb["deletecollection pods"]; f != 1 || a != min(8, (nodes+63)/64) {
+		t.Errorf("%d and %d DeleteCollections for 10 and %d pods, want 1 and %d", f, a, nodes, min(8, (nodes+63)/64))
+	}
+	l, err := sb.Client(t).CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	if err != nil || len(l.Items) > 0 {
+		t.Errorf("probe pods left behind: %v %d", err, len(l.Items))
+	}
 }
 
 // notPass describes the checks of r that did not pass, with their first evidence lines.
@@ -288,6 +301,46 @@ func notPass(r *preflight.Result) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// cpuSeconds is the CPU time (user and system, with waited-for children: the agent's probe
+// shells) each sandbox process has used so far, by name, and "ain (this process)" for the test
+// binary, in which ain runs.
+func cpuSeconds(sb *sandboxtest.Sandbox) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range sb.State.Procs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
+		if err != nil {
+			continue
+		}
+		// utime, stime, cutime, cstime are fields 14 to 17 of proc(5), counted from the pid; the
+		// command (field 2) may hold spaces, so count after its closing parenthesis. Clock ticks:
+		// 100 a second on Linux.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		ticks := 0.0
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseFloat(v, 64)
+			ticks += n
+		}
+		out[p.Name] += ticks / 100
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		out["ain (this process)"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	return out
+}
+
+// cpuDelta is b - a by process.
+func cpuDelta(a, b map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range b {
+		out[k] = v - a[k]
+	}
+	return out
 }
 
 // hostnames selects gpu-node-1..n, the simulated nodes' names.
@@ -327,9 +380,12 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		stamp := time.Now().UnixNano()
 		uaSmall := fmt.Sprintf("ain-preflight-growth-100-%d", stamp)
+		cpu0 := cpuSeconds(sb)
 		rSmall, wallSmall := run(b, sb, uaSmall, "allreduce", "--nodes", hostnames(100))
+		cpu1 := cpuSeconds(sb)
 		uaAll := fmt.Sprintf("ain-preflight-growth-%d-%d", nodes, stamp)
 		rAll, wallAll := run(b, sb, uaAll, "allreduce")
+		cpuSmall, cpuAll := cpuDelta(cpu0, cpu1), cpuDelta(cpu1, cpuSeconds(sb))
 		if rSmall.Probed != 100 || rAll.Probed != nodes {
 			// Still printed below: on a loaded machine a kwok node can miss its heartbeat and be
 			// NotReady for a moment (1000 nodes: 999 probed once); the node check says which.
@@ -382,6 +438,15 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 		fmt.Fprintf(&w, "other clients' requests meanwhile (the simulated kubelets: kwok, agent):\n")
 		for _, u := range users {
 			row("  "+u, float64(cSmall.others[u]), float64(cAll.others[u]), "")
+		}
+		fmt.Fprintf(&w, "CPU time during the run, by process (the machine has %d cores):\n", runtime.NumCPU())
+		var procs []string
+		for p := range cpuAll {
+			procs = append(procs, p)
+		}
+		sort.Strings(procs)
+		for _, p := range procs {
+			row("  "+p, cpuSmall[p], cpuAll[p], " s")
 		}
 		fmt.Fprintf(&w, "node count growth %.1fx\n", float64(nodes)/100)
 		// Pods whose result needed a log read (it was not in the status, or the pod had not

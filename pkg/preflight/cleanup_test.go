@@ -1,0 +1,76 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
+)
+
+// A run's cleanup removes every one of its pods and no other, with one DeleteCollection per
+// shard: one for a small run, at most maxShards for a large one; a pod is in exactly one shard.
+func TestCleanupShards(t *testing.T) {
+	for _, c := range []struct{ pods, shards int }{{1, 1}, {64, 1}, {65, 2}, {200, 4}, {1000, 8}} {
+		t.Run(fmt.Sprint(c.pods), func(t *testing.T) {
+			o := Options{Namespace: "ns"}
+			var pods []*corev1.Pod
+			for i := range c.pods {
+				pods = append(pods, probePod(o, "run1", probeIB, fmt.Sprintf("p%d", i), fmt.Sprintf("n%d", i), "true", nil, false))
+			}
+			got := labelShards(pods)
+			other := probePod(o, "run2", probeIB, "other", "n0", "true", nil, false)
+			cs := fake.NewClientset()
+			for _, p := range append([]*corev1.Pod{other}, pods...) {
+				if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The fake's tracker has no DeleteCollection: do what the server does.
+			var mu sync.Mutex
+			var calls []string
+			matched := map[string]int{}
+			cs.PrependReactor("delete-collection", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				sel := a.(k8stesting.DeleteCollectionAction).GetListRestrictions().Labels
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, sel.String())
+				l, err := cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), "ns")
+				if err != nil {
+					return true, nil, err
+				}
+				for _, p := range l.(*corev1.PodList).Items {
+					if sel.Matches(labels.Set(p.Labels)) {
+						matched[p.Name]++
+						if err := cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "ns", p.Name); err != nil {
+							return true, nil, err
+						}
+					}
+				}
+				return true, nil, nil
+			})
+			o.Kube = kclienttest.FromClientset(cs)
+			cleanupProbes(o, LabelProbeRun+"=run1", got, pods)
+			if got != c.shards || len(calls) != c.shards {
+				t.Errorf("%d pods: %d shards, %d DeleteCollections (%v); want %d", c.pods, got, len(calls), calls, c.shards)
+			}
+			l, _ := cs.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
+			if len(l.Items) != 1 || l.Items[0].Name != "other" {
+				t.Errorf("left after cleanup: %d pods, want only another run's pod", len(l.Items))
+			}
+			for _, p := range pods {
+				if matched[p.Name] != 1 {
+					t.Errorf("pod %s matched %d selectors", p.Name, matched[p.Name])
+				}
+			}
+		})
+	}
+}
