@@ -24,6 +24,10 @@ type Command struct {
 	// GIDIndex is -x, the GID table entry the QPs use. RoCE needs it (the RoCE v2 IPv4 GID of
 	// the pod's interface); InfiniBand routes by LID and leaves it out.
 	GIDIndex *int
+	// GIDFromAddress (RoCE, GIDIndex nil): each pod chooses its own -x at start, the RoCE v2 GID
+	// of its own interface's IPv4 address (gid.go), and prints the choice (FindGIDChoice reads
+	// it); without Device, the first port with such a GID gives -d and -i too.
+	GIDFromAddress bool
 	// QPs is -q, queue pairs in the process (bandwidth tests only; default 1).
 	QPs int
 	// CUDA is --use_cuda=<gpu index>: the buffers live in GPU memory (GPUDirect RDMA). Only
@@ -77,14 +81,21 @@ func (c Command) Validate() error {
 // module is loaded"); --report_gbits prints bandwidth in Gb/s, the unit of a line rate.
 func (c Command) Args(server string) []string {
 	a := []string{c.Test}
-	if c.Device != "" {
+	auto := c.gidInPod()
+	switch {
+	case c.Device != "":
 		a = append(a, "-d", c.Device)
+	case auto:
+		a = append(a, "-d", `"$ain_dev"`, "-i", `"$ain_port"`)
 	}
-	if c.Port > 0 {
+	if c.Port > 0 && c.Device != "" {
 		a = append(a, "-i", strconv.Itoa(c.Port))
 	}
-	if c.GIDIndex != nil {
+	switch {
+	case c.GIDIndex != nil:
 		a = append(a, "-x", strconv.Itoa(*c.GIDIndex))
+	case auto:
+		a = append(a, "-x", `"$ain_gid"`)
 	}
 	if c.Kind() == "bw" {
 		a = append(a, "-q", strconv.Itoa(max(c.QPs, 1)), "--report_gbits")
@@ -111,14 +122,40 @@ func (c Command) Args(server string) []string {
 	return a
 }
 
+// gidInPod: the pods choose -x themselves (GIDFromAddress and no fixed index).
+func (c Command) gidInPod() bool { return c.GIDFromAddress && c.GIDIndex == nil }
+
+// prologue is the in-pod GID choice before perftest, when the pods choose -x.
+func (c Command) prologue() string {
+	if !c.gidInPod() {
+		return ""
+	}
+	return gidScript(c.Device, c.Port) + "\n"
+}
+
+// Chosen is c as a pod ran it after choosing its GID: the index, and the device and port when
+// c left them open, in place of the script's variables (for the record of what ran).
+func (c Command) Chosen(g GIDChoice) Command {
+	if !c.gidInPod() {
+		return c
+	}
+	idx := g.Index
+	c.GIDIndex, c.GIDFromAddress = &idx, false
+	if c.Device == "" {
+		c.Device, c.Port = g.Device, g.Port
+	}
+	return c
+}
+
 // ServerScript is the server pod's shell command: the server serves one client and exits.
-func (c Command) ServerScript() string { return strings.Join(c.Args(""), " ") }
+func (c Command) ServerScript() string { return c.prologue() + strings.Join(c.Args(""), " ") }
 
 // ClientScript is the client pod's shell command. The server pod is Running before the client
 // is created, but its process may not listen yet: the client tries again for up to a minute
 // while the connection is refused, and prints what each try said (the parser reads the last run).
+// The GID choice (when the pods choose) runs once, before the tries.
 func (c Command) ClientScript(server string) string {
 	cmd := strings.Join(c.Args(server), " ")
-	return "i=0; while :; do " + cmd + " && exit 0; i=$((i+1)); " +
+	return c.prologue() + "i=0; while :; do " + cmd + " && exit 0; i=$((i+1)); " +
 		"if [ $i -ge 30 ]; then echo \"ain: " + c.Test + " could not complete against " + server + " after $i tries\"; exit 1; fi; sleep 2; done"
 }
