@@ -61,8 +61,10 @@ func (a *App) benchRDMACommand() *ucli.Command {
 			"nodes with the profile's RDMA resource), each holding the RDMA resource and the profile's Multus networks,\n" +
 			"with IPC_LOCK. The client is started once the server runs, with the server's address on the RDMA network\n" +
 			"(Multus network-status, else the pod IP). Before that, the IB port probe reads both nodes' ports: their\n" +
-			"rate is the line rate the run is judged against, and on RoCE the RoCE v2 GID index of the pod's interface\n" +
-			"is perftest's -x. The device is --device, else the profile's first HCA, else the first ACTIVE port.\n" +
+			"rate is the line rate the run is judged against. On RoCE each pod chooses its own perftest -x at start: the\n" +
+			"RoCE v2 GID whose address is its own interface's IPv4 (on a port shared by pods every pod's GID sits at\n" +
+			"another index); --gid-index or a numeric gidIndex in the profile fixes it instead. The device is --device,\n" +
+			"else the profile's first HCA, else the first ACTIVE port.\n" +
 			"The table is the course's (10.6.1): line rate (profile, ports), two-node RDMA (this run), and the busbw of\n" +
 			"the last `ain bench allreduce` saved under --results. Both pods are deleted at the end and on Ctrl-C.\n\n" +
 			"Examples:\n" +
@@ -79,7 +81,7 @@ func (a *App) benchRDMACommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "gpu", Usage: "buffers in GPU memory (--use_cuda=0, GPUDirect RDMA); each pod requests one GPU", Destination: &o.GPU},
 			&ucli.IntFlag{Name: "qps", Value: 1, Usage: "queue pairs, perftest -q (bandwidth tests)", Destination: &o.QPs, Action: intBetween("qps", 1, 1024)},
 			&ucli.StringFlag{Name: "device", Usage: "RDMA device, perftest -d (mlx5_0 or mlx5_0:1)", DefaultText: "the profile's first HCA, else the first ACTIVE port", Destination: &o.Device},
-			&ucli.IntFlag{Name: "gid-index", Value: -1, Usage: "RoCE GID index, perftest -x", DefaultText: "the profile's gidIndex, else the RoCE v2 GID the probe found", Destination: &o.GIDIndex, Action: intBetween("gid-index", -1, 255)},
+			&ucli.IntFlag{Name: "gid-index", Value: -1, Usage: "RoCE GID index, perftest -x", DefaultText: "the profile's numeric gidIndex, else each pod's own RoCE v2 GID, chosen in the pod from its address", Destination: &o.GIDIndex, Action: intBetween("gid-index", -1, 255)},
 			&ucli.StringFlag{Name: "size", Usage: "one message size, perftest -s (64K, 1M); default: every size from 2 B to 8 MiB (-a)", Destination: &o.Size},
 			&ucli.IntFlag{Name: "iters", Usage: "iterations per size, perftest -n (at least 100)", DefaultText: "perftest's", Destination: &o.Iters},
 			&ucli.StringFlag{Name: "image", Value: DefaultPerftestImage, Usage: "image with sh and the perftest binaries on PATH (and CUDA support for --gpu)", Destination: &o.Image},
@@ -108,6 +110,7 @@ type rdmaPlan struct {
 	server, client string
 	profile        *profile.Profile
 	hca            string // the profile's HCA the device came from, if any
+	gidSource      string // where a fixed -x came from ("" : none fixed)
 }
 
 func (a *App) planRDMA(o *benchRDMAOptions) (*rdmaPlan, error) {
@@ -146,12 +149,13 @@ func (a *App) planRDMA(o *benchRDMAOptions) (*rdmaPlan, error) {
 			pl.cmd.Port = n
 		}
 	}
+	// A GID index the user fixed wins; else, on RoCE, each pod chooses its own (ChoosePort).
 	if o.GIDIndex >= 0 {
 		g := o.GIDIndex
-		pl.cmd.GIDIndex = &g
+		pl.cmd.GIDIndex, pl.gidSource = &g, fmt.Sprintf("--gid-index %d (given, not checked against the pods' addresses)", g)
 	} else if p.Spec.Fabric == profile.FabricRoCE {
 		if g, err := strconv.Atoi(p.Spec.GIDIndex); err == nil && g >= 0 {
-			pl.cmd.GIDIndex = &g
+			pl.cmd.GIDIndex, pl.gidSource = &g, fmt.Sprintf("the profile's gidIndex %d (fixed: on a port shared by pods, set gidIndex: auto so each pod takes its own)", g)
 		}
 	}
 	if o.GIDIndex >= 0 && p.Spec.Fabric == profile.FabricIB {
@@ -227,7 +231,8 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 		pl.server, pl.client = nodes[0], nodes[1]
 	}
 	res := &bench.RDMAResult{Test: pl.cmd.Test, Server: pl.server, Client: pl.client, Image: o.Image, Fabric: p.Spec.Fabric,
-		ProfileLineRate: p.Spec.LineRate, ProfileGbps: p.LineRateGBps() * 8, GPUMemory: o.GPU, QPs: max(pl.cmd.QPs, 1), Started: a.Now()}
+		ProfileLineRate: p.Spec.LineRate, ProfileGbps: p.LineRateGBps() * 8, GPUMemory: o.GPU, QPs: max(pl.cmd.QPs, 1), Started: a.Now(),
+		GIDIndexSource: pl.gidSource}
 	// The ports of both nodes: the rate the link should run at, the device, the RoCE GID.
 	fmt.Fprintf(errw, "probing the IB/RoCE ports of %s and %s (rate, state, GIDs)\n", pl.server, pl.client)
 	probed := preflight.ProbePorts(ctx, po, []string{pl.server, pl.client})
@@ -240,8 +245,12 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	if o.GPU {
 		mem = "GPU memory (--use_cuda=0)"
 	}
+	gid := gidText(res.GIDIndex, p.Spec.Fabric)
+	if pl.cmd.GIDFromAddress {
+		gid = "chosen in each pod from its own address"
+	}
 	fmt.Fprintf(errw, "%s: server on %s, client on %s, device %s, %d QP(s), GID index %s, %s, image %s\n",
-		pl.cmd.Test, pl.server, pl.client, orDash(pl.cmd.Device), res.QPs, gidText(res.GIDIndex, p.Spec.Fabric), mem, o.Image)
+		pl.cmd.Test, pl.server, pl.client, orDash(pl.cmd.Device), res.QPs, gid, mem, o.Image)
 	pr := preflight.RunPair(ctx, po, preflight.PairSpec{
 		Kind: "perftest", Server: pl.server, Client: pl.client, Image: o.Image, RDMA: true, PinMemory: true, GPUs: gpus,
 		ServerScript: pl.cmd.ServerScript(),
@@ -253,7 +262,13 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 		},
 	})
 	res.ServerIP, res.IPSource = pr.ServerIP, pr.IPSource
-	res.Command = pl.cmd.Args(pr.ServerIP)
+	ran := pl.cmd
+	if pl.cmd.GIDFromAddress {
+		if ch := res.UseGIDChoices(pr.ServerPod, pr.ClientPod, pr.ServerLog, pr.ClientLog); ch != nil {
+			ran = pl.cmd.Chosen(*ch)
+		}
+	}
+	res.Command = ran.Args(pr.ServerIP)
 	res.Finished = a.Now()
 	if pr.Err != nil {
 		switch {
@@ -266,6 +281,10 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 			for _, l := range bench.LastLines(pr.ClientLog, 10) {
 				fmt.Fprintf(errw, "  | %s\n", l)
 			}
+		}
+		if len(res.Problems) > 0 { // a pod found no RoCE GID of its own address
+			return ainerr.New(ainerr.Failure, fmt.Errorf("perftest did not run to the end: %w; %s", pr.Err, strings.Join(res.Problems, "; ")),
+				"give --gid-index N to name the GID (ain doctor ib-ports lists the GID tables), or attach the pods' RDMA network (the profile's networks)")
 		}
 		return ainerr.New(ainerr.Failure, fmt.Errorf("perftest did not run to the end: %w", pr.Err),
 			"the pods request "+p.Spec.RDMA.Resource+" and IPC_LOCK (Pod Security: privileged namespace) and run "+o.Image+" (--image for a mirror)")
@@ -329,8 +348,12 @@ func gidText(g *int, fabric string) string {
 // printRDMA prints the course table (10.6.1) and the verdict.
 func (a *App) printRDMA(r *bench.RDMAResult) {
 	w := a.Streams.Out
-	fmt.Fprintf(w, "%s: %s (server) <- %s (client), device %s, %d QP(s), RoCE GID index %s, server address %s (%s)\n\n",
+	fmt.Fprintf(w, "%s: %s (server) <- %s (client), device %s, %d QP(s), RoCE GID index %s, server address %s (%s)\n",
 		r.Test, r.Server, r.Client, orDash(r.Device), r.QPs, gidText(r.GIDIndex, r.Fabric), orDash(r.ServerIP), orDash(r.IPSource))
+	if r.GIDIndexSource != "" {
+		fmt.Fprintf(w, "GID index: %s\n", r.GIDIndexSource)
+	}
+	fmt.Fprintln(w)
 	gb := func(g float64) (string, string) {
 		return strconv.FormatFloat(round2(g), 'f', -1, 64), strconv.FormatFloat(round2(g/8), 'f', -1, 64)
 	}

@@ -91,8 +91,11 @@ func SnapshotCounters(ctx context.Context, po preflight.Options, nodes []string,
 // ChoosePort fills in what the flags and the profile left open of cmd from the server's probed
 // ports, and records the choice in r (Device, GIDIndex, GIDIndexSource, Notes): the device is
 // the server's first ACTIVE port (perftest's own default, the first device found, may be a port
-// that is down); on RoCE without a GID index, the index of that device's RoCE v2 IPv4 GID, the
-// pod's own interface's.
+// that is down). On RoCE without a fixed GID index (--gid-index, a numeric gidIndex in the
+// profile: the caller sets cmd.GIDIndex and r.GIDIndexSource) each pod chooses its own -x at
+// start from its own address (perftest.Command.GIDFromAddress): on a shared port (RDMA shared
+// device plugin + macvlan) every pod's GID sits at a different index, so an index taken from
+// the probe pod fits the probe pod only; UseGIDChoices records what the pods chose.
 func (r *RDMAResult) ChoosePort(cmd *perftest.Command, server preflight.NodePorts, roce bool) {
 	if cmd.Device == "" {
 		for _, p := range server.Ports {
@@ -108,14 +111,9 @@ func (r *RDMAResult) ChoosePort(cmd *perftest.Command, server preflight.NodePort
 	}
 	switch {
 	case cmd.GIDIndex == nil && roce:
-		for _, p := range server.Ports {
-			if p.Device == cmd.Device && p.RoCEv2GIDIndex != nil {
-				g := *p.RoCEv2GIDIndex
-				cmd.GIDIndex, r.GIDIndexSource = &g, "probe: the RoCE v2 IPv4 GID of the pod's interface on "+server.Node
-				break
-			}
-		}
-	case cmd.GIDIndex != nil:
+		cmd.GIDFromAddress = true
+		r.GIDIndexSource = GIDInPodSource
+	case cmd.GIDIndex != nil && r.GIDIndexSource == "":
 		r.GIDIndexSource = "--gid-index or the profile's gidIndex"
 	}
 	r.Device, r.GIDIndex = cmd.Device, cmd.GIDIndex

@@ -113,8 +113,9 @@ func TestReportWording(t *testing.T) {
 	}
 }
 
-// ChoosePort takes the server's first ACTIVE port when nothing named a device, and on RoCE the
-// GID index of that device's RoCE v2 IPv4 GID; what the flags or the profile set stays.
+// ChoosePort takes the server's first ACTIVE port when nothing named a device, and on RoCE
+// leaves the GID index to the pods (each its own, from its address: not the probe pod's index);
+// what the flags or the profile set stays.
 func TestChoosePort(t *testing.T) {
 	three := 3
 	server := preflight.NodePorts{Node: "gpu-1", Ports: []ibport.Port{
@@ -124,8 +125,8 @@ func TestChoosePort(t *testing.T) {
 	r := &RDMAResult{Server: "gpu-1"}
 	cmd := perftest.Command{}
 	r.ChoosePort(&cmd, server, true)
-	if cmd.Device != "mlx5_1" || cmd.Port != 2 || cmd.GIDIndex == nil || *cmd.GIDIndex != 3 || r.Device != "mlx5_1" || r.GIDIndex != cmd.GIDIndex ||
-		!strings.HasPrefix(r.GIDIndexSource, "probe: the RoCE v2 IPv4 GID") || len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "device mlx5_1:2: the first ACTIVE port") {
+	if cmd.Device != "mlx5_1" || cmd.Port != 2 || cmd.GIDIndex != nil || !cmd.GIDFromAddress || r.Device != "mlx5_1" || r.GIDIndex != nil ||
+		r.GIDIndexSource != GIDInPodSource || len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], "device mlx5_1:2: the first ACTIVE port") {
 		t.Errorf("probe's choice: cmd %+v, result %+v", cmd, r)
 	}
 	// A device and GID index given are kept; InfiniBand takes no GID from the probe.
@@ -133,13 +134,13 @@ func TestChoosePort(t *testing.T) {
 	r = &RDMAResult{Server: "gpu-1"}
 	cmd = perftest.Command{Device: "mlx5_0", GIDIndex: &one}
 	r.ChoosePort(&cmd, server, true)
-	if cmd.Device != "mlx5_0" || *cmd.GIDIndex != 1 || r.GIDIndexSource != "--gid-index or the profile's gidIndex" || len(r.Notes) != 0 {
+	if cmd.Device != "mlx5_0" || *cmd.GIDIndex != 1 || cmd.GIDFromAddress || r.GIDIndexSource != "--gid-index or the profile's gidIndex" || len(r.Notes) != 0 {
 		t.Errorf("given: cmd %+v, result %+v", cmd, r)
 	}
 	r = &RDMAResult{Server: "gpu-1"}
 	cmd = perftest.Command{}
 	r.ChoosePort(&cmd, server, false)
-	if cmd.GIDIndex != nil || r.GIDIndexSource != "" || cmd.Device != "mlx5_1" {
+	if cmd.GIDIndex != nil || cmd.GIDFromAddress || r.GIDIndexSource != "" || cmd.Device != "mlx5_1" {
 		t.Errorf("InfiniBand: cmd %+v, result %+v", cmd, r)
 	}
 	// No ACTIVE port: nothing is chosen, perftest picks.

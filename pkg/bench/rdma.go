@@ -44,7 +44,10 @@ type RDMAResult struct {
 	QPs            int    `json:"qps"`
 	GIDIndex       *int   `json:"gidIndex"`
 	GIDIndexSource string `json:"gidIndexSource,omitempty"`
-	GPUMemory      bool   `json:"gpuMemory"`
+	// GIDChoices are the indexes the pods chose themselves (RoCE without a fixed index): on a
+	// shared port each pod's own GID sits at its own index, so the two may differ.
+	GIDChoices []PodGID `json:"gidChoices,omitempty"`
+	GPUMemory  bool     `json:"gpuMemory"`
 
 	// Line rate: the profile's, the ports' (probed on both nodes), and the one the run is judged
 	// against (Expected, with its source).
@@ -79,6 +82,53 @@ type RDMAResult struct {
 	Runs      []*perftest.Run `json:"runs"`
 	ServerLog string          `json:"serverLog"`
 	ClientLog string          `json:"clientLog"`
+}
+
+// GIDInPodSource is GIDIndexSource while each pod is to choose its own index (ChoosePort);
+// UseGIDChoices replaces it with what they chose.
+const GIDInPodSource = "chosen in each pod at start from its own address (the RoCE v2 GID ::ffff:<the pod's IPv4>)"
+
+// PodGID is the GID index one perftest pod chose itself, from its own address.
+type PodGID struct {
+	Role string `json:"role"` // server or client
+	Pod  string `json:"pod"`
+	Node string `json:"node"`
+	perftest.GIDChoice
+}
+
+// UseGIDChoices reads the GID choice each pod printed (perftest.FindGIDChoice) into r: the
+// client's index is GIDIndex (the one perftest's client settings show; the server's may differ,
+// each end uses its own), GIDIndexSource says which pod chose what from which address, and a pod
+// that found no GID of its own address is a problem with its reason. It returns the client's
+// choice, nil when it printed none.
+func (r *RDMAResult) UseGIDChoices(serverPod, clientPod string, serverLog, clientLog []byte) *perftest.GIDChoice {
+	var client *perftest.GIDChoice
+	var src []string
+	for _, s := range []struct {
+		role, pod, node string
+		log             []byte
+	}{{"client", clientPod, r.Client, clientLog}, {"server", serverPod, r.Server, serverLog}} {
+		if s.pod == "" || s.log == nil {
+			continue
+		}
+		ch, fail := perftest.FindGIDChoice(s.log)
+		switch {
+		case fail != "":
+			r.Problems = append(r.Problems, fmt.Sprintf("no RoCE GID for perftest in the %s pod %s on %s: %s", s.role, s.pod, s.node, fail))
+		case ch != nil:
+			r.GIDChoices = append(r.GIDChoices, PodGID{Role: s.role, Pod: s.pod, Node: s.node, GIDChoice: *ch})
+			src = append(src, fmt.Sprintf("index %d chosen in %s pod %s from its address %s (%s:%d, %s)", ch.Index, s.role, s.pod, ch.Address, ch.Device, ch.Port, ch.Netdev))
+			if s.role == "client" {
+				client = ch
+				idx := ch.Index
+				r.GIDIndex = &idx
+			}
+		}
+	}
+	if len(src) > 0 {
+		r.GIDIndexSource = strings.Join(src, "; ")
+	}
+	return client
 }
 
 // TCPRef is the TCP baseline (course 3.10.1): what iperf3's receiver measured between the nodes.
@@ -227,7 +277,7 @@ func (r *RDMAResult) Judge(ports []PortRate, probeErr string) {
 				fmtG(*r.RDMAGbps), pct, fmtG(r.ExpectedGbps), RDMAEfficiency*100))
 		}
 	}
-	if r.Fabric == "roce" && r.GIDIndex == nil {
+	if r.Fabric == "roce" && r.GIDIndex == nil && r.GIDIndexSource == "" {
 		r.Notes = append(r.Notes, "RoCE without a GID index: perftest used GID 0 (a link-local, RoCE v1 GID on most ports); give --gid-index or set gidIndex in the profile")
 	}
 	r.OK = len(r.Problems) == 0 && (r.RDMAGbps != nil || r.TypicalUs != nil)

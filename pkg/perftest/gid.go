@@ -35,8 +35,10 @@ const gidExit = 3
 //     ports/<p>/gids/<i>, gid_attrs/types/<i> "RoCE v2" or "IB/RoCE v1", gid_attrs/ndevs/<i>
 //     the netdev's name), and the pod's interfaces (/sys/class/net, the pod's namespace's).
 //
-// It picks the lowest index whose type is RoCE v2 and whose GID is ::ffff:<an IPv4 address of
-// the GID's netdev in this pod>. @DEV@ and @PORT@ are the device and port ("" and "": the first
+// It picks the lowest index whose type is RoCE v2, whose netdev is an interface of the pod, and
+// whose GID is ::ffff:<an IPv4 address of the pod>: the pod's own entry (another pod's carries
+// that pod's address, the host's a host netdev's). The interface of each address only words the
+// failures (an interface without IPv4); it does not decide, as two interfaces may share a subnet. @DEV@ and @PORT@ are the device and port ("" and "": the first
 // port, in sysfs order, with such a GID; its device and port then go to perftest too).
 //
 // The infiniband path is written with a quote inside ("/sys/class/"infiniband) on purpose: the
@@ -89,9 +91,7 @@ for ain_dd in "$ain_r"/sys/class/"infiniband"/*; do
       case "$ain_v" in 0000:0000:0000:0000:0000:ffff:[0-9a-f][0-9a-f][0-9a-f][0-9a-f]:[0-9a-f][0-9a-f][0-9a-f][0-9a-f]) ;; *) continue ;; esac
       ain_v2="$ain_v2 $ain_i:$(ain_ipof "$ain_v")@${ain_nd:-?}"
       [ -n "$ain_mine" ] || [ -z "$ain_nd" ] || continue
-      for ain_pr in $ain_pairs; do
-        ain_a=${ain_pr#*=}; ain_if=${ain_pr%%=*}
-        [ -z "$ain_nd" ] || [ "$ain_if" = "$ain_nd" ] || [ "$ain_if" = '*' ] || continue
+      for ain_a in $ain_addrs; do
         [ "$ain_v" = "$(ain_gidof "$ain_a")" ] || continue
         if [ -z "$ain_gid" ] || [ "$ain_i" -lt "$ain_gid" ]; then ain_gid=$ain_i; ain_dev=$ain_d; ain_port=$ain_p; ain_addr=$ain_a; ain_net=${ain_nd:-?}; fi
       done
@@ -101,7 +101,7 @@ for ain_dd in "$ain_r"/sys/class/"infiniband"/*; do
   [ -z "$ain_gid" ] || break
 done
 ain_where='(any device)'; [ -z "$ain_wd" ] || ain_where="device $ain_wd port $ain_wp"
-[ -n "$ain_ports" ] || ain_fail "no RDMA port $ain_where in /sys/class/infiniband of this pod (does it hold the RDMA resource?)"
+[ -n "$ain_ports" ] || ain_fail "no RDMA port $ain_where visible in this pod (does it hold the RDMA resource?)"
 if [ -z "$ain_gid" ]; then
   for ain_pr in $ain_pairs; do
     case " $ain_nets * " in *" ${ain_pr%%=*} "*) ain_want="$ain_want ${ain_pr#*=}" ;; esac

@@ -219,6 +219,21 @@ func TestGIDScriptChoosesThePodsOwnGID(t *testing.T) {
 	}
 }
 
+// Two RDMA interfaces in one subnet (each rail's netdev on its own port): the route table puts
+// both addresses on the first, yet net2's GID on mlx5_1 is found by its address.
+func TestGIDScriptSameSubnet(t *testing.T) {
+	ports := map[string][]gidEntry{
+		"mlx5_0:1": {{idx: 3, gid: v4GID("10.10.1.11"), typ: "RoCE v2", ndev: "net1"}},
+		"mlx5_1:1": {{idx: 2, gid: v4GID("10.10.1.12"), typ: "IB/RoCE v1", ndev: "net2"}, {idx: 3, gid: v4GID("10.10.1.12"), typ: "RoCE v2", ndev: "net2"}},
+	}
+	root := fakeRoot(t, ports, []podNet{{"eth0", "10.244.1.5/24"}, {"net1", "10.10.1.11/24"}, {"net2", "10.10.1.12/24"}})
+	out, code := runScript(t, []string{"/bin/sh"}, gidScript("mlx5_1", 1), root, t.TempDir())
+	want := GIDChoice{Index: 3, Device: "mlx5_1", Port: 1, Address: "10.10.1.12", Netdev: "net2"}
+	if got, _ := FindGIDChoice([]byte(out)); code != 0 || got == nil || *got != want {
+		t.Errorf("exit %d, %+v, want %+v\n%s", code, got, want, out)
+	}
+}
+
 func TestGIDScriptFails(t *testing.T) {
 	withNet1 := []podNet{{"eth0", "10.244.1.5/24"}, {"net1", "192.168.100.11/24"}}
 	onlyV1 := append(sharedPort(""), gidEntry{idx: 14, gid: v4GID("192.168.100.11"), typ: "IB/RoCE v1", ndev: "net1"})

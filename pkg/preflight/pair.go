@@ -98,6 +98,12 @@ func RunPair(ctx context.Context, o Options, spec PairSpec) *PairResult {
 		if ctx.Err() != nil {
 			res.Err = ctx.Err()
 		}
+		if p := so.pod.Status.Phase; ctx.Err() == nil && (p == corev1.PodSucceeded || p == corev1.PodFailed) {
+			// It ended before the client started (its script's own check failed): its log says why.
+			lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+			res.ServerLog, _ = o.Kube.CoreV1().Pods(o.Namespace).GetLogs(so.pod.Name, &corev1.PodLogOptions{Container: "probe"}).Do(lctx).Raw()
+			lcancel()
+		}
 		return res
 	}
 	res.ServerIP, res.IPSource = ip, src
