@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +136,48 @@ func TestBenchRDMASandboxInterrupt(t *testing.T) {
 		if p.DeletionTimestamp == nil {
 			t.Errorf("pod %s left behind after Ctrl-C", p.Name)
 		}
+	}
+}
+
+// RoCE with gidIndex auto (roce-ports: the pods' net1 at 10.10.N.11, its RoCE v2 GID at index 3
+// of mlx5_0): each perftest pod chooses its own -x in the pod, from its own address (the sandbox
+// runs the pod's script over the node's simulated sysfs), and the result says which pod chose
+// what; --gid-index fixes it instead, and says so.
+func TestBenchRDMASandboxRoCE(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	sb.UseScenario(t, "roce-ports")
+	relabel(t, sb, "ain.dev/link-layer", "ethernet")
+	ns := sb.Namespace(t)
+	prof := filepath.Join(t.TempDir(), "profile.yaml")
+	y := "apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nmetadata: {name: roce}\nspec:\n  fabric: roce\n  lineRate: 200Gb\n  gidIndex: auto\n  networks: [roce-rail0]\n"
+	if err := os.WriteFile(prof, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(extra ...string) bench.RDMAResult {
+		t.Helper()
+		code, stdout, stderr := runBenchCLI(t, append([]string{"bench", "rdma", "--nodes", "gpu-node-1,gpu-node-2", "--profile", prof, "-o", "json",
+			"--results", t.TempDir(), "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns}, extra...)...)
+		var res bench.RDMAResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != 0 {
+			t.Fatalf("exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, stdout, stderr)
+		}
+		return res
+	}
+	res := run()
+	cmd := strings.Join(res.Command, " ")
+	if res.GIDIndex == nil || *res.GIDIndex != 3 || len(res.GIDChoices) != 2 || !strings.Contains(cmd, "-x 3") || strings.Contains(cmd, "$ain") || !res.OK ||
+		!strings.Contains(res.GIDIndexSource, "index 3 chosen in client pod ain-perftest-client-") || !strings.Contains(res.GIDIndexSource, "from its address 10.10.2.11 (mlx5_0:1, net1)") ||
+		!strings.Contains(res.GIDIndexSource, "index 3 chosen in server pod ain-perftest-server-") || !strings.Contains(res.GIDIndexSource, "from its address 10.10.1.11") {
+		t.Errorf("GID chosen in the pods: index %v, source %q, choices %+v, command %q, ok %v, problems %v", res.GIDIndex, res.GIDIndexSource, res.GIDChoices, cmd, res.OK, res.Problems)
+	}
+	if c := res.GIDChoices; len(c) == 2 && (c[0].Role != "client" || c[0].Node != "gpu-node-2" || c[0].Address != "10.10.2.11" || c[1].Node != "gpu-node-1" || c[1].Address != "10.10.1.11") {
+		t.Errorf("choices %+v", c)
+	}
+	if res.ServerIP != "10.10.1.11" || !strings.Contains(res.ClientLog, "ain-gid: index=3 device=mlx5_0 port=1 address=10.10.2.11 netdev=net1") {
+		t.Errorf("server address %s, client log:\n%s", res.ServerIP, res.ClientLog)
+	}
+	res = run("--gid-index", "5")
+	if res.GIDIndex == nil || *res.GIDIndex != 5 || len(res.GIDChoices) != 0 || !strings.HasPrefix(res.GIDIndexSource, "--gid-index 5") || strings.Contains(res.ClientLog, "ain-gid") {
+		t.Errorf("--gid-index 5: index %v, source %q, choices %+v", res.GIDIndex, res.GIDIndexSource, res.GIDChoices)
 	}
 }

@@ -1,9 +1,18 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/perftest"
 )
 
 // The perftest samples' numbers (samples/perftest/): a client's table consistent with the rate
@@ -68,6 +77,136 @@ func perftestLatRows(gbps float64, cmd string) string {
 			size, 1000, typ-0.10, typ*6.9, typ, typ+0.05, 0.21, typ+0.23, typ*5.5)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// PerftestStartup is what a perftest pod's script did before perftest printed anything: the
+// in-pod GID choice's line (perftest.GIDLinePrefix), and the perftest command it ran.
+type PerftestStartup struct {
+	GIDLine string
+	Failed  bool   // the choice failed: the pod printed GIDLine and stopped
+	Command string // the perftest command line with the chosen -x (and -d/-i); else .Command
+	// LocalGID and RemoteGID are the RoCE v2 GIDs of this pod's chosen address and of the
+	// server's (a client's last argument), as perftest prints a GID: 16 decimal bytes.
+	LocalGID, RemoteGID string
+}
+
+// perftestGID is an IPv4 address's mapped GID as perftest prints it ("GID: 00:...:255:255:10:10:2:11").
+func perftestGID(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is4() {
+		return ""
+	}
+	b := a.As16() // the IPv4-mapped form, ::ffff:a.b.c.d
+	parts := make([]string, 16)
+	for i, x := range b {
+		parts[i] = fmt.Sprintf("%02d", x)
+	}
+	return strings.Join(parts, ":")
+}
+
+// PerftestStart runs the pod's own script up to perftest (the samples call it first) when the
+// pods choose their RoCE GID (perftest.Command.GIDFromAddress): with sh, over the node's
+// simulated sysfs (probe/sysfs-roce-active.txt, the IB port probe's) and the pod's /proc/net
+// (eth0 with the pod IP, net1 and net2 at SecondaryIP, as multus.go and that sample have them),
+// with stand-ins for the perftest binaries that print the command they were given. So the
+// index a sandbox perftest reports is what the script makes of the GID table, as on a cluster.
+func (d SampleData) PerftestStart() (PerftestStartup, error) {
+	st := PerftestStartup{Command: d.Command}
+	script, ok := strings.CutPrefix(d.Command, "/bin/sh -c ")
+	if !ok || !strings.Contains(script, perftest.GIDLinePrefix) {
+		return st, nil
+	}
+	desc, err := RenderSample("probe/sysfs-roce-active.txt", d)
+	if err != nil {
+		return st, err
+	}
+	root, err := os.MkdirTemp("", "ain-perftest-")
+	if err != nil {
+		return st, err
+	}
+	defer os.RemoveAll(root)
+	if _, err := WriteSysfsTree(root, desc); err != nil {
+		return st, err
+	}
+	nets := [][2]string{{"lo", "127.0.0.1/8"}, {"eth0", d.PodIP + "/24"}, {"net1", SecondaryIP(d.NodeIndex, 0) + "/24"}, {"net2", SecondaryIP(d.NodeIndex, 1) + "/24"}}
+	trie, route := procNet(nets)
+	bin := filepath.Join(root, "bin")
+	files := map[string]string{"proc/net/fib_trie": trie, "proc/net/route": route}
+	for _, t := range perftest.Tests {
+		files["bin/"+t] = "#!/bin/sh\necho \"ain-sandbox-ran: ${0##*/} $*\"\n"
+	}
+	for name, text := range files {
+		f := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return st, err
+		}
+		if err := os.WriteFile(f, []byte(text), 0o755); err != nil {
+			return st, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", SysfsRootEnv + "=" + root}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	for _, l := range strings.Split(out.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, perftest.GIDLinePrefix):
+			st.GIDLine = l
+		case strings.HasPrefix(l, "ain-sandbox-ran: "):
+			st.Command = strings.TrimPrefix(l, "ain-sandbox-ran: ")
+		}
+	}
+	ch, fail := perftest.FindGIDChoice([]byte(st.GIDLine))
+	if fail != "" {
+		st.Failed = true
+		return st, nil
+	}
+	if ch != nil {
+		st.LocalGID = perftestGID(ch.Address)
+		if f := strings.Fields(st.Command); len(f) > 0 {
+			st.RemoteGID = perftestGID(f[len(f)-1])
+		}
+	}
+	if runErr != nil || st.GIDLine == "" {
+		return st, fmt.Errorf("the perftest pod's script over the simulated sysfs: %v\n%s", runErr, out.String())
+	}
+	return st, nil
+}
+
+// procNet is a pod's /proc/net/fib_trie and /proc/net/route for its interfaces (name, a.b.c.d/len),
+// in the kernel's layouts (net/ipv4/fib_trie.c: fib_trie_seq_show lists each local address as
+// "|-- a.b.c.d" then "/32 host LOCAL", under Main: and Local:; fib_route_seq_show prints
+// Destination, Gateway and Mask as host-order hex, little-endian here).
+func procNet(nets [][2]string) (trie, route string) {
+	var leaves strings.Builder
+	var routes strings.Builder
+	routes.WriteString("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n")
+	le := func(a netip.Addr) uint32 {
+		b := a.As4()
+		return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	}
+	for _, n := range nets {
+		pf, err := netip.ParsePrefix(n[1])
+		if err != nil || !pf.Addr().Is4() {
+			continue
+		}
+		net := pf.Masked().Addr()
+		fmt.Fprintf(&leaves, "     +-- %s 2 0 2\n        |-- %s\n           /%d link UNICAST\n        |-- %s\n           /32 host LOCAL\n", pf.Masked(), net, pf.Bits(), pf.Addr())
+		if n[0] == "lo" {
+			continue
+		}
+		mask := ^uint32(0) << (32 - pf.Bits())
+		m := uint32(byte(mask>>24)) | uint32(byte(mask>>16))<<8 | uint32(byte(mask>>8))<<16 | uint32(byte(mask))<<24
+		if n[0] == "eth0" {
+			fmt.Fprintf(&routes, "eth0\t00000000\t%08X\t0003\t0\t0\t0\t00000000\t0\t0\t0\n", le(net)|1<<24)
+		}
+		fmt.Fprintf(&routes, "%s\t%08X\t00000000\t0001\t0\t0\t0\t%08X\t0\t0\t0\n", n[0], le(net), m)
+	}
+	head := "  +-- 0.0.0.0/0 3 0 5\n"
+	return "Main:\n" + head + leaves.String() + "Local:\n" + head + leaves.String(), routes.String()
 }
 
 // The TCP baseline's numbers (samples/iperf3/): an iperf3 -J report in iperf3's own layout (cJSON,

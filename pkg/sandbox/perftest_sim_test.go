@@ -1,9 +1,13 @@
 package sandbox
 
 import (
+	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/ibport"
@@ -186,5 +190,76 @@ func TestIperfSample(t *testing.T) {
 	}
 	if s := mustRender(t, "iperf3/server.txt", sampleData("ib", 0, 2)); !strings.Contains(s, "Server listening on 5201") {
 		t.Errorf("server: %q", s)
+	}
+}
+
+// TestPerftestGIDInPod: with the RoCE GID chosen in the pods (perftest.Command.GIDFromAddress),
+// the sandbox runs each pod's own script over the node's simulated sysfs: the pod prints its
+// choice, perftest's settings show that index, and it is the one pkg/ibport's rule (profile
+// detect's) finds for the pod's address in the IB port probe's sample. The script is not taken
+// for the IB port probe's (which the agent runs as a whole).
+func TestPerftestGIDInPod(t *testing.T) {
+	for _, c := range []struct {
+		cmd    perftest.Command
+		sample string
+		server string
+	}{
+		{perftest.Command{Test: "ib_write_bw", Device: "mlx5_0", QPs: 2, GIDFromAddress: true}, "perftest/bw-client.txt", "10.10.1.11"},
+		{perftest.Command{Test: "ib_write_lat", GIDFromAddress: true}, "perftest/lat-client.txt", "10.10.1.11"},
+		{perftest.Command{Test: "ib_read_bw", Device: "mlx5_1", GIDFromAddress: true}, "perftest/server.txt", ""},
+	} {
+		d := sampleData("roce", 1, 2) // gpu-node-2
+		script := c.cmd.ServerScript()
+		if c.server != "" {
+			script = c.cmd.ClientScript(c.server)
+		}
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Command: []string{"/bin/sh", "-c", script}}}}}
+		if _, ok := runsProbe(pod); ok {
+			t.Fatalf("%s: the sandbox takes the perftest pod for the IB port probe", c.cmd.Test)
+		}
+		d.Command = "/bin/sh -c " + script
+		text := mustRender(t, c.sample, d)
+		ch, fail := perftest.FindGIDChoice([]byte(text))
+		dev := c.cmd.Device
+		if dev == "" {
+			dev = "mlx5_0"
+		}
+		if ch == nil || fail != "" || ch.Device != dev || ch.Port != 1 || ch.Netdev == "" {
+			t.Fatalf("%s: choice %+v %q\n%s", c.sample, ch, fail, text)
+		}
+		rep, err := ibport.Parse(strings.NewReader(mustRender(t, "probe/sysfs-roce-active.txt", d)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rep.Ports {
+			if p.Device != dev {
+				continue
+			}
+			g, ok := p.RoCEv2GIDOf([]netip.Addr{netip.MustParseAddr(ch.Address)})
+			if !ok || g.Index != ch.Index || g.Netdev != ch.Netdev {
+				t.Errorf("%s: the pod chose %+v, ibport's rule %+v %v", c.sample, ch, g, ok)
+			}
+		}
+		if c.server == "" { // the server prints its settings, no table
+			if !strings.Contains(text, fmt.Sprintf("GID index       : %d\n", ch.Index)) || !strings.Contains(text, "Device         : "+dev+"\n") {
+				t.Errorf("%s: settings\n%s", c.sample, text)
+			}
+			continue
+		}
+		runs, err := perftest.Parse(strings.NewReader(text))
+		if err != nil || len(runs) != 1 || runs[0].GIDIndex == nil || *runs[0].GIDIndex != ch.Index || runs[0].Device != dev {
+			t.Errorf("%s: perftest's settings %+v %v\n%s", c.sample, runs, err, text)
+		}
+		if c.sample == "perftest/bw-client.txt" && (len(runs) != 1 || len(runs[0].Rows) != 23 || runs[0].QPs == nil || *runs[0].QPs != 2 ||
+			len(runs[0].Local) != 2 || runs[0].Local[0].IPv4 != ch.Address || len(runs[0].Remote) != 2 || runs[0].Remote[0].IPv4 != c.server) {
+			t.Errorf("%s: table %+v\n%s", c.sample, runs, text)
+		}
+	}
+	// A pod with no GID of its own address (the device has none): it prints why and nothing else.
+	d := sampleData("roce", 1, 2)
+	d.Command = "/bin/sh -c " + perftest.Command{Test: "ib_write_bw", Device: "mlx5_3", GIDFromAddress: true}.ServerScript()
+	text := mustRender(t, "perftest/server.txt", d)
+	if _, fail := perftest.FindGIDChoice([]byte(text)); fail == "" || strings.Contains(text, "Waiting for client") {
+		t.Errorf("failed choice:\n%s", text)
 	}
 }
