@@ -67,12 +67,10 @@ func TestLogsOfPendingJob(t *testing.T) {
 	if _, errOut, code := c.ain(t, "train", "qlora", "--name", "pend", "--set", "gpusPerNode=16", "--skip-preflight", "--no-wait"); code != 0 {
 		t.Fatalf("submit: exit %d\n%s", code, errOut)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(c.pods(t, "training.kubeflow.org/job-name=pend")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the operator made no pods")
-		}
-		time.Sleep(500 * time.Millisecond)
+	if _, ok := sandboxtest.Poll(60*time.Second, 500*time.Millisecond, func() bool {
+		return len(c.pods(t, "training.kubeflow.org/job-name=pend")) > 0
+	}); !ok {
+		t.Fatal("the operator made no pods")
 	}
 	out, errOut, code := c.ain(t, "logs", "pend")
 	t.Logf("exit %d\n%s\n%s", code, out, errOut)

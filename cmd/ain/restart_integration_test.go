@@ -66,21 +66,16 @@ func trainThrough(t *testing.T, c *cluster, name string, fault func()) trainResu
 		o, e, code := c.ain(t, "train", "qlora", "--name", name, "--set", "metadata.labels.ain-sim=long", "--timeout", "4m")
 		done <- trainResult{o, e, code}
 	}()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	if _, ok := sandboxtest.Poll(90*time.Second, 500*time.Millisecond, func() bool {
 		running := 0
 		for _, p := range c.pods(t, "training.kubeflow.org/job-name="+name) {
 			if p.Status.Phase == corev1.PodRunning {
 				running++
 			}
 		}
-		if running == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job's pods did not start")
-		}
-		time.Sleep(500 * time.Millisecond)
+		return running == 3
+	}); !ok {
+		t.Fatal("the job's pods did not start")
 	}
 	fault()
 	r := <-done

@@ -173,16 +173,12 @@ func TestTrainQLoRAEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "PyTorchJob/qlora") {
 		t.Errorf("delete: exit %d %s", code, out)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		left := c.pods(t, jobs.LabelRun+"=qlora")
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pods of the run left after delete", len(left))
-		}
-		time.Sleep(500 * time.Millisecond)
+	var left []corev1.Pod
+	if _, ok := sandboxtest.Poll(30*time.Second, 500*time.Millisecond, func() bool {
+		left = c.pods(t, jobs.LabelRun+"=qlora")
+		return len(left) == 0
+	}); !ok {
+		t.Fatalf("%d pods of the run left after delete", len(left))
 	}
 	for _, gvr := range []string{"pytorchjobs"} {
 		l, err := c.sb.Dynamic(t).Resource(jobs.PyTorchJobGVR).Namespace(c.ns).List(context.Background(), metav1.ListOptions{LabelSelector: jobs.LabelRun + "=qlora"})
@@ -261,15 +257,14 @@ func restartAPIServer(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	for t0 := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err == nil {
-			t.Logf("the API server answers again %s after its start", time.Since(t0).Round(100*time.Millisecond))
-			return
-		}
-		if time.Since(t0) > 60*time.Second {
-			t.Fatal("the API server is not ready 60 s after its start")
-		}
+	took, ok := sandboxtest.Poll(60*time.Second, 100*time.Millisecond, func() bool {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		return err == nil
+	})
+	if !ok {
+		t.Fatal("the API server is not ready 60 s after its start")
 	}
+	t.Logf("the API server answers again %s after its start", took.Round(100*time.Millisecond))
 }
 
 func TestWatchSurvivesAPIServerRestart(t *testing.T) {

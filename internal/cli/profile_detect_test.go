@@ -235,19 +235,16 @@ func detect(t *testing.T, args ...string) (p *profile.Profile, out, errOut strin
 func noProbePods(t *testing.T, sb *sandboxtest.Sandbox) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		l, err := sb.Clientset(t).CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: preflight.LabelProbe + "=ib-ports"})
+	var l *corev1.PodList
+	if _, ok := sandboxtest.Poll(20*time.Second, 500*time.Millisecond, func() bool {
+		var err error
+		l, err = sb.Clientset(t).CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: preflight.LabelProbe + "=ib-ports"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(l.Items) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d probe pod(s) left behind, e.g. %s/%s", len(l.Items), l.Items[0].Namespace, l.Items[0].Name)
-		}
-		time.Sleep(500 * time.Millisecond)
+		return len(l.Items) == 0
+	}); !ok {
+		t.Fatalf("%d probe pod(s) left behind, e.g. %s/%s", len(l.Items), l.Items[0].Namespace, l.Items[0].Name)
 	}
 }
 
@@ -292,16 +289,12 @@ func createNAD(t *testing.T, sb *sandboxtest.Sandbox, ns, name, config string) {
 		"metadata": map[string]any{"name": name, "namespace": ns, "annotations": map[string]any{"k8s.v1.cni.cncf.io/resourceName": "rdma/rdma_shared_device_a"}},
 		"spec":     map[string]any{"config": config},
 	}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := sb.Dynamic(t).Resource(preflight.NADResource).Namespace(ns).Create(context.Background(), nad, metav1.CreateOptions{})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("create the NAD %s: %v", name, err)
-		}
-		time.Sleep(300 * time.Millisecond)
+	var err error
+	if _, ok := sandboxtest.Poll(30*time.Second, 300*time.Millisecond, func() bool {
+		_, err = sb.Dynamic(t).Resource(preflight.NADResource).Namespace(ns).Create(context.Background(), nad, metav1.CreateOptions{})
+		return err == nil
+	}); !ok {
+		t.Fatalf("create the NAD %s: %v", name, err)
 	}
 }
 

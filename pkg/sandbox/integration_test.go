@@ -490,16 +490,13 @@ func TestIntegrationScenarioProbe(t *testing.T) {
 		ready bool
 	}{{"gpu-node-1", true}, {"gpu-node-2", false}} {
 		name := "probe-" + c.node
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-			if err == nil && p.Status.Phase == corev1.PodSucceeded {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not succeed: %v %v", name, p.Status.Phase, p.Annotations)
-			}
-			time.Sleep(250 * time.Millisecond)
+		var p *corev1.Pod
+		if _, ok := sandboxtest.Poll(60*time.Second, 250*time.Millisecond, func() bool {
+			var err error
+			p, err = cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+			return err == nil && p.Status.Phase == corev1.PodSucceeded
+		}); !ok {
+			t.Fatalf("%s did not succeed: %v %v", name, p.Status.Phase, p.Annotations)
 		}
 		rep, err := ibport.Parse(strings.NewReader(podLog(t, cs, ns, name)))
 		if err != nil || rep.Ready != c.ready || len(rep.Ports) == 0 {
@@ -532,16 +529,11 @@ func TestIntegrationPortForward(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if _, ok := sandboxtest.Poll(30*time.Second, 200*time.Millisecond, func() bool {
 		got, err := cs.CoreV1().Pods(ns).Get(context.Background(), p.Name, metav1.GetOptions{})
-		if err == nil && got.Status.Phase == corev1.PodRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod not running")
-		}
-		time.Sleep(200 * time.Millisecond)
+		return err == nil && got.Status.Phase == corev1.PodRunning
+	}); !ok {
+		t.Fatalf("pod not running")
 	}
 	transport, upgrader, err := spdy.RoundTripperFor(sb.REST)
 	if err != nil {
