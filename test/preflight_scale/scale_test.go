@@ -56,6 +56,8 @@ type counts struct {
 	// others counts the other clients' requests between first and last, by user: the simulated
 	// kubelets (kwok, the sandbox agent) and the controllers, the server-side cost of the run.
 	others map[string]int
+	// otherVerbs splits others by user, verb and resource ("kwok patch pods/status").
+	otherVerbs map[string]int
 	// ended are the offsets (s) at which the simulated kubelet (kwok) ended each IB probe pod: its
 	// second status patch (Running, then Succeeded or Failed).
 	ended []float64
@@ -141,7 +143,7 @@ func eachAuditEvent(t testing.TB, sb *sandboxtest.Sandbox, substr string, f func
 // other clients' requests while they ran.
 func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 	t.Helper()
-	c := counts{byVerb: map[string]int{}, others: map[string]int{}, trails: map[string][]string{}}
+	c := counts{byVerb: map[string]int{}, others: map[string]int{}, otherVerbs: map[string]int{}, trails: map[string][]string{}}
 	eachAuditEvent(t, sb, ua, func(ev *auditEvent) {
 		if ev.UserAgent != ua {
 			return
@@ -185,10 +187,15 @@ func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 			return
 		}
 		user := strings.TrimPrefix(ev.User.Username, "ain-sandbox:")
+		ref := ev.ObjectRef
 		if ev.UserAgent != ua {
 			c.others[user]++
+			what := ev.RequestURI
+			if ref != nil {
+				what = strings.TrimSuffix(ref.Resource+"/"+ref.Subresource, "/")
+			}
+			c.otherVerbs[user+" "+ev.Verb+" "+what]++
 		}
-		ref := ev.ObjectRef
 		if ref == nil || ref.Resource != "pods" || !strings.HasPrefix(ref.Name, "ain-ibprobe-") {
 			return
 		}
@@ -438,6 +445,15 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 		fmt.Fprintf(&w, "other clients' requests meanwhile (the simulated kubelets: kwok, agent):\n")
 		for _, u := range users {
 			row("  "+u, float64(cSmall.others[u]), float64(cAll.others[u]), "")
+		}
+		fmt.Fprintf(&w, "their most frequent requests:\n")
+		var kinds []string
+		for k := range cAll.otherVerbs {
+			kinds = append(kinds, k)
+		}
+		sort.Slice(kinds, func(i, j int) bool { return cAll.otherVerbs[kinds[i]] > cAll.otherVerbs[kinds[j]] })
+		for _, k := range kinds[:min(len(kinds), 12)] {
+			row("  "+k, float64(cSmall.otherVerbs[k]), float64(cAll.otherVerbs[k]), "")
 		}
 		fmt.Fprintf(&w, "CPU time during the run, by process (the machine has %d cores):\n", runtime.NumCPU())
 		var procs []string
