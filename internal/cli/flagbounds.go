@@ -8,6 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // Flag values are checked when the flags are parsed, before a command does anything, with an
@@ -20,6 +21,17 @@ func positiveDuration(name string) func(*ucli.Context, time.Duration) error {
 	return func(c *ucli.Context, d time.Duration) error {
 		if d <= 0 {
 			return ainerr.Usagef("--%s %s: give a positive duration (e.g. 90s, 30m, 2h), or leave it out%s", name, d, flagDefault(c, name))
+		}
+		return nil
+	}
+}
+
+// imageReference refuses a --name that is not an image reference the kubelet would pull (the
+// pod would sit in InvalidImageName until the probe timeout; recipe.CheckImageRef has the grammar).
+func imageReference(name string) func(*ucli.Context, string) error {
+	return func(_ *ucli.Context, s string) error {
+		if err := recipe.CheckImageRef(s); err != nil {
+			return ainerr.Usagef("--%s %q: %v: give an image reference such as busybox:1.36 or registry.example.com/tools/busybox:1.36", name, s, err)
 		}
 		return nil
 	}

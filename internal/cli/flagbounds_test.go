@@ -34,6 +34,11 @@ func TestFlagBounds(t *testing.T) {
 		{[]string{"bench", "allreduce", "--gpus-per-node", "0"}, "--gpus-per-node 0"},
 		{[]string{"render", "qlora", "--set", "nodes=5000"}, "spec.nodes: must be at most 4096, got 5000"},
 		{[]string{"render", "vllm", "--set", "replicas=1000000"}, "spec.replicas: must be at most 1024"},
+		// An image the kubelet would refuse (InvalidImageName) is refused here, naming the flag.
+		{[]string{"preflight", "--probe-image", "Busybox:1.36"}, `--probe-image "Busybox:1.36": invalid reference format: repository name (library/Busybox) must be lowercase`},
+		{[]string{"profile", "detect", "--probe-image", "busybox:1.36:x"}, `--probe-image "busybox:1.36:x": invalid reference format: give an image reference`},
+		{[]string{"bench", "rdma", "--image", "mellanox/cuda-perftest@sha256:abc"}, `--image "mellanox/cuda-perftest@sha256:abc": invalid reference format`},
+		{[]string{"bench", "rdma", "--tcp-image", " "}, `--tcp-image " "`},
 		{[]string{"train", "qlora", "-o", "xml"}, "-o xml"},
 		{[]string{"list", "-o", "xml"}, "-o xml"},
 		{[]string{"status", "x", "-o", "xml"}, "-o xml"},
@@ -65,5 +70,15 @@ func TestSaveLogsCheckedFirst(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(ok); err != nil || len(entries) != 0 {
 		t.Fatalf("the check left files behind: %v %v", entries, err)
+	}
+}
+
+// imageReference takes what the kubelet pulls: tags, registries with ports, digests.
+func TestImageReferenceAccepts(t *testing.T) {
+	for _, s := range []string{"busybox", "busybox:1.36", "mellanox/cuda-perftest:latest", "registry.example.com:5000/tools/busybox:1.36",
+		"busybox@sha256:" + strings.Repeat("ab", 32), "localhost/probe"} {
+		if err := imageReference("probe-image")(nil, s); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func (a *App) preflightCommand() *ucli.Command {
 		Flags: append(o.recipeInput.flags(),
 			&ucli.StringFlag{Name: "nodes", Usage: "label `SELECTOR` narrowing the candidate nodes (on top of the profile's nodeSelector)", Destination: &o.Nodes},
 			outputFlag(&o.Output, "table", "table (plain columns off a terminal) or json", "json"),
-			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage},
+			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage, Action: imageReference("probe-image")},
 			&ucli.DurationFlag{Name: "probe-timeout", Value: 2 * time.Minute, Usage: "how long the probe pods may take", Destination: &o.ProbeTimeout},
 			&ucli.BoolFlag{Name: "no-probes", Usage: "skip the probe pods (IB ports, DNS): API-only checks", Destination: &o.NoProbes},
 			&ucli.StringFlag{Name: "job", Usage: "a running job whose Service names the DNS check resolves (default: every running ain PyTorchJob or TrainJob)", Destination: &o.Job},

@@ -46,7 +46,7 @@ func (a *App) profileDetectCommand() *ucli.Command {
 			outputFlag(&o.Output, "yaml", "yaml (a profile file with origin comments) or json", "json"),
 			&ucli.BoolFlag{Name: "no-probes", Usage: "read the API only (no probe pods: for read-only users); HCAs, rate and GID index stay undetected", Destination: &o.NoProbes},
 			&ucli.BoolFlag{Name: "every-node", Usage: "probe every GPU node, not one per pool (finds the node whose ports differ)", Destination: &o.EveryNode},
-			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage},
+			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage, Action: imageReference("probe-image")},
 			&ucli.DurationFlag{Name: "probe-timeout", Value: 2 * time.Minute, Usage: "how long the probe pods may take", Destination: &o.ProbeTimeout, Action: positiveDuration("probe-timeout")},
 		},
 		Action: func(c *ucli.Context) error {

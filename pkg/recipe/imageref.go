@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// CheckImageRef is checkImageRef for an image named outside a recipe (a command's --probe-image,
+// --image): nil when the kubelet would accept s as an image reference, else why not.
+func CheckImageRef(s string) error { return checkImageRef(s) }
+
 // checkImageRef is nil when s is an image reference distribution/reference's
 // ParseNormalizedNamed (v0.6.0, the parser containerd and the kubelet use) accepts, else an
 // error with its message, go-digest's for a bad digest. Not that package itself: it compiles
