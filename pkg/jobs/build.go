@@ -430,7 +430,10 @@ func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubefl
 	}
 	one := int32(1)
 	workers := int32(m.Nodes)
-	slots := int32(max(m.GPUsPerNode, 1))
+	// The training-operator writes slotsPerWorker into the hostfile as each worker's slots
+	// (training-operator v1.8.1 pkg/controller.v1/mpi/mpijob_controller.go newConfigMap): the
+	// ranks per node, as mpirun's -npernode says, not the GPUs (they differ under -g N).
+	slots := mpiSlots(m)
 	restart := kubeflowv1.RestartPolicyNever
 	return &kubeflowv1.MPIJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kubeflowv1.SchemeGroupVersion.String(), Kind: kubeflowv1.MPIJobKind},

@@ -203,8 +203,8 @@ func TestMPIJob(t *testing.T) {
 }
 
 // TestMPIRanksPerNode: with nccl-tests' -g N one rank drives N GPUs, so mpirun starts
-// gpusPerNode/N ranks per node (at least one), and the v2beta1 MPIJob's slotsPerWorker agrees
-// with the launcher's -npernode.
+// gpusPerNode/N ranks per node (at least one), and the slotsPerWorker of the v2beta1 and the
+// kubeflow.org/v1 MPIJob agree with the launcher's -npernode.
 func TestMPIRanksPerNode(t *testing.T) {
 	p, err := profile.Load(profile.Options{Fabric: profile.FabricIB, Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -230,6 +230,13 @@ func TestMPIRanksPerNode(t *testing.T) {
 		}
 		if *j.Spec.SlotsPerWorker != c.slots {
 			t.Errorf("-g %s: v2beta1 slotsPerWorker %d, want %d", c.g, *j.Spec.SlotsPerWorker, c.slots)
+		}
+		j1, err := buildMPIJob(r, p, "allreduce", "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *j1.Spec.SlotsPerWorker != c.slots {
+			t.Errorf("-g %s: kubeflow.org/v1 slotsPerWorker %d, want %d", c.g, *j1.Spec.SlotsPerWorker, c.slots)
 		}
 	}
 }
