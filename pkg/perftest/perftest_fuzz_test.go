@@ -2,6 +2,7 @@ package perftest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
@@ -29,6 +30,30 @@ func FuzzParse(f *testing.F) {
 				}
 			}
 			_ = r.Best()
+		}
+	})
+}
+
+// FuzzFindGIDChoice: no pod log may panic the reader of the in-pod GID choice; a choice it
+// returns has an index, and printed again (GIDChoiceLine) it reads back the same.
+func FuzzFindGIDChoice(f *testing.F) {
+	f.Add([]byte(GIDChoiceLine(GIDChoice{Index: 15, Device: "mlx5_0", Port: 1, Address: "192.168.100.11", Netdev: "net1"}) + "\n----\n"))
+	f.Add([]byte("ain-gid: FAIL: no RoCE v2 GID of the pod's address 192.168.100.11\n"))
+	f.Add([]byte("ain-gid: index=x device= port=-1\nain-gid: index=3\n"))
+	f.Fuzz(func(t *testing.T, log []byte) {
+		ch, fail := FindGIDChoice(log)
+		if ch == nil {
+			return
+		}
+		if ch.Index < 0 || fail != "" {
+			t.Fatalf("choice %+v with failure %q", ch, fail)
+		}
+		if strings.ContainsAny(ch.Device+ch.Address+ch.Netdev, " \t\n") {
+			return // a field with blanks does not survive a line of key=value words
+		}
+		again, _ := FindGIDChoice([]byte(GIDChoiceLine(*ch)))
+		if again == nil || *again != *ch {
+			t.Fatalf("%+v reads back as %+v", ch, again)
 		}
 	})
 }
