@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ain-hpc/ain/pkg/perftest"
 )
 
 func readPerftest(t *testing.T, name string) []byte {
@@ -138,5 +140,33 @@ func TestLastAllreduce(t *testing.T) {
 	r.UseNCCL(res, path)
 	if r.NCCL == nil || r.NCCL.Variant != "ring" || r.NCCL.BusbwGbps != 188 || r.NCCL.Nodes != 3 {
 		t.Errorf("NCCL ref %+v", r.NCCL)
+	}
+}
+
+// UseGIDChoices: each pod's own choice is recorded (the client's is GIDIndex, the server's may
+// differ), the source names pod and address; a pod that found no GID is a problem with its reason,
+// and no "perftest used GID 0" note follows.
+func TestUseGIDChoices(t *testing.T) {
+	line := func(idx int, addr string) []byte {
+		return []byte(perftest.GIDChoiceLine(perftest.GIDChoice{Index: idx, Device: "mlx5_0", Port: 1, Address: addr, Netdev: "net1"}) + "\n---\n")
+	}
+	r := &RDMAResult{Server: "gpu-1", Client: "gpu-2", Fabric: "roce", GIDIndexSource: GIDInPodSource}
+	ch := r.UseGIDChoices("ain-perftest-server-a", "ain-perftest-client-a", line(7, "192.168.100.11"), line(11, "192.168.100.12"))
+	if ch == nil || ch.Index != 11 || r.GIDIndex == nil || *r.GIDIndex != 11 || len(r.GIDChoices) != 2 || r.GIDChoices[1].Index != 7 || r.GIDChoices[1].Node != "gpu-1" ||
+		r.GIDIndexSource != "index 11 chosen in client pod ain-perftest-client-a from its address 192.168.100.12 (mlx5_0:1, net1); index 7 chosen in server pod ain-perftest-server-a from its address 192.168.100.11 (mlx5_0:1, net1)" {
+		t.Errorf("both chose: %+v %+v", ch, r)
+	}
+	// The server stopped before the client started: its reason, no client.
+	r = &RDMAResult{Server: "gpu-1", Client: "gpu-2", Fabric: "roce", GIDIndexSource: GIDInPodSource}
+	ch = r.UseGIDChoices("ain-perftest-server-b", "", []byte("ain-gid: FAIL: the pod's interface net1 on mlx5_0:1 has no IPv4 address\n"), nil)
+	r.Judge(nil, "not probed")
+	if ch != nil || r.GIDIndex != nil || r.OK || len(r.Problems) != 1 ||
+		r.Problems[0] != "no RoCE GID for perftest in the server pod ain-perftest-server-b on gpu-1: the pod's interface net1 on mlx5_0:1 has no IPv4 address" {
+		t.Errorf("server failed: %+v", r)
+	}
+	for _, n := range r.Notes {
+		if strings.Contains(n, "GID 0") {
+			t.Errorf("note %q after the pods chose", n)
+		}
 	}
 }
