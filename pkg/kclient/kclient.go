@@ -1,6 +1,6 @@
 // Package kclient is the typed Kubernetes client of ain's cluster code: the few built-in
-// resources it reads and writes (pods, nodes, events, namespaces, services, secrets, volumes,
-// deployments, ingresses, leases, access reviews, webhook configurations) and discovery, with
+// resources it reads and writes (pods, nodes, events, namespaces, services, secrets, configmaps,
+// volumes, deployments, ingresses, leases, access reviews, webhook configurations) and discovery, with
 // the method signatures of client-go's generated clientset, so call sites read the same
 // (kc.CoreV1().Pods(ns).List(ctx, opts)) and client-go's fake clientset still serves unit tests
 // (kclienttest.FromClientset).
@@ -83,6 +83,7 @@ type CoreV1 interface {
 	Namespaces() StatusClient[*corev1.Namespace, *corev1.NamespaceList]
 	Services(namespace string) StatusClient[*corev1.Service, *corev1.ServiceList]
 	Secrets(namespace string) Client[*corev1.Secret, *corev1.SecretList]
+	ConfigMaps(namespace string) Client[*corev1.ConfigMap, *corev1.ConfigMapList]
 	PersistentVolumes() StatusClient[*corev1.PersistentVolume, *corev1.PersistentVolumeList]
 	PersistentVolumeClaims(namespace string) StatusClient[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]
 }
@@ -250,6 +251,10 @@ func (c core) Services(ns string) StatusClient[*corev1.Service, *corev1.ServiceL
 
 func (c core) Secrets(ns string) Client[*corev1.Secret, *corev1.SecretList] {
 	return list(c.rc, "secrets", ns, func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} })
+}
+
+func (c core) ConfigMaps(ns string) Client[*corev1.ConfigMap, *corev1.ConfigMapList] {
+	return list(c.rc, "configmaps", ns, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} })
 }
 
 func (c core) PersistentVolumes() StatusClient[*corev1.PersistentVolume, *corev1.PersistentVolumeList] {

@@ -3,10 +3,12 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,6 +72,70 @@ func TestCleanupShards(t *testing.T) {
 				if matched[p.Name] != 1 {
 					t.Errorf("pod %s matched %d selectors", p.Name, matched[p.Name])
 				}
+			}
+		})
+	}
+}
+
+// A large run's pods are owned by a ConfigMap made for the run, and its cleanup is one delete of
+// that ConfigMap with propagationPolicy Background (the garbage collector deletes the pods); a
+// small run, or one whose ConfigMap cannot be made or deleted, is left to cleanupProbes.
+func TestLargeRunHandedToTheGarbageCollector(t *testing.T) {
+	forbidden := func(verb string) k8stesting.ReactionFunc {
+		return func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", fmt.Errorf("cannot %s configmaps", verb))
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		pods     int
+		deny     string // "create" or "delete": the ConfigMap verb refused
+		owned    bool
+		handedOn bool
+	}{
+		{"large", 200, "", true, true},
+		{"small", 64, "", false, false},
+		{"no right to create", 200, "create", false, false},
+		{"no right to delete", 200, "delete", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			if c.deny != "" {
+				cs.PrependReactor(c.deny, "configmaps", forbidden(c.deny))
+			}
+			var said []string
+			o := Options{Namespace: "ns", Kube: kclienttest.FromClientset(cs), Progress: func(s string) { said = append(said, s) }}
+			var pods []*corev1.Pod
+			for i := range c.pods {
+				pods = append(pods, probePod(o, "run1", probeIB, fmt.Sprintf("p%d", i), fmt.Sprintf("n%d", i), "true", nil, false))
+			}
+			owner := ownProbes(o, "run1", probeIB, pods)
+			for _, p := range pods {
+				refs := p.OwnerReferences
+				if got := len(refs) == 1 && refs[0].Kind == "ConfigMap" && refs[0].Name == "ain-probe-run1"; got != c.owned {
+					t.Fatalf("pod %s owner references %+v, want owned by the run's ConfigMap: %v", p.Name, refs, c.owned)
+				}
+			}
+			if got := handOff(o, owner, len(pods)); got != c.handedOn {
+				t.Fatalf("handed to the garbage collector: %v, want %v", got, c.handedOn)
+			}
+			var deletes []k8stesting.DeleteActionImpl
+			for _, a := range cs.Actions() {
+				if d, ok := a.(k8stesting.DeleteActionImpl); ok && a.GetResource().Resource == "configmaps" {
+					deletes = append(deletes, d)
+				}
+			}
+			if !c.handedOn {
+				if len(said) > 0 {
+					t.Errorf("said %q without handing the pods on", said)
+				}
+				return
+			}
+			if len(deletes) != 1 || deletes[0].GetName() != "ain-probe-run1" || deletes[0].DeleteOptions.PropagationPolicy == nil || *deletes[0].DeleteOptions.PropagationPolicy != metav1.DeletePropagationBackground {
+				t.Errorf("want one delete of configmap ain-probe-run1 with propagationPolicy Background: %+v", deletes)
+			}
+			if len(said) != 1 || !strings.Contains(said[0], "200 probe pods left to the garbage collector") || !strings.Contains(said[0], "ain.dev/probe-run=run1") {
+				t.Errorf("said %q", said)
 			}
 		})
 	}

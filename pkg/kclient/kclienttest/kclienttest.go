@@ -64,6 +64,10 @@ func (c core) Services(ns string) kclient.StatusClient[*corev1.Service, *corev1.
 func (c core) Secrets(ns string) kclient.Client[*corev1.Secret, *corev1.SecretList] {
 	return c.c.Secrets(ns)
 }
+
+func (c core) ConfigMaps(ns string) kclient.Client[*corev1.ConfigMap, *corev1.ConfigMapList] {
+	return c.c.ConfigMaps(ns)
+}
 func (c core) PersistentVolumes() kclient.StatusClient[*corev1.PersistentVolume, *corev1.PersistentVolumeList] {
 	return c.c.PersistentVolumes()
 }
