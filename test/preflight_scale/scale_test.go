@@ -298,7 +298,7 @@ func TestPreflight200Nodes(t *testing.T) {
 		t.Errorf("the run's owner ConfigMap: %d creates, %d deletes, want 1 and 1", c, d)
 	}
 	left := 0
-	took, ok := sandboxtest.Poll(3*time.Minute, time.Second, func() bool {
+	took, ok := sandboxtest.Poll(5*time.Minute, time.Second, func() bool {
 		l, err := sb.Client(t).CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
 		left = len(l.Items)
 		return err == nil && left == 0
