@@ -382,16 +382,20 @@ func hostnames(n int) string {
 // one worker at 50 requests/s): 100 nodes 6.5-14.5 s and 230 requests, 1000 nodes 74.7-150.6 s
 // (123.2 s in the run beside the one below) and 2031 requests; list calls 3 for both.
 //
-// After (results in the termination message, creates through kube.Clients.FanOut, the agent
-// and kwok working per node side by side as kubelets do): 100 nodes 5.0-5.8 s and 132 requests,
-// 1000 nodes 32.0-37.1 s (two runs) and 1034 requests (7.8x for 10x the nodes: the fixed ~32 are
-// discovery, 21 access reviews and the lists; the rest is one create per node); list calls 4 for
-// both. In the 32 s run ain's creates were done at 4.5 s (5.6 s in the other); the simulated
-// kubelets ended half the pods by 17.5 s (20.6 s) and the last at 26.4 s (30.3 s): every pod
-// costs them 7-8 requests, 3 from the agent and 4-5 from kwok, against ain's 1; the server's
-// DeleteCollection of 1000 pods took the rest. The API server then used most of one core, the
-// machine's other clients the rest: a run with twice the simulator workers took 42.7 s,
-// creates included (10.6 s), so the figure is CPU-bound here and the 30 s target is not met.
+// Session 3 (results in the termination message, creates through kube.Clients.FanOut, the
+// agent and kwok working per node side by side as kubelets do): 100 nodes 5.0-5.8 s and 132
+// requests, 1000 nodes 32.0-37.1 s and 1034 requests; the last ~5 s were the server's
+// DeleteCollection of 1000 pods (one worker: kube-apiserver --delete-collection-workers).
+//
+// Now (a run of more than 64 pods is owned by a ConfigMap whose deletion hands the pods to the
+// garbage collector; the agent no longer lists a probe run's pods for every pod), same machine,
+// little else running: 100 nodes 5.3 s and 133 requests, 1000 nodes 25.7 s and 1034 requests
+// (4.8x the time and 7.8x the requests for 10x the nodes; list calls 4 for both). ain's creates
+// were done at 4.2 s, the simulated kubelets ended half the pods by 17.8 s and the last at
+// 25.6 s, and the cleanup took 0.1 s; the collector removed the pods within 49 s after. CPU in
+// that run: kube-apiserver 20.4 s, agent 10.1 s, kwok 6.9 s, kube-controller-manager 2.9 s,
+// etcd 2.7 s, ain 1.3 s: the figure is the simulator's, on the 2 cores it shares. With the two
+// cores also busy (other builds and tests, load 4-7) the same run took 35-54 s.
 func BenchmarkPreflightGrowth(b *testing.B) {
 	sb := sandboxtest.Get(b)
 	for i := 0; i < b.N; i++ {
