@@ -6,13 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
@@ -43,25 +41,7 @@ func TestLeastPrivilegeRole(t *testing.T) {
 	if _, err := c.cs.RbacV1().RoleBindings(c.ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	exp := int64(3600)
-	tr, err := c.cs.CoreV1().ServiceAccounts(c.ns).CreateToken(ctx, "student", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil || tr.Status.Token == "" {
-		t.Fatalf("token request: %v", err)
-	}
-	admin, err := clientcmd.LoadFromFile(c.sb.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["sb"] = cluster
-	kc.AuthInfos["student"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["student"] = &clientcmdapi.Context{Cluster: "sb", AuthInfo: "student", Namespace: c.ns}
-	kc.CurrentContext = "student"
-	path := filepath.Join(t.TempDir(), "student.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
+	path := c.sb.ServiceAccountKubeconfig(t, c.ns, "student")
 	// The token really is a namespaced user: it cannot list nodes.
 	if _, err := clientFor(t, path).CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
 		t.Fatal("the student can list nodes: the test would prove nothing")

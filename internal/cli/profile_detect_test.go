@@ -4,20 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -179,24 +175,7 @@ func TestProfileDetectProbeForbidden(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	exp := int64(3600)
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "reader", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := clientcmd.LoadFromFile(sb.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["sb"] = admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
-	kc.AuthInfos["reader"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["reader"] = &clientcmdapi.Context{Cluster: "sb", AuthInfo: "reader", Namespace: ns}
-	kc.CurrentContext = "reader"
-	path := filepath.Join(t.TempDir(), "reader.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
+	path := sb.ServiceAccountKubeconfig(t, ns, "reader")
 	code, out, errOut := runBenchCLI(t, "profile", "detect", "--kubeconfig", path)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)

@@ -35,11 +35,14 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/sandbox"
@@ -196,6 +199,33 @@ func newClient[C any](t testing.TB, cfg *rest.Config, newForConfig func(*rest.Co
 		t.Fatal(err)
 	}
 	return c
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig (in the test's temporary folder) that acts as
+// ServiceAccount sa of namespace ns with a real token from the TokenRequest API (valid one
+// hour), and returns its path: what a user given only that account's rights would run ain with.
+func (s *Sandbox) ServiceAccountKubeconfig(t testing.TB, ns, sa string) string {
+	t.Helper()
+	exp := int64(3600)
+	tr, err := s.Clientset(t).CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil || tr.Status.Token == "" {
+		t.Fatalf("token request for %s/%s: %v", ns, sa, err)
+	}
+	admin, err := clientcmd.LoadFromFile(s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["sandbox"] = admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts[sa] = &clientcmdapi.Context{Cluster: "sandbox", AuthInfo: sa, Namespace: ns}
+	kc.CurrentContext = sa
+	path := filepath.Join(t.TempDir(), sa+".kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Namespace creates a namespace for this test, deleted when the test ends.
