@@ -176,7 +176,11 @@ func TestBenchRDMASandboxRoCE(t *testing.T) {
 	if !strings.Contains(res.ClientLog, "ain-gid: index=3 device=mlx5_0 port=1 address=10.10.2.11 netdev=net1") {
 		t.Errorf("client log:\n%s", res.ClientLog)
 	}
-	t.Logf("server address %s (%s)", res.ServerIP, res.IPSource)
+	// Multus writes network-status before the pod runs (the sandbox's agent does the same), so the
+	// server's address is the one on the RoCE network, never the pod IP it falls back to.
+	if res.ServerIP != "10.10.1.11" || !strings.HasPrefix(res.IPSource, "Multus network ") {
+		t.Errorf("server address %s (%s): want 10.10.1.11 from the Multus network-status", res.ServerIP, res.IPSource)
+	}
 	res = run("--gid-index", "5")
 	if res.GIDIndex == nil || *res.GIDIndex != 5 || len(res.GIDChoices) != 0 || !strings.HasPrefix(res.GIDIndexSource, "--gid-index 5") || strings.Contains(res.ClientLog, "ain-gid") {
 		t.Errorf("--gid-index 5: index %v, source %q, choices %+v", res.GIDIndex, res.GIDIndexSource, res.GIDChoices)

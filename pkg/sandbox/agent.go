@@ -243,6 +243,14 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		rule := matchRule(a.sc, pod, a.st.Config.Fabric, a.workersReady)
 		want := plan(a.sc, rule, pod)
 		a.mu.Unlock()
+		// Real Multus writes network-status during the pod sandbox's CNI ADD, before the
+		// kubelet reports the pod Running; readers (bench rdma's server address, profile
+		// detect) may look as soon as the pod runs. So it is written with the plan, before
+		// kwok's stages start the pod; the default network's address is added once kwok has
+		// given the pod its IP (below).
+		if st := networkStatus(pod); st != "" && pod.Annotations[annoNetworkStatus] == "" {
+			want[annoNetworkStatus] = st
+		}
 		return a.annotate(ctx, pod, want)
 	}
 	if _, ok := ann[AnnoLogs]; ok || pod.Status.PodIP == "" {
@@ -265,8 +273,8 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		file = "none"
 	}
 	ann = map[string]string{AnnoLogs: file}
-	if st := networkStatus(pod); st != "" && pod.Annotations[annoNetworkStatus] == "" {
-		ann[annoNetworkStatus] = st
+	if st := networkStatus(pod); st != "" && ownNetworkStatus(pod) {
+		ann[annoNetworkStatus] = st // now with the pod IP on the default network
 	}
 	if msg != "" {
 		ann[AnnoTerminationMessage] = msg

@@ -60,3 +60,15 @@ func networkStatus(pod *corev1.Pod) string {
 	b, _ := json.Marshal(status)
 	return string(b)
 }
+
+// ownNetworkStatus says whether pod's network-status is absent or the one the agent wrote before
+// the pod had an IP, so it may be (re)written; one someone else wrote is kept.
+func ownNetworkStatus(pod *corev1.Pod) bool {
+	cur := pod.Annotations[annoNetworkStatus]
+	if cur == "" {
+		return true
+	}
+	early := pod.DeepCopy()
+	early.Status.PodIP = ""
+	return cur == networkStatus(early)
+}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,22 @@ func TestNetworkStatus(t *testing.T) {
 		got[2].Name != "ml/roce-rail1" || got[2].Interface != "rdma1" || got[2].IPs[0] != "10.10.2.12" {
 		t.Errorf("%+v", got)
 	}
+	// Written before the pod has an IP (with the plan), then again once it has one; a
+	// network-status someone else wrote is left alone.
+	early := pod.DeepCopy()
+	early.Status.PodIP = ""
+	pod.Annotations[annoNetworkStatus] = networkStatus(early)
+	if !ownNetworkStatus(pod) || strings.Contains(pod.Annotations[annoNetworkStatus], "10.244.2.7") {
+		t.Errorf("the early network-status is the agent's own and has no pod IP: %s", pod.Annotations[annoNetworkStatus])
+	}
+	pod.Annotations[annoNetworkStatus] = `[{"name":"other","interface":"eth0","default":true}]`
+	if ownNetworkStatus(pod) {
+		t.Error("a network-status written by someone else would be overwritten")
+	}
 	pod.Annotations = nil
+	if !ownNetworkStatus(pod) {
+		t.Error("no network-status yet: the agent may write one")
+	}
 	if s := networkStatus(pod); s != "" {
 		t.Errorf("no networks asked, got %s", s)
 	}
