@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
+	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
@@ -100,12 +100,12 @@ func isUsageFromCLI(err error) bool {
 
 // flagParseError is the Go flag package's "invalid value %q for flag -%s: %v" (urfave/cli parses
 // with it): one dash, and "parse error" for a number that is not one.
-var flagParseError = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): (.*)$`)
+var flagParseError = lazyre.New(`^invalid value "(.*)" for flag -([^:]+): (.*)$`)
 
 // flagValueError says a bad flag value the way ain's own checks do: the flag as typed (--name),
 // the value, and what the flag takes (from its type among flags; "parse error" says nothing).
 func flagValueError(err error, flags []ucli.Flag) error {
-	m := flagParseError.FindStringSubmatch(err.Error())
+	m := flagParseError().FindStringSubmatch(err.Error())
 	if m == nil {
 		return err
 	}

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/nccl"
 )
 
@@ -150,7 +150,7 @@ func Analyze(r *VariantResult, raw []byte, fabric string) {
 	r.Valid = len(r.Problems) == 0
 }
 
-var tuningRE = regexp.MustCompile(`AllReduce: (\d+) Bytes -> Algo (\S+) proto (\S+)`)
+var tuningRE = lazyre.New(`AllReduce: (\d+) Bytes -> Algo (\S+) proto (\S+)`)
 
 // TuningPerSize reads NCCL's per-size choices from TUNING lines
 // ("AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE ..."), one entry per size (the first seen).
@@ -164,7 +164,7 @@ func TuningPerSize(raw []byte) []SizeChoice {
 		if !bytes.Contains(line, []byte("Bytes -> Algo")) {
 			continue
 		}
-		m := tuningRE.FindSubmatch(line)
+		m := tuningRE().FindSubmatch(line)
 		if m == nil {
 			continue
 		}

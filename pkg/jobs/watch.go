@@ -3,8 +3,8 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/kclient"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -477,7 +477,7 @@ func ExplainUnschedulable(pod *corev1.Pod, schedulerMsg string, nodes []corev1.N
 		}
 		parts = append(parts, s)
 	}
-	if m := missingPVCRE.FindStringSubmatch(schedulerMsg); m != nil {
+	if m := missingPVCRE().FindStringSubmatch(schedulerMsg); m != nil {
 		ns := pod.Namespace
 		if ns == "" {
 			ns = "the job's namespace"
@@ -499,7 +499,7 @@ func ExplainUnschedulable(pod *corev1.Pod, schedulerMsg string, nodes []corev1.N
 	return "unschedulable: " + strings.Join(parts, "; ") + " [scheduler: " + schedulerMsg + "]"
 }
 
-var missingPVCRE = regexp.MustCompile(`persistentvolumeclaim "([^"]+)" not found`)
+var missingPVCRE = lazyre.New(`persistentvolumeclaim "([^"]+)" not found`)
 
 func hintFor(resource string) string {
 	switch {

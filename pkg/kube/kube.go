@@ -19,7 +19,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -30,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/kclient"
 )
@@ -236,7 +236,7 @@ func apiMessage(err error) string {
 
 // webhookRE finds the webhook in the API server's error for a webhook it could not call
 // (k8s.io/apiserver pkg/util/webhook ErrCallingWebhook: `failed calling webhook "NAME": REASON`).
-var webhookRE = regexp.MustCompile(`failed calling webhook "([^"]+)"[:;] ?(.*)`)
+var webhookRE = lazyre.New(`failed calling webhook "([^"]+)"[:;] ?(.*)`)
 
 // WebhookName returns the admission webhook an API error says could not be called, and why.
 func WebhookName(err error) (name, reason string) {
@@ -244,7 +244,7 @@ func WebhookName(err error) (name, reason string) {
 	if !errors.As(err, &se) {
 		return "", ""
 	}
-	m := webhookRE.FindStringSubmatch(se.Status().Message)
+	m := webhookRE().FindStringSubmatch(se.Status().Message)
 	if m == nil {
 		return "", ""
 	}

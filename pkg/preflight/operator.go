@@ -3,7 +3,6 @@ package preflight
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kclient"
 	"github.com/ain-hpc/ain/pkg/kube"
@@ -122,7 +122,7 @@ func checkOperators(ctx context.Context, o Options) []Check {
 
 // deniedRE finds the webhook that refused a request (k8s.io/apiserver's admission error:
 // `admission webhook "NAME" denied the request: REASON`).
-var deniedRE = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
+var deniedRE = lazyre.New(`admission webhook "([^"]+)" denied the request`)
 
 // checkWebhook dry-runs the API's probe job. ok is false when the answer says nothing about a
 // webhook (no webhook validates the kind here): the controller checks then speak alone.
@@ -143,7 +143,7 @@ func checkWebhook(ctx context.Context, o Options, api jobs.API, p webhookProbe) 
 			Evidence: []string{"dry-run create of a " + p.kind + ": " + reason},
 			Fix:      fmt.Sprintf("the %s is down or its webhook Service has no ready endpoint: kubectl get pods,endpointslices -A | grep -e %s; kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations | grep kubeflow", controllers[api][0].name, controllers[api][0].deployment)}, true
 	}
-	if m := deniedRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := deniedRE().FindStringSubmatch(err.Error()); m != nil {
 		return Check{Name: CheckOperator, Target: target, Status: Pass,
 			Message: fmt.Sprintf("the admission webhook %q answers (it refused a deliberately invalid %s in a dry run)", m[1], p.kind)}, true
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/ibport"
 )
 
@@ -121,7 +121,7 @@ func nodeReady(n corev1.Node) bool {
 
 // hcaName: the kernel's RDMA device names (mlx5_0, irdma0, bnxt_re0, rxe0, hfi1_0, qedr0); other
 // text in a dump is not a device NCCL_IB_HCA could name.
-var hcaName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
+var hcaName = lazyre.New(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
 
 // ProbeResult is one probe pod's view of its node (pkg/preflight.ProbeFabric runs it).
 type ProbeResult struct {
@@ -272,7 +272,7 @@ func derivePool(r ProbeResult) DetectedProbe {
 			pp.Gbps, _ = ibport.RateGbps(pp.Rate)
 		}
 		switch {
-		case !hcaName.MatchString(pt.Device):
+		case !hcaName().MatchString(pt.Device):
 			pp.Why = fmt.Sprintf("%q is not a device name NCCL_IB_HCA can take", pt.Device)
 		case !pt.Ready:
 			pp.Why = fmt.Sprintf("state %s, physical state %s (%s)", pt.State, orNone(pt.PhysState), pt.Reason)

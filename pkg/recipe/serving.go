@@ -203,7 +203,7 @@ func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if !envNameRE.MatchString(k) {
+		if !envNameRE().MatchString(k) {
 			v.addf("spec.env."+k, "%q is not a valid environment variable name", k)
 		}
 		switch k {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/strict"
 )
@@ -207,7 +207,7 @@ func (r *Recipe) validate(v *validator) {
 	}
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (r *Recipe) validateWorkload(w *Workload, v *validator) {
 	v.required("spec.image", w.Image)
@@ -235,7 +235,7 @@ func (r *Recipe) validateWorkload(w *Workload, v *validator) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(w.Env)) {
 		p := "spec.env." + k
-		if !envNameRE.MatchString(k) {
+		if !envNameRE().MatchString(k) {
 			v.addf(p, "%q is not a valid environment variable name", k)
 		}
 		if strings.HasPrefix(k, "NCCL_") {

@@ -10,10 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/sandbox/bincache"
 )
 
@@ -325,7 +325,7 @@ func buildTrainingOperator(ctx context.Context, b *builder, dir string) error {
 	return copyYAML(filepath.Join(src, "manifests", "base", "crds"), filepath.Join(dir, "crds"))
 }
 
-var replaceLine = regexp.MustCompile(`^\s*(k8s\.io/[A-Za-z0-9._-]+)\s+=>\s+\./staging/`)
+var replaceLine = lazyre.New(`^\s*(k8s\.io/[A-Za-z0-9._-]+)\s+=>\s+\./staging/`)
 
 func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 	tmp, cleanup, err := wrapperDir("kubernetes")
@@ -349,7 +349,7 @@ func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 	fmt.Fprintf(&gomod, "module ain.local/sandbox/kubernetes\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n", KubernetesVersion)
 	n := 0
 	for _, line := range strings.Split(string(raw), "\n") {
-		if m := replaceLine.FindStringSubmatch(line); m != nil {
+		if m := replaceLine().FindStringSubmatch(line); m != nil {
 			fmt.Fprintf(&gomod, "\t%s => %s %s\n", m[1], m[1], KubernetesStagingVer)
 			n++
 		}

@@ -9,12 +9,13 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
 // Problem is one thing wrong with a document.
@@ -97,11 +98,11 @@ func Parse(source string, data []byte) (*Doc, error) {
 	return d, nil
 }
 
-var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var lineRE = lazyre.New(`^yaml: line (\d+): (.*)$`)
 
 func syntaxProblem(source string, err error) Problem {
 	msg := err.Error()
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
+	if m := lineRE().FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return Problem{Source: source, Line: n, Msg: "invalid YAML: " + m[2]}
 	}

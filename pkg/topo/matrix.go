@@ -4,15 +4,16 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
 var (
-	gpuName    = regexp.MustCompile(`^GPU(\d+)$`)
-	nicLegend  = regexp.MustCompile(`(?:^|\s)(NIC\d+)\s*:\s*(\S+)\s*$`)
-	nvLinks    = regexp.MustCompile(`^NV(\d+)$`)
+	gpuName    = lazyre.New(`^GPU(\d+)$`)
+	nicLegend  = lazyre.New(`(?:^|\s)(NIC\d+)\s*:\s*(\S+)\s*$`)
+	nvLinks    = lazyre.New(`^NV(\d+)$`)
 	affinities = [][]string{{"CPU", "Affinity"}, {"NUMA", "Affinity"}, {"GPU", "NUMA", "ID"}}
 )
 
@@ -40,7 +41,7 @@ func ParseMatrix(r io.Reader) (*Topology, error) {
 	for sc.Scan() {
 		lineNo++
 		line := strings.TrimRight(sc.Text(), "\r")
-		if m := nicLegend.FindStringSubmatch(line); m != nil && (inLegend || cols != nil) {
+		if m := nicLegend().FindStringSubmatch(line); m != nil && (inLegend || cols != nil) {
 			legend[m[1]] = m[2]
 			continue
 		}
@@ -113,7 +114,7 @@ func ParseMatrix(r io.Reader) (*Topology, error) {
 	t := &Topology{Source: SourceNvidiaSMI}
 	var nicCols []int
 	for i, c := range cols {
-		if gpuName.MatchString(c) {
+		if gpuName().MatchString(c) {
 			continue
 		}
 		nicCols = append(nicCols, i)
@@ -128,7 +129,7 @@ func ParseMatrix(r io.Reader) (*Topology, error) {
 		t.NICs = append(t.NICs, n)
 	}
 	for _, c := range cols {
-		m := gpuName.FindStringSubmatch(c)
+		m := gpuName().FindStringSubmatch(c)
 		if m == nil {
 			continue
 		}
@@ -148,8 +149,8 @@ func ParseMatrix(r io.Reader) (*Topology, error) {
 			}
 		}
 		for i, other := range cols {
-			if mm := gpuName.FindStringSubmatch(other); mm != nil {
-				if nv := nvLinks.FindStringSubmatch(cells[i]); nv != nil {
+			if mm := gpuName().FindStringSubmatch(other); mm != nil {
+				if nv := nvLinks().FindStringSubmatch(cells[i]); nv != nil {
 					if g.NVLinks == nil {
 						g.NVLinks = map[int]int{}
 					}

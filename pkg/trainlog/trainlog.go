@@ -22,9 +22,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
 // Step sources.
@@ -73,7 +74,7 @@ type Summary struct {
 	Epoch            *Num `json:"epoch,omitempty"`
 }
 
-var progressRe = regexp.MustCompile(`(\d+)/(\d+) \[`)
+var progressRe = lazyre.New(`(\d+)/(\d+) \[`)
 
 // ParseOptions: LoggingSteps turns the position of console entries into steps when no progress
 // bar gives them (0: unknown).
@@ -114,7 +115,7 @@ func Parse(r io.Reader, name string, o ParseOptions) (*Run, error) {
 		for _, seg := range strings.Split(sc.Text(), "\r") {
 			// The training bar is the one with the largest total (max_steps); evaluation and
 			// checkpoint-loading bars count something else.
-			for _, m := range progressRe.FindAllStringSubmatch(seg, -1) {
+			for _, m := range progressRe().FindAllStringSubmatch(seg, -1) {
 				var n, total float64
 				fmt.Sscan(m[1], &n)
 				fmt.Sscan(m[2], &total)
