@@ -17,6 +17,8 @@ import (
 
 	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // Version is set at build time with -ldflags "-X github.com/ain-hpc/ain/internal/cli.Version=...".
@@ -152,9 +154,9 @@ func (a *App) newApp() *ucli.App {
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "more detail; repeat for more", Count: &a.Global.Verbose},
 		},
 		Commands: a.commands(),
-		Before: func(*ucli.Context) error {
+		Before: func(c *ucli.Context) error {
 			quietClientLogs(a.Global.Verbose)
-			return nil
+			return a.checkProbeImageEnv(c.Args().First())
 		},
 		ExitErrHandler: func(*ucli.Context, error) {
 			// Run maps errors to exit codes in one place.
@@ -222,4 +224,24 @@ func quietClientLogs(verbose int) {
 		return
 	}
 	klog.SetLogger(logr.Discard())
+}
+
+// checkProbeImageEnv refuses a $AIN_PROBE_IMAGE that is not an image reference the kubelet would
+// pull, as --probe-image is refused at parsing: every command that runs probe pods (preflight and
+// the gates of train and bench, profile detect, doctor job/counters, bench rdma) takes its image
+// from there, and such a pod sits in InvalidImageName until the probe timeout. Commands that
+// never start a pod (version, help, completion) run anyway.
+func (a *App) checkProbeImageEnv(command string) error {
+	switch command {
+	case "", "version", "help", "h", "completion":
+		return nil
+	}
+	v := a.Getenv("AIN_PROBE_IMAGE")
+	if v == "" {
+		return nil
+	}
+	if err := recipe.CheckImageRef(v); err != nil {
+		return ainerr.Usagef("$AIN_PROBE_IMAGE %q: %v: set it to an image reference such as busybox:1.36, or unset it for the default (%s)", v, err, preflight.DefaultProbeImage)
+	}
+	return nil
 }

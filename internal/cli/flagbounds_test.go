@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 )
@@ -80,5 +83,38 @@ func TestImageReferenceAccepts(t *testing.T) {
 		if err := imageReference("probe-image")(nil, s); err != nil {
 			t.Errorf("%s: %v", s, err)
 		}
+	}
+}
+
+// TestProbeImageEnvChecked: a $AIN_PROBE_IMAGE the kubelet would refuse is refused before a
+// probe pod is made (exit 2, the variable named), as --probe-image is; commands that start no pod
+// still run, and a valid one is taken.
+func TestProbeImageEnvChecked(t *testing.T) {
+	run := func(env string, args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		a := &App{
+			Streams: Streams{In: strings.NewReader(""), Out: &out, Err: &errb},
+			Now:     time.Now,
+			Getenv: func(k string) string {
+				if k == "AIN_PROBE_IMAGE" {
+					return env
+				}
+				return ""
+			},
+		}
+		return a.Run(context.Background(), append([]string{"ain"}, args...)), out.String() + errb.String()
+	}
+	for _, args := range [][]string{{"preflight"}, {"profile", "detect"}, {"bench", "allreduce"}, {"train", "qlora"}} {
+		code, out := run("Busybox:1.36", args...)
+		if code != int(ainerr.Usage) || !strings.Contains(out, `$AIN_PROBE_IMAGE "Busybox:1.36": invalid reference format`) || !strings.Contains(out, "unset it for the default (busybox:1.36)") {
+			t.Errorf("%v with a bad $AIN_PROBE_IMAGE: exit %d\n%s", args, code, out)
+		}
+	}
+	if code, out := run("Busybox:1.36", "version"); code != 0 {
+		t.Errorf("version refused for $AIN_PROBE_IMAGE: exit %d\n%s", code, out)
+	}
+	// A good one passes the check: preflight goes on to look for a cluster (none here).
+	if code, out := run("registry.example.com/tools/busybox:1.36", "preflight"); strings.Contains(out, "AIN_PROBE_IMAGE") || code == int(ainerr.Usage) {
+		t.Errorf("a valid $AIN_PROBE_IMAGE refused: exit %d\n%s", code, out)
 	}
 }
