@@ -53,7 +53,7 @@ func (a *App) doctorCountersCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "node", Usage: "take the snapshots live on this node with probe pods instead of reading files", Destination: &o.Node},
 			&ucli.DurationFlag{Name: "interval", Value: 10 * time.Second, Usage: "with --node: time between the two snapshots (0: one snapshot)", Destination: &o.Interval, Action: nonNegativeDuration("interval")},
 			&ucli.StringFlag{Name: "profile", Usage: "fabric profile file: its RDMA resource (with --node)", Destination: &o.Profile},
-			&ucli.StringFlag{Name: "image", Usage: "the probe pod's image (with --node)", Destination: &o.Image},
+			&ucli.StringFlag{Name: "image", Usage: "the probe pod's image (with --node)", Destination: &o.Image, Action: imageReference("image")},
 			&ucli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long each probe pod may take (with --node)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 		},
 		Action: func(c *ucli.Context) error {

@@ -46,7 +46,7 @@ func (a *App) doctorTopoCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			outputFlag(&o.Output, "text", "output format: text or json", "json"),
 			&ucli.StringFlag{Name: "node", Usage: "probe this GPU node live instead of reading a file", Destination: &o.Node},
-			&ucli.StringFlag{Name: "image", Usage: "the probe pod's image (with --node; needs glibc for nvidia-smi)", Destination: &o.Image},
+			&ucli.StringFlag{Name: "image", Usage: "the probe pod's image (with --node; needs glibc for nvidia-smi)", Destination: &o.Image, Action: imageReference("image")},
 			&ucli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "how long the probe pod may take (with --node)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 			&ucli.StringFlag{Name: "profile", Usage: "fabric profile file: its GPU and RDMA resources (with --node)", Destination: &o.Profile},
 		},

@@ -42,6 +42,8 @@ func TestFlagBounds(t *testing.T) {
 		{[]string{"profile", "detect", "--probe-image", "busybox:1.36:x"}, `--probe-image "busybox:1.36:x": invalid reference format: give an image reference`},
 		{[]string{"bench", "rdma", "--image", "mellanox/cuda-perftest@sha256:abc"}, `--image "mellanox/cuda-perftest@sha256:abc": invalid reference format`},
 		{[]string{"bench", "rdma", "--tcp-image", " "}, `--tcp-image " "`},
+		{[]string{"doctor", "topo", "--node", "n1", "--image", "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04:x"}, `--image "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04:x": invalid reference format`},
+		{[]string{"doctor", "counters", "--node", "n1", "--image", "Busybox:1.36"}, `--image "Busybox:1.36": invalid reference format`},
 		{[]string{"train", "qlora", "-o", "xml"}, "-o xml"},
 		{[]string{"list", "-o", "xml"}, "-o xml"},
 		{[]string{"status", "x", "-o", "xml"}, "-o xml"},
