@@ -81,8 +81,9 @@ func TestLogsOfPendingJob(t *testing.T) {
 
 // Issue 19: the preflight PASSed with the training-operator down, and `bench` then waited Pending
 // forever. The test stops the sandbox's real training-operator by pid: the preflight FAILs naming
-// its webhook and why the API server could not call it (exit 4, nothing created), and PASSes
-// again once the operator is started again.
+// its webhook and why the API server could not call it (exit 4, nothing created), train's gate
+// FAILs too though a PASS of a minute ago is cached, and the preflight PASSes again once the
+// operator is started again.
 func TestPreflightOperatorDown(t *testing.T) {
 	c := newCluster(t)
 	preflightOut := func(label string) (string, int) {
@@ -94,6 +95,10 @@ func TestPreflightOperatorDown(t *testing.T) {
 	out, code := preflightOut("operator up")
 	if code != 0 || !strings.Contains(out, `admission webhook "validator.pytorchjob.training-operator.kubeflow.org" answers`) {
 		t.Fatalf("with the operator up the preflight must pass and say its webhook answers: exit %d", code)
+	}
+	// train's gate runs the whole preflight (probes included) and caches its PASS for 5 minutes.
+	if o, e, code := c.ain(t, "train", "qlora", "--name", "gate-up", "--no-wait"); code != 0 || !strings.Contains(o+e, "preflight: ") {
+		t.Fatalf("train with the operator up: exit %d\n%s\n%s", code, o, e)
 	}
 	t0 := time.Now()
 	start := sandboxtest.Stop(t, c.sb.Dir, "training-operator")
@@ -109,8 +114,15 @@ func TestPreflightOperatorDown(t *testing.T) {
 			t.Errorf("the preflight output lacks %q", want)
 		}
 	}
-	if l, err := c.sb.Dynamic(t).Resource(jobs.PyTorchJobGVR).Namespace(c.ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
-		t.Errorf("the preflight's dry run must store nothing: %v %v", err, l)
+	// The cached PASS of the gate does not hide the stopped operator: its checks run again, the
+	// gate FAILs (exit 4) and nothing is submitted.
+	o, e, code := c.ain(t, "train", "qlora", "--name", "gate-down", "--no-wait")
+	t.Logf("train with the operator down: exit %d\n%s\n%s", code, o, e)
+	if code != 4 || !strings.Contains(o+e, "the rest of the result is cached") || !strings.Contains(o+e, `cannot call the admission webhook "validator.pytorchjob.training-operator.kubeflow.org"`) {
+		t.Errorf("train's gate reused a cached PASS with the operator down: exit %d, want 4 and the webhook named", code)
+	}
+	if l, err := c.sb.Dynamic(t).Resource(jobs.PyTorchJobGVR).Namespace(c.ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) != 1 || l.Items[0].GetName() != "gate-up" {
+		t.Errorf("the preflight's dry run and the failed gate must store nothing (only gate-up): %v %v", err, l)
 	}
 	start()
 	took, ok := sandboxtest.Poll(60*time.Second, 2*time.Second, func() bool {

@@ -182,7 +182,11 @@ func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Rec
 	case err != nil:
 		return a.preflightError(ctx, kc, err)
 	case res.Cached:
-		fmt.Fprintf(w, "preflight: %s (cached %s ago; `ain preflight` re-runs it)\n", res.Summary(), res.Age.Round(time.Second))
+		now := ""
+		if res.Rechecked {
+			now = ", the job controllers checked now"
+		}
+		fmt.Fprintf(w, "preflight: %s (cached %s ago%s; `ain preflight` re-runs it all)\n", res.Summary(), res.Age.Round(time.Second), now)
 	default:
 		a.printPreflight(res.Result, true)
 	}
