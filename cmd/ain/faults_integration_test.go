@@ -118,7 +118,7 @@ func TestPreflightOperatorDown(t *testing.T) {
 	// gate FAILs (exit 4) and nothing is submitted.
 	o, e, code := c.ain(t, "train", "qlora", "--name", "gate-down", "--no-wait")
 	t.Logf("train with the operator down: exit %d\n%s\n%s", code, o, e)
-	if code != 4 || !strings.Contains(o+e, "the rest of the result is cached") || !strings.Contains(o+e, `cannot call the admission webhook "validator.pytorchjob.training-operator.kubeflow.org"`) {
+	if code != 4 || !strings.Contains(o+e, "the job controllers checked now, the rest cached from the run at ") || !strings.Contains(o+e, `cannot call the admission webhook "validator.pytorchjob.training-operator.kubeflow.org"`) {
 		t.Errorf("train's gate reused a cached PASS with the operator down: exit %d, want 4 and the webhook named", code)
 	}
 	if l, err := c.sb.Dynamic(t).Resource(jobs.PyTorchJobGVR).Namespace(c.ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) != 1 || l.Items[0].GetName() != "gate-up" {

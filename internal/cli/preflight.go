@@ -222,8 +222,13 @@ func (a *App) printPreflight(res *preflight.Result, brief bool) {
 			fmt.Fprintf(w, "  fix: %s\n", c.Fix)
 		}
 	}
-	fmt.Fprintf(w, "\npreflight: %s in %s (namespace %s, profile %s, fabric %s, %d node(s) probed)\n",
-		res.Summary(), res.Duration.Round(100*time.Millisecond), res.Namespace, res.Profile, res.Fabric, res.Probed)
+	when := "in " + res.Duration.Round(100*time.Millisecond).String()
+	if res.Cached {
+		// A gate's cached result: only the job-controller checks were run now.
+		when = "- the job controllers checked now, the rest cached from the run at " + res.StartedAt.Local().Format("15:04:05")
+	}
+	fmt.Fprintf(w, "\npreflight: %s %s (namespace %s, profile %s, fabric %s, %d node(s) probed)\n",
+		res.Summary(), when, res.Namespace, res.Profile, res.Fabric, res.Probed)
 }
 
 // printRole prints the Role ain needs in the namespace (-n, else "default") and its binding
