@@ -41,6 +41,10 @@ type proc struct {
 	lines  chan string
 	done   chan struct{}
 	code   int
+	// killedByInt: the process ended by SIGINT's default action (code -1), which happens when
+	// the signal comes while the process is still starting: before main, where ain's handler is
+	// installed (Go runtime and package init; this test binary links more than ain does).
+	killedByInt bool
 }
 
 // start runs ain ARGS --kubeconfig ... -n NS as a process, with its own HOME.
@@ -80,6 +84,9 @@ func (c *cluster) start(t *testing.T, args ...string) *proc {
 	go func() {
 		_ = p.cmd.Wait()
 		p.code = p.cmd.ProcessState.ExitCode()
+		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGINT {
+			p.killedByInt = true
+		}
 		close(p.done)
 	}()
 	t.Cleanup(func() {
@@ -223,7 +230,17 @@ func TestInterruptTrain(t *testing.T) {
 		time.Sleep(d * time.Millisecond)
 		p.interrupt()
 		code, stderr := p.wait(t, 45*time.Second)
+		if p.killedByInt && stderr == "" && len(c.leftOf(t, name)) == 0 {
+			// Ctrl-C during process start-up: the default action ends it (a shell says 130),
+			// nothing was done. Counted, not an error; most steps must land in ain itself.
+			phases["process start-up"]++
+			t.Logf("%s: SIGINT after %s ended the process before main (start-up), nothing left", name, d*time.Millisecond)
+			continue
+		}
 		check(t, name, code, stderr, false)
+	}
+	if n := phases["process start-up"]; n > 2 {
+		t.Errorf("%d of 8 early interrupts came before ain's main: the steps no longer test ain's own phases", n)
 	}
 	// During the preflight: its probe pods go, nothing is submitted.
 	p := c.start(t, "train", "qlora", "--name", "in-preflight", "--timeout", "2m")
