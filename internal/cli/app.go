@@ -156,7 +156,7 @@ func (a *App) newApp() *ucli.App {
 		Commands: a.commands(),
 		Before: func(c *ucli.Context) error {
 			quietClientLogs(a.Global.Verbose)
-			return a.checkProbeImageEnv(c.Args().First())
+			return a.checkProbeImageEnv(c.Args().Slice())
 		},
 		ExitErrHandler: func(*ucli.Context, error) {
 			// Run maps errors to exit codes in one place.
@@ -227,13 +227,12 @@ func quietClientLogs(verbose int) {
 }
 
 // checkProbeImageEnv refuses a $AIN_PROBE_IMAGE that is not an image reference the kubelet would
-// pull, as --probe-image is refused at parsing: every command that runs probe pods (preflight and
-// the gates of train and bench, profile detect, doctor job/counters, bench rdma) takes its image
-// from there, and such a pod sits in InvalidImageName until the probe timeout. Commands that
-// never start a pod (version, help, completion) run anyway.
-func (a *App) checkProbeImageEnv(command string) error {
-	switch command {
-	case "", "version", "help", "h", "completion":
+// pull, as --probe-image is refused at parsing: the commands that run probe pods (preflight and
+// the gates of train and bench, profile detect, doctor job/counters/topo, bench rdma) take their
+// image from there, and such a pod sits in InvalidImageName until the probe timeout. args are the
+// command line after the global flags; the other commands, and any --help, run anyway.
+func (a *App) checkProbeImageEnv(args []string) error {
+	if len(args) == 0 || !probingCommands[args[0]] || slices.Contains(args, "--help") || slices.Contains(args, "-h") {
 		return nil
 	}
 	v := a.Getenv("AIN_PROBE_IMAGE")
@@ -245,3 +244,7 @@ func (a *App) checkProbeImageEnv(command string) error {
 	}
 	return nil
 }
+
+// probingCommands are the top-level commands with a subcommand that makes probe pods (the
+// callers of preflightOptions).
+var probingCommands = map[string]bool{"preflight": true, "profile": true, "train": true, "bench": true, "doctor": true}

@@ -115,6 +115,12 @@ func TestProbeImageEnvChecked(t *testing.T) {
 	if code, out := run("Busybox:1.36", "version"); code != 0 {
 		t.Errorf("version refused for $AIN_PROBE_IMAGE: exit %d\n%s", code, out)
 	}
+	// A command that makes no pod, and help, are not refused for it.
+	for _, args := range [][]string{{"render", "qlora", "-o", "yaml"}, {"preflight", "--help"}} {
+		if code, out := run("Busybox:1.36", args...); code != 0 || strings.Contains(out, "AIN_PROBE_IMAGE \"") {
+			t.Errorf("%v refused for $AIN_PROBE_IMAGE: exit %d\n%s", args, code, out)
+		}
+	}
 	// A good one passes the check: preflight goes on to look for a cluster (none here).
 	if code, out := run("registry.example.com/tools/busybox:1.36", "preflight"); strings.Contains(out, "AIN_PROBE_IMAGE") || code == int(ainerr.Usage) {
 		t.Errorf("a valid $AIN_PROBE_IMAGE refused: exit %d\n%s", code, out)

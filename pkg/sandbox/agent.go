@@ -244,10 +244,11 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		want := plan(a.sc, rule, pod)
 		a.mu.Unlock()
 		// Real Multus writes network-status during the pod sandbox's CNI ADD, before the
-		// kubelet reports the pod Running; readers (bench rdma's server address, profile
-		// detect) may look as soon as the pod runs. So it is written with the plan, before
-		// kwok's stages start the pod; the default network's address is added once kwok has
-		// given the pod its IP (below).
+		// kubelet reports the pod Running (multus-cni pkg/multus/multus.go CmdAdd ends with
+		// k8s.SetNetworkStatus, every delegate's result, the cluster network's included);
+		// readers (bench rdma's server address, profile detect) may look as soon as the pod
+		// runs. So it is written with the plan, before kwok's stages start the pod; the
+		// default network's address, which kwok only gives later, is added then (below).
 		if st := networkStatus(pod); st != "" && pod.Annotations[annoNetworkStatus] == "" {
 			want[annoNetworkStatus] = st
 		}
