@@ -12,7 +12,7 @@ build:
 # The README's test command, exactly (what .ci/run runs): integration tests start a local
 # sandbox (a real etcd and kube-apiserver), one package at a time.
 test:
-	$(GO) vet ./... && $(GO) test -p 1 -timeout 80m ./...
+	scripts/debian-packages.sh && $(GO) vet ./... && $(GO) test -p 1 -timeout 80m ./...
 
 # Unit, golden, corpus and fuzz-seed tests only: every integration test skips under -short with
 # a message, so no sandbox is started. Prints how long it took.

@@ -14,9 +14,13 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ain-hpc/ain/pkg/sandbox/bincache"
 )
@@ -121,4 +125,67 @@ func Main(m *testing.M) {
 	code := m.Run()
 	cleanup()
 	os.Exit(code)
+}
+
+// Programs returns the paths of real programs a test runs (sshd, mpirun, ...), installed from
+// Debian packages by scripts/debian-packages.sh, which the README's test command runs first.
+// A missing one fails the test with that script named; under -short, where a developer may not
+// have installed them, it skips with the same message.
+func Programs(t testing.TB, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var missing []string
+	for _, n := range names {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			// sshd is in /usr/sbin, which a non-root PATH may lack.
+			if q := filepath.Join("/usr/sbin", n); isExecutable(q) {
+				p, err = q, nil
+			}
+		}
+		if err != nil {
+			missing = append(missing, n)
+			continue
+		}
+		out[n] = p
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("real programs missing: %v; install them with scripts/debian-packages.sh (as root)", missing)
+		if testing.Short() {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	return out
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// FreePort is a TCP port free on 127.0.0.1 a moment ago, for a real server a test starts.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// WaitListening waits up to 10 s until something accepts on addr; log says what the server
+// printed when it does not.
+func WaitListening(t testing.TB, addr string, log func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s after 10 s; the server said:\n%s", addr, log())
 }

@@ -299,6 +299,7 @@ func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer
 	}
 	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
 	worker.Spec.Containers[0].ReadinessProbe = sshReady()
+	launcher.Spec.Containers[0].Command = trainerLauncherCommand(launcher.Spec.Containers[0].Command)
 	impl := trainer.MPIImplementationOpenMPI
 	launcherJob := replicatedJob(TrainerLauncherJob, &m.Workload, launcher, true)
 	launcherJob.DependsOn = []jobsetv1alpha2.DependsOn{{Name: TrainerNodeJob, Status: jobsetv1alpha2.DependencyReady}}
@@ -324,4 +325,37 @@ func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer
 			},
 		}},
 	}), nil
+}
+
+// The Trainer mounts the MPI private key with mode 0640 (v2.3.0 pkg/constants/constants.go
+// MPISSHPrivateKeyFileMode, applied in pkg/runtime/framework/plugins/mpi/mpi.go), owned by root
+// as every Secret file is. OpenSSH refuses a private key that its owner's group can read
+// (authfile.c sshkey_perm_ok: owner == getuid() and mode & 077 -> "UNPROTECTED PRIVATE KEY
+// FILE", the key is ignored), and ain's images run mpirun, hence ssh, as root: with the key as
+// mounted every MPI TrainJob fails at its first ssh. The Trainer's own MPI runtimes run as a
+// non-root user with fsGroup (deepspeed_distributed.yaml), for which 0640 root:fsGroup is fine,
+// but that needs an image with such a user and an sshd configured for it; the images ain runs
+// (coreweave/nccl-tests, the mpi-operator's bases) have root only. So the launcher copies the
+// key to a 0600 file of its own and points ssh at it on mpirun's command line, which takes
+// precedence over the environment (OMPI_MCA_plm_rsh_args is the Trainer's, and a TrainJob may
+// not set it). Tree spawn is turned off so that only the launcher runs ssh: with it, orted on a
+// worker would ssh onwards with the worker's 0640 key.
+const (
+	trainerSSHKey     = SSHAuthMountPath + "/id_rsa" // constants.MPISSHPrivateKeyFile
+	launcherSSHKeyDir = "/tmp/ain-ssh"
+	launcherSSHKey    = launcherSSHKeyDir + "/id_rsa"
+	// trainerRSHArgs keeps the Trainer's own value (constants.OpenMPIEnvDefaultValueRSHArgs).
+	trainerRSHArgs = "-o ConnectionAttempts=10"
+)
+
+// launcherKeyScript makes the 0600 copy, then runs mpirun with its arguments ("$0" "$@", so no
+// argument is re-parsed by the shell).
+const launcherKeyScript = "set -e; install -d -m 0700 " + launcherSSHKeyDir + "; install -m 0600 " + trainerSSHKey + " " + launcherSSHKey + `; exec "$0" "$@"`
+
+// trainerLauncherCommand wraps an MPI launcher's mpirun command line for the Trainer's key mount.
+func trainerLauncherCommand(mpirun []string) []string {
+	cmd := []string{"/bin/sh", "-c", launcherKeyScript, mpirun[0],
+		"-mca", "plm_rsh_args", trainerRSHArgs + " -i " + launcherSSHKey,
+		"-mca", "plm_rsh_no_tree_spawn", "1"}
+	return append(cmd, mpirun[1:]...)
 }
