@@ -150,7 +150,11 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		return err
 	}
 	fmt.Fprintf(a.Streams.Err, "job API: %s\n", plan.backend.API().Describe())
-	plan.gang = jobs.OperatorGang(gangSchedulers(kc)) && plan.backend.API() != jobs.APITrainer
+	gangs := gangSchedulers(kc)
+	plan.gang = jobs.OperatorGang(gangs) && plan.backend.API() != jobs.APITrainer
+	if note := jobs.GangAssumption(plan.backend.API(), plan.Recipes[0], gangs); note != "" {
+		fmt.Fprintln(a.Streams.Err, note)
+	}
 	parent := c.Context
 	ctx := parent
 	cancel := context.CancelFunc(func() {})

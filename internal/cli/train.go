@@ -147,9 +147,8 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	}
 	bo := jobs.Options{Name: o.Name, Namespace: a.Global.Namespace}
 	if gangs := gangSchedulers(kc); jobs.OperatorGang(gangs) && be.API() != jobs.APITrainer {
-		// Detected, not assumed: all ranks or none (effective with the operator's --gang-scheduler-name).
 		bo.GangScheduling = true
-		fmt.Fprintf(a.Streams.Err, "gang scheduling: the cluster serves %s: runPolicy.schedulingPolicy.minAvailable = every pod of the job\n", strings.Join(gangs, ", "))
+		fmt.Fprintln(a.Streams.Err, jobs.GangAssumption(be.API(), r, gangs))
 	}
 	b, err := be.Build(r, p, bo)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -244,5 +245,43 @@ func TestGangSchedulingPolicy(t *testing.T) {
 	// Not detected: nothing rendered (the goldens have no schedulingPolicy).
 	if j := render(t, "allreduce", "ib").Objects[0].(*kubeflowv1.MPIJob); j.Spec.RunPolicy.SchedulingPolicy != nil {
 		t.Errorf("schedulingPolicy without a gang scheduler: %+v", j.Spec.RunPolicy.SchedulingPolicy)
+	}
+}
+
+// The v2beta1 MPIJob's gang is its workers: the mpi-operator creates the launcher only after
+// they are Ready (WaitForWorkersReady), so a PodGroup counting it (its default, workers + 1)
+// would never be satisfied. Set with or without a detected gang scheduler.
+func TestGangMPIJobV2Workers(t *testing.T) {
+	for _, gang := range []bool{false, true} {
+		r := loadRecipe(t, "allreduce")
+		p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := mpiV2.Build(r, p, Options{GangScheduling: gang})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := b.Job().(*mpiv2beta1.MPIJob)
+		sp := j.Spec.RunPolicy.SchedulingPolicy
+		if j.Spec.LauncherCreationPolicy != mpiv2beta1.LauncherCreationPolicyWaitForWorkersReady {
+			t.Fatalf("launcherCreationPolicy %q", j.Spec.LauncherCreationPolicy)
+		}
+		if sp == nil || sp.MinAvailable == nil || *sp.MinAvailable != int32(r.MPI.Nodes) {
+			t.Errorf("gang=%v: schedulingPolicy %+v, want minAvailable %d (the workers)", gang, sp, r.MPI.Nodes)
+		}
+	}
+	r := loadRecipe(t, "allreduce")
+	note := GangAssumption(APIMPIOperator, r, []string{"Volcano"})
+	for _, want := range []string{"minAvailable = 3, the workers only", "WaitForWorkersReady", "assumes the operator runs with --gang-scheduling"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	if n := GangAssumption(APIMPIOperator, r, []string{"Kueue"}); n != "" {
+		t.Errorf("Kueue alone: %q", n)
+	}
+	if n := GangAssumption(APITrainingOperator, r, []string{"Volcano"}); !strings.Contains(n, "minAvailable = 4") || !strings.Contains(n, "--gang-scheduler-name") {
+		t.Errorf("v1 MPIJob: %q", n)
 	}
 }

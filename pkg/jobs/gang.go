@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // Gang scheduling. A distributed job is useful only when every rank runs: the default scheduler
@@ -73,4 +75,31 @@ func GangNote(s Snapshot, gangs []string) string {
 		return msg + ". This cluster serves no gang scheduler (Volcano, coscheduling, Kueue), so nothing holds the placed ranks back: free nodes, or delete the job to release them"
 	}
 	return msg + ". The cluster serves " + strings.Join(gangs, ", ") + ": with the training-operator started with --gang-scheduler-name (Volcano, coscheduling) or the job queued in Kueue, the ranks are placed all together or not at all"
+}
+
+// GangAssumption says what gang scheduling a job of api is submitted with and what ain assumed
+// of the operator, given the gang schedulers the cluster serves (GangAPIs); "" when there is
+// nothing to say (no gang scheduler served, or the Trainer, which ain gives no podGroupPolicy).
+// pods is the job's rank count (the MPI workers, or the PyTorchJob's pods).
+func GangAssumption(api API, r *recipe.Recipe, gangs []string) string {
+	if !OperatorGang(gangs) || api == APITrainer {
+		return ""
+	}
+	served := strings.Join(gangs, ", ")
+	switch {
+	case api == APIMPIOperator && r.MPI != nil:
+		return fmt.Sprintf("gang scheduling: the cluster serves %s; schedulingPolicy.minAvailable = %d, the workers only: "+
+			"the mpi-operator creates the launcher after they are Ready (launcherCreationPolicy WaitForWorkersReady), so a gang that "+
+			"counted it would never start. ain assumes the operator runs with --gang-scheduling, which the API does not show; "+
+			"without it the pods are placed one by one", served, r.MPI.Nodes)
+	case r.MPI != nil:
+		return fmt.Sprintf("gang scheduling: the cluster serves %s; runPolicy.schedulingPolicy.minAvailable = %d (the workers and the launcher). "+
+			"ain assumes the training-operator runs with --gang-scheduler-name, which the API does not show; without it the pods are placed one by one",
+			served, r.MPI.Nodes+1)
+	case r.Training != nil:
+		return fmt.Sprintf("gang scheduling: the cluster serves %s; runPolicy.schedulingPolicy.minAvailable = %d (every pod of the job). "+
+			"ain assumes the training-operator runs with --gang-scheduler-name, which the API does not show; without it the pods are placed one by one",
+			served, r.Training.Nodes)
+	}
+	return ""
 }

@@ -82,12 +82,16 @@ func (mpiV2Backend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bun
 	if err != nil {
 		return nil, err
 	}
-	if o.GangScheduling {
-		// The mpi-operator honours it when started with --gang-scheduling (Volcano or
-		// scheduler-plugins), like the training-operator.
-		n := int32(r.MPI.Nodes + 1)
-		job.Spec.RunPolicy.SchedulingPolicy = &mpiv2beta1.SchedulingPolicy{MinAvailable: &n}
-	}
+	// With --gang-scheduling the mpi-operator makes a PodGroup of minAvailable =
+	// schedulingPolicy.minAvailable, else workers + 1 (v0.8.0 pkg/controller/podgroup.go
+	// calculateMinAvailable), while under launcherCreationPolicy WaitForWorkersReady it creates
+	// the launcher only once every worker is Ready (mpi_job_controller.go): a gang that counts
+	// the launcher waits for a pod that waits for the gang (kubeflow/mpi-operator#608). So the
+	// gang is the workers. It is set whether or not ain found a gang scheduler: the operator's
+	// flag is not visible through the API, and its default would deadlock; without the flag the
+	// operator ignores the field.
+	n := int32(r.MPI.Nodes)
+	job.Spec.RunPolicy.SchedulingPolicy = &mpiv2beta1.SchedulingPolicy{MinAvailable: &n}
 	return &Bundle{Objects: []runtime.Object{job}}, nil
 }
 
