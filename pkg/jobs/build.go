@@ -333,16 +333,17 @@ func MPIRunCommand(r *recipe.Recipe, p *profile.Profile) []string {
 		"--bind-to", "none", "--map-by", "slot",
 		"-mca", "pml", "ob1", "-mca", "btl", "self,tcp",
 	}
-	// MPI's own TCP traffic (bootstrap, NCCL's unique id) must not try loopback or a bridge
-	// (Open MPI's default exclusion list is replaced, so lo is named again); with a socket
-	// interface in the profile, MPI uses that one. HCOLL (HPC-X images) is turned off: it
-	// probes the HCAs itself and fails or warns in pods; NCCL, not MPI, carries the data.
-	// Both as in public nccl-tests manifests (Azure/OCI HPC-X runs, AWS samples).
-	if ifn := p.Spec.SocketIfname; ifn != "" && !strings.ContainsAny(ifn, "^=") {
-		cmd = append(cmd, "-mca", "btl_tcp_if_include", ifn, "-mca", "oob_tcp_if_include", ifn)
-	} else {
-		cmd = append(cmd, "-mca", "btl_tcp_if_exclude", "lo,docker0", "-mca", "oob_tcp_if_exclude", "lo,docker0")
-	}
+	// MPI's own TCP traffic (out-of-band wire-up, NCCL's unique id) must not try loopback or a
+	// bridge: Open MPI's default exclusion list is replaced, so lo is named again. HCOLL (HPC-X
+	// images) is turned off: it probes the HCAs itself and fails or warns in pods; NCCL, not
+	// MPI, carries the data. Both as in public nccl-tests manifests (Azure/OCI HPC-X, AWS).
+	// Never an include list taken from the profile's socketIfname: that is NCCL's
+	// NCCL_SOCKET_IFNAME, a prefix list for the ranks, which have the Multus interfaces, while
+	// mpirun runs on the launcher, which has none of them (it holds no RDMA device), and Open MPI
+	// matches names exactly and aborts when an include list matches no local interface
+	// (4.1 orte/mca/oob/tcp/oob_tcp_component.c: "None of the TCP networks specified to be
+	// included for out-of-band communications could be found"). An exclusion list cannot miss.
+	cmd = append(cmd, "-mca", "btl_tcp_if_exclude", "lo,docker0", "-mca", "oob_tcp_if_exclude", "lo,docker0")
 	cmd = append(cmd, "-mca", "coll_hcoll_enable", "0")
 	for _, e := range Env(r, p) {
 		cmd = append(cmd, "-x", e.Name)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -133,18 +134,56 @@ func TestRoCEGIDEnv(t *testing.T) {
 	}
 }
 
-// Defect 9 (mpirun): with a socket interface in the profile MPI's TCP uses it.
+// mpirun runs on the launcher, which has none of the ranks' Multus interfaces: the profile's
+// socketIfname (NCCL's, e.g. net1) never becomes an Open MPI include list, which aborts when it
+// matches no local interface; loopback and docker0 are excluded instead.
 func TestMPIRunTCPInterface(t *testing.T) {
+	for _, api := range APIs {
+		cmd := mpiRunWithIfname(t, api, "net1")
+		if slices.Contains(cmd, "btl_tcp_if_include") || slices.Contains(cmd, "oob_tcp_if_include") || slices.Contains(cmd, "net1") {
+			t.Errorf("%s: mpirun names the ranks' interface: %s", api, strings.Join(cmd, " "))
+		}
+		for _, p := range []string{"btl_tcp_if_exclude", "oob_tcp_if_exclude"} {
+			if v, ok := mcaValue(cmd, p); !ok || v != "lo,docker0" {
+				t.Errorf("%s: %s %q", api, p, v)
+			}
+		}
+	}
+}
+
+// mpiRunWithIfname is the allreduce launcher's command on api with the profile's socketIfname.
+func mpiRunWithIfname(t *testing.T, api API, ifname string) []string {
+	t.Helper()
 	p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Spec.SocketIfname = "eth0"
-	j := buildWith(t, "allreduce", p).(*kubeflowv1.MPIJob)
-	cmd := strings.Join(j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec.Containers[0].Command, " ")
-	if !strings.Contains(cmd, "-mca btl_tcp_if_include eth0 -mca oob_tcp_if_include eth0") || strings.Contains(cmd, "if_exclude") {
-		t.Errorf("mpirun %s", cmd)
+	p.Spec.SocketIfname = ifname
+	r := loadRecipe(t, "allreduce")
+	be, err := Choose(r, Served{}, api)
+	if err != nil {
+		t.Fatal(err)
 	}
+	b, err := be.Build(r, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range b.Objects {
+		switch j := o.(type) {
+		case *kubeflowv1.MPIJob:
+			return j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec.Containers[0].Command
+		case *mpiv2beta1.MPIJob:
+			return j.Spec.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeLauncher].Template.Spec.Containers[0].Command
+		case *trainer.TrainingRuntime:
+			for _, rj := range j.Spec.Template.Spec.ReplicatedJobs {
+				if rj.Name == TrainerLauncherJob {
+					return rj.Template.Spec.Template.Spec.Containers[0].Command
+				}
+			}
+		}
+	}
+	t.Fatalf("%s: no launcher", api)
+	return nil
 }
 
 func buildWith(t *testing.T, name string, p *profile.Profile) any {
