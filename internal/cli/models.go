@@ -28,6 +28,9 @@ type endpointOptions struct {
 	// via says how the endpoint was reached once resolved ("endpoint", "ingress",
 	// "port-forward"), for what a benchmark says it measured.
 	via string
+	// serverKey is the API key of the model server found by discovery, read from the Secret
+	// its Deployments use: sent when neither --api-key nor AIN_API_KEY gives one.
+	serverKey string
 }
 
 func (o *endpointOptions) flags() []ucli.Flag {
@@ -67,6 +70,9 @@ func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*
 	key := o.APIKey
 	if key == "" {
 		key = a.Getenv("AIN_API_KEY")
+	}
+	if key == "" {
+		key = o.serverKey
 	}
 	c, err := vllm.NewClient(o.clientOptions(ep, key, conns))
 	return c, endpointError(err)
@@ -117,6 +123,15 @@ func (a *App) discoverEndpoint(ctx context.Context, o *endpointOptions) (vllm.En
 	ep, err := d.Endpoint(ctx, "") // the port-forward ends with ctx
 	if err != nil {
 		return ep, discoveryError(kc, err, "finding the model server")
+	}
+	if o.APIKey == "" && a.Getenv("AIN_API_KEY") == "" {
+		key, ok, err := d.Cluster.APIKey(ctx, ep.Server)
+		switch {
+		case err != nil:
+			fmt.Fprintf(a.Streams.Err, "note: could not read the API key of model server %s from its Secret (%v); pass it in AIN_API_KEY\n", ep.Server, err)
+		case ok:
+			o.serverKey = key
+		}
 	}
 	return ep, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -15,6 +16,8 @@ type renderOptions struct {
 	Name   string
 	Host   string
 	API    string
+	// AllowUnauth renders a serving recipe without its default API key, as ain serve would.
+	AllowUnauth bool
 }
 
 func (a *App) renderCommand() *ucli.Command {
@@ -39,6 +42,7 @@ func (a *App) renderCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "name", Usage: "job name (default: the recipe's metadata.name)", Destination: &o.Name},
 			apiFlag(&o.API),
 			&ucli.StringFlag{Name: "host", Usage: "serving recipes: HTTPS ingress host (sets spec.ingress.host, as ain serve --host)", Destination: &o.Host},
+			&ucli.BoolFlag{Name: "allow-unauthenticated", Usage: "serving recipes: no API key, as ain serve --allow-unauthenticated (default: the key ain serve keeps or generates)", Destination: &o.AllowUnauth},
 		),
 		Action: func(c *ucli.Context) error { return a.runRender(c, o) },
 	}
@@ -69,6 +73,14 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 	if r.Serving != nil {
 		// A serving recipe renders what `ain serve` applies (Secrets it would create hold
 		// credentials and are never rendered).
+		if o.AllowUnauth && r.Serving.APIKeySecret != nil {
+			return ainerr.Usagef("--allow-unauthenticated with spec.apiKeySecret %s: choose one", r.Serving.APIKeySecret.Name)
+		}
+		name := o.Name
+		if name == "" {
+			name = r.Metadata.Name
+		}
+		fmt.Fprintf(a.Streams.Err, "# %s\n", vllm.DefaultAuth(r.Serving, name, o.AllowUnauth).Describe())
 		so, err := vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace})
 		if err != nil {
 			return ainerr.New(ainerr.Usage, err, "")

@@ -30,10 +30,14 @@ type serveOptions struct {
 	HFTokenEnv    bool
 	APIKeyFile    string
 	HFTokenFile   string
-	DryRun        string
-	Output        string
-	NoWait        bool
-	Timeout       time.Duration
+	// AllowUnauth serves /v1 without an API key; APIKeyOut is where a generated (or kept) key
+	// is written.
+	AllowUnauth bool
+	APIKeyOut   string
+	DryRun      string
+	Output      string
+	NoWait      bool
+	Timeout     time.Duration
 }
 
 func (o *serveOptions) flags() []ucli.Flag {
@@ -47,6 +51,8 @@ func (o *serveOptions) flags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "hf-token-from-env", Usage: "create Secret NAME-hf-token from $HF_TOKEN for gated models", Destination: &o.HFTokenEnv},
 		&ucli.StringFlag{Name: "api-key-file", Usage: "create Secret NAME-api-key from this file's content (instead of --api-key-from-env)", Destination: &o.APIKeyFile},
 		&ucli.StringFlag{Name: "hf-token-file", Usage: "create Secret NAME-hf-token from this file's content", Destination: &o.HFTokenFile},
+		&ucli.BoolFlag{Name: "allow-unauthenticated", Usage: "serve /v1 WITHOUT an API key: anyone who reaches the Service or the ingress uses the GPUs (default: a key; without --api-key-* ain keeps the server's key or generates one into Secret NAME-api-key)", Destination: &o.AllowUnauth},
+		&ucli.StringFlag{Name: "api-key-out", Usage: "write the server's API key (generated or kept) to this file, mode 0600; without it a generated key is shown once on a terminal, never in a log", Destination: &o.APIKeyOut},
 		&ucli.StringFlag{Name: "dry-run", Usage: "client: print what would be applied; server: ask the API server (schema, webhooks) without creating", Destination: &o.DryRun},
 		outputFlag(&o.Output, "", "with --dry-run: yaml or json"),
 		&ucli.BoolFlag{Name: "no-wait", Usage: "apply and return; check later with ain serve status", Destination: &o.NoWait},
@@ -191,6 +197,17 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return ainerr.Usagef("recipe %s is kind %s: run it with `ain train %s`; `ain recipes list` shows serving recipes", r.Metadata.Name, r.Kind, r.Metadata.Name)
 	}
 	a.printWarnings(r)
+	if o.AllowUnauth && r.Serving.APIKeySecret != nil {
+		return ainerr.Usagef("--allow-unauthenticated with an API key (Secret %s, from spec.apiKeySecret or --api-key-*): choose one", r.Serving.APIKeySecret.Name)
+	}
+	serverName := o.Name
+	if serverName == "" {
+		serverName = r.Metadata.Name
+	}
+	if o.DryRun == "client" {
+		auth := vllm.DefaultAuth(r.Serving, serverName, o.AllowUnauth)
+		fmt.Fprintf(a.Streams.Err, "# %s\n", auth.Describe())
+	}
 	objs, err := vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace})
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
@@ -213,6 +230,37 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	ctx := c.Context
 	s := r.Serving
+	auth, err := cl.ResolveAuth(ctx, serverName, s, o.AllowUnauth, nil)
+	if err != nil {
+		return kc.Classify(err, "reading the model server's API key")
+	}
+	if objs, err = vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace}); err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
+	}
+	if auth.Generated != "" {
+		secrets = append(secrets, vllm.CredentialSecret(auth.Secret.Name, a.Global.Namespace, auth.Secret.Key, []byte(auth.Generated),
+			map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: serverName}))
+	}
+	if auth.Key != "" && o.APIKey == "" {
+		o.APIKey = auth.Key // the readiness check sends the key the server requires
+	}
+	if o.APIKeyOut != "" && o.DryRun != "server" {
+		// Written before anything is applied: a key nobody can read back is not created.
+		if auth.Key == "" {
+			return ainerr.Usagef("--api-key-out %s: %s, whose value ain cannot read", o.APIKeyOut, auth.Describe())
+		}
+		if err := writeSecretFile(o.APIKeyOut, auth.Key); err != nil {
+			return ainerr.Usagef("--api-key-out: %v", err)
+		}
+	}
+	if o.DryRun == "server" && auth.Source == vllm.AuthGenerated {
+		fmt.Fprintf(a.Streams.Err, "auth: vLLM would require an API key generated into Secret %s\n", auth.Secret.Name)
+	} else {
+		fmt.Fprintln(a.Streams.Err, auth.Describe())
+	}
+	if auth.Source == vllm.AuthNone {
+		fmt.Fprintln(a.Streams.Err, "WARNING: --allow-unauthenticated: no API key; anyone who reaches the Service or the ingress can use the model and its GPUs")
+	}
 	tlsCreated := "" // the self-signed TLS Secret this run created, if any
 	if objs.Ingress != nil {
 		// Checked (or created) before the Ingress that names it: a bad Secret makes
@@ -274,6 +322,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	for _, u := range applied {
 		fmt.Fprintf(a.Streams.Err, "applied %s %s/%s\n", u.GetKind(), u.GetNamespace(), u.GetName())
 	}
+	if auth.Generated != "" {
+		a.revealAPIKey(auth, o.APIKeyOut, kc.Namespace)
+	}
 	timeout := o.Timeout
 	if timeout == 0 {
 		timeout = s.StartupDuration() + 5*time.Minute
@@ -288,6 +339,14 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	if err != nil {
 		return a.waitError(kc, err, objs.Name)
+	}
+	if auth.Dropped != "" {
+		// The Deployments no longer read it: a key Secret left behind would look like a guard.
+		if err := cl.DeleteAPIKeySecret(ctx, auth.Dropped); err != nil {
+			fmt.Fprintf(a.Streams.Err, "note: could not delete Secret %s, whose key no longer guards the server: %v\n", auth.Dropped, err)
+		} else {
+			fmt.Fprintf(a.Streams.Err, "deleted Secret %s: the server no longer requires its key\n", auth.Dropped)
+		}
 	}
 	pruned, err := cl.Prune(ctx, objs.Name, objs.All())
 	for _, p := range pruned {
@@ -517,4 +576,36 @@ func (a *App) runServeDelete(ctx context.Context, name string) error {
 		fmt.Fprintf(a.Streams.Out, "deleted %s\n", g)
 	}
 	return nil
+}
+
+// revealAPIKey tells the user the key ain generated, once: in the file --api-key-out named
+// (written before the apply), else on a terminal, never into a log or a pipe.
+func (a *App) revealAPIKey(auth vllm.Auth, file, ns string) {
+	switch {
+	case file != "":
+		fmt.Fprintf(a.Streams.Err, "API key: written to %s (mode 0600)\n", file)
+	case a.Streams.ErrTTY:
+		fmt.Fprintf(a.Streams.Err, "API key (shown once; ain models/chat read it from Secret %s themselves):\n  %s\n", auth.Secret.Name, auth.Generated)
+	default:
+		fmt.Fprintf(a.Streams.Err, "API key: not shown (stderr is not a terminal); ain models/chat read it from Secret %s; others: kubectl get secret %s%s -o jsonpath='{.data.%s}' | base64 -d\n",
+			auth.Secret.Name, auth.Secret.Name, nsFlag(ns), auth.Secret.Key)
+	}
+}
+
+// writeSecretFile writes a credential to path, readable by its owner only (also when the file
+// existed with a wider mode).
+func writeSecretFile(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(value + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -117,3 +117,25 @@ func checkRenderedIngress(t *testing.T, hostArgs []string) {
 		t.Fatalf("no Ingress rendered:\n%s", out)
 	}
 }
+
+// Without a key flag the rendered server requires the key ain keeps or generates (Secret
+// NAME-api-key), and render and the dry run say so; no key takes --allow-unauthenticated,
+// which cannot be combined with a key.
+func TestServeAuthByDefault(t *testing.T) {
+	for _, cmd := range [][]string{{"serve", "vllm", "--dry-run=client", "-o", "yaml"}, {"render", "vllm"}} {
+		code, out, errs := runModelCLI(t, nil, "", cmd...)
+		if code != 0 || !strings.Contains(errs, "# auth: vLLM requires an API key from Secret vllm-api-key (key api-key), generated when the server is applied") ||
+			!strings.Contains(out, "name: VLLM_API_KEY") || !strings.Contains(out, "name: vllm-api-key") {
+			t.Errorf("%v: exit %d\n%s\n%s", cmd, code, out, errs)
+		}
+		code, out, errs = runModelCLI(t, nil, "", append(cmd, "--allow-unauthenticated")...)
+		if code != 0 || !strings.Contains(errs, "# auth: NONE (--allow-unauthenticated)") || strings.Contains(out, "VLLM_API_KEY") {
+			t.Errorf("%v --allow-unauthenticated: exit %d\n%s\n%s", cmd, code, out, errs)
+		}
+	}
+	env := map[string]string{"AIN_API_KEY": "k-123456"}
+	code, _, errs := runModelCLI(t, env, "", "serve", "vllm", "--dry-run=client", "--api-key-from-env", "--allow-unauthenticated")
+	if code != int(ainerr.Usage) || !strings.Contains(errs, "--allow-unauthenticated with an API key (Secret vllm-api-key") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}

@@ -14,15 +14,19 @@ type Streams struct {
 	Err   io.Writer
 	IsTTY bool // Out is a terminal: tables, colour and live views are allowed
 	InTTY bool // In is a terminal: prompts are allowed
+	// ErrTTY: Err is a terminal, which a person reads and no log keeps: the one place a
+	// generated secret may be shown.
+	ErrTTY bool
 }
 
 // StdStreams returns the process's standard streams.
 func StdStreams() Streams {
 	return Streams{
-		In:    os.Stdin,
-		Out:   os.Stdout,
-		Err:   os.Stderr,
-		IsTTY: term.IsTerminal(int(os.Stdout.Fd())),
-		InTTY: term.IsTerminal(int(os.Stdin.Fd())),
+		In:     os.Stdin,
+		Out:    os.Stdout,
+		Err:    os.Stderr,
+		IsTTY:  term.IsTerminal(int(os.Stdout.Fd())),
+		InTTY:  term.IsTerminal(int(os.Stdin.Fd())),
+		ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 	}
 }

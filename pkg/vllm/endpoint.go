@@ -45,6 +45,8 @@ type Endpoint struct {
 	ConnectTo string
 	// Stop ends the port-forward (a no-op otherwise).
 	Stop func()
+	// Server is the model server found (Discovery), whose API key Cluster.APIKey reads.
+	Server string
 }
 
 // NoModelServerError says no model server is deployed in the namespace.
@@ -113,10 +115,10 @@ func (d *Discovery) Endpoint(ctx context.Context, name string) (Endpoint, error)
 // EndpointOf is Endpoint for a model server already listed (ain serve status probes each
 // one it lists without listing them again).
 func (d *Discovery) EndpointOf(ctx context.Context, st ServingStatus) (Endpoint, error) {
-	ep := Endpoint{Stop: func() {}}
+	ep := Endpoint{Stop: func() {}, Server: st.Name}
 	var ingErr error
 	if st.URL != "" {
-		cand := Endpoint{URL: st.URL, Via: "ingress", Stop: ep.Stop}
+		cand := Endpoint{URL: st.URL, Via: "ingress", Stop: ep.Stop, Server: st.Name}
 		if st.TLSSecret != "" {
 			if ca := d.Cluster.IngressCA(ctx, st.TLSSecret); len(ca) > 0 {
 				cand.CAPEM, cand.CAName = ca, "the ca.crt of Secret "+st.TLSSecret

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/internal/cli"
 	"github.com/ain-hpc/ain/pkg/sandbox"
@@ -212,8 +213,53 @@ func TestIntegrationServeFlow(t *testing.T) {
 	if _, err := kc.AppsV1().Deployments(ns).Get(ctx, "qwen-1", metav1.GetOptions{}); err == nil {
 		t.Fatal("qwen-1 survived --replicas 1")
 	}
+
+	// A routine re-run with no key flag and no key in the environment keeps the key: the
+	// Deployment still reads it (server-side apply would have dropped an env entry this run did
+	// not send), the readiness check passes the server's auth with the key ain read from the
+	// Secret, and ain's clients find it there too.
+	t.Setenv("AIN_API_KEY", "")
+	var plain []string
+	for _, a := range one {
+		if a != "--api-key-from-env" {
+			plain = append(plain, a)
+		}
+	}
+	code, out, errs = run(plain...)
+	if code != 0 || !strings.Contains(errs, "auth: vLLM requires the API key it already has: Secret qwen-api-key (key api-key), kept") || !strings.Contains(errs, "ready: ") {
+		t.Fatalf("ain serve (re-run without a key flag): exit %d\n%s%s", code, out, errs)
+	}
+	if ref := apiKeyEnv(t, kc, ns, "qwen-0"); ref == nil || ref.Name != "qwen-api-key" {
+		t.Fatalf("after a re-run without a key flag the Deployment reads VLLM_API_KEY from %+v", ref)
+	}
+	if code, out, errs = run("models"); code != 0 || !strings.Contains(out, "Qwen2.5-7B-Instruct") {
+		t.Fatalf("ain models with the key from the server's Secret: exit %d\n%s%s", code, out, errs)
+	}
+	// Removing auth takes the explicit flag, says so, and deletes ain's key Secret with it.
+	code, out, errs = run(append(plain, "--allow-unauthenticated", "--no-wait")...)
+	if code != 0 || !strings.Contains(errs, "WARNING: --allow-unauthenticated") {
+		t.Fatalf("ain serve --allow-unauthenticated: exit %d\n%s%s", code, out, errs)
+	}
+	if ref := apiKeyEnv(t, kc, ns, "qwen-0"); ref != nil {
+		t.Errorf("--allow-unauthenticated left VLLM_API_KEY from %+v", ref)
+	}
 	if code, out, errs = run("serve", "delete", "qwen"); code != 0 || !strings.Contains(out, "deleted Deployment/qwen-0") || strings.Contains(out, "qwen-1") ||
-		!strings.Contains(out, "deleted Ingress/qwen") || !strings.Contains(out, "deleted Secret/qwen-api-key") {
+		!strings.Contains(out, "deleted Ingress/qwen") || strings.Contains(out, "qwen-api-key") {
 		t.Fatalf("ain serve delete: exit %d\n%s%s", code, out, errs)
 	}
+}
+
+// apiKeyEnv is the Secret key Deployment name's vLLM reads VLLM_API_KEY from (nil: none).
+func apiKeyEnv(t *testing.T, kc kubernetes.Interface, ns, name string) *corev1.SecretKeySelector {
+	t.Helper()
+	dep, err := kc.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "VLLM_API_KEY" && e.ValueFrom != nil {
+			return e.ValueFrom.SecretKeyRef
+		}
+	}
+	return nil
 }
