@@ -325,6 +325,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if auth.Generated != "" {
 		a.revealAPIKey(auth, o.APIKeyOut, kc.Namespace)
 	}
+	// Pods read the key at start: a new version of its Secret rolls them (a changed key would
+	// otherwise leave the old one working and fail the readiness check with the new one).
+	vllm.SetKeyVersion(objs.Deployments, auth.KeyVersion(applied))
 	timeout := o.Timeout
 	if timeout == 0 {
 		timeout = s.StartupDuration() + 5*time.Minute

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/recipe"
@@ -59,6 +61,44 @@ type Auth struct {
 	// Dropped is ain's own API-key Secret that AllowUnauthenticated leaves unused (to delete
 	// once the Deployments no longer reference it); "" when there is none.
 	Dropped string
+	// Version is the key Secret's resourceVersion as read (see KeyVersion).
+	Version string
+}
+
+// AnnotationAPIKeyVersion is the pod-template annotation that records which version of the key
+// Secret the pods started with. vLLM reads VLLM_API_KEY once, at container start, and a changed
+// Secret leaves the pod template as it was, so a rotated key would never reach the running
+// pods (the old key keeps working, the new one gets 401); a new value here rolls them. It holds
+// the Secret's resourceVersion, which changes with every write of the Secret and says nothing
+// of the key.
+const AnnotationAPIKeyVersion = "ain.dev/api-key-version"
+
+// KeyVersion is the key Secret's resourceVersion once applied: its version in applied (what
+// this run wrote), else the one ResolveAuth read ("" without a key).
+func (a Auth) KeyVersion(applied []*unstructured.Unstructured) string {
+	if a.Secret == nil {
+		return ""
+	}
+	for _, u := range applied {
+		if u.GetKind() == "Secret" && u.GetName() == a.Secret.Name {
+			return u.GetResourceVersion()
+		}
+	}
+	return a.Version
+}
+
+// SetKeyVersion records the key Secret's version in every Deployment's pod template ("" leaves
+// the templates without the annotation).
+func SetKeyVersion(deps []*appsv1.Deployment, version string) {
+	if version == "" {
+		return
+	}
+	for _, d := range deps {
+		if d.Spec.Template.Annotations == nil {
+			d.Spec.Template.Annotations = map[string]string{}
+		}
+		d.Spec.Template.Annotations[AnnotationAPIKeyVersion] = version
+	}
 }
 
 // Describe says, in a line without the key, how /v1 is guarded.
@@ -106,10 +146,10 @@ func (c *Cluster) ResolveAuth(ctx context.Context, name string, s *recipe.Servin
 			return Auth{}, &AuthConflictError{Secret: s.APIKeySecret.Name}
 		}
 		a := Auth{Source: AuthRecipe, Secret: s.APIKeySecret}
-		if v, ok, err := c.secretValue(ctx, s.APIKeySecret); err != nil {
+		if v, rv, ok, err := c.secretValue(ctx, s.APIKeySecret); err != nil {
 			return Auth{}, err
 		} else if ok {
-			a.Key = v
+			a.Key, a.Version = v, rv
 		}
 		return a, nil
 	}
@@ -133,13 +173,13 @@ func (c *Cluster) ResolveAuth(ctx context.Context, name string, s *recipe.Servin
 		if ref == nil {
 			continue
 		}
-		v, ok, err := c.secretValue(ctx, ref)
+		v, rv, ok, err := c.secretValue(ctx, ref)
 		if err != nil {
 			return Auth{}, err
 		}
 		if ok {
 			s.APIKeySecret = ref
-			return Auth{Source: AuthLive, Secret: ref, Key: v}, nil
+			return Auth{Source: AuthLive, Secret: ref, Key: v, Version: rv}, nil
 		}
 	}
 	key, err := NewAPIKey(random)
@@ -163,20 +203,21 @@ func NewAPIKey(random io.Reader) (string, error) {
 	return "ain-" + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// secretValue reads a Secret key; ok is false when the Secret or the key does not exist.
-func (c *Cluster) secretValue(ctx context.Context, ref *recipe.SecretRef) (string, bool, error) {
+// secretValue reads a Secret key and the Secret's resourceVersion; ok is false when the
+// Secret or the key does not exist.
+func (c *Cluster) secretValue(ctx context.Context, ref *recipe.SecretRef) (value, version string, ok bool, err error) {
 	sec, err := c.Kube.CoreV1().Secrets(c.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return "", false, nil
+		return "", "", false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
-	v, ok := sec.Data[ref.Key]
-	if !ok || len(v) == 0 {
-		return "", false, nil
+	v, found := sec.Data[ref.Key]
+	if !found || len(v) == 0 {
+		return "", "", false, nil
 	}
-	return string(v), true, nil
+	return string(v), sec.ResourceVersion, true, nil
 }
 
 // liveAPIKeyRef is the Secret key the running server's Deployments read VLLM_API_KEY from
@@ -213,7 +254,8 @@ func (c *Cluster) APIKey(ctx context.Context, name string) (string, bool, error)
 	if err != nil || ref == nil {
 		return "", false, err
 	}
-	return c.secretValue(ctx, ref)
+	v, _, ok, err := c.secretValue(ctx, ref)
+	return v, ok, err
 }
 
 // DeleteAPIKeySecret deletes ain's own API-key Secret of a server (Auth.Dropped).

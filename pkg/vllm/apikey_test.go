@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -135,5 +136,35 @@ func TestNewAPIKey(t *testing.T) {
 	}
 	if _, err := NewAPIKey(bytes.NewReader(nil)); err == nil {
 		t.Error("no randomness, yet a key")
+	}
+}
+
+// A new version of the key Secret rolls the pods (vLLM reads the key at start); the annotation
+// holds the Secret's resourceVersion, never the key.
+func TestKeyVersion(t *testing.T) {
+	objs := servingObjects(t)
+	a := Auth{Source: AuthLive, Secret: &recipe.SecretRef{Name: "vllm-api-key", Key: APIKeySecretKey}, Key: "the-key", Version: "41"}
+	sec := &unstructured.Unstructured{}
+	sec.SetKind("Secret")
+	sec.SetName("vllm-api-key")
+	sec.SetResourceVersion("57")
+	other := sec.DeepCopy()
+	other.SetName("hf-token")
+	other.SetResourceVersion("99")
+	if v := a.KeyVersion([]*unstructured.Unstructured{other}); v != "41" {
+		t.Errorf("not applied this run: version %q, want the one read", v)
+	}
+	v := a.KeyVersion([]*unstructured.Unstructured{other, sec})
+	if v != "57" {
+		t.Errorf("applied this run: version %q", v)
+	}
+	SetKeyVersion(objs.Deployments, v)
+	for _, d := range objs.Deployments {
+		if got := d.Spec.Template.Annotations[AnnotationAPIKeyVersion]; got != "57" || d.Spec.Template.Annotations[AnnotationModel] == "" {
+			t.Errorf("%s: pod template annotations %v", d.Name, d.Spec.Template.Annotations)
+		}
+	}
+	if (Auth{Source: AuthNone}).KeyVersion([]*unstructured.Unstructured{sec}) != "" {
+		t.Error("no key, yet a version")
 	}
 }

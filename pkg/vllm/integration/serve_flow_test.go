@@ -235,6 +235,22 @@ func TestIntegrationServeFlow(t *testing.T) {
 	if code, out, errs = run("models"); code != 0 || !strings.Contains(out, "Qwen2.5-7B-Instruct") {
 		t.Fatalf("ain models with the key from the server's Secret: exit %d\n%s%s", code, out, errs)
 	}
+	// The pods started with this version of the key Secret; a new key is a new version, which
+	// rolls them (vLLM reads VLLM_API_KEY at start only).
+	before := keyVersion(t, kc, ns, "qwen-0")
+	if sec, err := kc.CoreV1().Secrets(ns).Get(ctx, "qwen-api-key", metav1.GetOptions{}); err != nil || before == "" || before != sec.ResourceVersion {
+		t.Fatalf("pod template key version %q, Secret %v %v", before, err, sec)
+	}
+	rotated := filepath.Join(t.TempDir(), "new-key")
+	if err := os.WriteFile(rotated, []byte("sim-key-rotated\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs = run(append(plain, "--api-key-file", rotated, "--no-wait")...); code != 0 {
+		t.Fatalf("ain serve --api-key-file (rotation): exit %d\n%s%s", code, out, errs)
+	}
+	if after := keyVersion(t, kc, ns, "qwen-0"); after == before || after == "" {
+		t.Errorf("a rotated key left the pod template's key version at %q: the pods keep the old key", after)
+	}
 	// Removing auth takes the explicit flag, says so, and deletes ain's key Secret with it.
 	code, out, errs = run(append(plain, "--allow-unauthenticated", "--no-wait")...)
 	if code != 0 || !strings.Contains(errs, "WARNING: --allow-unauthenticated") {
@@ -247,6 +263,16 @@ func TestIntegrationServeFlow(t *testing.T) {
 		!strings.Contains(out, "deleted Ingress/qwen") || strings.Contains(out, "qwen-api-key") {
 		t.Fatalf("ain serve delete: exit %d\n%s%s", code, out, errs)
 	}
+}
+
+// keyVersion is the API-key Secret version Deployment name's pod template records.
+func keyVersion(t *testing.T, kc kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	dep, err := kc.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dep.Spec.Template.Annotations[vllm.AnnotationAPIKeyVersion]
 }
 
 // apiKeyEnv is the Secret key Deployment name's vLLM reads VLLM_API_KEY from (nil: none).
