@@ -73,6 +73,11 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	if code == ainerr.Failure && isUsageFromCLI(err) {
 		code = ainerr.Usage
 	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) && code != ainerr.Cancelled {
+		// An interrupt that reached a command through an error it did not classify (a read or
+		// an API call cut short) is still an interrupt, whatever the command took it for.
+		code = ainerr.Cancelled
+	}
 	if !errors.Is(err, errQuiet) {
 		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
 	}

@@ -61,12 +61,12 @@ func (a *App) doctorCountersCommand() *ucli.Command {
 			if o.Node != "" {
 				return a.runDoctorCountersNode(c.Context, o)
 			}
-			return a.runDoctorCounters(o)
+			return a.runDoctorCounters(c.Context, o)
 		},
 	}
 }
 
-func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
+func (a *App) runDoctorCounters(ctx context.Context, o *doctorCountersOptions) error {
 	if err := o.validate(1, 2, "counter snapshot(s), BEFORE and AFTER"); err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
 	}
 	snaps := make([]*counters.Snapshot, 0, 2)
 	for _, name := range o.Files {
-		s, err := parseInput(a, name, counters.Parse)
+		s, err := parseInput(ctx, a, name, counters.Parse)
 		if err != nil {
 			return err
 		}

@@ -55,18 +55,18 @@ func (a *App) doctorTopoCommand() *ucli.Command {
 			if o.Node != "" {
 				return a.runDoctorTopoNode(c.Context, o)
 			}
-			return a.runDoctorTopo(o)
+			return a.runDoctorTopo(c.Context, o)
 		},
 	}
 }
 
 const preflightTopoImage = preflight.DefaultTopologyImage
 
-func (a *App) runDoctorTopo(o *doctorTopoOptions) error {
+func (a *App) runDoctorTopo(ctx context.Context, o *doctorTopoOptions) error {
 	if err := o.validate(1, 1, "topology (`nvidia-smi topo -m` output or an NCCL topology dump)"); err != nil {
 		return err
 	}
-	t, err := parseInput(a, o.Files[0], topo.Parse)
+	t, err := parseInput(ctx, a, o.Files[0], topo.Parse)
 	if err != nil {
 		return err
 	}

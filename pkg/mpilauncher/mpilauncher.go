@@ -30,11 +30,12 @@ package mpilauncher
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ain-hpc/ain/internal/input"
 )
 
 // Verdicts.
@@ -258,10 +259,7 @@ func Analyze(r io.Reader) (*Report, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("line %d is longer than %d MiB (%w): this is not a launcher log, or lines were joined", rep.Lines+1, maxLineBytes>>20, err)
-		}
-		return nil, fmt.Errorf("reading launcher log: %w", err)
+		return nil, input.ScanError(err, rep.Lines+1, maxLineBytes)
 	}
 	switch {
 	case nonBlank == 0:
