@@ -377,7 +377,8 @@ func (a *App) doctorLauncherCommand() *ucli.Command {
 			"start its daemons, no job output before), config-error (ssh asked to resolve \"host:N\": the slots syntax reached ssh),\n"+
 			"ssh-throttled (\"exchange_identification: Connection closed by remote host\": sshd MaxStartups, not a worker that is\n"+
 			"not up: that one refuses), worker-lost (the daemon was lost after the job printed output: a worker died mid-job),\n"+
-			"healthy, other (a failure of another kind), or empty / not-text (no launcher log to judge).",
+			"healthy, other (a failure of another kind), or empty / not-text / not-launcher-log (no launcher log to judge:\n"+
+			"healthy needs a line a launch writes, such as ssh's known-hosts note or rank-tagged output).",
 		a.runDoctorLauncher, a.runDoctorLauncherJob)
 }
 
@@ -417,7 +418,7 @@ func (a *App) printLauncher(r *mpilauncher.Report) {
 		// Any text without a failure signature is healthy: say what was read, so that a wrong
 		// file is not taken for a good launch.
 		fmt.Fprintf(w, ": no launcher failure in %d line(s)", r.Lines)
-	case mpilauncher.VerdictEmpty, mpilauncher.VerdictNotText:
+	case mpilauncher.VerdictEmpty, mpilauncher.VerdictNotText, mpilauncher.VerdictNotLauncher:
 		fmt.Fprint(w, ": no launcher log to judge")
 	}
 	if len(r.Hosts) > 0 {
