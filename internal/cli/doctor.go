@@ -484,6 +484,20 @@ func (a *App) nodeProbe(ctx context.Context, profilePath, node, image string, ti
 	return &nodeProbeSetup{profile: p, opts: opts, node: n}, nil
 }
 
+// probeInterrupted is the error of a --node probe stopped by an interrupt, in profile detect's
+// words (runProbes deletes the probe pods also when ctx is cancelled); nil while ctx is not done.
+// Checked before any probe error: an interrupted probe is no probe failure, and its hint to run
+// the command by hand would be wrong.
+func probeInterrupted(ctx context.Context, started bool) error {
+	switch {
+	case ctx.Err() == nil:
+		return nil
+	case !started:
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted before a probe pod was created: nothing was left"), "")
+	}
+	return ainerr.New(ainerr.Cancelled, errors.New("interrupted: probe pods deleted"), "")
+}
+
 // inputName is how an error names a doctor input: its path, or "stdin" for -.
 func inputName(name string) string {
 	if name == "-" {

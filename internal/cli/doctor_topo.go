@@ -80,6 +80,9 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 	}
 	np, err := a.nodeProbe(ctx, o.Profile, o.Node, o.Image, o.Timeout)
 	if err != nil {
+		if ierr := probeInterrupted(ctx, false); ierr != nil {
+			return ierr
+		}
 		return err
 	}
 	opts := np.opts
@@ -89,6 +92,9 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 	q := np.node.Status.Allocatable[corev1.ResourceName(np.profile.Spec.GPUResource)]
 	fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, q.Value(), opts.ProbeImage)
 	out, err := preflight.ProbeTopology(ctx, opts, o.Node, q.Value())
+	if ierr := probeInterrupted(ctx, true); ierr != nil {
+		return ierr
+	}
 	if err != nil {
 		return ainerr.New(ainerr.Failure, err, "run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE")
 	}
