@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	"github.com/ain-hpc/ain/internal/lazyre"
@@ -72,6 +73,11 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	code := ainerr.CodeOf(err)
 	if code == ainerr.Failure && isUsageFromCLI(err) {
 		code = ainerr.Usage
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) && code != ainerr.Cancelled {
+		// An interrupt that reached a command through an error it did not classify (a read or
+		// an API call cut short) is still an interrupt, whatever the command took it for.
+		code = ainerr.Cancelled
 	}
 	if !errors.Is(err, errQuiet) {
 		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
@@ -156,6 +162,9 @@ func (a *App) newApp() *ucli.App {
 		Commands: a.commands(),
 		Before: func(c *ucli.Context) error {
 			quietClientLogs(a.Global.Verbose)
+			if err := checkNamespaceFlag(a.Global.Namespace); err != nil {
+				return err
+			}
 			return a.checkProbeImageEnv(c.Args().Slice())
 		},
 		ExitErrHandler: func(*ucli.Context, error) {
@@ -224,6 +233,19 @@ func quietClientLogs(verbose int) {
 		return
 	}
 	klog.SetLogger(logr.Discard())
+}
+
+// checkNamespaceFlag refuses a -n/--namespace that no namespace can be named (a DNS-1123
+// label), for every command: offline ones print it into objects (render), the others would
+// send it to the API server, whose 404 or 400 does not name the flag.
+func checkNamespaceFlag(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return ainerr.Usagef("-n/--namespace %q is not a namespace name: give at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit (e.g. team-a)", ns)
+	}
+	return nil
 }
 
 // checkProbeImageEnv refuses a $AIN_PROBE_IMAGE that is not an image reference the kubelet would

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/perftest"
@@ -42,20 +44,20 @@ func (a *App) benchParseCommand() *ucli.Command {
 				return ainerr.Usagef("give one FILE with nccl-tests or perftest output (- for standard input), got %d arguments", c.NArg())
 			}
 			o.File = c.Args().First()
-			return a.runBenchParse(o)
+			return a.runBenchParse(c.Context, o)
 		},
 	}
 }
 
-func (a *App) runBenchParse(o *benchParseOptions) error {
-	rc, err := a.openInput(o.File)
+func (a *App) runBenchParse(ctx context.Context, o *benchParseOptions) error {
+	rc, err := a.openInput(ctx, o.File)
 	if err != nil {
 		return err
 	}
-	data, err := readParseInput(rc, o.File)
+	data, err := input.ReadAll(rc, inputName(o.File), maxParseInput)
 	rc.Close()
 	if err != nil {
-		return err
+		return inputError(ctx, o.File, ainerr.Failure, err)
 	}
 	if perftest.Detect(string(data)) {
 		return a.runPerftestParse(o, data)

@@ -16,18 +16,6 @@ import (
 // maxParseInput bounds what `bench parse` reads into memory to tell perftest from nccl-tests.
 const maxParseInput = 256 << 20
 
-// readParseInput reads a bench parse input whole (bounded).
-func readParseInput(r io.Reader, name string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxParseInput+1))
-	if err != nil {
-		return nil, ainerr.New(ainerr.Failure, fmt.Errorf("read %s: %w", name, err), "")
-	}
-	if len(b) > maxParseInput {
-		return nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s is larger than %d MiB", name, maxParseInput>>20), "cut the benchmark's output out of the log")
-	}
-	return b, nil
-}
-
 // runPerftestParse is `bench parse` on perftest output (ib_write_bw, ib_read_lat, ...).
 func (a *App) runPerftestParse(o *benchParseOptions, data []byte) error {
 	runs, err := perftest.Parse(bytes.NewReader(data))

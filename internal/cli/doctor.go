@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
@@ -73,10 +75,12 @@ func (o *doctorOptions) validate(minFiles, maxFiles int, what string) error {
 	return nil
 }
 
-// openInput opens a FILE argument; "-" is standard input.
-func (a *App) openInput(name string) (io.ReadCloser, error) {
+// openInput opens a FILE argument; "-" is standard input. Its reads end with ctx (an interrupt),
+// even one waiting on a terminal or on a pipe whose writer never closes it; the command then says
+// so with readInterrupted.
+func (a *App) openInput(ctx context.Context, name string) (io.ReadCloser, error) {
 	if name == "-" {
-		return io.NopCloser(a.Streams.In), nil
+		return io.NopCloser(input.Reader(ctx, a.Streams.In)), nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -87,7 +91,44 @@ func (a *App) openInput(name string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, ainerr.Usagef("%s is a directory: give the file(s) in it", name)
 	}
-	return f, nil
+	return struct {
+		io.Reader
+		io.Closer
+	}{input.Reader(ctx, f), f}, nil
+}
+
+// readInterrupted is the error of an offline command interrupted while reading input name, or
+// nil when ctx is not done: checked after every read, whatever the reader returned (a parser may
+// stop at a read error without returning it, and a verdict on part of the input is wrong).
+func readInterrupted(ctx context.Context, name string) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted while reading %s: no verdict", inputName(name)), "")
+}
+
+// inputError is the error of reading input name (its parser's, or the reader's): an interrupt
+// when ctx is done, else code with the input named. A line too long for its reader, or an input
+// too large, gets a hint saying what such an input is.
+func inputError(ctx context.Context, name string, code ainerr.Code, err error) error {
+	if ierr := readInterrupted(ctx, name); ierr != nil {
+		return ierr
+	}
+	var long *input.LineTooLongError
+	var large *input.TooLargeError
+	hint := ""
+	switch {
+	case errors.As(err, &long):
+		hint = "this is not the text this command reads (binary data, or another file), or its lines were joined (newlines lost)"
+	case errors.As(err, &large):
+		hint = "this is not the text this command reads, or cut the part it needs out of the file"
+	}
+	if large != nil {
+		large.Name = inputName(name) // the parser's name for it may be "input"
+	} else if !strings.HasPrefix(err.Error(), inputName(name)) {
+		err = fmt.Errorf("%s: %w", inputName(name), err)
+	}
+	return ainerr.New(code, err, hint)
 }
 
 // checkFailed is the error of a verdict that found a problem: its explanation is already printed.
@@ -96,7 +137,7 @@ func checkFailed() error { return quiet(ainerr.CheckFailed) }
 // fileDoctor is a doctor subcommand on FILE... (- for stdin) and, when runJob is not nil, on a
 // JOB instead (its logs read through the API server), with -o text|json; its description ends
 // with the doctors' exit note.
-func (a *App) fileDoctor(name, usage, args, desc string, run func(*doctorOptions) error, runJob func(context.Context, *doctorOptions, string) error) *ucli.Command {
+func (a *App) fileDoctor(name, usage, args, desc string, run func(context.Context, *doctorOptions) error, runJob func(context.Context, *doctorOptions, string) error) *ucli.Command {
 	o := &doctorOptions{}
 	return &ucli.Command{
 		Name: name, Usage: usage, ArgsUsage: args, Description: desc + "\n\n" + doctorExitNote,
@@ -106,7 +147,7 @@ func (a *App) fileDoctor(name, usage, args, desc string, run func(*doctorOptions
 			if job, ok := jobArg(o.Files); ok && runJob != nil {
 				return runJob(c.Context, o, job)
 			}
-			return run(o)
+			return run(c.Context, o)
 		},
 	}
 }
@@ -123,13 +164,13 @@ func (a *App) doctorNCCLLogCommand() *ucli.Command {
 		a.runDoctorNCCLLog, a.runDoctorNCCLLogJob)
 }
 
-func (a *App) runDoctorNCCLLog(o *doctorOptions) error {
+func (a *App) runDoctorNCCLLog(ctx context.Context, o *doctorOptions) error {
 	if err := o.validate(1, 0, "the NCCL log(s)"); err != nil {
 		return err
 	}
 	an := nccl.NewLogAnalyzer()
 	for _, name := range o.Files {
-		rc, err := a.openInput(name)
+		rc, err := a.openInput(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -142,7 +183,10 @@ func (a *App) runDoctorNCCLLog(o *doctorOptions) error {
 		err = an.Feed(label, rc)
 		rc.Close()
 		if err != nil {
-			return ainerr.New(ainerr.Failure, err, "")
+			return inputError(ctx, name, ainerr.Failure, err)
+		}
+		if err := readInterrupted(ctx, name); err != nil {
+			return err
 		}
 	}
 	return a.reportNCCLLog(o, an.Report())
@@ -244,13 +288,13 @@ func (a *App) doctorIBPortsCommand() *ucli.Command {
 		a.runDoctorIBPorts, nil)
 }
 
-func (a *App) runDoctorIBPorts(o *doctorOptions) error {
+func (a *App) runDoctorIBPorts(ctx context.Context, o *doctorOptions) error {
 	if err := o.validate(1, 0, "the port state output(s)"); err != nil {
 		return err
 	}
 	var all *ibport.Report
 	for _, name := range o.Files {
-		r, err := parseInput(a, name, ibport.Parse)
+		r, err := parseInput(ctx, a, name, ibport.Parse)
 		if err != nil {
 			return err
 		}
@@ -333,15 +377,16 @@ func (a *App) doctorLauncherCommand() *ucli.Command {
 			"start its daemons, no job output before), config-error (ssh asked to resolve \"host:N\": the slots syntax reached ssh),\n"+
 			"ssh-throttled (\"exchange_identification: Connection closed by remote host\": sshd MaxStartups, not a worker that is\n"+
 			"not up: that one refuses), worker-lost (the daemon was lost after the job printed output: a worker died mid-job),\n"+
-			"healthy, other (a failure of another kind), or empty / not-text (no launcher log to judge).",
+			"healthy, other (a failure of another kind), or empty / not-text / not-launcher-log (no launcher log to judge:\n"+
+			"healthy needs a line a launch writes, such as ssh's known-hosts note or rank-tagged output).",
 		a.runDoctorLauncher, a.runDoctorLauncherJob)
 }
 
-func (a *App) runDoctorLauncher(o *doctorOptions) error {
+func (a *App) runDoctorLauncher(ctx context.Context, o *doctorOptions) error {
 	if err := o.validate(1, 1, "the launcher log"); err != nil {
 		return err
 	}
-	r, err := parseInput(a, o.Files[0], mpilauncher.Analyze)
+	r, err := parseInput(ctx, a, o.Files[0], mpilauncher.Analyze)
 	if err != nil {
 		return err
 	}
@@ -373,7 +418,7 @@ func (a *App) printLauncher(r *mpilauncher.Report) {
 		// Any text without a failure signature is healthy: say what was read, so that a wrong
 		// file is not taken for a good launch.
 		fmt.Fprintf(w, ": no launcher failure in %d line(s)", r.Lines)
-	case mpilauncher.VerdictEmpty, mpilauncher.VerdictNotText:
+	case mpilauncher.VerdictEmpty, mpilauncher.VerdictNotText, mpilauncher.VerdictNotLauncher:
 		fmt.Fprint(w, ": no launcher log to judge")
 	}
 	if len(r.Hosts) > 0 {
@@ -396,17 +441,20 @@ func (a *App) printLauncher(r *mpilauncher.Report) {
 }
 
 // parseInput opens input name (a file; - for stdin), gives it to parse and closes it. A parse
-// error names the input: a bare "bufio.Scanner: token too long" does not say which file.
-func parseInput[T any](a *App, name string, parse func(io.Reader) (T, error)) (T, error) {
+// error names the input (inputError); an interrupt while reading is exit 130.
+func parseInput[T any](ctx context.Context, a *App, name string, parse func(io.Reader) (T, error)) (T, error) {
 	var zero T
-	rc, err := a.openInput(name)
+	rc, err := a.openInput(ctx, name)
 	if err != nil {
 		return zero, err
 	}
 	defer rc.Close()
 	v, err := parse(rc)
 	if err != nil {
-		return zero, ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(name), err), "")
+		return zero, inputError(ctx, name, ainerr.Failure, err)
+	}
+	if err := readInterrupted(ctx, name); err != nil {
+		return zero, err
 	}
 	return v, nil
 }
@@ -434,6 +482,20 @@ func (a *App) nodeProbe(ctx context.Context, profilePath, node, image string, ti
 		return nil, kc.Classify(err, "get node "+node)
 	}
 	return &nodeProbeSetup{profile: p, opts: opts, node: n}, nil
+}
+
+// probeInterrupted is the error of a --node probe stopped by an interrupt, in profile detect's
+// words (runProbes deletes the probe pods also when ctx is cancelled); nil while ctx is not done.
+// Checked before any probe error: an interrupted probe is no probe failure, and its hint to run
+// the command by hand would be wrong.
+func probeInterrupted(ctx context.Context, started bool) error {
+	switch {
+	case ctx.Err() == nil:
+		return nil
+	case !started:
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted before a probe pod was created: nothing was left"), "")
+	}
+	return ainerr.New(ainerr.Cancelled, errors.New("interrupted: probe pods deleted"), "")
 }
 
 // inputName is how an error names a doctor input: its path, or "stdin" for -.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -61,12 +62,12 @@ func (a *App) doctorCountersCommand() *ucli.Command {
 			if o.Node != "" {
 				return a.runDoctorCountersNode(c.Context, o)
 			}
-			return a.runDoctorCounters(o)
+			return a.runDoctorCounters(c.Context, o)
 		},
 	}
 }
 
-func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
+func (a *App) runDoctorCounters(ctx context.Context, o *doctorCountersOptions) error {
 	if err := o.validate(1, 2, "counter snapshot(s), BEFORE and AFTER"); err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (a *App) runDoctorCounters(o *doctorCountersOptions) error {
 	}
 	snaps := make([]*counters.Snapshot, 0, 2)
 	for _, name := range o.Files {
-		s, err := parseInput(a, name, counters.Parse)
+		s, err := parseInput(ctx, a, name, counters.Parse)
 		if err != nil {
 			return err
 		}
@@ -117,14 +118,17 @@ func (a *App) runDoctorCountersNode(ctx context.Context, o *doctorCountersOption
 	}
 	np, err := a.nodeProbe(ctx, o.Profile, o.Node, o.Image, o.Timeout)
 	if err != nil {
+		if ierr := probeInterrupted(ctx, false); ierr != nil {
+			return ierr
+		}
 		return err
 	}
 	popts := np.opts
 	take := func(which string) (*counters.Snapshot, error) {
 		fmt.Fprintf(a.Streams.Err, "%s snapshot of %s's RDMA port counters (probe pod, image %s)\n", which, o.Node, popts.ProbeImage)
 		res := preflight.ProbeCounters(ctx, popts, []string{o.Node})
-		if err := ctx.Err(); err != nil {
-			return nil, ainerr.New(ainerr.Cancelled, err, "")
+		if err := probeInterrupted(ctx, true); err != nil {
+			return nil, err
 		}
 		if res[0].Err != "" {
 			return nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s: %s", o.Node, res[0].Err),
@@ -141,7 +145,7 @@ func (a *App) runDoctorCountersNode(ctx context.Context, o *doctorCountersOption
 		fmt.Fprintf(a.Streams.Err, "waiting %s before the second snapshot (run the workload now)\n", o.Interval)
 		select {
 		case <-ctx.Done():
-			return ainerr.New(ainerr.Cancelled, ctx.Err(), "")
+			return ainerr.New(ainerr.Cancelled, errors.New("interrupted between the snapshots: the first probe pod was deleted, no second one made"), "")
 		case <-time.After(o.Interval):
 		}
 		after, err := take("second")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func (a *App) doctorHangCommand() *ucli.Command {
 		a.runDoctorHang, nil)
 }
 
-func (a *App) runDoctorHang(o *doctorOptions) error {
+func (a *App) runDoctorHang(ctx context.Context, o *doctorOptions) error {
 	if err := o.validate(1, 0, "the ncclras output or the Flight Recorder dumps"); err != nil {
 		return err
 	}
@@ -37,14 +38,17 @@ func (a *App) runDoctorHang(o *doctorOptions) error {
 	}
 	ins := make([]hang.Input, 0, len(files))
 	for _, name := range files {
-		rc, err := a.openInput(name)
+		rc, err := a.openInput(ctx, name)
 		if err != nil {
 			return err
 		}
 		in, err := hang.ReadInput(name, rc)
 		rc.Close()
 		if err != nil {
-			return ainerr.New(ainerr.Failure, err, "")
+			return inputError(ctx, name, ainerr.Failure, err)
+		}
+		if err := readInterrupted(ctx, name); err != nil {
+			return err
 		}
 		ins = append(ins, in)
 	}

@@ -41,3 +41,18 @@ func TestDoctorLauncherJunk(t *testing.T) {
 		t.Errorf("long line on stdin: exit %d: %s", code, errb)
 	}
 }
+
+// TestDoctorWrongInputNotOK: text that is no launcher log (the README) and an NCCL log that does
+// not say its transport are not verdicts of health (issue 32: "OK: healthy" and "OK: transport
+// unknown", exit 0): each says what the input is not, with exit 5.
+func TestDoctorWrongInputNotOK(t *testing.T) {
+	code, out, errb := runDoctorCLI(t, "", "doctor", "launcher", filepath.Join("..", "..", "README.md"))
+	if code != 5 || !strings.HasPrefix(out, "PROBLEM: not-launcher-log") || strings.Contains(out, "healthy") || !strings.Contains(out, "not an MPI launcher's log") {
+		t.Errorf("doctor launcher README.md: exit %d, want 5 and not-launcher-log\n%s%s", code, out, errb)
+	}
+	nccl := "h:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\nh:1:1 [0] NCCL INFO cudaDriverVersion 12040\n"
+	code, out, errb = runDoctorCLI(t, nccl, "doctor", "nccl-log", "-")
+	if code != 5 || !strings.HasPrefix(out, "PROBLEM: transport unknown") || !strings.Contains(out, "none of its 2 NCCL line(s)") {
+		t.Errorf("doctor nccl-log without a transport line: exit %d, want 5\n%s%s", code, out, errb)
+	}
+}

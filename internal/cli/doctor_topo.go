@@ -55,18 +55,18 @@ func (a *App) doctorTopoCommand() *ucli.Command {
 			if o.Node != "" {
 				return a.runDoctorTopoNode(c.Context, o)
 			}
-			return a.runDoctorTopo(o)
+			return a.runDoctorTopo(c.Context, o)
 		},
 	}
 }
 
 const preflightTopoImage = preflight.DefaultTopologyImage
 
-func (a *App) runDoctorTopo(o *doctorTopoOptions) error {
+func (a *App) runDoctorTopo(ctx context.Context, o *doctorTopoOptions) error {
 	if err := o.validate(1, 1, "topology (`nvidia-smi topo -m` output or an NCCL topology dump)"); err != nil {
 		return err
 	}
-	t, err := parseInput(a, o.Files[0], topo.Parse)
+	t, err := parseInput(ctx, a, o.Files[0], topo.Parse)
 	if err != nil {
 		return err
 	}
@@ -80,6 +80,9 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 	}
 	np, err := a.nodeProbe(ctx, o.Profile, o.Node, o.Image, o.Timeout)
 	if err != nil {
+		if ierr := probeInterrupted(ctx, false); ierr != nil {
+			return ierr
+		}
 		return err
 	}
 	opts := np.opts
@@ -89,6 +92,9 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 	q := np.node.Status.Allocatable[corev1.ResourceName(np.profile.Spec.GPUResource)]
 	fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, q.Value(), opts.ProbeImage)
 	out, err := preflight.ProbeTopology(ctx, opts, o.Node, q.Value())
+	if ierr := probeInterrupted(ctx, true); ierr != nil {
+		return ierr
+	}
 	if err != nil {
 		return ainerr.New(ainerr.Failure, err, "run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE")
 	}

@@ -126,3 +126,27 @@ func TestProbeImageEnvChecked(t *testing.T) {
 		t.Errorf("a valid $AIN_PROBE_IMAGE refused: exit %d\n%s", code, out)
 	}
 }
+
+// TestSandboxCountsAndNamespaceRefused: --nodes 0 started the default 3 nodes and -n "BAD NS"
+// was taken as given (issue 32); both are usage errors naming the flag and what it takes, before
+// anything runs (no sandbox, no cluster here).
+func TestSandboxCountsAndNamespaceRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sandbox", "up", "--nodes", "0"}, "--nodes 0: give a number from 1 to 5000"},
+		{[]string{"sandbox", "up", "--gpus-per-node", "0"}, "--gpus-per-node 0: give a number from 1 to 64"},
+		{[]string{"sandbox", "up", "--rdma-count", "-1"}, "--rdma-count -1: give a number from 1 to 1024"},
+		{[]string{"list", "-n", "BAD NS"}, `-n/--namespace "BAD NS" is not a namespace name`},
+		{[]string{"render", "qlora", "--namespace", "Team_A"}, `-n/--namespace "Team_A" is not a namespace name`},
+	} {
+		code, out, errb := runDoctorCLI(t, "", c.args...)
+		if code != 2 || !strings.Contains(errb, c.want) || out != "" {
+			t.Errorf("ain %s: exit %d, want 2 and %q\nstdout: %s\nstderr: %s", strings.Join(c.args, " "), code, c.want, out, errb)
+		}
+	}
+	if code, _, errb := runDoctorCLI(t, "", "render", "qlora", "-n", "team-a"); code != 0 {
+		t.Errorf("render -n team-a: exit %d: %s", code, errb)
+	}
+}

@@ -3,13 +3,13 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -63,9 +63,9 @@ func (a *App) runRecipesList(out string) error {
 	sort.Strings(local)
 	for _, f := range local {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
-		data, err := os.ReadFile(f)
+		data, err := input.ReadFile(f, recipe.MaxFileBytes)
 		if err != nil {
-			continue
+			continue // a recipe file that cannot be listed is reported when it is used
 		}
 		if b, ok := recipe.Builtin(name); ok && bytes.Equal(b, data) {
 			continue // the built-in itself (running inside ain's repository)

@@ -94,14 +94,17 @@ func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error
 			}
 			name = p
 		}
-		rc, err := a.openInput(name)
+		rc, err := a.openInput(ctx, name)
 		if err != nil {
 			return err
 		}
 		r, err := trainlog.Parse(rc, inputName(name), trainlog.ParseOptions{LoggingSteps: o.LoggingSteps})
 		rc.Close()
 		if err != nil {
-			return ainerr.New(ainerr.Failure, err, "")
+			return inputError(ctx, name, ainerr.Failure, err)
+		}
+		if err := readInterrupted(ctx, name); err != nil {
+			return err
 		}
 		if len(r.Entries) == 0 {
 			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no training loss found", inputName(name)),

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/input"
 )
 
 // Series is one variant of one saved run: what a plot draws and a comparison puts in a column.
@@ -31,12 +33,15 @@ type Point struct {
 	Busbw  float64 `json:"busbw"`
 }
 
+// maxResultBytes bounds a result file read by Load: Save writes a few KiB per variant.
+const maxResultBytes = 64 << 20
+
 // Load reads a result file written by Save (result.json), or the folder holding it.
 func Load(path string) (*Result, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, ResultJSON)
 	}
-	b, err := os.ReadFile(path)
+	b, err := input.ReadFile(path, maxResultBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
@@ -66,7 +67,10 @@ var (
 	pairRe    = lazyre.New(`^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?::\s*|\s+)(\d+)\s*$`)
 )
 
-// Parse reads one snapshot.
+// maxLine bounds a line of a snapshot (counter lines are under 100 bytes).
+const maxLine = 1 << 20
+
+// Parse reads one snapshot. A line longer than 1 MiB is an *input.LineTooLongError.
 func Parse(r io.Reader) (*Snapshot, error) {
 	s := &Snapshot{Ports: map[string]map[string]uint64{}, Formats: []string{}}
 	seen := map[string]bool{}
@@ -77,7 +81,7 @@ func Parse(r io.Reader) (*Snapshot, error) {
 		}
 	}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
 	var (
 		section     string // the port or netdev the following "name value" lines belong to
 		sectionKind string
@@ -162,7 +166,7 @@ func Parse(r io.Reader) (*Snapshot, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
+		return nil, input.ScanError(err, lineNo+1, maxLine)
 	}
 	return s, nil
 }

@@ -26,6 +26,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/input"
 )
 
 // Statuses. The RAS ones are as ncclras prints them; FR's are named the same way.
@@ -76,17 +78,16 @@ type Input struct {
 	Data []byte
 }
 
-// maxInput bounds what is read of one input.
-const maxInput = 1 << 30
+// maxInput bounds what is read of one input, all of it held in memory: ncclras output is a few
+// KiB per query, a Flight Recorder dump of the default 2000 entries with their stack frames a few
+// MiB.
+const maxInput = 256 << 20
 
-// ReadInput reads one input, bounded.
+// ReadInput reads one input, bounded: a larger one is an *input.TooLargeError.
 func ReadInput(name string, r io.Reader) (Input, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	b, err := input.ReadAll(r, displayName(name), maxInput)
 	if err != nil {
-		return Input{}, fmt.Errorf("reading %s: %w", displayName(name), err)
-	}
-	if len(b) > maxInput {
-		return Input{}, fmt.Errorf("%s is larger than %d bytes", displayName(name), maxInput)
+		return Input{}, err
 	}
 	return Input{Name: name, Data: b}, nil
 }

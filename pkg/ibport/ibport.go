@@ -50,6 +50,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/input"
 )
 
 // SysfsDumpCommand prints the sysfs dump this package parses (see the package doc). It needs
@@ -149,7 +151,7 @@ func Parse(r io.Reader) (*Report, error) {
 		p.line(sc.Text())
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading port state: %w", err)
+		return nil, input.ScanError(err, p.lineNo+1, maxScanLineBytes)
 	}
 	return p.report(), nil
 }

@@ -25,16 +25,18 @@
 //   - worker-lost: `ORTE/PRTE has lost communication with a remote daemon` after the job printed
 //     output and without any ssh/DNS failure: the workers were reached and a worker (its pod or
 //     node) died mid-job; the launcher is not the culprit.
-//   - healthy (no failure signature), other (a failure of another kind: the evidence lines say which).
+//   - healthy (no failure signature, and a line that a launch writes: see launchLine), other (a
+//     failure of another kind: the evidence lines say which), not-launcher-log (neither).
 package mpilauncher
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ain-hpc/ain/internal/input"
 )
 
 // Verdicts.
@@ -49,10 +51,13 @@ const (
 	// empty file and random bytes were reported "OK: healthy").
 	VerdictEmpty   = "empty"
 	VerdictNotText = "not-text"
+	// VerdictNotLauncher: text with no failure signature and no line a launch writes (issue
+	// 32: any text, the README included, was "OK: healthy").
+	VerdictNotLauncher = "not-launcher-log"
 )
 
 // Verdicts lists every verdict Analyze returns.
-var Verdicts = []string{VerdictHealthy, VerdictLauncherBeforeWorkers, VerdictConfigError, VerdictSSHThrottled, VerdictWorkerLost, VerdictOther, VerdictEmpty, VerdictNotText}
+var Verdicts = []string{VerdictHealthy, VerdictLauncherBeforeWorkers, VerdictConfigError, VerdictSSHThrottled, VerdictWorkerLost, VerdictOther, VerdictEmpty, VerdictNotText, VerdictNotLauncher}
 
 // Limits that keep memory constant.
 const (
@@ -196,6 +201,7 @@ func Analyze(r io.Reader) (*Report, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
 	nonBlank, binary := 0, 0
+	launched := false // a line a launch writes was seen (launchLine)
 	for sc.Scan() {
 		rep.Lines++
 		s := strings.TrimSpace(sc.Text())
@@ -211,6 +217,7 @@ func Analyze(r io.Reader) (*Report, error) {
 			continue
 		}
 		lower := strings.ToLower(s)
+		launched = launched || launchLine(s, lower)
 		if lost && inHelp {
 			// "Remote daemon: [[43015,0],20] on node <pod>" / "hostname:  <host>" name the lost worker.
 			if h := lostHost(s); h != "" && len(lostHosts) < maxHostsKept && !has(lostHosts, h) {
@@ -258,10 +265,7 @@ func Analyze(r io.Reader) (*Report, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("line %d is longer than %d MiB (%w): this is not a launcher log, or lines were joined", rep.Lines+1, maxLineBytes>>20, err)
-		}
-		return nil, fmt.Errorf("reading launcher log: %w", err)
+		return nil, input.ScanError(err, rep.Lines+1, maxLineBytes)
 	}
 	switch {
 	case nonBlank == 0:
@@ -290,6 +294,11 @@ func Analyze(r io.Reader) (*Report, error) {
 	case other > 0:
 		rep.Verdict = VerdictOther
 		rep.Fix = "the launcher reached its workers; the job failed later: read the evidence lines and the failing rank's own log (for NCCL errors: `ain doctor nccl-log`)"
+	case !launched:
+		rep.Verdict = VerdictNotLauncher
+		rep.Fix = fmt.Sprintf("none of its %d line(s) is one a launch writes (ssh's \"Permanently added\" note, an mpirun/prterun/mpiexec "+
+			"line, rank-tagged output such as [1,0]<stdout>:, sshd's, or job output naming a rank or NCCL): this is not an MPI "+
+			"launcher's log. Give the launcher pod's log (kubectl logs <job>-launcher), or the MPIJob's name", rep.Lines)
 	}
 	if rep.Verdict == VerdictConfigError || rep.Verdict == VerdictSSHThrottled {
 		rep.Hosts = nil // the names are not unreachable workers
@@ -339,6 +348,36 @@ func lostHost(s string) string {
 		return strings.TrimSpace(strings.TrimPrefix(s, "hostname:"))
 	}
 	return ""
+}
+
+// launchLine reports whether a line that matched no signature is one a launch writes: ssh's
+// known-hosts note, mpirun's rank tags (--tag-output), a launcher command (set -x traces,
+// --display-map), the workers' sshd, or job output that names a rank or is NCCL's. A healthy
+// verdict needs one; other text (a README) is not a launcher log.
+func launchLine(s, lower string) bool {
+	switch {
+	case strings.Contains(s, "Permanently added"), strings.Contains(s, "]<stdout>:"), strings.Contains(s, "]<stderr>:"),
+		strings.Contains(s, "Accepted publickey"), strings.Contains(s, "Server listening on"), strings.Contains(s, "[preauth]"),
+		strings.Contains(s, "NCCL INFO"), strings.Contains(s, "Data for JOB"), strings.Contains(s, "JOB MAP"):
+		return true
+	}
+	cmd := strings.TrimPrefix(lower, "+ ")
+	for _, p := range []string{"mpirun ", "prterun ", "mpiexec ", "horovodrun ", "orted ", "prted ", "hydra_pmi_proxy "} {
+		if strings.HasPrefix(cmd, p) {
+			return true
+		}
+	}
+	// "rank 3", "Rank 1 on host", "rank: 0"
+	for rest := lower; ; {
+		i := strings.Index(rest, "rank")
+		if i < 0 {
+			return false
+		}
+		rest = strings.TrimLeft(rest[i+len("rank"):], " :=")
+		if rest != "" && rest[0] >= '0' && rest[0] <= '9' {
+			return true
+		}
+	}
 }
 
 // jobOutput reports whether a line that matched no signature is output of the job itself rather

@@ -117,10 +117,19 @@ func TestMoreSignatures(t *testing.T) {
 		`error: unable to upgrade connection: container not found ("mpi")`:                                       VerdictLauncherBeforeWorkers,
 		"There are not enough slots available in the system to satisfy the 16 slots":                             VerdictOther,
 		"Warning: Permanently added 'w-0.w' (ED25519) to the list of known hosts.":                               VerdictHealthy,
+		// Healthy needs a line a launch writes; other text (a README) is not a launcher log.
+		"Rank 1 on host pi-worker-1":                                  VerdictHealthy,
+		"[1,0]<stdout>:step 10 loss 2.1":                              VerdictHealthy,
+		"+ mpirun -np 2 --hostfile /etc/mpi/hostfile python train.py": VerdictHealthy,
+		"# ain\n\nain turns recipe files into Kubernetes workloads.":  VerdictNotLauncher,
+		"the ranks are ordered; ranking is done later":                VerdictNotLauncher,
 	} {
 		r, err := Analyze(strings.NewReader(line + "\n"))
 		if err != nil || r.Verdict != want {
 			t.Errorf("%q: verdict %s, want %s (%v)", line, r.Verdict, want, err)
+		}
+		if err == nil && want == VerdictNotLauncher && (r.OK() || r.Fix == "") {
+			t.Errorf("%q: OK %v, fix %q", line, r.OK(), r.Fix)
 		}
 	}
 }

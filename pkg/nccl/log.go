@@ -61,7 +61,11 @@ const (
 
 // Limits that keep the analyser's memory constant whatever the log size.
 const (
-	maxLineBytes       = 1 << 20 // longer lines are cut (bufio.Scanner would fail on them)
+	maxLineBytes = 1 << 20 // longer lines are cut (bufio.Scanner would fail on them)
+	// maxLongLine: a longer line is an error (an *input.LineTooLongError), not cut: the input
+	// is no log (/dev/zero, binary data) and reading it to its end may never end. Generous, for a
+	// progress bar redrawn with '\r' for days is one line to a log reader.
+	maxLongLine        = 256 << 20
 	maxEvidencePerKind = 3
 	maxEvidence        = 60
 	maxProcs           = 4096

@@ -159,10 +159,14 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 		return
 	}
 	if r.Transport == TransportUnknown {
-		r.Warnings = append(r.Warnings, Finding{
-			Code:    CodeNoEvidence,
-			Message: "the log does not say which transport NCCL used",
-			Fix:     "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING (the default subsystems print no NET or channel lines)",
+		// A problem, not a warning: "OK: transport unknown" read as a pass for logs that
+		// cannot tell (NCCL lines of other subsystems only, or a log cut before init).
+		r.Problems = append(r.Problems, Finding{
+			Code: CodeNoEvidence,
+			Message: fmt.Sprintf("the log does not say which transport NCCL used: none of its %d NCCL line(s) is a NET/IB, NET/Socket, "+
+				"net plugin or channel (via NET/..., P2P, SHM) line; it is not the part of the log written at NCCL's init, or "+
+				"NCCL_DEBUG_SUBSYS left out INIT and NET", a.ncclLines),
+			Fix: "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING (the default subsystems print no NET or channel lines) and give the whole log from the start",
 		})
 	}
 }
@@ -204,7 +208,7 @@ func (r *LogReport) Verdict() string {
 	case strings.HasPrefix(r.Transport, pluginPrefix):
 		b.WriteString("NCCL used the external net plugin " + strings.TrimPrefix(r.Transport, pluginPrefix))
 	default:
-		b.WriteString("transport unknown")
+		b.WriteString("transport unknown: no NCCL line says which transport was used")
 	}
 	if r.GDR != nil {
 		if *r.GDR {

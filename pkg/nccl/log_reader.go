@@ -102,6 +102,8 @@ func AnalyzeLog(r io.Reader) (*LogReport, error) {
 }
 
 // Feed reads one log. name labels its evidence lines (a file name; "" for a single input).
+// Lines longer than 1 MiB are read cut; a line longer than 256 MiB is an *input.LineTooLongError
+// (without the name: the caller knows it).
 func (a *LogAnalyzer) Feed(name string, r io.Reader) error {
 	a.files++
 	a.curFile = name

@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ain-hpc/ain/internal/input"
 )
 
 const (
@@ -122,6 +124,7 @@ type splitter struct {
 	mu        sync.Mutex // the reading turn, and what follows
 	carry     []byte     // the unfinished last line of the previous block
 	skipping  bool       // inside a cut long line: drop input up to its '\n'
+	skipped   int64      // bytes of the cut long line so far, at most maxLongLine
 	size      int        // bytes the next block reads: firstBlock (small inputs need no more), then read
 	read      int        // splitRead, or less in tests (many blocks from a small input)
 	done      bool       // the last block was read
@@ -223,6 +226,12 @@ func (s *splitter) fill(b *lineBlock) {
 	if s.skipping {
 		if i := bytes.IndexByte(data, '\n'); i < 0 {
 			b.from = len(data)
+			if s.skipped += int64(len(data)); s.skipped > maxLongLine && err == nil {
+				// No log has such a line: /dev/zero or binary data, which would be read to its end.
+				// feedSplit says which line.
+				b.err, s.done = &input.LineTooLongError{Limit: maxLongLine}, true
+				return
+			}
 		} else {
 			b.from, s.skipping = i+1, false
 		}
@@ -234,7 +243,7 @@ func (s *splitter) fill(b *lineBlock) {
 	tail := data[b.from:]
 	tail = tail[bytes.LastIndexByte(tail, '\n')+1:]
 	if len(tail) >= maxLineBytes {
-		s.skipping = true
+		s.skipping, s.skipped = true, int64(len(tail))
 		return
 	}
 	s.carry = append(s.carry, tail...)
@@ -319,6 +328,11 @@ func (a *LogAnalyzer) feedSplit(name string, r io.Reader) error {
 		s.release(b)
 		if err == io.EOF {
 			return nil
+		}
+		var long *input.LineTooLongError
+		if errors.As(err, &long) {
+			long.Line = lineNo // the cut line is the last one counted
+			return long
 		}
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", displayName(name), err)

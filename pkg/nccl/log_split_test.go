@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ain-hpc/ain/internal/input"
 )
 
 // refLines is the analyser's historical line reader (bufio.ReadSlice, long lines cut to
@@ -159,3 +161,33 @@ func TestFeedReadError(t *testing.T) {
 type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+// zeroReader is an endless input without a newline, like /dev/zero.
+type zeroReader struct{ n int64 }
+
+func (z *zeroReader) Read(p []byte) (int, error) { clear(p); z.n += int64(len(p)); return len(p), nil }
+
+// TestFeedEndlessLine: a line with no end (/dev/zero) is an *input.LineTooLongError naming its
+// line and the bound once past maxLongLine, instead of being skipped for as long as the input
+// lasts (doctor nccl-log /dev/zero spun at full CPU for minutes); a long line under the bound is
+// still read cut, with the lines after it.
+func TestFeedEndlessLine(t *testing.T) {
+	z := &zeroReader{}
+	a := NewLogAnalyzer()
+	err := a.Feed("", io.MultiReader(strings.NewReader("NCCL INFO a\n"), z))
+	var long *input.LineTooLongError
+	if !errors.As(err, &long) || long.Line != 2 || long.Limit != maxLongLine {
+		t.Fatalf("Feed: %v (%#v)", err, long)
+	}
+	if z.n > maxLongLine+8*(maxLineBytes+splitRead) {
+		t.Errorf("read %d bytes of an endless line, bound %d", z.n, maxLongLine)
+	}
+	in := "x NCCL INFO " + strings.Repeat("y", 3*maxLineBytes) + "\nh:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n"
+	a = NewLogAnalyzer()
+	if err := a.Feed("", strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Report(); r.Lines != 2 {
+		t.Errorf("a 3 MiB line and one after it: %d lines read", r.Lines)
+	}
+}

@@ -58,7 +58,7 @@ func TestLogVerdicts(t *testing.T) {
 		{file: "mixed-ranks.log", transport: "socket", gdr: "false", version: "2.20.5", ranks: 2,
 			devices: []string{"mlx5_0:1"}, problems: []string{CodeMixedTransport, CodeNoIBDevice, CodeSocketFallback}, perRank: 2},
 		{file: "old-2.4-rings.log", transport: "ib", gdr: "true", version: "2.4.8", ranks: 4, devices: []string{"mlx5_0:1"}},
-		{file: "no-evidence.log", transport: "unknown", gdr: "null", version: "2.26.2", warnings: []string{CodeNoEvidence}},
+		{file: "no-evidence.log", transport: "unknown", gdr: "null", version: "2.26.2", problems: []string{CodeNoEvidence}},
 		{file: "ib-completion-error.log", transport: "ib", gdr: "true", version: "2.23.4", problems: []string{CodeIBCompletion}},
 	}
 	for _, tc := range tests {

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
@@ -120,11 +121,15 @@ var columnKey = map[string]string{
 	"99% percentile": "p99", "99.9% percentile": "p999", "tps average": "tpsAverage", "CPU_Util": "cpuUtil",
 }
 
+// maxLine bounds a line of perftest output (its lines are under 200 bytes).
+const maxLine = 1 << 20
+
 // Parse reads every perftest run in r. Text around the runs (a shell prompt, the server's
-// "Waiting for client" banner, launcher prefixes) is skipped.
+// "Waiting for client" banner, launcher prefixes) is skipped. A line longer than 1 MiB is an
+// *input.LineTooLongError.
 func Parse(r io.Reader) ([]*Run, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
 	var (
 		runs    []*Run
 		cur     *Run
@@ -269,7 +274,7 @@ func Parse(r io.Reader) ([]*Run, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
+		return nil, input.ScanError(err, lineNo+1, maxLine)
 	}
 	// A run with neither a table nor an error is a settings block without results: keep it only
 	// when it says why (errors) so a caller sees "no results" with the cause.

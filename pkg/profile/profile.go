@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/strict"
 )
@@ -184,8 +185,11 @@ func Load(o Options) (*Profile, error) {
 	if path == "" {
 		p = Default()
 	} else {
-		data, err := os.ReadFile(path)
+		data, err := input.ReadFile(path, MaxFileBytes)
+		var large *input.TooLargeError
 		switch {
+		case errors.As(err, &large):
+			return nil, fmt.Errorf("profile %s is larger than %s: a profile is a few KiB of YAML", path, input.Size(MaxFileBytes))
 		case err == nil:
 			if p, err = Parse(path, data); err != nil {
 				return nil, err
@@ -205,6 +209,10 @@ func Load(o Options) (*Profile, error) {
 	}
 	return p, nil
 }
+
+// MaxFileBytes bounds a profile file, read whole (a profile is a few KiB; /dev/zero is refused
+// after reading this much).
+const MaxFileBytes = 4 << 20
 
 // Parse decodes a profile file, fills defaults and validates it.
 func Parse(source string, data []byte) (*Profile, error) {

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/pkg/strict"
 	"github.com/ain-hpc/ain/recipes"
 )
@@ -163,6 +163,10 @@ func BuiltinNames() []string {
 	return names
 }
 
+// MaxFileBytes bounds a recipe file, read whole: the built-ins are under 8 KiB; /dev/zero given
+// as a recipe is refused after reading this much instead of filling memory.
+const MaxFileBytes = 4 << 20
+
 // Resolve finds the bytes of a recipe given as a file path, a name in ./recipes, or a built-in
 // name, in that order, and returns them with the source name to use in messages.
 func Resolve(ref string) (source string, data []byte, err error) {
@@ -173,14 +177,19 @@ func Resolve(ref string) (source string, data []byte, err error) {
 		return "", nil, errors.New("reading a recipe from stdin is not supported: save it to a file")
 	}
 	looksLikePath := strings.ContainsAny(ref, `/\`) || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml")
-	if data, err := os.ReadFile(ref); err == nil {
+	var large *input.TooLargeError
+	if data, err := input.ReadFile(ref, MaxFileBytes); err == nil {
 		return ref, data, nil
+	} else if errors.As(err, &large) {
+		return "", nil, fmt.Errorf("recipe file %s is larger than %s: a recipe is a few KiB of YAML", ref, input.Size(MaxFileBytes))
 	} else if looksLikePath {
 		return "", nil, fmt.Errorf("recipe file %s: %w", ref, unwrapPathErr(err))
 	}
 	local := filepath.Join("recipes", ref+".yaml")
-	if data, err := os.ReadFile(local); err == nil {
+	if data, err := input.ReadFile(local, MaxFileBytes); err == nil {
 		return local, data, nil
+	} else if errors.As(err, &large) {
+		return "", nil, fmt.Errorf("recipe file %s is larger than %s: a recipe is a few KiB of YAML", local, input.Size(MaxFileBytes))
 	}
 	if data, ok := Builtin(ref); ok {
 		return "builtin:" + ref, data, nil

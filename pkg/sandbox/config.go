@@ -41,6 +41,12 @@ const (
 	DefaultScenario     = "healthy"
 	DefaultRDMAResource = "rdma/rdma_shared_device_a"
 	DefaultRDMACount    = 63
+
+	// Bounds of the Config fields given as flags. 0 is no count: WithDefaults reads it as "the
+	// default" (--nodes 0 started 3 nodes), so the flags refuse it.
+	MaxNodes       = 5000
+	MaxGPUsPerNode = 64
+	MaxRDMACount   = 1024
 )
 
 // WithDefaults fills the zero fields of c.
@@ -72,11 +78,14 @@ func (c Config) WithDefaults() Config {
 // Validate reports every problem with c.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Nodes < 1 || c.Nodes > 5000 {
-		errs = append(errs, fmt.Errorf("--nodes must be between 1 and 5000, got %d", c.Nodes))
+	if c.Nodes < 1 || c.Nodes > MaxNodes {
+		errs = append(errs, fmt.Errorf("--nodes must be between 1 and %d, got %d", MaxNodes, c.Nodes))
 	}
-	if c.GPUsPerNode < 0 || c.GPUsPerNode > 64 {
-		errs = append(errs, fmt.Errorf("--gpus-per-node must be between 0 and 64, got %d", c.GPUsPerNode))
+	if c.GPUsPerNode < 0 || c.GPUsPerNode > MaxGPUsPerNode {
+		errs = append(errs, fmt.Errorf("--gpus-per-node must be between 0 and %d, got %d", MaxGPUsPerNode, c.GPUsPerNode))
+	}
+	if c.RDMACount < 0 || c.RDMACount > MaxRDMACount {
+		errs = append(errs, fmt.Errorf("--rdma-count must be between 0 and %d, got %d", MaxRDMACount, c.RDMACount))
 	}
 	if c.Fabric != "ib" && c.Fabric != "roce" {
 		errs = append(errs, fmt.Errorf("--fabric must be ib or roce, got %q", c.Fabric))

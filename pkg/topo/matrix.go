@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
@@ -17,15 +18,20 @@ var (
 	affinities = [][]string{{"CPU", "Affinity"}, {"NUMA", "Affinity"}, {"GPU", "NUMA", "ID"}}
 )
 
+// maxMatrixLine bounds a line of `nvidia-smi topo -m` (a row is a few hundred bytes).
+const maxMatrixLine = 1 << 20
+
 // ParseMatrix reads the output of `nvidia-smi topo -m` (or -mp): the header row (GPU0 ... NIC0 ...
 // or mlx5_0 ... from older drivers, then the CPU Affinity, NUMA Affinity and GPU NUMA ID columns
 // where printed), a row per device, and the "NIC Legend" that names the NICs. Columns may be
 // separated by tabs or spaces, lines may carry a prefix (a shell prompt, kubectl --prefix), and
 // the legend and anything after the matrix (topo -p2p, lspci) are ignored. Old drivers printed SOC
 // for what is now SYS; it is read as SYS.
+//
+// A line longer than 1 MiB is an *input.LineTooLongError.
 func ParseMatrix(r io.Reader) (*Topology, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 64*1024), maxMatrixLine)
 	var (
 		cols     []string // device columns, in order
 		extra    []string // affinity columns after the devices
@@ -106,7 +112,7 @@ func ParseMatrix(r io.Reader) (*Topology, error) {
 		rowExtra[name] = cells[len(cols):]
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", lineNo+1, err)
+		return nil, input.ScanError(err, lineNo+1, maxMatrixLine)
 	}
 	if cols == nil {
 		return nil, fmt.Errorf("no topology matrix found: want the output of `nvidia-smi topo -m` (a header row GPU0 GPU1 ... and a row per GPU) or an NCCL topology dump (NCCL_TOPO_DUMP_FILE)")

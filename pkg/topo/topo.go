@@ -31,6 +31,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ain-hpc/ain/internal/input"
 )
 
 // Path classes, nearest first.
@@ -167,17 +169,10 @@ func Parse(r io.Reader) (*Topology, error) {
 
 const maxInput = 16 << 20
 
-// readInput reads a whole input of at most maxInput bytes; a larger one is refused (what: how
-// the error names it), being no topology dump.
+// readInput reads a whole input of at most maxInput bytes; a larger one, being no topology
+// dump, is an *input.TooLargeError (what: how it names the input).
 func readInput(r io.Reader, what string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxInput {
-		return nil, fmt.Errorf("%s larger than %d bytes: not a topology dump", what, maxInput)
-	}
-	return b, nil
+	return input.ReadAll(r, what, maxInput)
 }
 
 // Analyze derives the report from a topology.

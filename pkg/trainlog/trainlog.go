@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
@@ -91,12 +92,9 @@ func Parse(r io.Reader, name string, o ParseOptions) (*Run, error) {
 	br := bufio.NewReader(r)
 	head, _ := br.Peek(4096)
 	if t := strings.TrimSpace(string(head)); strings.HasPrefix(t, "{") && strings.Contains(string(head), "\"log_history\"") || looksLikeState(t) {
-		b, err := io.ReadAll(io.LimitReader(br, maxLine+1))
+		b, err := input.ReadAll(br, name, maxLine)
 		if err != nil {
 			return nil, err
-		}
-		if len(b) > maxLine {
-			return nil, fmt.Errorf("%s: larger than %d MiB", name, maxLine>>20)
 		}
 		return parseState(string(b), name)
 	}
@@ -172,7 +170,7 @@ func Parse(r io.Reader, name string, o ParseOptions) (*Run, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: line %d: %w", name, lineNo+1, err)
+		return nil, fmt.Errorf("%s: %w", name, input.ScanError(err, lineNo+1, maxLine))
 	}
 	return run, nil
 }
