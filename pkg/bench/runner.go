@@ -297,10 +297,7 @@ func LauncherOutput(ctx context.Context, cl *jobs.Cluster, be jobs.Backend, job 
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range pods {
-		if jobs.Replica(&p) != "launcher" {
-			continue
-		}
+	if p, ok := jobs.CurrentLauncher(pods); ok {
 		rc, err := be.Logs(ctx, cl, p.Name, -1, false)
 		if err != nil {
 			return nil, err

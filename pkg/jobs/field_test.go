@@ -4,11 +4,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -322,5 +324,44 @@ func TestGangMPIJobV2Workers(t *testing.T) {
 	}
 	if n := GangAssumption(APITrainingOperator, r, []string{"Volcano"}); !strings.Contains(n, "minAvailable = 4") || !strings.Contains(n, "--gang-scheduler-name") {
 		t.Errorf("v1 MPIJob: %q", n)
+	}
+}
+
+// A launcher Job that retried has one pod per attempt: the outcome is the Succeeded one, else
+// the newest, never the first by name.
+func TestCurrentLauncher(t *testing.T) {
+	at := func(min int) metav1.Time { return metav1.NewTime(time.Date(2026, 12, 4, 10, min, 0, 0, time.UTC)) }
+	pod := func(name, role string, phase corev1.PodPhase, created int) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at(created),
+			Labels: map[string]string{mpiv2beta1.JobRoleLabel: role}}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	cases := []struct {
+		pods []corev1.Pod
+		want string
+	}{
+		{[]corev1.Pod{pod("j-launcher-aaaaa", "launcher", corev1.PodFailed, 1), pod("j-launcher-zzzzz", "launcher", corev1.PodSucceeded, 3),
+			pod("j-worker-0", "worker", corev1.PodRunning, 0)}, "j-launcher-zzzzz"},
+		{[]corev1.Pod{pod("j-launcher-bbbbb", "launcher", corev1.PodSucceeded, 1), pod("j-launcher-aaaaa", "launcher", corev1.PodFailed, 5)}, "j-launcher-bbbbb"},
+		{[]corev1.Pod{pod("j-launcher-bbbbb", "launcher", corev1.PodFailed, 1), pod("j-launcher-aaaaa", "launcher", corev1.PodRunning, 4)}, "j-launcher-aaaaa"},
+		{[]corev1.Pod{pod("j-worker-0", "worker", corev1.PodRunning, 0)}, ""},
+	}
+	for i, c := range cases {
+		got, ok := CurrentLauncher(c.pods)
+		if got.Name != c.want || ok != (c.want != "") {
+			t.Errorf("case %d: %q %v, want %q", i, got.Name, ok, c.want)
+		}
+		if c.want == "" {
+			continue
+		}
+		sel, err := SelectPods("j", c.pods, LogSelection{Index: -1})
+		if err != nil || len(sel) != 1 || sel[0].Name != c.want {
+			t.Errorf("case %d: ain logs' lead pod %v %v", i, sel, err)
+		}
+	}
+	// Unset, a job's backoffLimit is 0: batch/v1's default of 6 reran a failed mpirun 6 times.
+	for _, name := range []string{"allreduce", "qlora"} {
+		if b := loadRecipe(t, name).Workload().RunPolicy.BackoffLimit; b == nil || *b != 0 {
+			t.Errorf("%s: backoffLimit %v", name, b)
+		}
 	}
 }

@@ -62,6 +62,9 @@ func SelectPods(job string, pods []corev1.Pod, s LogSelection) ([]corev1.Pod, er
 			if rt != "master" && rt != "launcher" {
 				continue
 			}
+			if cur, _ := CurrentLauncher(pods); rt == "launcher" && cur.Name != p.Name {
+				continue // an earlier attempt of a retried launcher Job
+			}
 		default:
 			if rt != TrainerNodeJob || ReplicaIndex(&p) != 0 {
 				continue
@@ -175,4 +178,29 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// CurrentLauncher is the launcher pod whose log tells an MPI job's outcome. The launcher is a
+// batch Job's pod, and a Job whose backoffLimit allows retries makes a new pod for each attempt
+// (batch/v1's default backoffLimit is 6), so the first launcher by name may be a failed earlier
+// attempt: the one that Succeeded is taken, else the newest. ok is false without a launcher.
+func CurrentLauncher(pods []corev1.Pod) (corev1.Pod, bool) {
+	var best corev1.Pod
+	found := false
+	for _, p := range pods {
+		if Replica(&p) != RoleLauncher {
+			continue
+		}
+		switch {
+		case !found:
+		case (p.Status.Phase == corev1.PodSucceeded) != (best.Status.Phase == corev1.PodSucceeded):
+			if p.Status.Phase != corev1.PodSucceeded {
+				continue
+			}
+		case !best.CreationTimestamp.Before(&p.CreationTimestamp):
+			continue
+		}
+		best, found = p, true
+	}
+	return best, found
 }
