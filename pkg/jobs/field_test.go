@@ -14,6 +14,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // Tests for what the 2026-12 field review found would break on a real cluster (issue 14).
@@ -363,5 +364,51 @@ func TestCurrentLauncher(t *testing.T) {
 		if b := loadRecipe(t, name).Workload().RunPolicy.BackoffLimit; b == nil || *b != 0 {
 			t.Errorf("%s: backoffLimit %v", name, b)
 		}
+	}
+}
+
+// The workers' readiness probe connects to the port the image's sshd listens on: 22 for the
+// coreweave image, 2222 for the mpi-operator's own images (their Dockerfile's Port), or the
+// recipe's spec.sshPort; a probe on 22 against sshd on 2222 keeps every worker NotReady.
+func TestWorkerProbeSSHPort(t *testing.T) {
+	cases := []struct {
+		sets []string
+		want int32
+	}{
+		{nil, 22},
+		{[]string{"image=mpioperator/openmpi:v0.8.0"}, 2222},
+		{[]string{"image=docker.io/mpioperator/base@sha256:" + strings.Repeat("a", 64)}, 2222},
+		{[]string{"image=mpioperator/openmpi:v0.8.0", "sshPort=22"}, 22},
+		{[]string{"sshPort=2200"}, 2200},
+	}
+	for _, c := range cases {
+		for _, api := range []API{APIMPIOperator, APITrainer} {
+			r := loadRecipe(t, "allreduce", c.sets...)
+			p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			be, err := Choose(r, Served{}, api)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := be.Build(r, p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var probe *corev1.Probe
+			switch j := b.Objects[0].(type) {
+			case *mpiv2beta1.MPIJob:
+				probe = j.Spec.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeWorker].Template.Spec.Containers[0].ReadinessProbe
+			case *trainer.TrainingRuntime:
+				probe = j.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].ReadinessProbe
+			}
+			if probe == nil || probe.TCPSocket == nil || probe.TCPSocket.Port.IntVal != c.want {
+				t.Errorf("%s %v: readiness probe %+v, want TCP %d", api, c.sets, probe, c.want)
+			}
+		}
+	}
+	if _, err := recipe.Load("allreduce", []string{"sshPort=70000"}); err == nil || !strings.Contains(err.Error(), "spec.sshPort") {
+		t.Errorf("sshPort 70000: %v", err)
 	}
 }

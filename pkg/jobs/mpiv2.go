@@ -39,21 +39,20 @@ import (
 //   - status.conditions are the kubeflow JobCondition types (Created, Running, Restarting,
 //     Succeeded, Failed, Suspended), read as for v1.
 //
-// sshPort is where the worker's sshd listens (its default); the workers' readiness probe
-// connects to it, so Ready, which WaitForWorkersReady waits for, means "sshd accepts".
-const sshPort = 22
+// sshReady is the workers' readiness probe: a TCP connect to the port the image's sshd listens
+// on (spec.sshPort: 22 for most images, 2222 for the mpi-operator's own), so Ready, which
+// WaitForWorkersReady and the Trainer's dependsOn wait for, means "sshd accepts". A probe on a
+// port nothing listens on keeps every worker NotReady: no launcher, a job that never starts.
+func sshReady(m *recipe.MPISpec) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(m.SSHPort)}},
+		PeriodSeconds: 2, TimeoutSeconds: 2, FailureThreshold: 3,
+	}
+}
 
 // SSHAuthMountPath is where the controller mounts the job's SSH keys (root's, as the images run
 // mpirun as root: the mpirun command carries --allow-run-as-root).
 const SSHAuthMountPath = "/root/.ssh"
-
-// sshReady is the workers' readiness probe: a TCP connect to sshd.
-func sshReady() *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(sshPort)}},
-		PeriodSeconds: 2, TimeoutSeconds: 2, FailureThreshold: 3,
-	}
-}
 
 type mpiV2Backend struct{ jobAPI }
 
@@ -102,7 +101,7 @@ func buildMPIJobV2(r *recipe.Recipe, p *profile.Profile, name, ns string) (*mpiv
 		return nil, err
 	}
 	// Ready means sshd accepts connections: what the launcher's mpirun needs of a worker.
-	worker.Spec.Containers[0].ReadinessProbe = sshReady()
+	worker.Spec.Containers[0].ReadinessProbe = sshReady(m)
 	clean := mpiv2beta1.CleanPodPolicy(m.RunPolicy.CleanPodPolicy)
 	one := int32(1)
 	workers := int32(m.Nodes)

@@ -298,7 +298,7 @@ func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer
 		return nil, err
 	}
 	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
-	worker.Spec.Containers[0].ReadinessProbe = sshReady()
+	worker.Spec.Containers[0].ReadinessProbe = sshReady(m)
 	launcher.Spec.Containers[0].Command = trainerLauncherCommand(launcher.Spec.Containers[0].Command)
 	impl := trainer.MPIImplementationOpenMPI
 	launcherJob := replicatedJob(TrainerLauncherJob, &m.Workload, launcher, true)

@@ -56,6 +56,14 @@ func (r *Recipe) Default() {
 	if m := r.MPI; m != nil {
 		orDefault(r, &m.Launcher.Resources.CPU, "spec.launcher.resources.cpu", DefaultLauncherCPU, "")
 		orDefault(r, &m.Launcher.Resources.Memory, "spec.launcher.resources.memory", DefaultLauncherMemory, "")
+		if m.SSHPort == 0 {
+			m.SSHPort = 22
+			note := "22 (the port the image's sshd listens on)"
+			if strings.HasPrefix(imageRepository(m.Image), MPIOperatorImagePrefix) {
+				m.SSHPort, note = 2222, "2222 (mpioperator/* images run sshd on 2222: mpi-operator build/base/Dockerfile)"
+			}
+			r.noteDefault("spec.sshPort", note)
+		}
 		if m.WorkerGate == nil {
 			on := true
 			m.WorkerGate = &on

@@ -215,3 +215,18 @@ func checkDigest(d string) error {
 	}
 	return nil
 }
+
+// MPIOperatorImagePrefix is the repository prefix of the mpi-operator's published images
+// (mpioperator/base, mpioperator/openmpi, ...), normalized as imageRepository writes it.
+const MPIOperatorImagePrefix = "docker.io/mpioperator/"
+
+// imageRepository is an image reference's repository, normalized (docker.io/library/...), without
+// its tag or digest.
+func imageRepository(image string) string {
+	name, _, _ := strings.Cut(image, "@")
+	domain, rest := splitImageDomain(name)
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 && !strings.Contains(rest[i:], "/") {
+		rest = rest[:i]
+	}
+	return domain + "/" + rest
+}

@@ -140,6 +140,10 @@ type MPISpec struct {
 	// starts, and gives workers a readiness probe (default true). false reproduces the
 	// "launcher started before workers were ready" failure, for the lesson.
 	WorkerGate *bool `yaml:"workerGate,omitempty" json:"workerGate,omitempty"`
+	// SSHPort is the port the image's sshd listens on, which the workers' readiness probe
+	// connects to: 22 for most images (coreweave/nccl-tests), 2222 for the mpi-operator's own
+	// (mpioperator/*: build/base/Dockerfile sets Port 2222 in sshd_config and ssh_config).
+	SSHPort int `yaml:"sshPort,omitempty" json:"sshPort,omitempty"`
 }
 
 // Launcher is the MPI launcher pod's size.

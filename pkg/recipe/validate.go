@@ -162,6 +162,9 @@ func (r *Recipe) validate(v *validator) {
 		}
 	}
 	if m := r.MPI; m != nil {
+		if m.SSHPort < 1 || m.SSHPort > 65535 {
+			v.addf("spec.sshPort", "must be a port number 1-65535 (where the image's sshd listens), got %d", m.SSHPort)
+		}
 		v.quantity("spec.launcher.resources.cpu", m.Launcher.Resources.CPU)
 		v.quantity("spec.launcher.resources.memory", m.Launcher.Resources.Memory)
 		switch {
