@@ -157,20 +157,7 @@ func TestMPIRunTCPInterface(t *testing.T) {
 // mpiRunWithIfname is the allreduce launcher's command on api with the profile's socketIfname.
 func mpiRunWithIfname(t *testing.T, api API, ifname string) []string {
 	t.Helper()
-	p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.SocketIfname = ifname
-	r := loadRecipe(t, "allreduce")
-	be, err := Choose(r, Served{}, api)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := be.Build(r, p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := buildOn(t, api, loadRecipe(t, "allreduce"), func(p *profile.Profile) { p.Spec.SocketIfname = ifname })
 	for _, o := range b.Objects {
 		switch j := o.(type) {
 		case *kubeflowv1.MPIJob:
@@ -383,19 +370,7 @@ func TestWorkerProbeSSHPort(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, api := range []API{APIMPIOperator, APITrainer} {
-			r := loadRecipe(t, "allreduce", c.sets...)
-			p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			be, err := Choose(r, Served{}, api)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := be.Build(r, p, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := buildOn(t, api, loadRecipe(t, "allreduce", c.sets...), nil)
 			var probe *corev1.Probe
 			switch j := b.Objects[0].(type) {
 			case *mpiv2beta1.MPIJob:
@@ -411,4 +386,25 @@ func TestWorkerProbeSSHPort(t *testing.T) {
 	if _, err := recipe.Load("allreduce", []string{"sshPort=70000"}); err == nil || !strings.Contains(err.Error(), "spec.sshPort") {
 		t.Errorf("sshPort 70000: %v", err)
 	}
+}
+
+// buildOn renders r on api with the built-in IB profile, changed by edit when not nil.
+func buildOn(t *testing.T, api API, r *recipe.Recipe, edit func(*profile.Profile)) *Bundle {
+	t.Helper()
+	p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(p)
+	}
+	be, err := Choose(r, Served{}, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := be.Build(r, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
