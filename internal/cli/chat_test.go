@@ -297,3 +297,20 @@ func TestBenchServeVLLMParity(t *testing.T) {
 		t.Fatalf("bad plot format: exit %d %s", code, errs)
 	}
 }
+
+// `ain chat` fails (not exit 0 with whatever arrived) on vLLM's error chunk in its flat shape
+// before data: [DONE], on a stream of nothing but [DONE], and names a 200 HTML page as not an
+// event stream rather than a cut stream.
+func TestChatFailedStreams(t *testing.T) {
+	for fault, want := range map[vllmsim.Fault]string{
+		vllmsim.FaultErrorChunk: "reported an error in the answer: CUDA error",
+		vllmsim.FaultOnlyDone:   "carried no answer",
+		vllmsim.FaultHTML:       "not an event stream (Content-Type text/html",
+	} {
+		_, url := modelServer(t, vllmsim.Options{Fault: fault})
+		code, out, errs := runModelCLI(t, map[string]string{"AIN_ENDPOINT": url}, "", "chat", "What is RoCEv2?")
+		if code != int(ainerr.Failure) || !strings.Contains(errs, want) || strings.Contains(errs, "before data: [DONE]") || strings.Contains(errs, "tokens in") {
+			t.Errorf("%s: exit %d\nout: %s\nerr: %s", fault, code, out, errs)
+		}
+	}
+}

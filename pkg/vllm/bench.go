@@ -469,9 +469,13 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 		rec.err = c.explain(statusError(resp), op)
 		return
 	}
+	if err := checkEventStream(resp); err != nil {
+		rec.err = c.explain(err, op)
+		return
+	}
 	sse := newSSEReader(resp.Body, make([]byte, 0, 8<<10), now)
 	var last time.Time
-	usage, texts := -1, 0
+	usage, texts, chunksSeen := -1, 0, 0
 	for {
 		p, at, err := sse.next()
 		if err != nil {
@@ -484,9 +488,17 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 		if string(p) == "[DONE]" {
 			break
 		}
+		chunksSeen++
+		// vLLM's client json.loads every data: line, and a line that is not JSON fails the
+		// request (vllm/benchmarks/lib/endpoint_request_func.py): a proxy's text in the
+		// stream is not an answer. json.Valid allocates nothing.
+		if !json.Valid(p) {
+			rec.err = c.explain(notJSON(fmt.Sprintf("chunk %d", chunksSeen), p), op)
+			return
+		}
 		ci := classify(p)
 		if ci.isError {
-			rec.err = fmt.Errorf("%s: error in the stream: %s", op, errorMessage(p))
+			rec.err = c.explain(&AnswerError{Fault: FaultReported, Detail: errorMessage(p)}, op)
 			return
 		}
 		if ci.choices {
@@ -509,7 +521,7 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 		}
 	}
 	if rec.chunks == 0 {
-		rec.err = fmt.Errorf("%s: the stream carried no choices", op)
+		rec.err = c.explain(noAnswer(chunksSeen), op)
 		return
 	}
 	rec.latency = last.Sub(rec.start)

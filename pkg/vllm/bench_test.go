@@ -113,7 +113,7 @@ func TestHotPathAllocations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !classify(p).choices {
+		if !json.Valid(p) || !classify(p).choices {
 			t.Fatal("no choices")
 		}
 	})
@@ -534,5 +534,25 @@ func TestPeaksAndKnee(t *testing.T) {
 	}
 	if err := PlotSweep(io.Discard, pts, "request rate", "jpg"); err == nil || !strings.Contains(err.Error(), "png or svg") {
 		t.Fatalf("jpg plot: %v", err)
+	}
+}
+
+// A request whose stream carries a data: line that is not JSON failed, as vLLM's client
+// fails it (json.loads raises), and so did one whose 200 answer is an HTML page.
+func TestBenchFailsGarbageAndNonStream(t *testing.T) {
+	for fault, want := range map[vllmsim.Fault]string{
+		vllmsim.FaultGarbageChunk: `chunk 3 is not JSON: "upstream connect error`,
+		vllmsim.FaultHTML:         "not an event stream (Content-Type text/html",
+		vllmsim.FaultErrorChunk:   "reported an error in the answer: CUDA error",
+	} {
+		_, url := start(t, vllmsim.Options{Fault: fault})
+		c := newClient(t, Options{Endpoint: url})
+		res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 4, OutputLen: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Completed != 0 || res.Failed != 4 || len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, want) {
+			t.Errorf("%s: completed %d, failed %d, failures %+v; want all failed with %q", fault, res.Completed, res.Failed, res.Failures, want)
+		}
 	}
 }

@@ -321,3 +321,36 @@ func TestIngressFakeCertificateNamed(t *testing.T) {
 		t.Fatalf("fake cert: %v (hint %q)", err, ainerr.HintOf(err))
 	}
 }
+
+// A failed answer is an error whatever its wire shape: vLLM's error chunk in either shape
+// before data: [DONE], a proxy's HTML page with status 200 (named as such, not as a cut
+// stream), and a stream of nothing but data: [DONE].
+func TestChatStreamFailures(t *testing.T) {
+	for _, tc := range []struct {
+		fault  vllmsim.Fault
+		stream bool
+		want   []string
+	}{
+		{vllmsim.FaultErrorChunk, true, []string{"the server reported an error in the answer: CUDA error: an illegal memory access"}},
+		{vllmsim.FaultErrorChunkNested, true, []string{"the server reported an error in the answer: CUDA error: an illegal memory access"}},
+		{vllmsim.FaultHTML, true, []string{"not an event stream", "Content-Type text/html; charset=utf-8", "Please sign in."}},
+		{vllmsim.FaultHTML, false, []string{"the answer (Content-Type text/html; charset=utf-8) is not JSON", "Please sign in."}},
+		{vllmsim.FaultOnlyDone, true, []string{"carried no answer (0 chunk(s), none with choices)"}},
+	} {
+		_, url := start(t, vllmsim.Options{Fault: tc.fault})
+		c := newClient(t, Options{Endpoint: url})
+		res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
+		if err == nil {
+			t.Errorf("%s (stream %v): no error, answer %+v", tc.fault, tc.stream, res)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s (stream %v): %q not in %v", tc.fault, tc.stream, w, err)
+			}
+		}
+		if strings.Contains(err.Error(), "before data: [DONE]") || ainerr.CodeOf(err) != ainerr.Failure {
+			t.Errorf("%s (stream %v): exit %d, %v", tc.fault, tc.stream, ainerr.CodeOf(err), err)
+		}
+	}
+}

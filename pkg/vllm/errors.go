@@ -102,6 +102,10 @@ func (c *Client) explain(err error, op string) error {
 		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s %s: %w", op, c.base, err),
 			"a proxy may have cut the stream (ingress read timeouts), or the model server restarted")
 	}
+	var bad *AnswerError
+	if errors.As(err, &bad) {
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%s %s: %w", op, c.base, err), bad.hint())
+	}
 	if he, ok := asHTTPError(err); ok {
 		switch he.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
