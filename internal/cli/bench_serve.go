@@ -60,10 +60,13 @@ func (a *App) benchServeCommand() *ucli.Command {
 			"key names and per-request arrays), which vLLM's sweep and plot tools read.\n\n" +
 			"By default the server is reached through its HTTPS ingress; --port-forward measures ONE pod through\n" +
 			"an API-server tunnel instead, and the result says so.\n\n" +
+			"A request whose answer has not begun within --ttfb-timeout, or stops for --idle-timeout, is a failed\n" +
+			"request, counted with its reason (vLLM's client fails a request on any exception, its own bound\n" +
+			"being 6 hours in all).\n\n" +
 			"Sweeps: a list in --request-rate (1,2,4,inf) or --concurrency (1,4,16) runs each setting, prints a\n" +
 			"table with the knee (the last setting that keeps up) and, with --plot FILE.png|svg, draws TTFT/ITL\n" +
 			"p99 and goodput against it.",
-		Flags: append(o.flags(),
+		Flags: append(append(o.flags(), o.timeoutFlags(benchTTFBTimeout, benchIdleTimeout)...),
 			&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the only one served; with several, e.g. LoRA adapters, required)", Destination: &o.Model},
 			&ucli.IntFlag{Name: "requests", Aliases: []string{"num-prompts"}, Value: 200, Usage: "measured requests (per sweep point)", Destination: &o.Requests},
 			&ucli.StringFlag{Name: "concurrency", Aliases: []string{"max-concurrency"}, Usage: "most requests in flight (0 or empty: no limit); a list sweeps", Destination: &o.Concurrency},

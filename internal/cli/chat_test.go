@@ -314,3 +314,40 @@ func TestChatFailedStreams(t *testing.T) {
 		}
 	}
 }
+
+// On a wedged engine (/health 200, answers never begin or stop mid-way) chat, chat test and
+// bench serve end, naming the bound and its flag: chat and chat test exit 6 (chat test at its
+// first case, not once per case), bench serve counts each request as failed.
+func TestServingCommandsBounded(t *testing.T) {
+	_, hang := modelServer(t, vllmsim.Options{Fault: vllmsim.FaultHang})
+	_, stall := modelServer(t, vllmsim.Options{Fault: vllmsim.FaultStall})
+	golden := filepath.Join("..", "..", "recipes", "qa", "course-qa.yaml")
+	for _, tc := range []struct {
+		url  string
+		args []string
+		code ainerr.Code
+		want string
+	}{
+		{hang, []string{"chat", "What is RoCEv2?", "--ttfb-timeout", "200ms"}, ainerr.Timeout, "within 200ms of sending the request (--ttfb-timeout)"},
+		{stall, []string{"chat", "What is RoCEv2?", "--idle-timeout", "300ms"}, ainerr.Timeout, "no byte for 300ms (--idle-timeout)"},
+		{hang, []string{"chat", "test", "--golden", golden, "--ttfb-timeout", "200ms"}, ainerr.Timeout, "(--ttfb-timeout)"},
+		{stall, []string{"bench", "serve", "--requests", "3", "--warmup", "0", "--output-len", "4", "--idle-timeout", "300ms"}, ainerr.Failure, "no byte for 300ms (--idle-timeout) (first: request 0)"},
+		{hang, []string{"chat", "hi", "--idle-timeout", "-1s"}, ainerr.Usage, "--idle-timeout -1s: give 0 or a positive duration"},
+	} {
+		var code int
+		var out, errs string
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			code, out, errs = runModelCLI(t, map[string]string{"AIN_ENDPOINT": tc.url}, "", tc.args...)
+		}()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%v: still running after 60 s", tc.args)
+		}
+		if code != int(tc.code) || !strings.Contains(out+errs, tc.want) || strings.Count(out, "FAIL  ") > 1 {
+			t.Errorf("%v: exit %d, want %d with %q\nout: %s\nerr: %s", tc.args, code, tc.code, tc.want, out, errs)
+		}
+	}
+}

@@ -448,7 +448,9 @@ func (c *Client) benchTarget(api string) benchTarget {
 // the expected output up front).
 func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t benchTarget, body []byte, id string, rec *reqRecord, outputLen int) {
 	op := t.op
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	wctx, wrap, done := c.watch(ctx)
+	defer done()
+	req, err := http.NewRequestWithContext(wctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
 		rec.err = err
 		return
@@ -461,9 +463,10 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 	rec.start = now()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		rec.err = c.explain(err, op)
+		rec.err = c.explain(stalled(wctx, err), op)
 		return
 	}
+	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		rec.err = c.explain(statusError(resp), op)
@@ -479,6 +482,7 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 	for {
 		p, at, err := sse.next()
 		if err != nil {
+			err = stalled(wctx, err)
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				err = &StreamCutError{Received: rec.chunks}
 			}

@@ -556,3 +556,26 @@ func TestBenchFailsGarbageAndNonStream(t *testing.T) {
 		}
 	}
 }
+
+// A benchmark request that hits a bound is a failed request, counted with its reason, and the
+// run ends: as vLLM's client fails a request on any exception (its aiohttp timeout included).
+func TestBenchBoundedOnWedgedEngine(t *testing.T) {
+	for fault, want := range map[vllmsim.Fault]string{
+		vllmsim.FaultHang:  "(--ttfb-timeout)",
+		vllmsim.FaultStall: "no byte for 300ms (--idle-timeout)",
+	} {
+		_, url := start(t, vllmsim.Options{Fault: fault})
+		c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+		var res *BenchResult
+		err := bounded(t, func() (err error) {
+			res, err = c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 3, OutputLen: 4})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Completed != 0 || res.Failed != 3 || len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, want) {
+			t.Errorf("%s: completed %d, failed %d, failures %+v; want 3 failed with %q", fault, res.Completed, res.Failed, res.Failures, want)
+		}
+	}
+}

@@ -214,7 +214,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.String()+"/chat/completions", bytes.NewReader(b))
+	wctx, wrap, done := c.watch(ctx)
+	defer done()
+	hreq, err := http.NewRequestWithContext(wctx, http.MethodPost, c.base.String()+"/chat/completions", bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +225,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 	start := now()
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return nil, c.explain(err, op)
+		return nil, c.explain(stalled(wctx, err), op)
 	}
+	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, c.chatError(ctx, statusError(resp), req.Model, op)
@@ -234,7 +237,7 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 		var ch chatChunk
 		body, err := io.ReadAll(resp.Body)
 		if err != nil {
-			return nil, c.explain(err, op)
+			return nil, c.explain(stalled(wctx, err), op)
 		}
 		if err := json.Unmarshal(body, &ch); err != nil {
 			return nil, c.explain(notJSON("the answer (Content-Type "+resp.Header.Get("Content-Type")+")", body), op)
@@ -265,6 +268,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 	chunks, pieces, answered := 0, 0, false
 	for {
 		p, at, err := sse.next()
+		if err != nil {
+			err = stalled(wctx, err)
+		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// Clean EOF or a connection closed mid-chunk: either way no [DONE].
 			return nil, c.explain(&StreamCutError{Received: chunks}, op)

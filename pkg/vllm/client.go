@@ -41,8 +41,11 @@ type Options struct {
 	ConnectTo string
 	// Insecure skips TLS certificate verification. Never the default.
 	Insecure bool
-	// Timeout bounds a non-streaming request (0: none); streams are bounded by their context.
-	Timeout time.Duration
+	// FirstByteTimeout bounds the wait for the first byte of an answer, from sending the
+	// request (a streamed answer's first event; a whole non-streamed answer); IdleTimeout bounds
+	// each gap between bytes of a streamed answer. 0: no bound. See watchdog.go.
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration
 	// MaxConns sizes the connection pool (the benchmark's concurrency); 0 means 64.
 	MaxConns int
 }
@@ -109,7 +112,7 @@ func NewClient(opts Options) (*Client, error) {
 	}
 	tr.TLSClientConfig = tlsCfg
 
-	hc := &http.Client{Transport: &fieldsTransport{next: tr}, Timeout: opts.Timeout}
+	hc := &http.Client{Transport: &fieldsTransport{next: tr}}
 	cfg := openai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = strings.TrimSuffix(base.String(), "/")
 	cfg.HTTPClient = hc
@@ -179,15 +182,18 @@ type Model struct {
 // Models lists the served models. go-openai's model type drops vLLM's root and max_model_len,
 // so this reads /v1/models itself.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+"/models", nil)
+	wctx, wrap, done := c.watch(ctx)
+	defer done()
+	req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.base.String()+"/models", nil)
 	if err != nil {
 		return nil, err
 	}
 	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, c.explain(err, "GET /v1/models")
+		return nil, c.explain(stalled(wctx, err), "GET /v1/models")
 	}
+	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, c.explain(statusError(resp), "GET /v1/models")
@@ -196,6 +202,9 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 		Data []Model `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		if err = stalled(wctx, err); errors.As(err, new(*StallError)) {
+			return nil, c.explain(err, "GET /v1/models")
+		}
 		return nil, fmt.Errorf("GET %s/models: not an OpenAI model list: %w", c.base, err)
 	}
 	return list.Data, nil

@@ -354,3 +354,48 @@ func TestChatStreamFailures(t *testing.T) {
 		}
 	}
 }
+
+// bounded fails the test when f has not returned after a generous guard: what it tests would
+// otherwise wait for ever (the bounds under test are a hundred times shorter).
+func bounded(t *testing.T, f func() error) error {
+	t.Helper()
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("still waiting after 30 s: the request is not bounded")
+		return nil
+	}
+}
+
+// A wedged engine (headers, then nothing; or a few tokens, then nothing) fails the request
+// with the bound and the flag named, streamed or not, instead of holding it for ever.
+func TestChatBoundedOnWedgedEngine(t *testing.T) {
+	for _, tc := range []struct {
+		fault  vllmsim.Fault
+		stream bool
+		want   string
+	}{
+		{vllmsim.FaultHang, true, "no byte of the answer within 200ms of sending the request (--ttfb-timeout)"},
+		{vllmsim.FaultHang, false, "no byte of the answer within 200ms of sending the request (--ttfb-timeout)"},
+		{vllmsim.FaultStall, true, "the answer stopped: no byte for 300ms (--idle-timeout)"},
+	} {
+		_, url := start(t, vllmsim.Options{Fault: tc.fault})
+		c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+		err := bounded(t, func() error {
+			_, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
+			return err
+		})
+		if ainerr.CodeOf(err) != ainerr.Timeout || !strings.Contains(err.Error(), tc.want) || ainerr.HintOf(err) == "" {
+			t.Errorf("%s (stream %v): exit %d, %v", tc.fault, tc.stream, ainerr.CodeOf(err), err)
+		}
+	}
+	// A healthy stream with gaps shorter than the bounds is not cut.
+	_, url := start(t, vllmsim.Options{FirstTokenDelay: 20 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second})
+	if res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: true}, nil); err != nil || !strings.Contains(res.Text, "routable") {
+		t.Fatalf("healthy stream: %v", err)
+	}
+}
