@@ -71,7 +71,7 @@ func (a *App) benchServeCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "requests", Aliases: []string{"num-prompts"}, Value: 200, Usage: "measured requests (per sweep point)", Destination: &o.Requests},
 			&ucli.StringFlag{Name: "concurrency", Aliases: []string{"max-concurrency"}, Usage: "most requests in flight (0 or empty: no limit); a list sweeps", Destination: &o.Concurrency},
 			&ucli.StringFlag{Name: "request-rate", Value: "inf", Usage: "mean arrivals per second; inf sends every request at once; a list (1,2,4) sweeps", Destination: &o.RequestRate},
-			&ucli.Float64Flag{Name: "burstiness", Value: 1, Usage: "Gamma shape of the arrival gaps: 1 is Poisson, <1 burstier, >1 more regular", Destination: &o.Burstiness},
+			&ucli.Float64Flag{Name: "burstiness", Value: 1, Usage: "Gamma shape of the arrival gaps: 1 is Poisson, <1 burstier, >1 more regular, inf constant gaps of 1/rate", Destination: &o.Burstiness},
 			&ucli.IntFlag{Name: "warmup", Aliases: []string{"num-warmups"}, Value: 1, Usage: "unmeasured requests first (the first must succeed)", Destination: &o.Warmup},
 			&ucli.StringFlag{Name: "api", Value: vllm.APIChat, Usage: "chat (/v1/chat/completions) or completions (/v1/completions, where random prompts are token IDs of exact length)", Destination: &o.API},
 			&ucli.StringFlag{Name: "dataset-name", Aliases: []string{"dataset"}, Value: "random", Usage: "random, sharegpt (--dataset-path: a ShareGPT JSON file) or prompts (--dataset-path: JSON Lines with \"prompt\", or one per line)", Destination: &o.Dataset},
@@ -129,8 +129,8 @@ func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
 	switch {
 	case o.Requests < 1:
 		return cfg, ainerr.Usagef("--requests must be >= 1")
-	case o.Burstiness <= 0:
-		return cfg, ainerr.Usagef("--burstiness must be > 0")
+	case !(o.Burstiness > 0): // NaN too
+		return cfg, ainerr.Usagef("--burstiness %g: want a number > 0, or inf", o.Burstiness)
 	case o.Warmup < 0:
 		return cfg, ainerr.Usagef("--warmup must be >= 0")
 	case o.OutputLen < 1:

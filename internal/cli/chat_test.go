@@ -351,3 +351,38 @@ func TestServingCommandsBounded(t *testing.T) {
 		}
 	}
 }
+
+// bench serve --burstiness inf sends at constant gaps of 1/rate (vLLM's limit of the Gamma
+// process) instead of hanging, and both result formats say "inf"; NaN is refused.
+func TestBenchServeInfiniteBurstiness(t *testing.T) {
+	_, url := modelServer(t, vllmsim.Options{})
+	env := map[string]string{"AIN_ENDPOINT": url}
+	for _, format := range []string{"json", "vllm-json"} {
+		var code int
+		var out, errs string
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			code, out, errs = runModelCLI(t, env, "", "bench", "serve", "--requests", "3", "--request-rate", "100", "--burstiness", "inf", "--output-len", "4", "-o", format)
+		}()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("--burstiness inf: still running after 60 s")
+		}
+		var res map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+			t.Fatalf("-o %s: exit %d\n%s%s", format, code, out, errs)
+		}
+		b := res["burstiness"]
+		if cfg, ok := res["config"].(map[string]any); ok {
+			b = cfg["burstiness"]
+		}
+		if b != "inf" {
+			t.Errorf("-o %s: burstiness %v in %s", format, b, out)
+		}
+	}
+	if code, _, errs := runModelCLI(t, env, "", "bench", "serve", "--burstiness", "nan"); code != int(ainerr.Usage) || !strings.Contains(errs, "--burstiness NaN: want a number > 0, or inf") {
+		t.Fatalf("nan: exit %d: %s", code, errs)
+	}
+}

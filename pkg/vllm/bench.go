@@ -163,20 +163,32 @@ type Failure struct {
 
 // BenchEcho repeats the settings a result was measured with.
 type BenchEcho struct {
-	Endpoint       string  `json:"endpoint"`
-	Model          string  `json:"model"`
-	Requests       int     `json:"requests"`
-	RequestRate    string  `json:"requestRate"`
-	Burstiness     float64 `json:"burstiness"`
-	MaxConcurrency int     `json:"maxConcurrency"`
-	InputLen       int     `json:"inputLen,omitempty"`
-	OutputLen      int     `json:"outputLen"`
-	Prompts        string  `json:"prompts"`
-	API            string  `json:"api"`
-	SLO            string  `json:"slo,omitempty"`
+	Endpoint       string `json:"endpoint"`
+	Model          string `json:"model"`
+	Requests       int    `json:"requests"`
+	RequestRate    string `json:"requestRate"`
+	Burstiness     Shape  `json:"burstiness"`
+	MaxConcurrency int    `json:"maxConcurrency"`
+	InputLen       int    `json:"inputLen,omitempty"`
+	OutputLen      int    `json:"outputLen"`
+	Prompts        string `json:"prompts"`
+	API            string `json:"api"`
+	SLO            string `json:"slo,omitempty"`
 	// Path says how the endpoint was reached (ingress, port-forward, endpoint): a
 	// port-forward measures one pod through the API server, not the serving path.
 	Path string `json:"path,omitempty"`
+}
+
+// Shape is a Gamma shape that may be infinite (constant gaps). JSON has no infinity: +Inf is
+// written "inf", as an infinite request rate is in vLLM's result JSON.
+type Shape float64
+
+// MarshalJSON writes the number, or "inf".
+func (s Shape) MarshalJSON() ([]byte, error) {
+	if math.IsInf(float64(s), 1) {
+		return []byte(`"inf"`), nil
+	}
+	return json.Marshal(float64(s))
 }
 
 // RequestRateValue is RequestRate as a number (+Inf for "inf").
@@ -310,7 +322,7 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	res := c.metrics(recs, dur, cfg.SLO, cfg.Percentiles)
 	res.runID, res.begin, res.started = runID, begin, time.Now().Add(-dur)
 	res.Config = BenchEcho{Endpoint: c.Endpoint(), Model: cfg.Model, Requests: cfg.Requests, RequestRate: "inf",
-		Burstiness: cfg.Burstiness, MaxConcurrency: cfg.MaxConcurrency, InputLen: cfg.InputLen, OutputLen: cfg.OutputLen, Prompts: "random", API: cfg.API}
+		Burstiness: Shape(cfg.Burstiness), MaxConcurrency: cfg.MaxConcurrency, InputLen: cfg.InputLen, OutputLen: cfg.OutputLen, Prompts: "random", API: cfg.API}
 	if !math.IsInf(cfg.RequestRate, 1) && cfg.RequestRate > 0 {
 		res.Config.RequestRate = strconv.FormatFloat(cfg.RequestRate, 'g', -1, 64)
 	}
@@ -332,12 +344,21 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 
 // arrivals returns when each request is sent, relative to the start, drawn before the run as
 // vllm bench serve's get_request does (vllm/benchmarks/serve.py): one Gamma(shape=burstiness,
-// scale=1/(rate*burstiness)) delay per request, mean 1/rate, accumulated, then rescaled so
+// scale=1/(rate*burstiness)) delay per request (constant 1/rate for an infinite burstiness), mean 1/rate, accumulated, then rescaled so
 // the last request is sent at exactly n/rate ("to close the 1-2% gap ... for stabilizing the
 // throughput data from different random seeds"); all at 0 for an infinite or zero rate.
 func arrivals(n int, rate, burstiness float64, rng *rand.Rand) []time.Duration {
 	offsets := make([]time.Duration, n)
 	if math.IsInf(rate, 1) || rate <= 0 || n == 0 {
+		return offsets
+	}
+	if math.IsInf(burstiness, 1) {
+		// vLLM: "when burstiness tends to infinity, the delay time becomes constant and tends
+		// to the inverse of the request rate" (get_request); the rescaling to n/rate then
+		// changes nothing. gonum's Gamma sampler never returns for an infinite shape.
+		for i := range offsets {
+			offsets[i] = time.Duration(float64(i+1) / rate * float64(time.Second))
+		}
 		return offsets
 	}
 	g := distuv.Gamma{Alpha: burstiness, Beta: rate * burstiness, Src: rng}

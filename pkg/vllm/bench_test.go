@@ -579,3 +579,25 @@ func TestBenchBoundedOnWedgedEngine(t *testing.T) {
 		}
 	}
 }
+
+// --burstiness inf is vLLM's limit of the Gamma process: constant gaps of 1/rate, the last
+// request at n/rate (get_request in vllm/benchmarks/serve.py); an infinite rate still sends
+// everything at 0. gonum's Gamma sampler never returned for an infinite shape.
+func TestArrivalsInfiniteBurstiness(t *testing.T) {
+	var got []time.Duration
+	err := bounded(t, func() error {
+		got = arrivals(4, 2, math.Inf(1), rand.New(rand.NewPCG(0, 0x61696e)))
+		return nil
+	})
+	want := []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("arrivals(4, rate 2, burstiness inf) = %v, want %v", got, want)
+	}
+	if a := arrivals(3, math.Inf(1), math.Inf(1), nil); !reflect.DeepEqual(a, make([]time.Duration, 3)) {
+		t.Fatalf("rate inf, burstiness inf: %v", a)
+	}
+	b, err := json.Marshal(BenchEcho{Burstiness: Shape(math.Inf(1))})
+	if err != nil || !strings.Contains(string(b), `"burstiness":"inf"`) {
+		t.Fatalf("echo %s, %v", b, err)
+	}
+}
