@@ -53,7 +53,9 @@ func (a *App) benchServeCommand() *ucli.Command {
 		Description: "Metrics follow `vllm bench serve` (vllm/benchmarks/serve.py): TTFT to the first chunk with choices\n" +
 			"(vLLM's role-only first chunk counts), TPOT = (E2EL - TTFT) / (output tokens - 1), ITL pooled over all\n" +
 			"requests, E2EL to the last chunk; throughputs over the run's duration; goodput counts requests within\n" +
-			"every --goodput target; peak output tokens/s and concurrency as vLLM computes them. Percentiles\n" +
+			"every --goodput target; peak output tokens/s and peak concurrent requests as vLLM computes them, in\n" +
+			"one-second buckets (requests that follow each other within a second count as concurrent), and the\n" +
+			"exact peak of requests in flight at once. Percentiles\n" +
 			"interpolate linearly (numpy's default). Arrivals are Gamma-distributed and rescaled so the last\n" +
 			"request goes at requests/rate, as vLLM does. A warm-up (not measured) runs --warmup requests, then\n" +
 			"opens as many connections as the run keeps in flight. --save-result writes vLLM's result JSON (its\n" +
@@ -404,7 +406,8 @@ func printServeBench(w io.Writer, r *vllm.BenchResult) {
 	}
 	line("Output token throughput (tok/s):", r.OutputTokenThroughput)
 	line("Peak output token throughput (tok/s):", r.PeakOutputTokensPerS)
-	line("Peak concurrent requests:", r.PeakConcurrency)
+	line("Peak concurrent requests:", r.MaxConcurrentRequests)
+	line("Peak requests in flight at once:", r.PeakInFlight)
 	line("Total token throughput (tok/s):", r.TotalTokenThroughput)
 	for _, m := range []struct {
 		title, short string

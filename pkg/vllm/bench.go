@@ -135,13 +135,15 @@ type BenchResult struct {
 	TPOTMs                Stats    `json:"tpotMs"`
 	ITLMs                 Stats    `json:"itlMs"`
 	E2ELMs                Stats    `json:"e2elMs"`
-	// PeakOutputTokensPerS is the most output tokens in one second of the run, and
-	// PeakConcurrency the most requests in flight at once (vLLM's max_output_tokens_per_s,
-	// max_concurrent_requests).
-	PeakOutputTokensPerS float64   `json:"peakOutputTokensPerS"`
-	PeakConcurrency      int       `json:"peakConcurrency"`
-	Failures             []Failure `json:"failures,omitempty"`
-	Config               BenchEcho `json:"config"`
+	// PeakOutputTokensPerS is the most output tokens in one second of the run (vLLM's
+	// max_output_tokens_per_s); MaxConcurrentRequests the most requests active in one second
+	// of it (vLLM's max_concurrent_requests: requests that follow each other within a second
+	// count together); PeakInFlight the most requests in flight at one instant.
+	PeakOutputTokensPerS  float64   `json:"peakOutputTokensPerS"`
+	MaxConcurrentRequests int       `json:"maxConcurrentRequests"`
+	PeakInFlight          int       `json:"peakInFlight"`
+	Failures              []Failure `json:"failures,omitempty"`
+	Config                BenchEcho `json:"config"`
 
 	records []reqRecord
 	runID   string
@@ -611,7 +613,7 @@ func (c *Client) metrics(recs []reqRecord, dur time.Duration, slo SLO, pcts []fl
 		}
 	}
 	res.TTFTMs, res.TPOTMs, res.ITLMs, res.E2ELMs = summarize(ttfts, pcts), summarize(tpots, pcts), summarize(itls, pcts), summarize(e2els, pcts)
-	res.PeakOutputTokensPerS, res.PeakConcurrency = peaks(recs)
+	res.PeakOutputTokensPerS, res.MaxConcurrentRequests, res.PeakInFlight = peaks(recs)
 	for _, f := range byReason {
 		res.Failures = append(res.Failures, *f)
 	}
@@ -729,11 +731,16 @@ func LoadPrompts(path string) ([]string, error) {
 	return out, nil
 }
 
-// peaks are vLLM's max_output_tokens_per_s and max_concurrent_requests
-// (vllm/benchmarks/serve.py calculate_metrics): chunk arrivals (start + TTFT + ITLs) counted
-// in one-second buckets from the first successful request's start, and the most successful
-// requests in flight at once over half-open [start, start+E2EL) intervals.
-func peaks(recs []reqRecord) (float64, int) {
+// peaks are vLLM's max_output_tokens_per_s and max_concurrent_requests as released vLLM
+// computes them (vllm/benchmarks/serve.py calculate_metrics; main at d86257e, 2026-09-12, per
+// vllm-project/vllm#56653), and the exact peak in flight. Both count in one-second buckets from
+// the first successful request's start: a chunk (start + TTFT + ITLs) in the bucket it
+// arrived in; a request in every bucket from int(start) to int(end), both included, so
+// requests that follow each other within a second count as concurrent. The exact peak is the
+// most successful requests in flight at once over half-open [start, start+E2EL) intervals, a
+// departure before an arrival at the same instant (what open vLLM PRs #56647 and #56678
+// propose instead).
+func peaks(recs []reqRecord) (tokPerS float64, perSecond, inFlight int) {
 	var first time.Time
 	for i := range recs {
 		if recs[i].ok && (first.IsZero() || recs[i].start.Before(first)) {
@@ -741,9 +748,9 @@ func peaks(recs []reqRecord) (float64, int) {
 		}
 	}
 	if first.IsZero() {
-		return 0, 0
+		return 0, 0, 0
 	}
-	buckets := map[int]int{}
+	tokens, active := map[int]int{}, map[int]int{}
 	type event struct {
 		at    time.Duration
 		delta int
@@ -755,17 +762,22 @@ func peaks(recs []reqRecord) (float64, int) {
 			continue
 		}
 		at := r.start.Sub(first) + r.ttft
-		buckets[int(at/time.Second)]++
+		tokens[int(at/time.Second)]++
 		for _, d := range r.itl {
 			at += d
-			buckets[int(at/time.Second)]++
+			tokens[int(at/time.Second)]++
 		}
 		s := r.start.Sub(first)
+		for sec := int(s / time.Second); sec <= int((s+r.latency)/time.Second); sec++ {
+			active[sec]++
+		}
 		events = append(events, event{s, 1}, event{s + r.latency, -1})
 	}
-	peakTok := 0
-	for _, n := range buckets {
-		peakTok = max(peakTok, n)
+	for _, n := range tokens {
+		tokPerS = max(tokPerS, float64(n))
+	}
+	for _, n := range active {
+		perSecond = max(perSecond, n)
 	}
 	sort.Slice(events, func(i, j int) bool {
 		if events[i].at != events[j].at {
@@ -773,12 +785,12 @@ func peaks(recs []reqRecord) (float64, int) {
 		}
 		return events[i].delta < events[j].delta // a departure before an arrival at the same time
 	})
-	cur, peak := 0, 0
+	cur := 0
 	for _, e := range events {
 		cur += e.delta
-		peak = max(peak, cur)
+		inFlight = max(inFlight, cur)
 	}
-	return float64(peakTok), peak
+	return tokPerS, perSecond, inFlight
 }
 
 // VLLMResult is the result in vllm bench serve's JSON format (vllm/benchmarks/serve.py,
@@ -808,7 +820,7 @@ func (r *BenchResult) VLLMResult(label string) map[string]any {
 		"output_throughput":       r.OutputTokenThroughput,
 		"total_token_throughput":  r.TotalTokenThroughput,
 		"max_output_tokens_per_s": r.PeakOutputTokensPerS,
-		"max_concurrent_requests": r.PeakConcurrency,
+		"max_concurrent_requests": r.MaxConcurrentRequests,
 	}
 	if r.Config.API == APICompletions {
 		out["endpoint_type"], out["backend"] = "openai", "openai"

@@ -511,9 +511,22 @@ func TestPeaksAndKnee(t *testing.T) {
 		{ok: true, start: t0.Add(1600 * ms), ttft: 100 * ms, latency: 200 * ms},
 		{err: fmt.Errorf("x")},
 	}
-	tok, conc := peaks(recs)
-	if tok != 6 || conc != 2 {
-		t.Fatalf("peak tokens/s %v, concurrency %d; want 6, 2", tok, conc)
+	tok, perSecond, inFlight := peaks(recs)
+	if tok != 6 || perSecond != 2 || inFlight != 2 {
+		t.Fatalf("peak tokens/s %v, concurrent requests %d, in flight %d; want 6, 2, 2", tok, perSecond, inFlight)
+	}
+	// vLLM's max_concurrent_requests counts a request in every second from int(start) to
+	// int(end), both included: three requests one after the other within the first second are
+	// 3 (and the one ending at 1.0 s meets the next in the second); at no instant were two in
+	// flight.
+	seq := []reqRecord{
+		{ok: true, start: t0, ttft: 10 * ms, latency: 200 * ms},
+		{ok: true, start: t0.Add(300 * ms), ttft: 10 * ms, latency: 200 * ms},
+		{ok: true, start: t0.Add(600 * ms), ttft: 10 * ms, latency: 400 * ms},
+		{ok: true, start: t0.Add(1000 * ms), ttft: 10 * ms, latency: 100 * ms},
+	}
+	if _, perSecond, inFlight := peaks(seq); perSecond != 3 || inFlight != 1 {
+		t.Fatalf("sequential requests: concurrent requests %d, in flight %d; want vLLM's 3 and 1", perSecond, inFlight)
 	}
 	g := func(v float64) *float64 { return &v }
 	pts := []SweepPoint{
