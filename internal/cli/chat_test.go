@@ -386,3 +386,18 @@ func TestBenchServeInfiniteBurstiness(t *testing.T) {
 		t.Fatalf("nan: exit %d: %s", code, errs)
 	}
 }
+
+// An API key about to travel over plain http:// off this machine is warned about, naming
+// the address; to a loopback server (a port-forward) it is not.
+func TestAPIKeyInClearTextWarned(t *testing.T) {
+	// 192.0.2.1 (TEST-NET-1) answers nothing; the short bound ends the request.
+	_, _, errs := runModelCLI(t, map[string]string{"AIN_API_KEY": "s3cret"}, "", "models", "--endpoint", "http://192.0.2.1:9", "--ttfb-timeout", "200ms")
+	if !strings.Contains(errs, "WARNING: the API key goes in clear text over http:// to 192.0.2.1:9") || strings.Contains(errs, "s3cret") {
+		t.Fatalf("stderr: %s", errs)
+	}
+	_, url := modelServer(t, vllmsim.Options{APIKey: "s3cret"})
+	code, _, errs := runModelCLI(t, map[string]string{"AIN_ENDPOINT": url, "AIN_API_KEY": "s3cret"}, "", "models")
+	if code != 0 || strings.Contains(errs, "clear text") {
+		t.Fatalf("loopback: exit %d: %s", code, errs)
+	}
+}

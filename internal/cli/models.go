@@ -92,7 +92,13 @@ func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*
 		key = a.Getenv("AIN_API_KEY")
 	}
 	c, err := vllm.NewClient(o.clientOptions(ep, key, conns))
-	return c, endpointError(err)
+	if err != nil {
+		return nil, endpointError(err)
+	}
+	if addr := c.ClearTextKeyTo(); addr != "" {
+		fmt.Fprintf(a.Streams.Err, "WARNING: the API key goes in clear text over http:// to %s, off this machine: whoever sits on the path can read it, and the prompts and answers. Use the https:// ingress, or a port-forward (http://127.0.0.1:PORT).\n", addr)
+	}
+	return c, nil
 }
 
 func (o *endpointOptions) clientOptions(ep vllm.Endpoint, key string, conns int) vllm.Options {

@@ -276,6 +276,28 @@ func (c *Client) authorize(req *http.Request) {
 	}
 }
 
+// ClearTextKeyTo returns the address the API key travels to in clear text: that of an http://
+// endpoint (its --connect-to address when set) off this machine. "" when there is no key,
+// the endpoint is https://, or the address is a loopback one (a port-forward).
+func (c *Client) ClearTextKeyTo() string {
+	if c.opts.APIKey == "" || c.base.Scheme != "http" {
+		return ""
+	}
+	addr := c.base.Host
+	if c.opts.ConnectTo != "" {
+		addr = c.opts.ConnectTo
+	}
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return ""
+	}
+	return addr
+}
+
 // dialAddr is the host:port a request to the endpoint connects to.
 func (c *Client) dialAddr() string {
 	if c.opts.ConnectTo != "" {

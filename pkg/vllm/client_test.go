@@ -399,3 +399,26 @@ func TestChatBoundedOnWedgedEngine(t *testing.T) {
 		t.Fatalf("healthy stream: %v", err)
 	}
 }
+
+// The API key is in clear text only over http:// to an address off this machine (the
+// --connect-to address when there is one); never without a key, over https://, or to loopback.
+func TestClearTextKeyTo(t *testing.T) {
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Endpoint: "http://10.0.0.5:8000", APIKey: "k"}, "10.0.0.5:8000"},
+		{Options{Endpoint: "http://llm.example.com", APIKey: "k"}, "llm.example.com"},
+		{Options{Endpoint: "http://127.0.0.1:8000", APIKey: "k", ConnectTo: "10.0.0.9:80"}, "10.0.0.9:80"},
+		{Options{Endpoint: "http://10.0.0.5:8000"}, ""},
+		{Options{Endpoint: "https://llm.example.com", APIKey: "k"}, ""},
+		{Options{Endpoint: "http://127.0.0.1:8000", APIKey: "k"}, ""},
+		{Options{Endpoint: "http://[::1]:8000", APIKey: "k"}, ""},
+		{Options{Endpoint: "http://localhost:8000", APIKey: "k"}, ""},
+		{Options{Endpoint: "http://llm.example.com", APIKey: "k", ConnectTo: "127.0.0.1:8080"}, ""},
+	} {
+		if got := newClient(t, tc.opts).ClearTextKeyTo(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.opts, got, tc.want)
+		}
+	}
+}
