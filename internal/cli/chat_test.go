@@ -401,3 +401,15 @@ func TestAPIKeyInClearTextWarned(t *testing.T) {
 		t.Fatalf("loopback: exit %d: %s", code, errs)
 	}
 }
+
+// --connect-to with an empty port is refused, naming the flag, before anything is sent.
+func TestConnectToEmptyPortRefused(t *testing.T) {
+	code, _, errs := runModelCLI(t, nil, "", "models", "--endpoint", "https://llm.example.com", "--connect-to", "127.0.0.1:")
+	if code != int(ainerr.Usage) || !strings.Contains(errs, `--connect-to "127.0.0.1:": want HOST:PORT with a port number`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, _, errs = runModelCLI(t, nil, "", "models", "--endpoint", "ftp://x")
+	if code != int(ainerr.Usage) || !strings.Contains(errs, `--endpoint "ftp://x": want http(s)://HOST[:PORT][/v1]`) {
+		t.Fatalf("bad endpoint: exit %d: %s", code, errs)
+	}
+}

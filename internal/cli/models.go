@@ -122,8 +122,10 @@ func endpointError(err error) error {
 	case errors.As(err, &ee) && ee.Endpoint == "":
 		return ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT"),
 			"for a server deployed with `ain serve`, run `ain serve status` to see its URL")
+	case errors.As(err, &ee) && ee.ConnectTo:
+		return ainerr.Usagef("--connect-to %q: %s", ee.Endpoint, ee.Reason)
 	case errors.As(err, &ee):
-		return ainerr.New(ainerr.Usage, fmt.Errorf("--endpoint/--connect-to: %v", ee), "")
+		return ainerr.Usagef("--endpoint %q: %s", ee.Endpoint, ee.Reason)
 	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,8 +100,10 @@ func NewClient(opts Options) (*Client, error) {
 		tlsCfg.RootCAs = pool
 	}
 	if opts.ConnectTo != "" {
-		if _, _, err := net.SplitHostPort(opts.ConnectTo); err != nil {
-			return nil, &EndpointError{Endpoint: opts.ConnectTo, Reason: "connect-to address: want HOST:PORT"}
+		// net.SplitHostPort takes "127.0.0.1:" (an empty port), which dials port 0.
+		host, port, err := net.SplitHostPort(opts.ConnectTo)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return nil, &EndpointError{Endpoint: opts.ConnectTo, Reason: "want HOST:PORT with a port number (e.g. 203.0.113.10:443)", ConnectTo: true}
 		}
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -128,10 +131,12 @@ type CAFileError struct {
 func (e *CAFileError) Error() string { return fmt.Sprintf("CA file %s: %v", e.Path, e.Err) }
 func (e *CAFileError) Unwrap() error { return e.Err }
 
-// EndpointError is an endpoint URL (or address) that cannot be used.
+// EndpointError is an endpoint URL, or with ConnectTo the connect-to address, that cannot
+// be used.
 type EndpointError struct {
-	Endpoint string
-	Reason   string
+	Endpoint  string
+	Reason    string
+	ConnectTo bool
 }
 
 func (e *EndpointError) Error() string {

@@ -422,3 +422,18 @@ func TestClearTextKeyTo(t *testing.T) {
 		}
 	}
 }
+
+// A connect-to address needs a host and a port number: net.SplitHostPort alone accepts
+// "127.0.0.1:", which would dial port 0.
+func TestConnectToNeedsPort(t *testing.T) {
+	for _, bad := range []string{"127.0.0.1:", "127.0.0.1", ":443", "127.0.0.1:0", "127.0.0.1:https", "127.0.0.1:70000"} {
+		_, err := NewClient(Options{Endpoint: "https://llm.example.com", ConnectTo: bad})
+		var ee *EndpointError
+		if !errors.As(err, &ee) || !ee.ConnectTo || ee.Endpoint != bad {
+			t.Errorf("--connect-to %q: %v", bad, err)
+		}
+	}
+	if _, err := NewClient(Options{Endpoint: "https://llm.example.com", ConnectTo: "[::1]:443"}); err != nil {
+		t.Fatal(err)
+	}
+}
