@@ -248,9 +248,10 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 		bodies[i], outLens[i] = c.benchBody(cfg, reqs[i])
 	}
 	target := c.benchTarget(cfg.API)
-	// Warm-up, not measured: the first request alone (it must succeed: a wrong key or model
-	// stops here, explained), the rest concurrently; then as many connections as the run
-	// keeps in flight are opened, so that no measured TTFT pays a TCP or TLS handshake.
+	// Warm-up, not measured: the requests one at a time, the first of which must succeed (a
+	// wrong key or model stops here, explained; vLLM's "initial test run" does the same, then
+	// sends its --num-warmups concurrently); then as many connections as the run keeps in
+	// flight are opened, so that no measured TTFT pays a TCP or TLS handshake.
 	for i := 0; i < cfg.Warmup; i++ {
 		var rec reqRecord
 		c.benchRequest(ctx, cfg.Now, target, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, outLens[i%len(bodies)])

@@ -156,8 +156,9 @@ func NewServer(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
 	s.mux.HandleFunc("POST /v1/completions", s.auth(s.chat))
 	s.mux.HandleFunc("POST /v1/embeddings", s.auth(s.embeddings))
-	// Outside /v1, vLLM's key middleware lets everything through (api_server.py: `if not
-	// url_path.startswith("/v1"): return await call_next(request)`).
+	// vLLM's key middleware guards the prefixes /v1, /v2, /inference and /cohere
+	// (GUARDED_PREFIX in vllm/entrypoints/serve/middleware/authenticate.py; 0.11's api_server.py
+	// guarded /v1 alone) and lets every other path through, /invocations included.
 	s.mux.HandleFunc("POST /invocations", s.chat)
 	s.mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -242,7 +243,8 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// auth is vLLM's API key middleware: only /v1 paths, and its own error body.
+// auth is vLLM's API key middleware on the paths it guards (this simulation serves only /v1
+// among them), with vLLM's own error body.
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
