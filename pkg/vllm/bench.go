@@ -397,13 +397,15 @@ func (c *Client) warmPool(ctx context.Context, n int) {
 		go func() {
 			defer wg.Done()
 			<-start
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+"/models", nil)
+			wctx, wrap, done := c.watch(ctx)
+			defer done()
+			req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.base.String()+"/models", nil)
 			if err != nil {
 				return
 			}
 			c.authorize(req)
 			if resp, err := c.http.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
+				_, _ = io.Copy(io.Discard, wrap(resp.Body))
 				resp.Body.Close()
 			}
 		}()
