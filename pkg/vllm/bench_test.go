@@ -102,11 +102,16 @@ func TestSSEReader(t *testing.T) {
 	}
 }
 
-// TestHotPathAllocations: reading and classifying chunks allocates nothing per chunk.
+// TestHotPathAllocations: reading (through the watchdog), checking and classifying chunks
+// allocates nothing per chunk.
 func TestHotPathAllocations(t *testing.T) {
 	chunk := "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
 	src := strings.NewReader("")
-	r := newSSEReader(src, make([]byte, 0, 8<<10), time.Now)
+	// Through the watchdog that bounds every answer, as benchRequest reads it.
+	c := newClient(t, Options{Endpoint: "http://127.0.0.1:1", FirstByteTimeout: time.Hour, IdleTimeout: time.Hour})
+	_, wrap, done := c.watch(context.Background())
+	defer done()
+	r := newSSEReader(wrap(io.NopCloser(src)), make([]byte, 0, 8<<10), time.Now)
 	allocs := testing.AllocsPerRun(1000, func() {
 		src.Reset(chunk)
 		p, _, err := r.next()
