@@ -53,22 +53,27 @@ func (a *App) benchServeCommand() *ucli.Command {
 		Description: "Metrics follow `vllm bench serve` (vllm/benchmarks/serve.py): TTFT to the first chunk with choices\n" +
 			"(vLLM's role-only first chunk counts), TPOT = (E2EL - TTFT) / (output tokens - 1), ITL pooled over all\n" +
 			"requests, E2EL to the last chunk; throughputs over the run's duration; goodput counts requests within\n" +
-			"every --goodput target; peak output tokens/s and concurrency as vLLM computes them. Percentiles\n" +
+			"every --goodput target; peak output tokens/s and peak concurrent requests as vLLM computes them, in\n" +
+			"one-second buckets (requests that follow each other within a second count as concurrent), and the\n" +
+			"exact peak of requests in flight at once. Percentiles\n" +
 			"interpolate linearly (numpy's default). Arrivals are Gamma-distributed and rescaled so the last\n" +
 			"request goes at requests/rate, as vLLM does. A warm-up (not measured) runs --warmup requests, then\n" +
 			"opens as many connections as the run keeps in flight. --save-result writes vLLM's result JSON (its\n" +
 			"key names and per-request arrays), which vLLM's sweep and plot tools read.\n\n" +
 			"By default the server is reached through its HTTPS ingress; --port-forward measures ONE pod through\n" +
 			"an API-server tunnel instead, and the result says so.\n\n" +
+			"A request whose answer has not begun within --ttfb-timeout, or stops for --idle-timeout, is a failed\n" +
+			"request, counted with its reason (vLLM's client fails a request on any exception, its own bound\n" +
+			"being 6 hours in all).\n\n" +
 			"Sweeps: a list in --request-rate (1,2,4,inf) or --concurrency (1,4,16) runs each setting, prints a\n" +
 			"table with the knee (the last setting that keeps up) and, with --plot FILE.png|svg, draws TTFT/ITL\n" +
 			"p99 and goodput against it.",
-		Flags: append(o.flags(),
+		Flags: append(append(o.flags(), o.timeoutFlags(benchTTFBTimeout, benchIdleTimeout)...),
 			&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the only one served; with several, e.g. LoRA adapters, required)", Destination: &o.Model},
 			&ucli.IntFlag{Name: "requests", Aliases: []string{"num-prompts"}, Value: 200, Usage: "measured requests (per sweep point)", Destination: &o.Requests},
 			&ucli.StringFlag{Name: "concurrency", Aliases: []string{"max-concurrency"}, Usage: "most requests in flight (0 or empty: no limit); a list sweeps", Destination: &o.Concurrency},
 			&ucli.StringFlag{Name: "request-rate", Value: "inf", Usage: "mean arrivals per second; inf sends every request at once; a list (1,2,4) sweeps", Destination: &o.RequestRate},
-			&ucli.Float64Flag{Name: "burstiness", Value: 1, Usage: "Gamma shape of the arrival gaps: 1 is Poisson, <1 burstier, >1 more regular", Destination: &o.Burstiness},
+			&ucli.Float64Flag{Name: "burstiness", Value: 1, Usage: "Gamma shape of the arrival gaps: 1 is Poisson, <1 burstier, >1 more regular, inf constant gaps of 1/rate", Destination: &o.Burstiness},
 			&ucli.IntFlag{Name: "warmup", Aliases: []string{"num-warmups"}, Value: 1, Usage: "unmeasured requests first (the first must succeed)", Destination: &o.Warmup},
 			&ucli.StringFlag{Name: "api", Value: vllm.APIChat, Usage: "chat (/v1/chat/completions) or completions (/v1/completions, where random prompts are token IDs of exact length)", Destination: &o.API},
 			&ucli.StringFlag{Name: "dataset-name", Aliases: []string{"dataset"}, Value: "random", Usage: "random, sharegpt (--dataset-path: a ShareGPT JSON file) or prompts (--dataset-path: JSON Lines with \"prompt\", or one per line)", Destination: &o.Dataset},
@@ -126,8 +131,8 @@ func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
 	switch {
 	case o.Requests < 1:
 		return cfg, ainerr.Usagef("--requests must be >= 1")
-	case o.Burstiness <= 0:
-		return cfg, ainerr.Usagef("--burstiness must be > 0")
+	case !(o.Burstiness > 0): // NaN too
+		return cfg, ainerr.Usagef("--burstiness %g: want a number > 0, or inf", o.Burstiness)
 	case o.Warmup < 0:
 		return cfg, ainerr.Usagef("--warmup must be >= 0")
 	case o.OutputLen < 1:
@@ -401,7 +406,8 @@ func printServeBench(w io.Writer, r *vllm.BenchResult) {
 	}
 	line("Output token throughput (tok/s):", r.OutputTokenThroughput)
 	line("Peak output token throughput (tok/s):", r.PeakOutputTokensPerS)
-	line("Peak concurrent requests:", r.PeakConcurrency)
+	line("Peak concurrent requests:", r.MaxConcurrentRequests)
+	line("Peak requests in flight at once:", r.PeakInFlight)
 	line("Total token throughput (tok/s):", r.TotalTokenThroughput)
 	for _, m := range []struct {
 		title, short string

@@ -23,7 +23,7 @@ type chatOptions struct {
 }
 
 func (o *chatOptions) flags() []ucli.Flag {
-	return append(o.endpointOptions.flags(),
+	return append(append(o.endpointOptions.flags(), o.timeoutFlags(chatTTFBTimeout, chatIdleTimeout)...),
 		&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the only one served; with several, e.g. LoRA adapters, required)", Destination: &o.Model},
 		&ucli.StringFlag{Name: "system", Usage: "system prompt", Destination: &o.System},
 		&ucli.IntFlag{Name: "max-tokens", Value: 512, Usage: "longest answer in tokens", Destination: &o.MaxTokens},
@@ -63,7 +63,7 @@ func (a *App) chatCommand() *ucli.Command {
 				"seed 0, unless the file asks for several samples at a temperature), so the server's own defaults do\n" +
 				"not change the verdict. Each check is reported with its evidence. Exits 5 when the pass rate is\n" +
 				"below --min-pass.",
-			Flags: append(t.flags(),
+			Flags: append(append(t.flags(), t.timeoutFlags(chatTTFBTimeout, chatIdleTimeout)...),
 				&ucli.StringFlag{Name: "golden", Aliases: []string{"f"}, Usage: "answer-check file (YAML or JSON)", Required: true, Destination: &t.Golden},
 				&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the file's, else the only one served)", Destination: &t.Model},
 				&ucli.Float64Flag{Name: "min-pass", Value: 1, Usage: "lowest pass rate (0..1) that succeeds", Destination: &t.MinPass},

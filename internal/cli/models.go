@@ -24,6 +24,10 @@ type endpointOptions struct {
 	Insecure    bool
 	ConnectTo   string
 	PortForward bool
+	// TTFBTimeout and IdleTimeout bound each request (vllm.Options.FirstByteTimeout and
+	// IdleTimeout); zero where a command has no such flags.
+	TTFBTimeout time.Duration
+	IdleTimeout time.Duration
 
 	// via says how the endpoint was reached once resolved ("endpoint", "ingress",
 	// "port-forward"), for what a benchmark says it measured.
@@ -41,6 +45,25 @@ func (o *endpointOptions) flags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "insecure", Usage: "do NOT verify the server's TLS certificate (testing only; never the default)", Destination: &o.Insecure},
 		&ucli.StringFlag{Name: "connect-to", Usage: "HOST:PORT to connect to instead of resolving the endpoint's host, still verifying its certificate for that name (like curl --connect-to): an ingress whose DNS record is not there yet", Destination: &o.ConnectTo},
 		&ucli.BoolFlag{Name: "port-forward", Usage: "when the ingress does not answer, reach ONE pod through an API-server port-forward: for a quick look, not for measuring (it bypasses the ingress and the Service)", Destination: &o.PortForward},
+	}
+}
+
+// Bounds of a request to a model server, so that a wedged engine (/health answering while a
+// hung NCCL group stops every request) fails the command instead of holding it for ever. An
+// interactive question gives up sooner than a benchmark, whose requests may queue in vLLM
+// behind the whole run (--request-rate inf) before their first token.
+const (
+	chatTTFBTimeout  = 5 * time.Minute
+	chatIdleTimeout  = time.Minute
+	benchTTFBTimeout = 30 * time.Minute
+	benchIdleTimeout = 5 * time.Minute
+)
+
+// timeoutFlags are --ttfb-timeout and --idle-timeout with these defaults.
+func (o *endpointOptions) timeoutFlags(ttfb, idle time.Duration) []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.DurationFlag{Name: "ttfb-timeout", Value: ttfb, Usage: "fail a request whose answer has not begun this long after it was sent (a streamed answer's first event; without streaming, the whole answer); 0: wait for ever", Destination: &o.TTFBTimeout, Action: nonNegativeDuration("ttfb-timeout")},
+		&ucli.DurationFlag{Name: "idle-timeout", Value: idle, Usage: "fail a streamed answer that stops for this long between two pieces; 0: wait for ever", Destination: &o.IdleTimeout, Action: nonNegativeDuration("idle-timeout")},
 	}
 }
 
@@ -75,7 +98,13 @@ func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*
 		key = o.serverKey
 	}
 	c, err := vllm.NewClient(o.clientOptions(ep, key, conns))
-	return c, endpointError(err)
+	if err != nil {
+		return nil, endpointError(err)
+	}
+	if addr := c.ClearTextKeyTo(); addr != "" {
+		fmt.Fprintf(a.Streams.Err, "WARNING: the API key goes in clear text over http:// to %s, off this machine: whoever sits on the path can read it, and the prompts and answers. Use the https:// ingress, or a port-forward (http://127.0.0.1:PORT).\n", addr)
+	}
+	return c, nil
 }
 
 func (o *endpointOptions) clientOptions(ep vllm.Endpoint, key string, conns int) vllm.Options {
@@ -84,7 +113,7 @@ func (o *endpointOptions) clientOptions(ep vllm.Endpoint, key string, conns int)
 		connect = ep.ConnectTo // a port-forward is local: --connect-to is for the ingress
 	}
 	return vllm.Options{Endpoint: ep.URL, APIKey: key, CAFile: o.CAFile, CAPEM: ep.CAPEM, CAName: ep.CAName,
-		Insecure: o.Insecure, ConnectTo: connect, MaxConns: conns}
+		Insecure: o.Insecure, ConnectTo: connect, MaxConns: conns, FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout}
 }
 
 // endpointError maps the client library's typed errors to usage errors naming the flag.
@@ -99,8 +128,10 @@ func endpointError(err error) error {
 	case errors.As(err, &ee) && ee.Endpoint == "":
 		return ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT"),
 			"for a server deployed with `ain serve`, run `ain serve status` to see its URL")
+	case errors.As(err, &ee) && ee.ConnectTo:
+		return ainerr.Usagef("--connect-to %q: %s", ee.Endpoint, ee.Reason)
 	case errors.As(err, &ee):
-		return ainerr.New(ainerr.Usage, fmt.Errorf("--endpoint/--connect-to: %v", ee), "")
+		return ainerr.Usagef("--endpoint %q: %s", ee.Endpoint, ee.Reason)
 	}
 	return err
 }
@@ -186,7 +217,7 @@ func (a *App) modelsCommand() *ucli.Command {
 		Usage: "list the models an OpenAI-compatible server (vLLM) serves",
 		Description: "Reads GET /v1/models. vLLM answers /health before the model is loaded; a model listed here\n" +
 			"can answer.",
-		Flags:  append(o.flags(), outputFlag(&o.Output, "table", "table or json")),
+		Flags:  append(append(o.flags(), o.timeoutFlags(chatTTFBTimeout, chatIdleTimeout)...), outputFlag(&o.Output, "table", "table or json")),
 		Action: func(c *ucli.Context) error { return a.runModels(c.Context, o) },
 	}
 }

@@ -172,3 +172,23 @@ func TestParseBytesUnitSuffixes(t *testing.T) {
 		}
 	}
 }
+
+// The served-model-name warning says who applies OpenAI's reasoning-model rules: go-openai's
+// validator (case-sensitive prefixes o1, o3, o4, gpt-5 and four GPT-6 IDs in v1.43.0), not
+// ain's own requests, which bypass it.
+func TestServedModelNameLikeOpenAIReasoning(t *testing.T) {
+	for name, warned := range map[string]bool{"o3-mini": true, "gpt-5-nano": true, "gpt-6-sol": true, "O3-mini": false, "qwen": false} {
+		r, err := Load("vllm", []string{"spec.servedModelName=" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := ""
+		if ws := r.Warnings(); len(ws) > 0 {
+			w = ws.Error()
+		}
+		got := strings.Contains(w, "spec.servedModelName")
+		if got != warned || got && (!strings.Contains(w, "go-openai") || !strings.Contains(w, "ain's own requests are not affected")) {
+			t.Errorf("%s: warned %v, want %v: %s", name, got, warned, w)
+		}
+	}
+}

@@ -105,8 +105,10 @@ type SecretRef struct {
 }
 
 // ServingIngress is the HTTPS ingress in front of the replicas. It routes only the API (/v1)
-// and the health check (/health) to vLLM: vLLM's API key guards /v1 alone, so /invocations,
-// /tokenize, /pooling, /score or /metrics must not be reachable from outside.
+// and the health check (/health) to vLLM: vLLM's API key guards the prefixes /v1, /v2,
+// /inference and /cohere (vllm/entrypoints/serve/middleware/authenticate.py; 0.11 guarded /v1
+// alone), so /invocations, /tokenize, /pooling, /score or /metrics, which answer without
+// it, must not be reachable from outside.
 type ServingIngress struct {
 	// Host is the DNS name clients use (--host). Empty: the rule matches any host on the
 	// ingress controller's address, and a certificate can name no host: set it for real use.
@@ -182,8 +184,14 @@ func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 	if s.ServedModelName != "" && strings.ContainsAny(s.ServedModelName, " \t\n") {
 		v.addf("spec.servedModelName", "%q: no spaces (clients send it as the model name)", s.ServedModelName)
 	}
-	if n := strings.ToLower(s.ServedModelName); strings.HasPrefix(n, "o1") || strings.HasPrefix(n, "o3") || strings.HasPrefix(n, "o4") || strings.HasPrefix(n, "gpt-5") {
-		v.warnf("spec.servedModelName", "%q starts like an OpenAI reasoning model: OpenAI clients (go-openai, ain chat) apply OpenAI-only rules to it", s.ServedModelName)
+	// go-openai v1.43.0's ReasoningValidator (reasoning_validator.go), run by its
+	// CreateChatCompletion(Stream), refuses max_tokens, logprobs, temperature/top_p other than 1,
+	// n > 1 and penalties for model names starting o1, o3, o4 or gpt-5 (case-sensitive prefixes)
+	// and applies its GPT-6 rules to four exact IDs. ain's own requests do not go through it.
+	n := s.ServedModelName
+	if strings.HasPrefix(n, "o1") || strings.HasPrefix(n, "o3") || strings.HasPrefix(n, "o4") || strings.HasPrefix(n, "gpt-5") ||
+		n == "gpt-6-astra" || n == "gpt-6-sol" || n == "gpt-6-luna" || n == "gpt-6.1-sol" {
+		v.warnf("spec.servedModelName", "%q is named like an OpenAI reasoning model: Go clients built on go-openai refuse requests to it that set max_tokens, a temperature other than 1 and more (its OpenAI-only rules; ain's own requests are not affected)", s.ServedModelName)
 	}
 	if s.MaxModelLen < 0 {
 		v.addf("spec.maxModelLen", "must not be negative (0: the model's own)")

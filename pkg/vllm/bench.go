@@ -135,13 +135,15 @@ type BenchResult struct {
 	TPOTMs                Stats    `json:"tpotMs"`
 	ITLMs                 Stats    `json:"itlMs"`
 	E2ELMs                Stats    `json:"e2elMs"`
-	// PeakOutputTokensPerS is the most output tokens in one second of the run, and
-	// PeakConcurrency the most requests in flight at once (vLLM's max_output_tokens_per_s,
-	// max_concurrent_requests).
-	PeakOutputTokensPerS float64   `json:"peakOutputTokensPerS"`
-	PeakConcurrency      int       `json:"peakConcurrency"`
-	Failures             []Failure `json:"failures,omitempty"`
-	Config               BenchEcho `json:"config"`
+	// PeakOutputTokensPerS is the most output tokens in one second of the run (vLLM's
+	// max_output_tokens_per_s); MaxConcurrentRequests the most requests active in one second
+	// of it (vLLM's max_concurrent_requests: requests that follow each other within a second
+	// count together); PeakInFlight the most requests in flight at one instant.
+	PeakOutputTokensPerS  float64   `json:"peakOutputTokensPerS"`
+	MaxConcurrentRequests int       `json:"maxConcurrentRequests"`
+	PeakInFlight          int       `json:"peakInFlight"`
+	Failures              []Failure `json:"failures,omitempty"`
+	Config                BenchEcho `json:"config"`
 
 	records []reqRecord
 	runID   string
@@ -163,20 +165,32 @@ type Failure struct {
 
 // BenchEcho repeats the settings a result was measured with.
 type BenchEcho struct {
-	Endpoint       string  `json:"endpoint"`
-	Model          string  `json:"model"`
-	Requests       int     `json:"requests"`
-	RequestRate    string  `json:"requestRate"`
-	Burstiness     float64 `json:"burstiness"`
-	MaxConcurrency int     `json:"maxConcurrency"`
-	InputLen       int     `json:"inputLen,omitempty"`
-	OutputLen      int     `json:"outputLen"`
-	Prompts        string  `json:"prompts"`
-	API            string  `json:"api"`
-	SLO            string  `json:"slo,omitempty"`
+	Endpoint       string `json:"endpoint"`
+	Model          string `json:"model"`
+	Requests       int    `json:"requests"`
+	RequestRate    string `json:"requestRate"`
+	Burstiness     Shape  `json:"burstiness"`
+	MaxConcurrency int    `json:"maxConcurrency"`
+	InputLen       int    `json:"inputLen,omitempty"`
+	OutputLen      int    `json:"outputLen"`
+	Prompts        string `json:"prompts"`
+	API            string `json:"api"`
+	SLO            string `json:"slo,omitempty"`
 	// Path says how the endpoint was reached (ingress, port-forward, endpoint): a
 	// port-forward measures one pod through the API server, not the serving path.
 	Path string `json:"path,omitempty"`
+}
+
+// Shape is a Gamma shape that may be infinite (constant gaps). JSON has no infinity: +Inf is
+// written "inf", as an infinite request rate is in vLLM's result JSON.
+type Shape float64
+
+// MarshalJSON writes the number, or "inf".
+func (s Shape) MarshalJSON() ([]byte, error) {
+	if math.IsInf(float64(s), 1) {
+		return []byte(`"inf"`), nil
+	}
+	return json.Marshal(float64(s))
 }
 
 // RequestRateValue is RequestRate as a number (+Inf for "inf").
@@ -234,9 +248,10 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 		bodies[i], outLens[i] = c.benchBody(cfg, reqs[i])
 	}
 	target := c.benchTarget(cfg.API)
-	// Warm-up, not measured: the first request alone (it must succeed: a wrong key or model
-	// stops here, explained), the rest concurrently; then as many connections as the run
-	// keeps in flight are opened, so that no measured TTFT pays a TCP or TLS handshake.
+	// Warm-up, not measured: the requests one at a time, the first of which must succeed (a
+	// wrong key or model stops here, explained; vLLM's "initial test run" does the same, then
+	// sends its --num-warmups concurrently); then as many connections as the run keeps in
+	// flight are opened, so that no measured TTFT pays a TCP or TLS handshake.
 	for i := 0; i < cfg.Warmup; i++ {
 		var rec reqRecord
 		c.benchRequest(ctx, cfg.Now, target, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, outLens[i%len(bodies)])
@@ -310,7 +325,7 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	res := c.metrics(recs, dur, cfg.SLO, cfg.Percentiles)
 	res.runID, res.begin, res.started = runID, begin, time.Now().Add(-dur)
 	res.Config = BenchEcho{Endpoint: c.Endpoint(), Model: cfg.Model, Requests: cfg.Requests, RequestRate: "inf",
-		Burstiness: cfg.Burstiness, MaxConcurrency: cfg.MaxConcurrency, InputLen: cfg.InputLen, OutputLen: cfg.OutputLen, Prompts: "random", API: cfg.API}
+		Burstiness: Shape(cfg.Burstiness), MaxConcurrency: cfg.MaxConcurrency, InputLen: cfg.InputLen, OutputLen: cfg.OutputLen, Prompts: "random", API: cfg.API}
 	if !math.IsInf(cfg.RequestRate, 1) && cfg.RequestRate > 0 {
 		res.Config.RequestRate = strconv.FormatFloat(cfg.RequestRate, 'g', -1, 64)
 	}
@@ -332,12 +347,21 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 
 // arrivals returns when each request is sent, relative to the start, drawn before the run as
 // vllm bench serve's get_request does (vllm/benchmarks/serve.py): one Gamma(shape=burstiness,
-// scale=1/(rate*burstiness)) delay per request, mean 1/rate, accumulated, then rescaled so
+// scale=1/(rate*burstiness)) delay per request (constant 1/rate for an infinite burstiness), mean 1/rate, accumulated, then rescaled so
 // the last request is sent at exactly n/rate ("to close the 1-2% gap ... for stabilizing the
 // throughput data from different random seeds"); all at 0 for an infinite or zero rate.
 func arrivals(n int, rate, burstiness float64, rng *rand.Rand) []time.Duration {
 	offsets := make([]time.Duration, n)
 	if math.IsInf(rate, 1) || rate <= 0 || n == 0 {
+		return offsets
+	}
+	if math.IsInf(burstiness, 1) {
+		// vLLM: "when burstiness tends to infinity, the delay time becomes constant and tends
+		// to the inverse of the request rate" (get_request); the rescaling to n/rate then
+		// changes nothing. gonum's Gamma sampler never returns for an infinite shape.
+		for i := range offsets {
+			offsets[i] = time.Duration(float64(i+1) / rate * float64(time.Second))
+		}
 		return offsets
 	}
 	g := distuv.Gamma{Alpha: burstiness, Beta: rate * burstiness, Src: rng}
@@ -373,13 +397,15 @@ func (c *Client) warmPool(ctx context.Context, n int) {
 		go func() {
 			defer wg.Done()
 			<-start
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+"/models", nil)
+			wctx, wrap, done := c.watch(ctx)
+			defer done()
+			req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.base.String()+"/models", nil)
 			if err != nil {
 				return
 			}
 			c.authorize(req)
 			if resp, err := c.http.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
+				_, _ = io.Copy(io.Discard, wrap(resp.Body))
 				resp.Body.Close()
 			}
 		}()
@@ -448,7 +474,9 @@ func (c *Client) benchTarget(api string) benchTarget {
 // the expected output up front).
 func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t benchTarget, body []byte, id string, rec *reqRecord, outputLen int) {
 	op := t.op
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	wctx, wrap, done := c.watch(ctx)
+	defer done()
+	req, err := http.NewRequestWithContext(wctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
 		rec.err = err
 		return
@@ -461,20 +489,26 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 	rec.start = now()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		rec.err = c.explain(err, op)
+		rec.err = c.explain(stalled(wctx, err), op)
 		return
 	}
+	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		rec.err = c.explain(statusError(resp), op)
 		return
 	}
+	if err := checkEventStream(resp); err != nil {
+		rec.err = c.explain(err, op)
+		return
+	}
 	sse := newSSEReader(resp.Body, make([]byte, 0, 8<<10), now)
 	var last time.Time
-	usage, texts := -1, 0
+	usage, texts, chunksSeen := -1, 0, 0
 	for {
 		p, at, err := sse.next()
 		if err != nil {
+			err = stalled(wctx, err)
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				err = &StreamCutError{Received: rec.chunks}
 			}
@@ -484,9 +518,17 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 		if string(p) == "[DONE]" {
 			break
 		}
+		chunksSeen++
+		// vLLM's client json.loads every data: line, and a line that is not JSON fails the
+		// request (vllm/benchmarks/lib/endpoint_request_func.py): a proxy's text in the
+		// stream is not an answer. json.Valid allocates nothing.
+		if !json.Valid(p) {
+			rec.err = c.explain(notJSON(fmt.Sprintf("chunk %d", chunksSeen), p), op)
+			return
+		}
 		ci := classify(p)
 		if ci.isError {
-			rec.err = fmt.Errorf("%s: error in the stream: %s", op, errorMessage(p))
+			rec.err = c.explain(&AnswerError{Fault: FaultReported, Detail: errorMessage(p)}, op)
 			return
 		}
 		if ci.choices {
@@ -509,7 +551,7 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 		}
 	}
 	if rec.chunks == 0 {
-		rec.err = fmt.Errorf("%s: the stream carried no choices", op)
+		rec.err = c.explain(noAnswer(chunksSeen), op)
 		return
 	}
 	rec.latency = last.Sub(rec.start)
@@ -574,7 +616,7 @@ func (c *Client) metrics(recs []reqRecord, dur time.Duration, slo SLO, pcts []fl
 		}
 	}
 	res.TTFTMs, res.TPOTMs, res.ITLMs, res.E2ELMs = summarize(ttfts, pcts), summarize(tpots, pcts), summarize(itls, pcts), summarize(e2els, pcts)
-	res.PeakOutputTokensPerS, res.PeakConcurrency = peaks(recs)
+	res.PeakOutputTokensPerS, res.MaxConcurrentRequests, res.PeakInFlight = peaks(recs)
 	for _, f := range byReason {
 		res.Failures = append(res.Failures, *f)
 	}
@@ -692,11 +734,16 @@ func LoadPrompts(path string) ([]string, error) {
 	return out, nil
 }
 
-// peaks are vLLM's max_output_tokens_per_s and max_concurrent_requests
-// (vllm/benchmarks/serve.py calculate_metrics): chunk arrivals (start + TTFT + ITLs) counted
-// in one-second buckets from the first successful request's start, and the most successful
-// requests in flight at once over half-open [start, start+E2EL) intervals.
-func peaks(recs []reqRecord) (float64, int) {
+// peaks are vLLM's max_output_tokens_per_s and max_concurrent_requests as released vLLM
+// computes them (vllm/benchmarks/serve.py calculate_metrics; main at d86257e, 2026-09-12, per
+// vllm-project/vllm#56653), and the exact peak in flight. Both count in one-second buckets from
+// the first successful request's start: a chunk (start + TTFT + ITLs) in the bucket it
+// arrived in; a request in every bucket from int(start) to int(end), both included, so
+// requests that follow each other within a second count as concurrent. The exact peak is the
+// most successful requests in flight at once over half-open [start, start+E2EL) intervals, a
+// departure before an arrival at the same instant (what open vLLM PRs #56647 and #56678
+// propose instead).
+func peaks(recs []reqRecord) (tokPerS float64, perSecond, inFlight int) {
 	var first time.Time
 	for i := range recs {
 		if recs[i].ok && (first.IsZero() || recs[i].start.Before(first)) {
@@ -704,9 +751,9 @@ func peaks(recs []reqRecord) (float64, int) {
 		}
 	}
 	if first.IsZero() {
-		return 0, 0
+		return 0, 0, 0
 	}
-	buckets := map[int]int{}
+	tokens, active := map[int]int{}, map[int]int{}
 	type event struct {
 		at    time.Duration
 		delta int
@@ -718,17 +765,22 @@ func peaks(recs []reqRecord) (float64, int) {
 			continue
 		}
 		at := r.start.Sub(first) + r.ttft
-		buckets[int(at/time.Second)]++
+		tokens[int(at/time.Second)]++
 		for _, d := range r.itl {
 			at += d
-			buckets[int(at/time.Second)]++
+			tokens[int(at/time.Second)]++
 		}
 		s := r.start.Sub(first)
+		for sec := int(s / time.Second); sec <= int((s+r.latency)/time.Second); sec++ {
+			active[sec]++
+		}
 		events = append(events, event{s, 1}, event{s + r.latency, -1})
 	}
-	peakTok := 0
-	for _, n := range buckets {
-		peakTok = max(peakTok, n)
+	for _, n := range tokens {
+		tokPerS = max(tokPerS, float64(n))
+	}
+	for _, n := range active {
+		perSecond = max(perSecond, n)
 	}
 	sort.Slice(events, func(i, j int) bool {
 		if events[i].at != events[j].at {
@@ -736,12 +788,12 @@ func peaks(recs []reqRecord) (float64, int) {
 		}
 		return events[i].delta < events[j].delta // a departure before an arrival at the same time
 	})
-	cur, peak := 0, 0
+	cur := 0
 	for _, e := range events {
 		cur += e.delta
-		peak = max(peak, cur)
+		inFlight = max(inFlight, cur)
 	}
-	return float64(peakTok), peak
+	return tokPerS, perSecond, inFlight
 }
 
 // VLLMResult is the result in vllm bench serve's JSON format (vllm/benchmarks/serve.py,
@@ -771,7 +823,7 @@ func (r *BenchResult) VLLMResult(label string) map[string]any {
 		"output_throughput":       r.OutputTokenThroughput,
 		"total_token_throughput":  r.TotalTokenThroughput,
 		"max_output_tokens_per_s": r.PeakOutputTokensPerS,
-		"max_concurrent_requests": r.PeakConcurrency,
+		"max_concurrent_requests": r.MaxConcurrentRequests,
 	}
 	if r.Config.API == APICompletions {
 		out["endpoint_type"], out["backend"] = "openai", "openai"

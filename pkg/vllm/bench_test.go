@@ -102,18 +102,23 @@ func TestSSEReader(t *testing.T) {
 	}
 }
 
-// TestHotPathAllocations: reading and classifying chunks allocates nothing per chunk.
+// TestHotPathAllocations: reading (through the watchdog), checking and classifying chunks
+// allocates nothing per chunk.
 func TestHotPathAllocations(t *testing.T) {
 	chunk := "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
 	src := strings.NewReader("")
-	r := newSSEReader(src, make([]byte, 0, 8<<10), time.Now)
+	// Through the watchdog that bounds every answer, as benchRequest reads it.
+	c := newClient(t, Options{Endpoint: "http://127.0.0.1:1", FirstByteTimeout: time.Hour, IdleTimeout: time.Hour})
+	_, wrap, done := c.watch(context.Background())
+	defer done()
+	r := newSSEReader(wrap(io.NopCloser(src)), make([]byte, 0, 8<<10), time.Now)
 	allocs := testing.AllocsPerRun(1000, func() {
 		src.Reset(chunk)
 		p, _, err := r.next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !classify(p).choices {
+		if !json.Valid(p) || !classify(p).choices {
 			t.Fatal("no choices")
 		}
 	})
@@ -511,9 +516,22 @@ func TestPeaksAndKnee(t *testing.T) {
 		{ok: true, start: t0.Add(1600 * ms), ttft: 100 * ms, latency: 200 * ms},
 		{err: fmt.Errorf("x")},
 	}
-	tok, conc := peaks(recs)
-	if tok != 6 || conc != 2 {
-		t.Fatalf("peak tokens/s %v, concurrency %d; want 6, 2", tok, conc)
+	tok, perSecond, inFlight := peaks(recs)
+	if tok != 6 || perSecond != 2 || inFlight != 2 {
+		t.Fatalf("peak tokens/s %v, concurrent requests %d, in flight %d; want 6, 2, 2", tok, perSecond, inFlight)
+	}
+	// vLLM's max_concurrent_requests counts a request in every second from int(start) to
+	// int(end), both included: three requests one after the other within the first second are
+	// 3 (and the one ending at 1.0 s meets the next in the second); at no instant were two in
+	// flight.
+	seq := []reqRecord{
+		{ok: true, start: t0, ttft: 10 * ms, latency: 200 * ms},
+		{ok: true, start: t0.Add(300 * ms), ttft: 10 * ms, latency: 200 * ms},
+		{ok: true, start: t0.Add(600 * ms), ttft: 10 * ms, latency: 400 * ms},
+		{ok: true, start: t0.Add(1000 * ms), ttft: 10 * ms, latency: 100 * ms},
+	}
+	if _, perSecond, inFlight := peaks(seq); perSecond != 3 || inFlight != 1 {
+		t.Fatalf("sequential requests: concurrent requests %d, in flight %d; want vLLM's 3 and 1", perSecond, inFlight)
 	}
 	g := func(v float64) *float64 { return &v }
 	pts := []SweepPoint{
@@ -534,5 +552,70 @@ func TestPeaksAndKnee(t *testing.T) {
 	}
 	if err := PlotSweep(io.Discard, pts, "request rate", "jpg"); err == nil || !strings.Contains(err.Error(), "png or svg") {
 		t.Fatalf("jpg plot: %v", err)
+	}
+}
+
+// A request whose stream carries a data: line that is not JSON failed, as vLLM's client
+// fails it (json.loads raises), and so did one whose 200 answer is an HTML page.
+func TestBenchFailsGarbageAndNonStream(t *testing.T) {
+	for fault, want := range map[vllmsim.Fault]string{
+		vllmsim.FaultGarbageChunk: `chunk 3 is not JSON: "upstream connect error`,
+		vllmsim.FaultHTML:         "not an event stream (Content-Type text/html",
+		vllmsim.FaultErrorChunk:   "reported an error in the answer: CUDA error",
+	} {
+		_, url := start(t, vllmsim.Options{Fault: fault})
+		c := newClient(t, Options{Endpoint: url})
+		res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 4, OutputLen: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Completed != 0 || res.Failed != 4 || len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, want) {
+			t.Errorf("%s: completed %d, failed %d, failures %+v; want all failed with %q", fault, res.Completed, res.Failed, res.Failures, want)
+		}
+	}
+}
+
+// A benchmark request that hits a bound is a failed request, counted with its reason, and the
+// run ends: as vLLM's client fails a request on any exception (its aiohttp timeout included).
+func TestBenchBoundedOnWedgedEngine(t *testing.T) {
+	for fault, want := range map[vllmsim.Fault]string{
+		vllmsim.FaultHang:  "(--ttfb-timeout)",
+		vllmsim.FaultStall: "no byte for 300ms (--idle-timeout)",
+	} {
+		_, url := start(t, vllmsim.Options{Fault: fault})
+		c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+		var res *BenchResult
+		err := bounded(t, func() (err error) {
+			res, err = c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 3, OutputLen: 4})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Completed != 0 || res.Failed != 3 || len(res.Failures) != 1 || !strings.Contains(res.Failures[0].Reason, want) {
+			t.Errorf("%s: completed %d, failed %d, failures %+v; want 3 failed with %q", fault, res.Completed, res.Failed, res.Failures, want)
+		}
+	}
+}
+
+// --burstiness inf is vLLM's limit of the Gamma process: constant gaps of 1/rate, the last
+// request at n/rate (get_request in vllm/benchmarks/serve.py); an infinite rate still sends
+// everything at 0. gonum's Gamma sampler never returned for an infinite shape.
+func TestArrivalsInfiniteBurstiness(t *testing.T) {
+	var got []time.Duration
+	err := bounded(t, func() error {
+		got = arrivals(4, 2, math.Inf(1), rand.New(rand.NewPCG(0, 0x61696e)))
+		return nil
+	})
+	want := []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("arrivals(4, rate 2, burstiness inf) = %v, want %v", got, want)
+	}
+	if a := arrivals(3, math.Inf(1), math.Inf(1), nil); !reflect.DeepEqual(a, make([]time.Duration, 3)) {
+		t.Fatalf("rate inf, burstiness inf: %v", a)
+	}
+	b, err := json.Marshal(BenchEcho{Burstiness: Shape(math.Inf(1))})
+	if err != nil || !strings.Contains(string(b), `"burstiness":"inf"`) {
+		t.Fatalf("echo %s, %v", b, err)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -75,6 +77,79 @@ func (e *StreamCutError) Error() string {
 	return fmt.Sprintf("the stream ended before data: [DONE] after %d chunk(s): the answer is incomplete", e.Received)
 }
 
+// AnswerError is a 200 answer that is not an answer. The server may report an error inside it:
+// vLLM catches an exception raised while generating and streams it as one data: line, then
+// data: [DONE] (vllm/entrypoints/openai/chat_completion/serving.py, create_streaming_error_response
+// in engine/serving.py), shaped {"error": {"message", "type", "param", "code"}} since vLLM's
+// ErrorResponse nests ErrorInfo (engine/protocol.py) and {"object": "error", "message", ...} (its
+// older flat ErrorResponse) before. Something in front of the server may answer instead of it
+// (a login or error page). Or the stream ends properly without a chunk carrying choices, which
+// vLLM's benchmark client fails too ("Never received a valid chunk").
+type AnswerError struct {
+	Fault  AnswerFault
+	Detail string
+}
+
+// AnswerFault says how an answer failed.
+type AnswerFault int
+
+// The ways a 200 answer fails.
+const (
+	FaultReported       AnswerFault = iota // an error object in the answer; Detail is its message
+	FaultNotEventStream                    // a streamed request answered otherwise; Detail: type and start
+	FaultNotJSON                           // a chunk or answer that is not JSON; Detail: which and its start
+	FaultNoAnswer                          // [DONE] without a chunk carrying choices; Detail: chunks seen
+)
+
+func (e *AnswerError) Error() string {
+	switch e.Fault {
+	case FaultReported:
+		return "the server reported an error in the answer: " + e.Detail
+	case FaultNotEventStream:
+		return "the answer is not an event stream (" + e.Detail + ")"
+	case FaultNotJSON:
+		return e.Detail
+	}
+	return "the stream ended with data: [DONE] but carried no answer (" + e.Detail + ")"
+}
+
+// hint says where to look next.
+func (e *AnswerError) hint() string {
+	switch e.Fault {
+	case FaultReported:
+		return "the model server's log (kubectl logs of its pod) has the exception behind it"
+	case FaultNoAnswer:
+		return "is the endpoint a vLLM (OpenAI-compatible) server? Its log may say why it generated nothing"
+	}
+	return "something in front of the model server answered instead of it (a login or error page of a proxy): check --endpoint"
+}
+
+// notJSON is the error for a chunk or answer that does not parse; what names it.
+func notJSON(what string, p []byte) *AnswerError {
+	start := strings.Join(strings.Fields(string(p[:min(len(p), 200)])), " ")
+	return &AnswerError{Fault: FaultNotJSON, Detail: fmt.Sprintf("%s is not JSON: %q", what, start)}
+}
+
+// noAnswer is the error for a stream that carried no choices in its chunks.
+func noAnswer(chunks int) *AnswerError {
+	return &AnswerError{Fault: FaultNoAnswer, Detail: fmt.Sprintf("%d chunk(s), none with choices", chunks)}
+}
+
+// checkEventStream returns an *AnswerError when resp says it is something other than
+// an event stream (vLLM's StreamingResponse is media_type "text/event-stream"). A missing
+// Content-Type is let through: the chunks themselves are checked.
+func checkEventStream(resp *http.Response) error {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "text/event-stream" {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	return &AnswerError{Fault: FaultNotEventStream, Detail: fmt.Sprintf("Content-Type %s, not text/event-stream: %q", ct, strings.Join(strings.Fields(string(b)), " "))}
+}
+
 // chatChunk is what ain reads of a chat completion (chunk): vLLM's delta carries the answer
 // in content and a reasoning model's thinking in reasoning (vllm/entrypoints/openai/engine/
 // protocol.py DeltaMessage) or, before vLLM PR #27752, reasoning_content.
@@ -88,7 +163,13 @@ type chatChunk struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Error  json.RawMessage `json:"error"`
+	Object string          `json:"object"`
+}
+
+// failed reports whether the chunk (or answer) is an error object in either of vLLM's shapes.
+func (ch *chatChunk) failed() bool {
+	return len(ch.Error) > 0 && string(ch.Error) != "null" || ch.Object == "error"
 }
 
 type chatDelta struct {
@@ -133,7 +214,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.String()+"/chat/completions", bytes.NewReader(b))
+	wctx, wrap, done := c.watch(ctx)
+	defer done()
+	hreq, err := http.NewRequestWithContext(wctx, http.MethodPost, c.base.String()+"/chat/completions", bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +225,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 	start := now()
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return nil, c.explain(err, op)
+		return nil, c.explain(stalled(wctx, err), op)
 	}
+	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, c.chatError(ctx, statusError(resp), req.Model, op)
@@ -151,8 +235,18 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 	res := &ChatResult{}
 	if !req.Stream {
 		var ch chatChunk
-		if err := json.NewDecoder(resp.Body).Decode(&ch); err != nil {
-			return nil, c.explain(fmt.Errorf("reading the answer: %w", err), op)
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, c.explain(stalled(wctx, err), op)
+		}
+		if err := json.Unmarshal(body, &ch); err != nil {
+			return nil, c.explain(notJSON("the answer (Content-Type "+resp.Header.Get("Content-Type")+")", body), op)
+		}
+		if ch.failed() {
+			return nil, c.explain(&AnswerError{Fault: FaultReported, Detail: errorMessage(body)}, op)
+		}
+		if len(ch.Choices) == 0 {
+			return nil, c.explain(noAnswer(0), op)
 		}
 		res.Duration = now().Sub(start)
 		if len(ch.Choices) > 0 && ch.Choices[0].Message != nil {
@@ -166,11 +260,17 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 		}
 		return res, nil
 	}
+	if err := checkEventStream(resp); err != nil {
+		return nil, c.explain(err, op)
+	}
 	sse := newSSEReader(resp.Body, make([]byte, 0, 4<<10), now)
 	var text, thought []byte
-	chunks, pieces := 0, 0
+	chunks, pieces, answered := 0, 0, false
 	for {
 		p, at, err := sse.next()
+		if err != nil {
+			err = stalled(wctx, err)
+		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// Clean EOF or a connection closed mid-chunk: either way no [DONE].
 			return nil, c.explain(&StreamCutError{Received: chunks}, op)
@@ -184,10 +284,10 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 		chunks++
 		var ch chatChunk
 		if err := json.Unmarshal(p, &ch); err != nil {
-			return nil, fmt.Errorf("%s: chunk %d is not JSON: %v", op, chunks, err)
+			return nil, c.explain(notJSON(fmt.Sprintf("chunk %d", chunks), p), op)
 		}
-		if len(ch.Error) > 0 && string(ch.Error) != "null" {
-			return nil, fmt.Errorf("%s: error in the stream: %s", op, errorMessage(p))
+		if ch.failed() {
+			return nil, c.explain(&AnswerError{Fault: FaultReported, Detail: errorMessage(p)}, op)
 		}
 		if ch.Usage != nil {
 			res.PromptTokens, res.CompletionTokens = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
@@ -196,6 +296,7 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 		if len(ch.Choices) == 0 {
 			continue
 		}
+		answered = true
 		d := ch.Choices[0].Delta
 		if f := ch.Choices[0].Finish; f != nil && *f != "" {
 			res.FinishReason = *f
@@ -220,6 +321,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 				req.OnDelta(d.Content)
 			}
 		}
+	}
+	if !answered {
+		return nil, c.explain(noAnswer(chunks), op)
 	}
 	res.Duration = now().Sub(start)
 	res.Text, res.Reasoning = string(text), string(thought)

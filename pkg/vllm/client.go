@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,8 +42,11 @@ type Options struct {
 	ConnectTo string
 	// Insecure skips TLS certificate verification. Never the default.
 	Insecure bool
-	// Timeout bounds a non-streaming request (0: none); streams are bounded by their context.
-	Timeout time.Duration
+	// FirstByteTimeout bounds the wait for the first byte of an answer, from sending the
+	// request (a streamed answer's first event; a whole non-streamed answer); IdleTimeout bounds
+	// each gap between bytes of a streamed answer. 0: no bound. See watchdog.go.
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration
 	// MaxConns sizes the connection pool (the benchmark's concurrency); 0 means 64.
 	MaxConns int
 }
@@ -96,8 +100,10 @@ func NewClient(opts Options) (*Client, error) {
 		tlsCfg.RootCAs = pool
 	}
 	if opts.ConnectTo != "" {
-		if _, _, err := net.SplitHostPort(opts.ConnectTo); err != nil {
-			return nil, &EndpointError{Endpoint: opts.ConnectTo, Reason: "connect-to address: want HOST:PORT"}
+		// net.SplitHostPort takes "127.0.0.1:" (an empty port), which dials port 0.
+		host, port, err := net.SplitHostPort(opts.ConnectTo)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return nil, &EndpointError{Endpoint: opts.ConnectTo, Reason: "want HOST:PORT with a port number (e.g. 203.0.113.10:443)", ConnectTo: true}
 		}
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -109,7 +115,7 @@ func NewClient(opts Options) (*Client, error) {
 	}
 	tr.TLSClientConfig = tlsCfg
 
-	hc := &http.Client{Transport: &fieldsTransport{next: tr}, Timeout: opts.Timeout}
+	hc := &http.Client{Transport: &fieldsTransport{next: tr}}
 	cfg := openai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = strings.TrimSuffix(base.String(), "/")
 	cfg.HTTPClient = hc
@@ -125,10 +131,12 @@ type CAFileError struct {
 func (e *CAFileError) Error() string { return fmt.Sprintf("CA file %s: %v", e.Path, e.Err) }
 func (e *CAFileError) Unwrap() error { return e.Err }
 
-// EndpointError is an endpoint URL (or address) that cannot be used.
+// EndpointError is an endpoint URL, or with ConnectTo the connect-to address, that cannot
+// be used.
 type EndpointError struct {
-	Endpoint string
-	Reason   string
+	Endpoint  string
+	Reason    string
+	ConnectTo bool
 }
 
 func (e *EndpointError) Error() string {
@@ -179,15 +187,18 @@ type Model struct {
 // Models lists the served models. go-openai's model type drops vLLM's root and max_model_len,
 // so this reads /v1/models itself.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+"/models", nil)
+	wctx, wrap, done := c.watch(ctx)
+	defer done()
+	req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.base.String()+"/models", nil)
 	if err != nil {
 		return nil, err
 	}
 	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, c.explain(err, "GET /v1/models")
+		return nil, c.explain(stalled(wctx, err), "GET /v1/models")
 	}
+	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, c.explain(statusError(resp), "GET /v1/models")
@@ -196,6 +207,9 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 		Data []Model `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		if err = stalled(wctx, err); errors.As(err, new(*StallError)) {
+			return nil, c.explain(err, "GET /v1/models")
+		}
 		return nil, fmt.Errorf("GET %s/models: not an OpenAI model list: %w", c.base, err)
 	}
 	return list.Data, nil
@@ -265,6 +279,28 @@ func (c *Client) authorize(req *http.Request) {
 	if c.opts.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
+}
+
+// ClearTextKeyTo returns the address the API key travels to in clear text: that of an http://
+// endpoint (its --connect-to address when set) off this machine. "" when there is no key,
+// the endpoint is https://, or the address is a loopback one (a port-forward).
+func (c *Client) ClearTextKeyTo() string {
+	if c.opts.APIKey == "" || c.base.Scheme != "http" {
+		return ""
+	}
+	addr := c.base.Host
+	if c.opts.ConnectTo != "" {
+		addr = c.opts.ConnectTo
+	}
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return ""
+	}
+	return addr
 }
 
 // dialAddr is the host:port a request to the endpoint connects to.

@@ -321,3 +321,119 @@ func TestIngressFakeCertificateNamed(t *testing.T) {
 		t.Fatalf("fake cert: %v (hint %q)", err, ainerr.HintOf(err))
 	}
 }
+
+// A failed answer is an error whatever its wire shape: vLLM's error chunk in either shape
+// before data: [DONE], a proxy's HTML page with status 200 (named as such, not as a cut
+// stream), and a stream of nothing but data: [DONE].
+func TestChatStreamFailures(t *testing.T) {
+	for _, tc := range []struct {
+		fault  vllmsim.Fault
+		stream bool
+		want   []string
+	}{
+		{vllmsim.FaultErrorChunk, true, []string{"the server reported an error in the answer: CUDA error: an illegal memory access"}},
+		{vllmsim.FaultErrorChunkNested, true, []string{"the server reported an error in the answer: CUDA error: an illegal memory access"}},
+		{vllmsim.FaultHTML, true, []string{"not an event stream", "Content-Type text/html; charset=utf-8", "Please sign in."}},
+		{vllmsim.FaultHTML, false, []string{"the answer (Content-Type text/html; charset=utf-8) is not JSON", "Please sign in."}},
+		{vllmsim.FaultOnlyDone, true, []string{"carried no answer (0 chunk(s), none with choices)"}},
+	} {
+		_, url := start(t, vllmsim.Options{Fault: tc.fault})
+		c := newClient(t, Options{Endpoint: url})
+		res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
+		if err == nil {
+			t.Errorf("%s (stream %v): no error, answer %+v", tc.fault, tc.stream, res)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s (stream %v): %q not in %v", tc.fault, tc.stream, w, err)
+			}
+		}
+		if strings.Contains(err.Error(), "before data: [DONE]") || ainerr.CodeOf(err) != ainerr.Failure {
+			t.Errorf("%s (stream %v): exit %d, %v", tc.fault, tc.stream, ainerr.CodeOf(err), err)
+		}
+	}
+}
+
+// bounded fails the test when f has not returned after a generous guard: what it tests would
+// otherwise wait for ever (the bounds under test are a hundred times shorter).
+func bounded(t *testing.T, f func() error) error {
+	t.Helper()
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("still waiting after 30 s: the request is not bounded")
+		return nil
+	}
+}
+
+// A wedged engine (headers, then nothing; or a few tokens, then nothing) fails the request
+// with the bound and the flag named, streamed or not, instead of holding it for ever.
+func TestChatBoundedOnWedgedEngine(t *testing.T) {
+	for _, tc := range []struct {
+		fault  vllmsim.Fault
+		stream bool
+		want   string
+	}{
+		{vllmsim.FaultHang, true, "no byte of the answer within 200ms of sending the request (--ttfb-timeout)"},
+		{vllmsim.FaultHang, false, "no byte of the answer within 200ms of sending the request (--ttfb-timeout)"},
+		{vllmsim.FaultStall, true, "the answer stopped: no byte for 300ms (--idle-timeout)"},
+	} {
+		_, url := start(t, vllmsim.Options{Fault: tc.fault})
+		c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+		err := bounded(t, func() error {
+			_, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
+			return err
+		})
+		if ainerr.CodeOf(err) != ainerr.Timeout || !strings.Contains(err.Error(), tc.want) || ainerr.HintOf(err) == "" {
+			t.Errorf("%s (stream %v): exit %d, %v", tc.fault, tc.stream, ainerr.CodeOf(err), err)
+		}
+	}
+	// A healthy stream with gaps shorter than the bounds is not cut.
+	_, url := start(t, vllmsim.Options{FirstTokenDelay: 20 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second})
+	if res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: true}, nil); err != nil || !strings.Contains(res.Text, "routable") {
+		t.Fatalf("healthy stream: %v", err)
+	}
+}
+
+// The API key is in clear text only over http:// to an address off this machine (the
+// --connect-to address when there is one); never without a key, over https://, or to loopback.
+func TestClearTextKeyTo(t *testing.T) {
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Endpoint: "http://10.0.0.5:8000", APIKey: "k"}, "10.0.0.5:8000"},
+		{Options{Endpoint: "http://llm.example.com", APIKey: "k"}, "llm.example.com"},
+		{Options{Endpoint: "http://127.0.0.1:8000", APIKey: "k", ConnectTo: "10.0.0.9:80"}, "10.0.0.9:80"},
+		{Options{Endpoint: "http://10.0.0.5:8000"}, ""},
+		{Options{Endpoint: "https://llm.example.com", APIKey: "k"}, ""},
+		{Options{Endpoint: "http://127.0.0.1:8000", APIKey: "k"}, ""},
+		{Options{Endpoint: "http://[::1]:8000", APIKey: "k"}, ""},
+		{Options{Endpoint: "http://localhost:8000", APIKey: "k"}, ""},
+		{Options{Endpoint: "http://llm.example.com", APIKey: "k", ConnectTo: "127.0.0.1:8080"}, ""},
+	} {
+		if got := newClient(t, tc.opts).ClearTextKeyTo(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.opts, got, tc.want)
+		}
+	}
+}
+
+// A connect-to address needs a host and a port number: net.SplitHostPort alone accepts
+// "127.0.0.1:", which would dial port 0.
+func TestConnectToNeedsPort(t *testing.T) {
+	for _, bad := range []string{"127.0.0.1:", "127.0.0.1", ":443", "127.0.0.1:0", "127.0.0.1:https", "127.0.0.1:70000"} {
+		_, err := NewClient(Options{Endpoint: "https://llm.example.com", ConnectTo: bad})
+		var ee *EndpointError
+		if !errors.As(err, &ee) || !ee.ConnectTo || ee.Endpoint != bad {
+			t.Errorf("--connect-to %q: %v", bad, err)
+		}
+	}
+	if _, err := NewClient(Options{Endpoint: "https://llm.example.com", ConnectTo: "[::1]:443"}); err != nil {
+		t.Fatal(err)
+	}
+}

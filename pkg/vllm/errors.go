@@ -94,6 +94,15 @@ func (c *Client) explain(err error, op string) error {
 	if errors.As(err, &ae) {
 		return err
 	}
+	var stall *StallError
+	if errors.As(err, &stall) {
+		what := "the engine may be wedged (/health can answer while a hung NCCL group stops every request), or overloaded"
+		if !stall.FirstByte {
+			what = "the engine may have hung mid-answer (a hung NCCL group), or a proxy holds the stream"
+		}
+		return ainerr.New(ainerr.Timeout, fmt.Errorf("%s %s: %w", op, c.base, err),
+			what+"; `ain serve status` and the pod's log say more; "+stall.Flag+" 0 waits for ever")
+	}
 	if errors.Is(err, context.Canceled) {
 		return ainerr.New(ainerr.Cancelled, fmt.Errorf("%s: cancelled", op), "")
 	}
@@ -101,6 +110,10 @@ func (c *Client) explain(err error, op string) error {
 	if errors.As(err, &cut) {
 		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s %s: %w", op, c.base, err),
 			"a proxy may have cut the stream (ingress read timeouts), or the model server restarted")
+	}
+	var bad *AnswerError
+	if errors.As(err, &bad) {
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%s %s: %w", op, c.base, err), bad.hint())
 	}
 	if he, ok := asHTTPError(err); ok {
 		switch he.StatusCode {
@@ -197,6 +210,9 @@ func isIngressFakeCert(c *x509.Certificate) bool {
 
 // fatal reports whether err would fail every further request too.
 func fatal(err error) bool {
+	if errors.As(err, new(*StallError)) {
+		return true // a server that stopped answering one request stops the next one too
+	}
 	switch ainerr.CodeOf(err) {
 	case ainerr.Unreachable, ainerr.Unauthorized, ainerr.Cancelled, ainerr.Usage:
 		return true

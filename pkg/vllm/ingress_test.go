@@ -18,7 +18,8 @@ import (
 
 // TestIngressExposesOnlyTheAPI serves the Ingress the course recipe renders (through the
 // stand-in controller, which honours its rules and TLS Secret) in front of a simulated vLLM
-// that, like vLLM, requires the API key on /v1 only. Through the ingress: /v1 needs the key,
+// that, like vLLM, requires the API key on /v1 and not on /invocations, /tokenize or /metrics
+// (vLLM guards /v1, /v2, /inference and /cohere). Through the ingress: /v1 needs the key,
 // /health answers, and /invocations (full inference without the key), /tokenize, /metrics,
 // /v10 get the controller's 404. Directly at the server, /invocations and /metrics answer
 // without the key: that is what the ingress must not expose.

@@ -120,8 +120,9 @@ func TestServingObjects(t *testing.T) {
 		in.Spec.TLS[0].SecretName != "qwen-tls" || *in.Spec.IngressClassName != "nginx" || in.Spec.Rules[0].Host != "llm.course.example" {
 		t.Fatalf("ingress %+v", in)
 	}
-	// Only the API and the health check are routed: vLLM's key guards /v1 alone, so
-	// /invocations, /tokenize, /metrics... must not be reachable through the ingress.
+	// Only the API and the health check are routed: vLLM's key does not guard /invocations,
+	// /tokenize, /metrics... (only /v1, /v2, /inference, /cohere), so they must not be
+	// reachable through the ingress.
 	var paths []string
 	for _, p := range in.Spec.Rules[0].HTTP.Paths {
 		paths = append(paths, p.Path+" "+string(*p.PathType)+" -> "+p.Backend.Service.Name)

@@ -57,7 +57,36 @@ type Options struct {
 	// CutAfter > 0 ends every stream after that many answer tokens without [DONE], as a proxy
 	// timing out or a crashing server does.
 	CutAfter int
+	// Fault makes /v1/chat/completions and /v1/completions misbehave as broken servers and the
+	// things in front of them do; "" answers normally. /health stays 200 throughout, as vLLM's
+	// does while its engine is wedged.
+	Fault Fault
 }
+
+// Fault is a way a model server's answer goes wrong.
+type Fault string
+
+// The faults the simulation reproduces.
+const (
+	// FaultErrorChunk streams the role chunk, then an error object in the older flat shape
+	// vLLM used for errors ({"object":"error","message":...,"type":...,"code":...}), then
+	// data: [DONE]; current vLLM nests it under "error" (FaultErrorChunkNested).
+	FaultErrorChunk       Fault = "error-chunk"
+	FaultErrorChunkNested Fault = "error-chunk-nested"
+	// FaultHTML answers 200 with an HTML page (a login or error page of something in front of
+	// the server) instead of the event stream or JSON.
+	FaultHTML Fault = "html"
+	// FaultOnlyDone streams nothing but data: [DONE].
+	FaultOnlyDone Fault = "only-done"
+	// FaultGarbageChunk puts a data: line that is not JSON after the first answer token.
+	FaultGarbageChunk Fault = "garbage-chunk"
+	// FaultHang sends the response headers (a stream) or nothing (JSON), then holds the
+	// connection without a byte until the client gives up: a wedged engine (a hung NCCL group).
+	FaultHang Fault = "hang"
+	// FaultStall streams the role chunk and the first answer token, then holds the connection
+	// without another byte until the client gives up.
+	FaultStall Fault = "stall"
+)
 
 // chatTemplateTokens is what the simulation counts per message for the chat template (role
 // markers and separators, as Qwen's <|im_start|>role\n...<|im_end|>\n), plus the assistant
@@ -127,8 +156,9 @@ func NewServer(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
 	s.mux.HandleFunc("POST /v1/completions", s.auth(s.chat))
 	s.mux.HandleFunc("POST /v1/embeddings", s.auth(s.embeddings))
-	// Outside /v1, vLLM's key middleware lets everything through (api_server.py: `if not
-	// url_path.startswith("/v1"): return await call_next(request)`).
+	// vLLM's key middleware guards the prefixes /v1, /v2, /inference and /cohere
+	// (GUARDED_PREFIX in vllm/entrypoints/serve/middleware/authenticate.py; 0.11's api_server.py
+	// guarded /v1 alone) and lets every other path through, /invocations included.
 	s.mux.HandleFunc("POST /invocations", s.chat)
 	s.mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -213,7 +243,8 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// auth is vLLM's API key middleware: only /v1 paths, and its own error body.
+// auth is vLLM's API key middleware on the paths it guards (this simulation serves only /v1
+// among them), with vLLM's own error body.
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
@@ -304,6 +335,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.serves(req.Model) {
 		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	if s.opts.Fault == FaultHTML {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>Please sign in.</body></html>\n")
+		return
+	}
+	if s.opts.Fault == FaultHang && !req.Stream {
+		<-r.Context().Done()
 		return
 	}
 	completions := strings.HasSuffix(r.URL.Path, "/v1/completions")
@@ -423,11 +464,34 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	first := start.Add(s.opts.FirstTokenDelay)
 	s.sleepUntil(r.Context(), first)
+	switch s.opts.Fault {
+	case FaultHang:
+		if flusher != nil {
+			flusher.Flush() // the headers only
+		}
+		<-r.Context().Done()
+		return
+	case FaultOnlyDone:
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+		return
+	}
 	if !completions {
 		// vLLM's first chat chunk carries the role only.
 		if !send(`{"role":"assistant","content":""}`, "null") {
 			return
 		}
+	}
+	if f := s.opts.Fault; f == FaultErrorChunk || f == FaultErrorChunkNested {
+		// vLLM's chat stream generator catches the exception, yields the error as one data:
+		// line and then data: [DONE] (serving_chat.py / chat_completion/serving.py).
+		e := map[string]any{"object": "error", "message": "CUDA error: an illegal memory access was encountered", "type": "InternalServerError", "param": nil, "code": 500}
+		if f == FaultErrorChunkNested {
+			delete(e, "object")
+			e = map[string]any{"error": e}
+		}
+		b, _ := json.Marshal(e)
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+		return
 	}
 	k := 0
 	for _, t := range thinking {
@@ -454,6 +518,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		if !send(text(t), fin) {
 			return
+		}
+		if i == 0 {
+			switch s.opts.Fault {
+			case FaultGarbageChunk:
+				_, _ = io.WriteString(w, "data: upstream connect error or disconnect/reset before headers\n\n")
+			case FaultStall:
+				<-r.Context().Done()
+				return
+			}
 		}
 	}
 	if len(toks) == 0 && !send(text(""), quote(finish)) {
