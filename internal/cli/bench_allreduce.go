@@ -53,7 +53,7 @@ func (o *benchAllreduceOptions) flags() []ucli.Flag {
 		&ucli.IntFlag{Name: "iters", Usage: "timed iterations per size, -n", DefaultText: "nccl-tests' 20", Destination: &o.Iters},
 		&ucli.StringFlag{Name: "out", Usage: "result folder, never overwritten (default: ./ain-results/<timestamp>-<name>/)", Destination: &o.Out},
 		&ucli.StringFlag{Name: "name", Usage: "bench name, prefix of the job names (default: the recipe's metadata.name)", Destination: &o.Name},
-		&ucli.DurationFlag{Name: "timeout", Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", DefaultText: "none", Destination: &o.Timeout, Action: positiveDuration("timeout")},
+		&ucli.DurationFlag{Name: "timeout", Value: defaultBenchTimeout, Usage: "give up after this long for the whole bench (exit 6); the running job is deleted", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)", "json"),
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight (ain preflight) before the first job", Destination: &o.SkipPreflight},
 		&ucli.BoolFlag{Name: "no-counters", Usage: "do not snapshot the RDMA port counters of the job's nodes before and after each variant (the check that NCCL's traffic crossed the HCAs)", Destination: &o.NoCounters},
@@ -257,6 +257,7 @@ func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOption
 		ee *bench.JobExistsError
 		de *bench.JobDeletedError
 		ce *bench.ClusterError
+		se *jobs.StuckError
 	)
 	switch {
 	case err == nil:
@@ -275,6 +276,8 @@ func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOption
 		return ainerr.New(ainerr.Usage, ee, "delete it first: ain delete "+ee.Name)
 	case errors.As(err, &de):
 		return ainerr.New(ainerr.JobFailed, de, "")
+	case errors.As(err, &se):
+		return ainerr.New(ainerr.JobFailed, se, "the job was deleted; fix what made the worker fail and run the bench again")
 	case errors.As(err, &ce):
 		return kc.Classify(ce.Err, ce.Doing)
 	}

@@ -21,7 +21,7 @@ func TestFlagBounds(t *testing.T) {
 		want string
 	}{
 		{[]string{"train", "qlora", "--timeout", "-5s"}, "--timeout -5s: give a positive duration"},
-		{[]string{"train", "qlora", "--timeout", "0s"}, "--timeout 0s: give a positive duration (e.g. 90s, 30m, 2h), or leave it out for no limit"},
+		{[]string{"train", "qlora", "--timeout", "0s"}, "--timeout 0s: give a positive duration (e.g. 90s, 30m, 2h), or leave it out for the default (24h0m0s)"},
 		// Leaving out a flag with a default means the default, not "no limit".
 		{[]string{"doctor", "topo", "--node", "n1", "--timeout", "0s"}, "or leave it out for the default (2m0s)"},
 		{[]string{"serve", "vllm", "--dry-run=client", "--timeout", "-1m"}, "--timeout -1m0s"},

@@ -22,6 +22,14 @@ import (
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
+// defaultTrainTimeout and defaultBenchTimeout bound a watch that nothing else ends (a job
+// whose controller stopped updating it, a rank that never starts): the course's trainings and
+// benches take minutes, and a longer run raises --timeout.
+const (
+	defaultTrainTimeout = 24 * time.Hour
+	defaultBenchTimeout = 3 * time.Hour
+)
+
 type trainOptions struct {
 	recipeInput
 	Name              string
@@ -44,7 +52,7 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "no-wait", Usage: "submit and return; follow later with ain status / ain logs -f", Destination: &o.NoWait},
 		&ucli.StringFlag{Name: "dry-run", Usage: "client: print what would be applied; server: ask the API server (schema, webhooks) without creating", Destination: &o.DryRun},
 		outputFlag(&o.Output, "", "with --dry-run: yaml or json; otherwise json prints the final summary as JSON", "yaml", "json"),
-		&ucli.DurationFlag{Name: "timeout", Usage: "stop watching after this long (exit 6); the job keeps running", DefaultText: "none", Destination: &o.Timeout, Action: positiveDuration("timeout")},
+		&ucli.DurationFlag{Name: "timeout", Value: defaultTrainTimeout, Usage: "stop watching after this long (exit 6); the job keeps running. Raise it for longer trainings", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 		&ucli.BoolFlag{Name: "delete-on-interrupt", Usage: "on Ctrl-C, delete the job instead of leaving it running", Destination: &o.DeleteOnInterrupt},
 		&ucli.StringFlag{Name: "save-logs", Usage: "save every pod's log under `DIR`/<job>/ when the job ends", Destination: &o.SaveLogs},
 		&ucli.StringFlag{Name: "require-transport", Usage: "exit 5 unless every rank's NCCL used this transport (ib or roce), even if the job succeeded", Destination: &o.RequireTransport},
@@ -264,10 +272,13 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 		OnPodFinished: func(p corev1.Pod) { col.Collect(parent, p) },
 	})
 	view.stop()
+	var stuck *jobs.StuckError
 	if err != nil {
 		switch {
 		case parent.Err() != nil:
 			return a.interruptedJob(parent, kc, cl, kind, name, snap.Phase, "while watching", o.DeleteOnInterrupt)
+		case errors.As(err, &stuck):
+			return ainerr.New(ainerr.JobFailed, stuck, "read the failed worker's log: `ain logs "+name+" --replica worker"+nsFlag(kc.Namespace)+"`; then end the job: `ain delete "+name+nsFlag(kc.Namespace)+"`")
 		case errors.Is(err, context.DeadlineExceeded):
 			why := pendingReasons(snap, kc)
 			msg := fmt.Sprintf("--timeout %s reached: %s %s/%s is %s", o.Timeout, kind, kc.Namespace, name, snap.Phase)

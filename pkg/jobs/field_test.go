@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -407,4 +409,39 @@ func buildOn(t *testing.T, api API, r *recipe.Recipe, edit func(*profile.Profile
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A v2beta1 worker that fails before the launcher exists leaves a job that can never start (the
+// mpi-operator neither recreates the pod nor fails the MPIJob): Watch ends with StuckError.
+func TestStuckWorker(t *testing.T) {
+	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+		"metadata": map[string]any{"name": "ar", "namespace": "ns"}, "spec": map[string]any{"launcherCreationPolicy": "WaitForWorkersReady"}}}
+	worker := func(i int, phase corev1.PodPhase) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ar-worker-%d", i),
+			Labels: map[string]string{mpiv2beta1.JobRoleLabel: "worker", mpiv2beta1.ReplicaIndexLabel: fmt.Sprint(i)}}, Status: corev1.PodStatus{Phase: phase}}
+		if phase == corev1.PodFailed {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 255, Reason: "Error", Message: "sshd: no hostkeys available -- exiting.\n"}}}}
+		}
+		return p
+	}
+	pods := []corev1.Pod{worker(0, corev1.PodRunning), worker(1, corev1.PodFailed), worker(2, corev1.PodRunning)}
+	why := stuckWorker(job, pods)
+	for _, want := range []string{"worker pod ar-worker-1 failed (Error, exit code 255: sshd: no hostkeys available -- exiting.)", "WaitForWorkersReady"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("%q lacks %q", why, want)
+		}
+	}
+	launcher := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ar-launcher-x", Labels: map[string]string{mpiv2beta1.JobRoleLabel: "launcher"}}}
+	if w := stuckWorker(job, append(pods, launcher)); w != "" {
+		t.Errorf("with a launcher the launcher's outcome decides: %q", w)
+	}
+	if w := stuckWorker(job, []corev1.Pod{worker(0, corev1.PodRunning), worker(1, corev1.PodPending)}); w != "" {
+		t.Errorf("no failed worker: %q", w)
+	}
+	v1 := job.DeepCopy()
+	unstructured.RemoveNestedField(v1.Object, "spec", "launcherCreationPolicy")
+	if w := stuckWorker(v1, pods); w != "" {
+		t.Errorf("no WaitForWorkersReady: %q", w)
+	}
 }

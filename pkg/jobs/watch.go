@@ -142,6 +142,66 @@ func launcherWait(job *unstructured.Unstructured, pods []corev1.Pod) string {
 	return fmt.Sprintf("%d/%d worker(s) Ready; the mpi-operator creates the launcher when every worker is Ready (launcherCreationPolicy: WaitForWorkersReady)", ready, workers)
 }
 
+// StuckError: a job that can never start, though its controller keeps it alive.
+type StuckError struct {
+	Kind, Namespace, Name string
+	Why                   string
+}
+
+func (e *StuckError) Error() string {
+	return fmt.Sprintf("%s %s/%s can never start: %s", e.Kind, e.Namespace, e.Name, e.Why)
+}
+
+// stuckWorker explains a v2beta1 MPIJob (launcherCreationPolicy WaitForWorkersReady) whose
+// worker failed before the launcher was created: the mpi-operator v0.8.0 creates a worker pod
+// only when it does not exist (mpi_job_controller.go getOrCreateWorker) and fails an MPIJob for
+// a worker's failure only when the worker was evicted (updateMPIJobStatus), while the launcher
+// waits for every worker to be Ready: the job would wait for ever. "" when that is not the case.
+// A TrainJob's node Job fails by itself (backoffLimit), failing the JobSet and the TrainJob.
+func stuckWorker(job *unstructured.Unstructured, pods []corev1.Pod) string {
+	if job.GetKind() != "MPIJob" {
+		return ""
+	}
+	if p, _, _ := unstructured.NestedString(job.Object, "spec", "launcherCreationPolicy"); p != "WaitForWorkersReady" {
+		return ""
+	}
+	var failed *corev1.Pod
+	for i := range pods {
+		switch Replica(&pods[i]) {
+		case RoleLauncher:
+			return "" // started: the launcher's own outcome ends the job
+		case "worker":
+			if pods[i].Status.Phase == corev1.PodFailed && failed == nil {
+				failed = &pods[i]
+			}
+		}
+	}
+	if failed == nil {
+		return ""
+	}
+	why := string(failed.Status.Phase)
+	if failed.Status.Reason != "" {
+		why = failed.Status.Reason
+	}
+	for _, cs := range failed.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			why = fmt.Sprintf("%s, exit code %d", orStr(t.Reason, "Error"), t.ExitCode)
+			if m := firstLine(t.Message); m != "" {
+				why += ": " + m
+			}
+		}
+	}
+	return fmt.Sprintf("worker pod %s failed (%s) before every worker was Ready; the mpi-operator does not recreate a failed worker pod nor fail the MPIJob for it, and the launcher is created only once every worker is Ready (launcherCreationPolicy WaitForWorkersReady)",
+		failed.Name, why)
+}
+
+func orStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
 func podInfo(p *corev1.Pod) PodInfo {
 	pi := PodInfo{
 		Name: p.Name, Replica: Replica(p), Index: ReplicaIndex(p),
@@ -319,6 +379,9 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 		}
 		if Terminal(snap.Phase) {
 			return snap, nil
+		}
+		if why := stuckWorker(job, pods); why != "" {
+			return snap, &StuckError{Kind: kind, Namespace: c.Namespace, Name: name, Why: why}
 		}
 	}
 }
