@@ -221,7 +221,13 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		// "% of line rate" against what the ports on these nodes really run at, not only the
 		// profile's lineRate (a 400Gb profile over 200 Gb/s ports called a healthy fabric broken).
 		fmt.Fprintf(errw, "probing the ports of %s for their rate: busbw is judged against it\n", strings.Join(pinned, ","))
-		res.ProbeLineRate(parent, a.preflightOptions(kc, r0, p), pinned, p.Spec.HCAs)
+		if res.ProbeLineRate(parent, a.preflightOptions(kc, r0, p), pinned, p.Spec.HCAs) != nil && !res.Interrupted {
+			res.Interrupted = true
+			res.InterruptedNote = "after the last variant, while probing the ports' rate"
+		}
+	} else if parent.Err() != nil && runErr == nil && !res.Interrupted {
+		res.Interrupted = true
+		res.InterruptedNote = "after the last variant"
 	}
 	files, serr := res.Finish(a.Now(), dir)
 	if serr != nil {
@@ -236,6 +242,9 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	// The run's own error says more than a lost output; a lost output is still no success.
 	if runErr != nil {
 		return runErr
+	}
+	if res.Interrupted {
+		return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted %s: %s holds what was measured, with no verdict", res.InterruptedNote, dir), "")
 	}
 	if outErr != nil {
 		return outErr

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,14 +40,26 @@ func PortRates(nps []preflight.NodePorts) ([]PortRate, string) {
 }
 
 // ProbeLineRate probes the ports of nodes (the benchmark's) and makes res's line rate theirs
-// (UseProbedRate, with the profile's hcas). It is bounded by PortProbeTimeout and not by ctx's
-// deadline or cancellation; the caller decides whether to probe after an interrupt (it should
-// not). Call it before Summarize.
-func (res *Result) ProbeLineRate(ctx context.Context, po preflight.Options, nodes, hcas []string) {
+// (UseProbedRate, with the profile's hcas). It is bounded by PortProbeTimeout, not by ctx's
+// deadline (the bench's --timeout must not cost the judgement of what it measured), and ends
+// with ErrInterrupted when ctx is cancelled: the rate is then unknown and res is left as it was,
+// for the caller to mark interrupted (no verdict on a rate nobody read). Call it before Summarize.
+func (res *Result) ProbeLineRate(ctx context.Context, po preflight.Options, nodes, hcas []string) error {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PortProbeTimeout)
 	defer cancel()
-	rates, perr := PortRates(preflight.ProbePorts(pctx, po, nodes))
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	defer stop()
+	results := preflight.ProbePorts(pctx, po, nodes)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ErrInterrupted
+	}
+	rates, perr := PortRates(results)
 	res.UseProbedRate(rates, hcas, perr)
+	return nil
 }
 
 // MaxSnapshotNodes bounds the counter snapshot before a first variant or a training job, whose

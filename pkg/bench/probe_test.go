@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
@@ -149,5 +154,29 @@ func TestChoosePort(t *testing.T) {
 	r.ChoosePort(&cmd, preflight.NodePorts{Ports: server.Ports[:1]}, false)
 	if cmd.Device != "" || len(r.Notes) != 0 {
 		t.Errorf("no active port: cmd %+v", cmd)
+	}
+}
+
+// An interrupt after the last variant (during the port-rate probe) leaves a result with what
+// was measured and no verdict: before, the probe was skipped and the run was judged against the
+// profile's rate, valid, with "suspect the fabric" on a healthy one.
+func TestInterruptedAfterLastVariantNoVerdict(t *testing.T) {
+	res := synthetic("ib", 0.47)
+	if !res.Valid || !strings.Contains(res.Verdict, "47%") {
+		t.Fatalf("the uninterrupted result: valid %v, verdict %q", res.Valid, res.Verdict)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	kc := kclienttest.FromClientset(fake.NewClientset())
+	if err := res.ProbeLineRate(ctx, preflight.Options{Kube: kc, Namespace: "default"}, []string{"gpu-1", "gpu-2"}, nil); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("probe after an interrupt: %v, want ErrInterrupted", err)
+	}
+	if res.LineRateGBps != 50 || res.LineRateMismatch {
+		t.Errorf("an interrupted probe changed the line rate: %v %v", res.LineRateGBps, res.LineRateMismatch)
+	}
+	res.Interrupted, res.InterruptedNote = true, "after the last variant, while probing the ports' rate"
+	res.Summarize()
+	if res.Valid || !strings.HasPrefix(res.Verdict, "Interrupted after the last variant") || strings.Contains(res.Verdict, "%") {
+		t.Errorf("valid %v, verdict %q", res.Valid, res.Verdict)
 	}
 }

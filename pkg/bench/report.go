@@ -408,6 +408,11 @@ func (res *Result) verdict() string {
 		}
 		return "No variant ran: nothing was measured."
 	}
+	if res.Interrupted {
+		// What was measured is kept in the result, but an interrupted run judges nothing: the
+		// steps that make the judgement fair (the ports' real rate, the later variants) did not run.
+		return "Interrupted " + res.InterruptedNote + ": no verdict; the variants measured are recorded, not judged."
+	}
 	if res.LineRateMismatch {
 		s = append(s, res.LineRateNote)
 	}
