@@ -273,10 +273,17 @@ func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluste
 	})
 	view.stop()
 	var stuck *jobs.StuckError
+	var stalled *jobs.ControllerStalledError
 	if err != nil {
 		switch {
 		case parent.Err() != nil:
 			return a.interruptedJob(parent, kc, cl, kind, name, snap.Phase, "while watching", o.DeleteOnInterrupt)
+		case errors.As(err, &stalled):
+			code := ainerr.CheckFailed
+			if stalled.Outcome == "Failed" {
+				code = ainerr.JobFailed
+			}
+			return ainerr.New(code, stalled, "`ain preflight` checks the job controllers; `ain logs "+name+nsFlag(kc.Namespace)+"` shows what the pods did")
 		case errors.As(err, &stuck):
 			return ainerr.New(ainerr.JobFailed, stuck, "read the failed worker's log: `ain logs "+name+" --replica worker"+nsFlag(kc.Namespace)+"`; then end the job: `ain delete "+name+nsFlag(kc.Namespace)+"`")
 		case errors.Is(err, context.DeadlineExceeded):

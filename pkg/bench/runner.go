@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"sort"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ const (
 	EventFailed                   // the job failed; Lines are the launcher's last lines
 	EventWire                     // a finding of the wire (RDMA counters) check
 	EventDone                     // the variant's result
+	EventWarning                  // something the result keeps as a warning (the job object never finished)
 )
 
 // Event is one step of one variant, worded for a person.
@@ -241,6 +243,19 @@ func (r *Runner) runVariant(ctx context.Context, plan *Plan, i int, pinned []str
 	stop()
 	vr.Phase = snap.Phase
 	vr.Nodes = WorkerNodes(snap.Pods)
+	var stalled *jobs.ControllerStalledError
+	if errors.As(err, &stalled) {
+		// The launcher ended and its log holds the run: read it anyway, and say that the job
+		// object never finished (what the pods say and what the job says disagree).
+		vr.Warnings = append(vr.Warnings, stalled.Error())
+		r.emit(event(EventWarning, "warning: %s", stalled.Error()))
+		if stalled.Outcome == string(corev1.PodFailed) {
+			snap.Phase, snap.Message = jobs.PhaseFailed, "its launcher failed"
+		} else {
+			snap.Phase = jobs.PhaseSucceeded
+		}
+		vr.Phase, err = snap.Phase, nil
+	}
 	if err != nil {
 		vr.Finished = r.Now()
 		vr.Seconds = vr.Finished.Sub(start).Seconds()

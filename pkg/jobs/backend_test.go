@@ -2,13 +2,21 @@ package jobs
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
+	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -83,5 +91,36 @@ func TestFindThroughBackends(t *testing.T) {
 	}
 	if _, err := c.Find(context.Background(), "gone"); !IsNotFound(err) {
 		t.Errorf("missing job: %v", err)
+	}
+}
+
+// A controller that died mid-job: the launcher Succeeded, the workers still run sshd, and the
+// MPIJob says Created for ever. Watch ends saying the mpi-operator is not updating it, instead of
+// watching in silence; a job whose launcher still runs is not called stalled.
+func TestWatchControllerStalled(t *testing.T) {
+	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+		"metadata": map[string]any{"name": "ar", "namespace": "ns", "resourceVersion": "7"},
+		"spec":     map[string]any{"launcherCreationPolicy": "WaitForWorkersReady"},
+		"status":   map[string]any{"conditions": []any{map[string]any{"type": "Created", "status": "True"}}}}}
+	pod := func(name, role string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.Now(),
+			Labels: map[string]string{mpiv2beta1.JobNameLabel: "ar", mpiv2beta1.JobRoleLabel: role}}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	watch := func(launcher corev1.PodPhase) (Snapshot, error) {
+		dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{MPIJobV2GVR: "MPIJobList"}, job.DeepCopy())
+		kc := fake.NewClientset(pod("ar-launcher-abcde", "launcher", launcher), pod("ar-worker-0", "worker", corev1.PodRunning))
+		c := &Cluster{Kube: kclienttest.FromClientset(kc), Dynamic: dyn, Namespace: "ns"}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		return c.Watch(ctx, mpiV2, "ar", WatchOptions{StaleAfter: 200 * time.Millisecond})
+	}
+	_, err := watch(corev1.PodSucceeded)
+	var se *ControllerStalledError
+	if !errors.As(err, &se) || se.Outcome != "Succeeded" || !strings.Contains(err.Error(), "the mpi-operator is not updating it") {
+		t.Fatalf("launcher Succeeded, MPIJob still Created: %v", err)
+	}
+	if _, err := watch(corev1.PodRunning); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("launcher still running: %v, want the watch to go on until its deadline", err)
 	}
 }

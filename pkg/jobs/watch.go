@@ -195,6 +195,63 @@ func stuckWorker(job *unstructured.Unstructured, pods []corev1.Pod) string {
 		failed.Name, why)
 }
 
+// ControllerStalledError: the pod that decides a job's outcome (the launcher, else every pod)
+// has finished, yet the job's status has not changed for StaleAfter: the controller that should
+// record the end is not running or not reconciling the job. Outcome is that pod's phase.
+type ControllerStalledError struct {
+	Kind, Namespace, Name string
+	Controller            string
+	Outcome               string // Succeeded or Failed: what the pods say
+	For                   time.Duration
+}
+
+func (e *ControllerStalledError) Error() string {
+	return fmt.Sprintf("%s %s/%s still says it runs, but its pods ended %s %s ago and the job's status has not changed since: %s is not updating it (not running, or not reconciling this job)",
+		e.Kind, e.Namespace, e.Name, e.Outcome, e.For.Round(time.Second), e.Controller)
+}
+
+// StaleAfter is how long a job may keep a non-final status once its pods ended before Watch
+// says its controller is not updating it; a running controller records the end within seconds.
+const StaleAfter = 90 * time.Second
+
+// podsOutcome is the phase of the pod that decides the job (the current launcher, else every
+// pod: Failed if one failed), "" while it runs or when there are no pods.
+func podsOutcome(pods []corev1.Pod) string {
+	if l, ok := CurrentLauncher(pods); ok {
+		if l.Status.Phase == corev1.PodSucceeded || l.Status.Phase == corev1.PodFailed {
+			return string(l.Status.Phase)
+		}
+		return ""
+	}
+	out := ""
+	for _, p := range pods {
+		switch p.Status.Phase {
+		case corev1.PodFailed:
+			out = string(corev1.PodFailed)
+		case corev1.PodSucceeded:
+			if out == "" {
+				out = string(corev1.PodSucceeded)
+			}
+		default:
+			return ""
+		}
+	}
+	return out
+}
+
+// Controller names the controller that records a job's end on api, for messages.
+func (a API) Controller() string {
+	switch a {
+	case APITrainer:
+		return "the Kubeflow Trainer's controller (with JobSet's)"
+	case APIMPIOperator:
+		return "the mpi-operator"
+	case APITrainingOperator:
+		return "the training-operator"
+	}
+	return "its controller"
+}
+
 func orStr(s, def string) string {
 	if s == "" {
 		return def
@@ -242,6 +299,8 @@ type WatchOptions struct {
 	// OnPodFinished is called once per pod when it reaches Succeeded or Failed, so its log can
 	// be read before the operator or a clean-pod policy deletes it.
 	OnPodFinished func(pod corev1.Pod)
+	// StaleAfter overrides StaleAfter (tests).
+	StaleAfter time.Duration
 }
 
 // Watch follows a job and its pods with informers (list once, then watch; the reflector
@@ -300,6 +359,15 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 	var last Snapshot
 	lastKey := ""
 	seen := false
+	// Since when the decisive pods have ended while the job's resourceVersion stayed put.
+	var endedAt time.Time
+	endedRV := ""
+	var recheck *time.Timer
+	defer func() {
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
 	explained := map[string]string{} // pod/reason -> enriched explanation (computed once)
 	finished := map[string]bool{}
 	for {
@@ -383,7 +451,27 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 		if why := stuckWorker(job, pods); why != "" {
 			return snap, &StuckError{Kind: kind, Namespace: c.Namespace, Name: name, Why: why}
 		}
+		switch outcome := podsOutcome(pods); {
+		case outcome == "":
+			endedAt = time.Time{}
+		case endedAt.IsZero() || job.GetResourceVersion() != endedRV:
+			endedAt, endedRV = time.Now(), job.GetResourceVersion()
+			if recheck != nil {
+				recheck.Stop()
+			}
+			recheck = time.AfterFunc(o.staleAfter(), poke) // no event may come: look again then
+		case time.Since(endedAt) >= o.staleAfter():
+			return snap, &ControllerStalledError{Kind: kind, Namespace: c.Namespace, Name: name,
+				Controller: b.API().Controller(), Outcome: outcome, For: time.Since(endedAt)}
+		}
 	}
+}
+
+func (o WatchOptions) staleAfter() time.Duration {
+	if o.StaleAfter > 0 {
+		return o.StaleAfter
+	}
+	return StaleAfter
 }
 
 // NeedsExplain says whether a pod's reason needs cluster context (Cluster.ExplainPending):
