@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -25,6 +26,9 @@ func (a *App) deleteCommand() *ucli.Command {
 			name := c.Args().First()
 			kc, cl, job, err := a.findJob(c.Context, name)
 			if err != nil {
+				if done, oerr := a.deleteOrphanRuntime(c.Context, name, yes); done || oerr != nil {
+					return oerr
+				}
 				return err
 			}
 			what := fmt.Sprintf("delete %s %s/%s", job.GetKind(), kc.Namespace, name)
@@ -82,7 +86,47 @@ func (a *App) releaseCommand() *ucli.Command {
 				fmt.Fprintf(a.Streams.Out, "released %s/%s (%s)\n", j.GetKind(), j.GetName(), phase)
 			}
 			fmt.Fprintln(a.Streams.Out, "services deployed by ain serve are kept (ain serve status)")
-			return nil
+			return a.releaseOrphanRuntimes(c.Context, cl)
 		},
 	}
+}
+
+// deleteOrphanRuntime deletes ain's TrainingRuntime name when no TrainJob of that name exists
+// (what a refused TrainJob leaves); done says whether there was one.
+func (a *App) deleteOrphanRuntime(ctx context.Context, name string, yes bool) (done bool, err error) {
+	kc, err := a.clients()
+	if err != nil {
+		return false, nil // the job lookup's own error says it
+	}
+	cl := a.cluster(kc)
+	orphans, err := cl.OrphanRuntimes(ctx, name)
+	if err != nil || len(orphans) == 0 {
+		return false, nil
+	}
+	what := fmt.Sprintf("delete TrainingRuntime %s/%s (its TrainJob does not exist)", kc.Namespace, name)
+	if err := a.confirm(yes, what, what, "not deleted"); err != nil {
+		return true, err
+	}
+	if err := cl.DeleteRuntime(ctx, name); err != nil {
+		return true, kc.Classify(err, "deleting the TrainingRuntime")
+	}
+	fmt.Fprintf(a.Streams.Out, "deleted TrainingRuntime/%s (ain made it for a TrainJob that does not exist)\n", name)
+	return true, nil
+}
+
+// releaseOrphanRuntimes deletes ain's TrainingRuntimes that have no TrainJob.
+func (a *App) releaseOrphanRuntimes(ctx context.Context, cl *jobs.Cluster) error {
+	orphans, err := cl.OrphanRuntimes(ctx, "")
+	if err != nil {
+		fmt.Fprintf(a.Streams.Err, "note: could not list ain's TrainingRuntimes: %v\n", err)
+		return nil
+	}
+	for _, name := range orphans {
+		if err := cl.DeleteRuntime(ctx, name); err != nil {
+			fmt.Fprintf(a.Streams.Err, "note: could not delete TrainingRuntime %s: %v\n", name, err)
+			continue
+		}
+		fmt.Fprintf(a.Streams.Out, "released TrainingRuntime/%s (no TrainJob uses it)\n", name)
+	}
+	return nil
 }

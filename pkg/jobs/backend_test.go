@@ -9,6 +9,7 @@ import (
 
 	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -122,5 +123,54 @@ func TestWatchControllerStalled(t *testing.T) {
 	}
 	if _, err := watch(corev1.PodRunning); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("launcher still running: %v, want the watch to go on until its deadline", err)
+	}
+}
+
+// Same-name runs: a TrainingRuntime whose TrainJob does not exist (refused after the runtime was
+// applied) is ain's to clean up; one with its TrainJob, or not labelled as ain's, is not. The
+// Trainer webhook's "runtime must be created first" (its cache lagging) is retried, nothing else.
+func TestOrphanRuntimes(t *testing.T) {
+	obj := func(gvr schema.GroupVersionResource, kind, name string, labels map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(gvr.GroupVersion().String())
+		u.SetKind(kind)
+		u.SetName(name)
+		u.SetNamespace("ns")
+		u.SetLabels(labels)
+		return u
+	}
+	ours := func(run string) map[string]string {
+		return map[string]string{LabelManagedBy: ManagedByAin, LabelRun: run}
+	}
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		TrainingRuntimeGVR: "TrainingRuntimeList", TrainJobGVR: "TrainJobList"},
+		obj(TrainingRuntimeGVR, "TrainingRuntime", "left", ours("left")),
+		obj(TrainingRuntimeGVR, "TrainingRuntime", "used", ours("used")),
+		obj(TrainJobGVR, "TrainJob", "used", ours("used")),
+		obj(TrainingRuntimeGVR, "TrainingRuntime", "shared", nil))
+	c := &Cluster{Dynamic: dyn, Namespace: "ns"}
+	ctx := context.Background()
+	got, err := c.OrphanRuntimes(ctx, "")
+	if err != nil || strings.Join(got, ",") != "left" {
+		t.Fatalf("orphans %v %v, want [left]", got, err)
+	}
+	if got, _ := c.OrphanRuntimes(ctx, "used"); len(got) != 0 {
+		t.Errorf("a runtime with its TrainJob: %v", got)
+	}
+	if err := c.DeleteRuntime(ctx, "left"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.OrphanRuntimes(ctx, ""); len(got) != 0 {
+		t.Errorf("after delete: %v", got)
+	}
+	denied := func(msg string) error {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden,
+			Message: `admission webhook "validate.trainjob.trainer.kubeflow.org" denied the request: ` + msg}}
+	}
+	if !runtimeNotSeenYet(denied(`spec.runtimeRef: Invalid value: "x": specified trainingRuntime must be created before the TrainJob is created`)) {
+		t.Error("the webhook's cache lag is not retried")
+	}
+	if runtimeNotSeenYet(denied("spec.trainer.numNodes: must be positive")) || runtimeNotSeenYet(errors.New("must be created before the TrainJob is created")) {
+		t.Error("another refusal is retried")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
@@ -107,6 +108,17 @@ func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool)
 		dry = kube.DryRunServer
 	}
 	out, err := ap.Apply(ctx, objs, dry)
+	if runtimeNotSeenYet(err) {
+		// The Trainer's TrainJob webhook reads the TrainingRuntime from its informer cache
+		// (v2.3.0 pkg/runtime/core/trainingruntime.go ValidateObjects: "specified trainingRuntime
+		// must be created before the TrainJob is created"), which lags the runtime applied just
+		// before: apply again (idempotent) for a few seconds until the cache has it.
+		_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Steps: 6},
+			func(ctx context.Context) (bool, error) {
+				out, err = ap.Apply(ctx, objs, dry)
+				return !runtimeNotSeenYet(err), nil
+			})
+	}
 	var sc *kube.SpecChangeError
 	if errors.As(err, &sc) {
 		e := &ImmutableError{Kind: sc.Kind, Name: sc.Name, Namespace: sc.Namespace}
@@ -116,6 +128,12 @@ func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool)
 		return out, e
 	}
 	return out, err
+}
+
+// runtimeNotSeenYet: the Trainer's webhook refused a TrainJob for a TrainingRuntime its cache
+// does not hold yet.
+func runtimeNotSeenYet(err error) bool {
+	return err != nil && kube.IsWebhookDenial(err) && strings.Contains(err.Error(), "must be created before the TrainJob is created")
 }
 
 // DryRunSkipped is an object a server dry run did not send, and why.

@@ -359,3 +359,44 @@ func trainerLauncherCommand(mpirun []string) []string {
 		"-mca", "plm_rsh_no_tree_spawn", "1"}
 	return append(cmd, mpirun[1:]...)
 }
+
+// OrphanRuntimes are ain's TrainingRuntimes (labelled as ain's, for the run of the same name)
+// whose TrainJob does not exist: a run whose TrainJob was refused (or deleted by hand) after its
+// runtime was applied. name "" lists them all. A cluster without the Trainer has none.
+func (c *Cluster) OrphanRuntimes(ctx context.Context, name string) ([]string, error) {
+	sel := LabelManagedBy + "=" + ManagedByAin
+	if name != "" {
+		sel += "," + LabelRun + "=" + name
+	}
+	rts, err := c.Dynamic.Resource(TrainingRuntimeGVR).Namespace(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if apierrors.IsNotFound(err) {
+		return nil, nil // the Trainer's CRDs are not served
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, rt := range rts.Items {
+		if rt.GetName() != rt.GetLabels()[LabelRun] {
+			continue
+		}
+		_, err := c.Dynamic.Resource(TrainJobGVR).Namespace(c.Namespace).Get(ctx, rt.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			out = append(out, rt.GetName())
+		case err != nil:
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// DeleteRuntime deletes ain's TrainingRuntime name (gone already is no error).
+func (c *Cluster) DeleteRuntime(ctx context.Context, name string) error {
+	bg := metav1.DeletePropagationBackground
+	err := c.Dynamic.Resource(TrainingRuntimeGVR).Namespace(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
@@ -34,6 +35,11 @@ func TestClassify(t *testing.T) {
 		{"interrupt", &url.Error{Op: "Patch", URL: "https://x", Err: context.Canceled}, ainerr.Cancelled, []string{"interrupted"}, "cannot reach"},
 		{"refused", &url.Error{Op: "Get", URL: "https://x", Err: syscall.ECONNREFUSED}, ainerr.Unreachable, []string{"cannot reach the API server"}, "webhook"},
 		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no")), ainerr.Unauthorized, []string{"forbidden"}, "cannot reach"},
+		// A validating webhook's denial comes with 403 (controller-runtime admission.Denied): it
+		// refuses the object, not the user, so no RBAC hint (same-name runs were told to ask for RBAC).
+		{"webhook denial", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+			Message: `admission webhook "validate.trainjob.trainer.kubeflow.org" denied the request: spec.runtimeRef: Invalid value: {"name":"ar"}: TrainingRuntime.trainer.kubeflow.org "ar" not found: specified trainingRuntime must be created before the TrainJob is created`}},
+			ainerr.Failure, []string{"denied the request", "not a permission problem"}, "RBAC"},
 	} {
 		err := c.Classify(tc.err, "applying the job")
 		msg := err.Error() + " " + ainerr.HintOf(err)

@@ -213,6 +213,11 @@ func (c *Clients) Classify(err error, what string) error {
 	case apierrors.IsUnauthorized(err):
 		return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s: the cluster refused our credentials (401 Unauthorized)", what),
 			"the token or certificate in "+c.Where()+" is not accepted: refresh your credentials or pick another --context")
+	case IsWebhookDenial(err):
+		// controller-runtime's validating webhooks deny with 403 (admission.Denied): a refusal of
+		// the object, not of the user, so no RBAC hint.
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %v", what, apiMessage(err)),
+			"an admission webhook refused the object (not a permission problem); its message says why")
 	case apierrors.IsForbidden(err):
 		return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s: %v", what, apiMessage(err)),
 			"your user may not do this in namespace "+c.Namespace+" ("+c.Where()+"): ask for RBAC access or use -n")
@@ -224,6 +229,18 @@ func (c *Clients) Classify(err error, what string) error {
 		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: cannot reach the API server: %v", what, rootCause(err)), hint)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// IsWebhookDenial reports whether err is an admission webhook's refusal of an object, as the API
+// server words it (k8s.io/apiserver admission/plugin/webhook/errors ToStatusErr: `admission
+// webhook "NAME" denied the request: ...`), whatever status code the webhook chose.
+func IsWebhookDenial(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	m := se.Status().Message
+	return strings.Contains(m, "admission webhook \"") && strings.Contains(m, "denied the request")
 }
 
 func apiMessage(err error) string {
