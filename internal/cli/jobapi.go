@@ -49,7 +49,7 @@ func (a *App) chooseBackend(kc *kube.Clients, r *recipe.Recipe, p *profile.Profi
 	}
 	served := jobs.Served{}
 	if kc != nil {
-		if served, err = jobs.Discover(kc.Kube.Discovery()); err != nil {
+		if served, err = jobs.Discover(kc.Discovery); err != nil {
 			return nil, kc.Classify(err, "asking the API server which job APIs it serves")
 		}
 	}
@@ -76,7 +76,7 @@ func (a *App) renderBackend(r *recipe.Recipe, p *profile.Profile, flag string) (
 	if forced == jobs.APIAuto {
 		// Why no cluster was asked is said: a kubeconfig named but missing is not "no cluster"
 		// (issue 19: KUBECONFIG at a missing file said only "no cluster asked").
-		if kc, err := a.clients(); err != nil {
+		if kc, err := a.clusterConfig(); err != nil {
 			why += ": " + err.Error()
 		} else {
 			if d, err := kc.DiscoveryWithin(renderDiscoveryTimeout); err == nil {

@@ -3,9 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,5 +83,59 @@ func TestRenderLegacyStack(t *testing.T) {
 	code, _, errOut = runBenchCLI(t, "train", "allreduce", "--api", "mpi-operator", "--dry-run=server", "--kubeconfig", sb.Kubeconfig, "-n", ns)
 	if code != 2 || !strings.Contains(errOut, "served as v1") || !strings.Contains(errOut, "--api training-operator") {
 		t.Errorf("v2beta1 forced on the legacy stack: exit %d\n%s", code, errOut)
+	}
+}
+
+// render with a cluster configured asks it which job APIs it serves and nothing else, and
+// builds no typed or dynamic client to do so: only a discovery client.
+func TestRenderAsksOnlyDiscovery(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api":
+			fmt.Fprint(w, `{"kind":"APIVersions","versions":["v1"]}`)
+		case "/apis":
+			fmt.Fprint(w, `{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"kubeflow.org","versions":[{"groupVersion":"kubeflow.org/v1","version":"v1"}],"preferredVersion":{"groupVersion":"kubeflow.org/v1","version":"v1"}}]}`)
+		case "/api/v1":
+			fmt.Fprint(w, `{"kind":"APIResourceList","groupVersion":"v1","resources":[]}`)
+		case "/apis/kubeflow.org/v1":
+			fmt.Fprint(w, `{"kind":"APIResourceList","groupVersion":"kubeflow.org/v1","resources":[{"name":"mpijobs","namespaced":true,"kind":"MPIJob","verbs":["get","list","create"]}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	kubeconfig := filepath.Join(home, "config")
+	cfg := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {}\ncurrent-context: c\n", srv.URL)
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	a := &App{Streams: Streams{In: strings.NewReader(""), Out: &o, Err: &e}, Now: time.Now,
+		Getenv: func(k string) string { return map[string]string{"HOME": home, "KUBECONFIG": kubeconfig}[k] }}
+	code := a.Run(context.Background(), []string{"ain", "render", "allreduce"})
+	if code != 0 || !strings.Contains(o.String(), "apiVersion: kubeflow.org/v1\n") || !strings.Contains(e.String(), "served by "+srv.URL) {
+		t.Fatalf("render with a cluster serving kubeflow.org/v1: exit %d\nstdout: %s\nstderr: %s", code, o.String(), e.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	discovery := map[string]bool{"GET /api": true, "GET /apis": true, "GET /api/v1": true, "GET /apis/kubeflow.org/v1": true}
+	for _, req := range asked {
+		if !discovery[req] {
+			t.Errorf("render sent %s: it asks the cluster only which APIs it serves (sent: %q)", req, asked)
+		}
+	}
+	kc, err := a.clusterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kc.Kube != nil || kc.Dynamic != nil || kc.Discovery != nil {
+		t.Errorf("clusterConfig, render's way to the cluster, built clients: %+v", kc)
 	}
 }

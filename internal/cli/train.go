@@ -351,10 +351,10 @@ func pendingReasons(s jobs.Snapshot, kc *kube.Clients) string {
 
 // gangSchedulers names the gang schedulers the cluster serves (none when discovery fails).
 func gangSchedulers(kc *kube.Clients) []string {
-	if kc == nil || kc.Kube == nil {
+	if kc == nil || kc.Discovery == nil {
 		return nil
 	}
-	groups, err := kc.Kube.Discovery().ServerGroups()
+	groups, err := kc.Discovery.ServerGroups()
 	if err != nil {
 		return nil
 	}

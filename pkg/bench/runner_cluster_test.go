@@ -22,7 +22,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 )
 
 // The Runner on a fake cluster: client-go's fake clientset and dynamic client behind a real
@@ -75,7 +74,7 @@ func newFakeOperator(t *testing.T, outcomes map[string]outcome) *fakeOperator {
 }
 
 func (op *fakeOperator) cluster() *jobs.Cluster {
-	return &jobs.Cluster{Kube: kclienttest.FromClientset(op.kube), Dynamic: op.dyn, Namespace: fakeNS}
+	return &jobs.Cluster{Kube: op.kube, Dynamic: op.dyn, Namespace: fakeNS}
 }
 
 func (op *fakeOperator) jobs() []*unstructured.Unstructured {

@@ -3,9 +3,10 @@ package jobs
 import (
 	"errors"
 	"fmt"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"sort"
 	"strings"
+
+	"k8s.io/client-go/discovery"
 
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -168,7 +169,7 @@ func (s Served) Evidence() []string {
 // Discover asks the API server which of ain's job APIs it serves. A group version that fails
 // to answer (an aggregated API down) does not hide the others: only when nothing at all could be
 // read is the error returned.
-func Discover(d kclient.Discovery) (Served, error) {
+func Discover(d discovery.DiscoveryInterface) (Served, error) {
 	_, lists, err := d.ServerGroupsAndResources()
 	if err != nil && len(lists) == 0 {
 		return Served{}, err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/pkg/kube"
 )
@@ -62,7 +62,7 @@ func GVRFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
 
 // Cluster talks to the API server for one namespace.
 type Cluster struct {
-	Kube      kclient.Interface
+	Kube      kubernetes.Interface
 	Dynamic   dynamic.Interface
 	Namespace string
 	// Now is the clock (nil: time.Now), injected so tests control ages and timeouts.

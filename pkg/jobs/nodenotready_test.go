@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 )
 
 func readyNode(name string, st corev1.ConditionStatus, reason, msg string, since time.Time) *corev1.Node {
@@ -93,7 +91,7 @@ func TestExplainPendingNodeNotReady(t *testing.T) {
 	since := time.Date(2026, 12, 3, 15, 20, 0, 0, time.UTC)
 	cs := fake.NewClientset(readyNode("bad", corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status.", since),
 		readyNode("good", corev1.ConditionTrue, "KubeletReady", "", since))
-	c := &Cluster{Kube: kclienttest.FromClientset(cs), Namespace: "ns"}
+	c := &Cluster{Kube: cs, Namespace: "ns"}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "bad"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	if got := c.ExplainPending(context.Background(), pod); !strings.HasPrefix(got, "node bad is NotReady since 2026-12-03T15:20:00Z") {
 		t.Errorf("bad node: %q", got)

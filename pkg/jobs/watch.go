@@ -3,8 +3,6 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"github.com/ain-hpc/ain/internal/lazyre"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"sort"
 	"strings"
 	"sync"
@@ -15,7 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
 // PodInfo is one replica pod as ain shows it.
@@ -311,10 +313,11 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	jobInf := kclient.NewDynamicInformer(c.Dynamic, gvr, c.Namespace, 0, func(lo *metav1.ListOptions) {
+	byNamespace := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	jobInf := dynamicinformer.NewFilteredDynamicInformer(c.Dynamic, gvr, c.Namespace, 0, byNamespace, func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	})
-	podInf := kclient.NewPodInformer(c.Kube, c.Namespace, 0, func(lo *metav1.ListOptions) {
+	}).Informer()
+	podInf := coreinformers.NewFilteredPodInformer(c.Kube, c.Namespace, 0, byNamespace, func(lo *metav1.ListOptions) {
 		lo.LabelSelector = b.PodSelector(name)
 	})
 

@@ -25,13 +25,15 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/ainerr"
-	"github.com/ain-hpc/ain/pkg/kclient"
 )
 
 // SandboxClusterName is the cluster name in the kubeconfig `ain sandbox` writes.
@@ -50,11 +52,18 @@ type Options struct {
 	SandboxKubeconfig string
 }
 
-// Clients are the clients a command uses, with where they came from.
+// Clients are the clients a command uses, with where they came from. LoadConfig fills in
+// where they came from only; Load also builds the clients.
 type Clients struct {
-	Config     *rest.Config
-	Kube       kclient.Interface
-	Dynamic    dynamic.Interface
+	Config  *rest.Config
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Discovery is Kube's discovery behind a memory cache, for the questions a command asks
+	// more than once (which job APIs and gang schedulers the cluster serves: train asks them
+	// when it builds the job and again in each summary). A check that must see the server's
+	// answer now (preflight: a CRD installed since, a 404 for one group version) uses
+	// Kube.Discovery().
+	Discovery  discovery.CachedDiscoveryInterface
 	Namespace  string
 	Kubeconfig string // the file used ("" for in-cluster)
 	Context    string
@@ -62,9 +71,27 @@ type Clients struct {
 	Sandbox    bool // the kubeconfig is the local ain sandbox's
 }
 
-// Load resolves the kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config, else the running
-// ain sandbox's. It returns an Unreachable error with a hint when none is found.
+// Load resolves the kubeconfig as LoadConfig does and builds the clients.
 func Load(o Options) (*Clients, error) {
+	c, err := LoadConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	if c.Kube, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return nil, err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(c.Config); err != nil {
+		return nil, err
+	}
+	c.Discovery = memory.NewMemCacheClient(c.Kube.Discovery())
+	return c, nil
+}
+
+// LoadConfig resolves the kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config, else the
+// running ain sandbox's. It returns an Unreachable error with a hint when none is found. It
+// builds no client: render, which asks a cluster one question if one is configured, uses
+// DiscoveryWithin.
+func LoadConfig(o Options) (*Clients, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -130,15 +157,7 @@ func Load(o Options) (*Clients, error) {
 		cfg.UserAgent = "ain"
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	kc, err := kclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dc, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Clients{Config: cfg, Kube: kc, Dynamic: dc, Namespace: ns, Kubeconfig: path, Context: ctxName, Server: cfg.Host, Sandbox: isSandbox}, nil
+	return &Clients{Config: cfg, Namespace: ns, Kubeconfig: path, Context: ctxName, Server: cfg.Host, Sandbox: isSandbox}, nil
 }
 
 func fileExists(p string) bool {
@@ -154,10 +173,10 @@ func sameFile(a, b string) bool {
 
 // DiscoveryWithin is a discovery client whose requests give up after d: for a question a command
 // can do without (render asks which job APIs a cluster serves, and works with no cluster).
-func (c *Clients) DiscoveryWithin(d time.Duration) (kclient.Discovery, error) {
+func (c *Clients) DiscoveryWithin(d time.Duration) (discovery.DiscoveryInterface, error) {
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Timeout = d
-	return kclient.NewDiscoveryForConfig(cfg)
+	return discovery.NewDiscoveryClientForConfig(cfg)
 }
 
 // Client-side rate limit of FanOut's clientset, in requests a second and burst.
@@ -175,10 +194,10 @@ const (
 // answering 429 only when its queues are full, and client-go retries a 429 after its Retry-After
 // up to 10 times (client-go rest/request.go, with_retry.go). 16 requests in flight never fill a
 // queue; the limit here only keeps a loop from running away.
-func (c *Clients) FanOut() (kclient.Interface, error) {
+func (c *Clients) FanOut() (kubernetes.Interface, error) {
 	cfg := rest.CopyConfig(c.Config)
 	cfg.QPS, cfg.Burst = FanOutQPS, FanOutBurst
-	return kclient.NewForConfig(cfg)
+	return kubernetes.NewForConfig(cfg)
 }
 
 // Where describes the cluster for hints: "kubeconfig X, context Y, server Z".

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 )
 
 // A run's cleanup removes every one of its pods and no other, with one DeleteCollection per
@@ -59,7 +57,7 @@ func TestCleanupShards(t *testing.T) {
 				}
 				return true, nil, nil
 			})
-			o.Kube = kclienttest.FromClientset(cs)
+			o.Kube = cs
 			cleanupProbes(o, LabelProbeRun+"=run1", got, pods)
 			if got != c.shards || len(calls) != c.shards {
 				t.Errorf("%d pods: %d shards, %d DeleteCollections (%v); want %d", c.pods, got, len(calls), calls, c.shards)
@@ -104,7 +102,7 @@ func TestLargeRunHandedToTheGarbageCollector(t *testing.T) {
 				cs.PrependReactor(c.deny, "configmaps", forbidden(c.deny))
 			}
 			var said []string
-			o := Options{Namespace: "ns", Kube: kclienttest.FromClientset(cs), Progress: func(s string) { said = append(said, s) }}
+			o := Options{Namespace: "ns", Kube: cs, Progress: func(s string) { said = append(said, s) }}
 			var pods []*corev1.Pod
 			for i := range c.pods {
 				pods = append(pods, probePod(o, "run1", probeIB, fmt.Sprintf("p%d", i), fmt.Sprintf("n%d", i), "true", nil, false))

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -52,7 +51,7 @@ func TestGateRechecksOperatorsOfACachedResult(t *testing.T) {
 			cache := Cache{Dir: t.TempDir(), TTL: 5 * time.Minute, Now: func() time.Time { return now }}
 			cs := fake.NewClientset(lease(c.age))
 			cs.Resources = []*metav1.APIResourceList{{GroupVersion: jobs.MPIJobV2GVR.GroupVersion().String(), APIResources: []metav1.APIResource{{Name: "mpijobs", Kind: "MPIJob", Namespaced: true}}}}
-			o := Options{Kube: kclienttest.FromClientset(cs), Cluster: "https://127.0.0.1:6443", Namespace: "default", Profile: profile.Default(),
+			o := Options{Kube: cs, Cluster: "https://127.0.0.1:6443", Namespace: "default", Profile: profile.Default(),
 				Workload: jobs.WorkloadMPI, Nodes: 2, GPUsPerNode: 8, Now: func() time.Time { return now }}
 			if err := cache.Save(Key(o), &Result{Checks: cachedChecks}); err != nil {
 				t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"github.com/ain-hpc/ain/pkg/kube"
 )
 
@@ -197,14 +196,23 @@ func byName(name string) metav1.ListOptions {
 // findLease finds the controller's leader Lease (the most recently renewed, if several): see
 // findNamed.
 func findLease(ctx context.Context, o Options, ctl controller) (*coordinationv1.Lease, error) {
-	return findNamed(ctx, o.Kube.CoordinationV1().Leases, func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items },
+	leases := func(ns string) getLister[*coordinationv1.Lease, *coordinationv1.LeaseList] {
+		return o.Kube.CoordinationV1().Leases(ns)
+	}
+	return findNamed(ctx, leases, func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items },
 		ctl.namespace, ctl.lease, func(a, b *coordinationv1.Lease) bool { return renewed(a).After(renewed(b)) })
+}
+
+// getLister is the Get and List of a typed client (client-go's LeaseInterface, DeploymentInterface).
+type getLister[T, L any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
 }
 
 // findNamed lists the objects called name in every namespace (an admin may) and keeps the one
 // better prefers, else gets it in the install's namespace ns (what the optional ClusterRole
 // grants, by name). nil, nil: none.
-func findNamed[T, L any](ctx context.Context, client func(ns string) kclient.Client[*T, L], items func(L) []T, ns, name string, better func(a, b *T) bool) (*T, error) {
+func findNamed[T, L any](ctx context.Context, client func(ns string) getLister[*T, L], items func(L) []T, ns, name string, better func(a, b *T) bool) (*T, error) {
 	l, err := client("").List(ctx, byName(name))
 	if err == nil {
 		var best *T
@@ -267,7 +275,7 @@ func leaseCheck(ctl controller, l *coordinationv1.Lease, now time.Time) Check {
 // findDeployment finds the controller's Deployment (the one with most available replicas, if
 // several): see findNamed.
 func findDeployment(ctx context.Context, o Options, ctl controller) (*appsv1.Deployment, error) {
-	deployments := func(ns string) kclient.Client[*appsv1.Deployment, *appsv1.DeploymentList] {
+	deployments := func(ns string) getLister[*appsv1.Deployment, *appsv1.DeploymentList] {
 		return o.Kube.AppsV1().Deployments(ns)
 	}
 	return findNamed(ctx, deployments, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },

@@ -19,7 +19,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 )
 
 func TestCheckController(t *testing.T) {
@@ -64,7 +63,7 @@ func TestCheckController(t *testing.T) {
 				forbid(cs, "list", r)
 				forbid(cs, "get", r)
 			}
-			o := Options{Kube: kclienttest.FromClientset(cs), Now: func() time.Time { return now }}
+			o := Options{Kube: cs, Now: func() time.Time { return now }}
 			ch := checkController(context.Background(), o, ctlMPIOperator)
 			if ch.Status != c.status || ch.Name != CheckOperator || ch.Target != "mpi-operator" {
 				t.Errorf("%+v: want %s", ch, c.status)

@@ -17,11 +17,11 @@ package preflight
 import (
 	"context"
 	"fmt"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -117,10 +117,10 @@ func (r *Result) Summary() string {
 
 // Options say what to check and with which clients.
 type Options struct {
-	Kube kclient.Interface
+	Kube kubernetes.Interface
 	// FanOut, when set, creates the per-node probe pods: Kube's identity with a client-side rate
 	// limit fit for one request per node (kube.Clients.FanOut); nil: Kube.
-	FanOut    kclient.Interface
+	FanOut    kubernetes.Interface
 	Dynamic   dynamic.Interface
 	Namespace string
 	Cluster   string // for the result and the cache key (the API server URL)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -47,7 +46,7 @@ func TestCheckNodes(t *testing.T) {
 	)
 	lists := 0
 	cs.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) { lists++; return false, nil, nil })
-	o := Options{Kube: kclienttest.FromClientset(cs), Namespace: "default", Profile: profile.Default(), Nodes: 2, GPUsPerNode: 8}
+	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), Nodes: 2, GPUsPerNode: 8}
 	o.defaults()
 	checks, cands := checkNodes(context.Background(), o)
 	if len(cands) != 2 || cands[0].Name != "n1" || cands[1].Name != "n2" {
@@ -112,7 +111,7 @@ func TestCheckRBAC(t *testing.T) {
 		r.Status.Allowed = !(ra.Resource == "mpijobs" && ra.Verb == "delete") && ra.Resource != "nodes"
 		return true, r, nil
 	})
-	o := Options{Kube: kclienttest.FromClientset(cs), Namespace: "team", Profile: profile.Default()}
+	o := Options{Kube: cs, Namespace: "team", Profile: profile.Default()}
 	checks := checkRBAC(context.Background(), o)
 	if len(checks) != 2 || checks[0].Status != Fail || checks[1].Status != Warn {
 		t.Fatalf("%+v", checks)
@@ -253,7 +252,7 @@ func TestCheckCRDs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cs := fake.NewClientset()
 			cs.Resources = c.served
-			o := Options{Kube: kclienttest.FromClientset(cs), Namespace: "team", Profile: profile.Default(), Workload: c.workload, API: c.api}
+			o := Options{Kube: cs, Namespace: "team", Profile: profile.Default(), Workload: c.workload, API: c.api}
 			o.served, o.discoverErr = jobs.Discover(cs.Discovery())
 			ch := checkCRDs(context.Background(), o)
 			if ch.Status != c.status || !strings.Contains(ch.Message, c.msg) || !strings.Contains(ch.Fix, c.fix) {

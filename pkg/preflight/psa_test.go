@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -38,7 +37,7 @@ func TestPodSecurityBaselineFails(t *testing.T) {
 	cs := fake.NewClientset(ns)
 	dry := 0
 	psaReject(cs, &dry)
-	o := Options{Kube: kclienttest.FromClientset(cs), Namespace: "team-a", Profile: profile.Default()}
+	o := Options{Kube: cs, Namespace: "team-a", Profile: profile.Default()}
 	o.defaults()
 	checks := checkPodSecurity(context.Background(), o)
 	if len(checks) != 1 || checks[0].Status != Fail {
@@ -57,7 +56,7 @@ func TestPodSecurityBaselineFails(t *testing.T) {
 func TestPodSecurityPrivilegedPasses(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{PSAEnforceLabel: "privileged", PSAWarnLabel: "baseline"}}}
 	cs := fake.NewClientset(ns)
-	o := Options{Kube: kclienttest.FromClientset(cs), Namespace: "team-a", Profile: profile.Default()}
+	o := Options{Kube: cs, Namespace: "team-a", Profile: profile.Default()}
 	o.defaults()
 	checks := checkPodSecurity(context.Background(), o)
 	if len(checks) != 2 || checks[0].Status != Pass || checks[1].Status != Warn || !strings.Contains(checks[1].Message, "warn=baseline") {
@@ -99,7 +98,7 @@ func TestProbePodRestricted(t *testing.T) {
 // resource on its node.
 func TestCheckNodesCPUJob(t *testing.T) {
 	cs := fake.NewClientset(node("cpu-1", 0, 0, true))
-	o := Options{Kube: kclienttest.FromClientset(cs), Namespace: "default", Profile: profile.Default(), Nodes: 1, GPUsPerNode: 0}
+	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), Nodes: 1, GPUsPerNode: 0}
 	o.defaults()
 	checks, cands := checkNodes(context.Background(), o)
 	if len(cands) != 1 || checks[0].Status != Pass {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"io"
 	"maps"
 	"os"
@@ -24,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -122,7 +123,7 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	// take a minute (issue 16).
 	nodes := max(1, st.Config.Nodes)
 	cfg.QPS, cfg.Burst = 50*float32(nodes), 100*nodes
-	cs, err := kclient.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return err
 	}
-	inf := kclient.NewPodInformer(cs, metav1.NamespaceAll, 10*time.Minute, nil)
+	inf := coreinformers.NewPodInformer(cs, metav1.NamespaceAll, 10*time.Minute, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	a.lister = corelisters.NewPodLister(inf.GetIndexer())
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	enqueue := func(obj any) {
@@ -189,7 +190,7 @@ const agentWorkers = 8
 type agent struct {
 	// mu guards st, sc, stMod and traffic: several workers sync pods at once.
 	mu       sync.Mutex
-	cs       kclient.Interface
+	cs       kubernetes.Interface
 	kube     *kube
 	lister   corelisters.PodLister
 	sc       *Scenario

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -110,12 +110,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // kube is the small client the sandbox needs: typed for core objects, dynamic for CRDs and kwok's.
 type kube struct {
-	cs  kclient.Interface
+	cs  kubernetes.Interface
 	dyn dynamic.Interface
 }
 
 func newKube(cfg *rest.Config) (*kube, error) {
-	cs, err := kclient.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package vllm
 import (
 	"context"
 	"fmt"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"net"
 	"sort"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
@@ -25,7 +25,7 @@ import (
 
 // Cluster applies, inspects and deletes serving deployments in one namespace.
 type Cluster struct {
-	Kube      kclient.Interface
+	Kube      kubernetes.Interface
 	Dynamic   dynamic.Interface
 	Namespace string
 }

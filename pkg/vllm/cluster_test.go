@@ -19,7 +19,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 )
 
 // clusterState marks a built deployment's pods as the cluster would: pod i of each Deployment
@@ -48,7 +47,7 @@ func clusterState(t *testing.T, objs *Objects, notReady string) []runtime.Object
 
 func TestClusterStatus(t *testing.T) {
 	objs := servingObjects(t)
-	cl := &Cluster{Kube: kclienttest.FromClientset(fake.NewClientset(clusterState(t, objs, "qwen-1")...)), Namespace: "llm"}
+	cl := &Cluster{Kube: fake.NewClientset(clusterState(t, objs, "qwen-1")...), Namespace: "llm"}
 	st, err := cl.Status(context.Background(), "qwen")
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +87,7 @@ func TestStatusDuringRollout(t *testing.T) {
 			d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas = 2, 1, 1
 		}
 	}
-	cl := &Cluster{Kube: kclienttest.FromClientset(fake.NewClientset(state...)), Namespace: "llm"}
+	cl := &Cluster{Kube: fake.NewClientset(state...), Namespace: "llm"}
 	st, err := cl.Status(context.Background(), "qwen")
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +167,7 @@ func TestDiscovery(t *testing.T) {
 	objs := servingObjects(t)
 	var log strings.Builder
 	d := &Discovery{
-		Cluster:   &Cluster{Kube: kclienttest.FromClientset(fake.NewClientset(clusterState(t, objs, "")...)), Namespace: "llm"},
+		Cluster:   &Cluster{Kube: fake.NewClientset(clusterState(t, objs, "")...), Namespace: "llm"},
 		Reachable: func(context.Context, Endpoint) error { return nil },
 		Log:       &log,
 	}
@@ -178,7 +177,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("%+v %v %s", ep, err, log.String())
 	}
 	// Ingress unreachable from here, no replica ready: an explained error.
-	d.Cluster.Kube = kclienttest.FromClientset(fake.NewClientset(clusterState(t, objs, "qwen-0")...))
+	d.Cluster.Kube = fake.NewClientset(clusterState(t, objs, "qwen-0")...)
 	for _, p := range clusterState(t, objs, "qwen-1") {
 		if pod, ok := p.(*corev1.Pod); ok && pod.Name == "qwen-1-abc" {
 			_, _ = d.Cluster.Kube.CoreV1().Pods("llm").Update(context.Background(), pod, metav1.UpdateOptions{})
@@ -197,7 +196,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	// Nothing deployed.
-	d.Cluster.Kube = kclienttest.FromClientset(fake.NewClientset())
+	d.Cluster.Kube = fake.NewClientset()
 	if _, err := d.Endpoint(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "no model server deployed in namespace llm") {
 		t.Fatalf("%v", err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
@@ -32,7 +31,7 @@ func TestIngressExposesOnlyTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube := kclienttest.FromClientset(fake.NewClientset(objs.Ingress))
+	kube := fake.NewClientset(objs.Ingress)
 	cl := &Cluster{Kube: kube, Namespace: "llm"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

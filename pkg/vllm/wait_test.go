@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 )
 
 // A rolling replica's wait rides out an API server that does not answer for a while (a restart:
@@ -51,7 +49,7 @@ func TestWaitDeploymentReadyRidesOutAnOutage(t *testing.T) {
 				return false, nil, nil
 			})
 			var lines []string
-			cl := &Cluster{Kube: kclienttest.FromClientset(cs), Namespace: "team"}
+			cl := &Cluster{Kube: cs, Namespace: "team"}
 			err := cl.waitDeploymentReady(context.Background(), "rr-0", 2, RollOptions{ReplicaTimeout: 5 * time.Second, Poll: time.Millisecond,
 				Progress: func(l string) { lines = append(lines, l) }})
 			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
@@ -76,7 +74,7 @@ func TestWaitDeploymentReadyOutageTimesOut(t *testing.T) {
 	cs.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, fmt.Errorf("dial tcp 127.0.0.1:6443: connect: %w", syscall.ECONNREFUSED)
 	})
-	cl := &Cluster{Kube: kclienttest.FromClientset(cs), Namespace: "team"}
+	cl := &Cluster{Kube: cs, Namespace: "team"}
 	err := cl.waitDeploymentReady(context.Background(), "rr-0", 2, RollOptions{ReplicaTimeout: 50 * time.Millisecond, Poll: time.Millisecond})
 	var te *WaitTimeoutError
 	if !errors.As(err, &te) || !strings.Contains(te.Last, "the API server does not answer") {

@@ -82,7 +82,7 @@ func TestRenderAndAdmitCurrentStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &jobs.Cluster{Kube: sb.Client(t), Dynamic: sb.Dynamic(t), Namespace: ns}
+	cl := &jobs.Cluster{Kube: sb.Clientset(t), Dynamic: sb.Dynamic(t), Namespace: ns}
 	if _, err := cl.Apply(context.Background(), b.Objects[:1], false); err != nil {
 		t.Fatalf("applying the runtime: %v", err)
 	}

@@ -299,7 +299,7 @@ func TestPreflight200Nodes(t *testing.T) {
 	}
 	left := 0
 	took, ok := sandboxtest.Poll(5*time.Minute, time.Second, func() bool {
-		l, err := sb.Client(t).CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+		l, err := sb.Clientset(t).CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
 		left = len(l.Items)
 		return err == nil && left == 0
 	})

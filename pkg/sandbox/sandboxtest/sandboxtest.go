@@ -25,7 +25,6 @@ package sandboxtest
 import (
 	"context"
 	"fmt"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -176,13 +175,6 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 func (s *Sandbox) Clientset(t testing.TB) kubernetes.Interface {
 	t.Helper()
 	return newClient(t, s.REST, kubernetes.NewForConfig)
-}
-
-// Client returns ain's own typed client (package kclient, what the ain binary uses) for the
-// sandbox's admin user: for the Kube field of ain's libraries.
-func (s *Sandbox) Client(t testing.TB) kclient.Interface {
-	t.Helper()
-	return newClient(t, s.REST, kclient.NewForConfig)
 }
 
 // Dynamic returns a dynamic client for the sandbox's admin user.

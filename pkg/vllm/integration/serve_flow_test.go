@@ -54,7 +54,7 @@ func TestIntegrationServeFlow(t *testing.T) {
 	defer stopProxy()
 	proxyAddr := make(chan string, 1)
 	go func() {
-		p := &vllmsim.IngressProxy{Kube: sb.Client(t), Namespace: ns, Name: "qwen", Backend: srv.URL}
+		p := &vllmsim.IngressProxy{Kube: sb.Clientset(t), Namespace: ns, Name: "qwen", Backend: srv.URL}
 		if err := p.Run(pctx, proxyAddr); err != nil && pctx.Err() == nil {
 			t.Errorf("ingress stand-in: %v", err)
 		}

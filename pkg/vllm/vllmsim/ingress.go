@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/ain-hpc/ain/pkg/kclient"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -17,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // IngressProxy is a loopback-only stand-in for an ingress controller on the simulated
@@ -29,7 +29,7 @@ import (
 // that stands for the Service's pods. It re-reads the Ingress about once a second, so a
 // changed or deleted Ingress is honoured.
 type IngressProxy struct {
-	Kube      kclient.Interface
+	Kube      kubernetes.Interface
 	Namespace string
 	Name      string
 	// Backend is the URL requests that match a rule go to (the simulated model server).

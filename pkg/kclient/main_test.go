@@ -1,9 +1,0 @@
-package kclient
-
-import (
-	"testing"
-
-	"github.com/ain-hpc/ain/internal/testenv"
-)
-
-func TestMain(m *testing.M) { testenv.Main(m) }
