@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ain-hpc/ain/pkg/ibport"
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
@@ -167,7 +166,7 @@ func TestInterruptedAfterLastVariantNoVerdict(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	kc := kclienttest.FromClientset(fake.NewClientset())
+	kc := fake.NewClientset()
 	if err := res.ProbeLineRate(ctx, preflight.Options{Kube: kc, Namespace: "default"}, []string{"gpu-1", "gpu-2"}, nil); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("probe after an interrupt: %v, want ErrInterrupted", err)
 	}

@@ -17,7 +17,6 @@ import (
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -111,7 +110,7 @@ func TestWatchControllerStalled(t *testing.T) {
 		dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{MPIJobV2GVR: "MPIJobList"}, job.DeepCopy())
 		kc := fake.NewClientset(pod("ar-launcher-abcde", "launcher", launcher), pod("ar-worker-0", "worker", corev1.PodRunning))
-		c := &Cluster{Kube: kclienttest.FromClientset(kc), Dynamic: dyn, Namespace: "ns"}
+		c := &Cluster{Kube: kc, Dynamic: dyn, Namespace: "ns"}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		return c.Watch(ctx, mpiV2, "ar", WatchOptions{StaleAfter: 200 * time.Millisecond})

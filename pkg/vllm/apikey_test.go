@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -23,7 +22,7 @@ import (
 // authCluster is a fake cluster in namespace llm holding objs (a narrow unit test: the
 // re-run through a real API server is in the integration tests).
 func authCluster(objs ...runtime.Object) *Cluster {
-	return &Cluster{Kube: kclienttest.FromClientset(fake.NewClientset(objs...)), Namespace: "llm"}
+	return &Cluster{Kube: fake.NewClientset(objs...), Namespace: "llm"}
 }
 
 func keySecret(name, key, value string, ours bool) *corev1.Secret {
