@@ -197,6 +197,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return ainerr.Usagef("recipe %s is kind %s: run it with `ain train %s`; `ain recipes list` shows serving recipes", r.Metadata.Name, r.Kind, r.Metadata.Name)
 	}
 	a.printWarnings(r)
+	a.warnImage(r.Serving.Image)
 	if o.AllowUnauth && r.Serving.APIKeySecret != nil {
 		return ainerr.Usagef("--allow-unauthenticated with an API key (Secret %s, from spec.apiKeySecret or --api-key-*): choose one", r.Serving.APIKeySecret.Name)
 	}
@@ -368,6 +369,17 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return nil
 	}
 	return a.waitServing(ctx, kc, cl, objs.Name, s.ServedModelName, &o.endpointOptions, timeout)
+}
+
+// warnImage says when the serving image's vLLM is older than the newest release that fixes a
+// published advisory (vllm.Advisories), or that its tag tells no version.
+func (a *App) warnImage(image string) {
+	c := vllm.CheckImage(image)
+	if w := c.Warning(); w != "" && c.Version == "" {
+		fmt.Fprintf(a.Streams.Err, "note: %s\n", w)
+	} else if w != "" {
+		fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+	}
 }
 
 func deploymentObjects(objs *vllm.Objects) []runtime.Object {

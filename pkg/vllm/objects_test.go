@@ -19,7 +19,7 @@ kind: Serving
 metadata:
   name: qwen
 spec:
-  image: vllm/vllm-openai:v0.11.0
+  image: vllm/vllm-openai:v0.30.0
   model: /shared/models/Qwen2.5-7B-Instruct
   replicas: 2
   maxModelLen: 8192
@@ -144,7 +144,7 @@ func TestServingValidation(t *testing.T) {
 kind: Serving
 metadata: {name: bad}
 spec:
-  image: vllm/vllm-openai:v0.11.0
+  image: vllm/vllm-openai:v0.30.0
   model: /shared/m
   topology: per-replica
   gpuMemoryUtilization: 1.5
