@@ -290,6 +290,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	var rest []runtime.Object
 	rest = append(rest, secrets...)
 	rest = append(rest, objs.Service)
+	if objs.PDB != nil {
+		rest = append(rest, objs.PDB)
+	}
 	if objs.Ingress != nil {
 		rest = append(rest, objs.Ingress)
 	}

@@ -207,3 +207,48 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// Pod hardening: no privilege escalation, no capabilities, seccomp RuntimeDefault, no service
+// account token; a preStop pause and vLLM's drain inside the grace period; replicas spread
+// over nodes and a PDB for more than one replica, none for one.
+func TestServingPodHardening(t *testing.T) {
+	objs := servingObjects(t)
+	for _, d := range objs.Deployments {
+		ps := d.Spec.Template.Spec
+		c := ps.Containers[0]
+		sc := c.SecurityContext
+		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("container securityContext %+v", sc)
+		}
+		if ps.SecurityContext == nil || ps.SecurityContext.SeccompProfile == nil || ps.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("pod securityContext %+v", ps.SecurityContext)
+		}
+		if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+			t.Errorf("the service account token is mounted")
+		}
+		args := strings.Join(c.Args, " ")
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil || !strings.Contains(args, "--shutdown-timeout 90") ||
+			*ps.TerminationGracePeriodSeconds < preStopSeconds+shutdownTimeoutSeconds {
+			t.Errorf("drain: preStop %+v, args %s, grace %d", c.Lifecycle, args, *ps.TerminationGracePeriodSeconds)
+		}
+		tsc := ps.TopologySpreadConstraints
+		if len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelHostname || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway || tsc[0].LabelSelector.MatchLabels[LabelReplica] != "" ||
+			tsc[0].LabelSelector.MatchLabels[jobs.LabelRun] != "qwen" {
+			t.Errorf("topology spread %+v", tsc)
+		}
+	}
+	if p := objs.PDB; p == nil || p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.Selector.MatchLabels[LabelComponent] != ComponentServer || p.Labels[jobs.LabelRun] != "qwen" {
+		t.Fatalf("PDB %+v", objs.PDB)
+	}
+	one := servingObjects(t, "replicas=1")
+	if one.PDB != nil || len(one.Deployments[0].Spec.Template.Spec.TopologySpreadConstraints) != 0 {
+		t.Errorf("one replica: PDB %+v, spread %+v", one.PDB, one.Deployments[0].Spec.Template.Spec.TopologySpreadConstraints)
+	}
+	// A vLLM without --shutdown-timeout (before 0.19) or of unknown version would refuse the flag.
+	for _, img := range []string{"vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:latest"} {
+		old := servingObjects(t, "image="+img)
+		if args := strings.Join(old.Deployments[0].Spec.Template.Spec.Containers[0].Args, " "); strings.Contains(args, "--shutdown-timeout") {
+			t.Errorf("%s: %s", img, args)
+		}
+	}
+}
