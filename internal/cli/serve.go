@@ -231,6 +231,16 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	ctx := c.Context
 	s := r.Serving
+	if err := cl.CheckClaims(ctx, s); err != nil {
+		var cp *vllm.ClaimProblem
+		switch {
+		case errors.As(err, &cp) && cp.Missing:
+			return ainerr.New(ainerr.Usage, err, "create the claim, or name an existing one in spec.volumes[].claimName (kubectl get pvc"+nsFlag(kc.Namespace)+" lists them)")
+		case errors.As(err, &cp):
+			return ainerr.New(ainerr.Usage, err, "use a ReadWriteMany (or ReadOnlyMany) claim for the model, such as NFS, or serve one replica: --replicas 1")
+		}
+		return kc.Classify(err, "reading the model volume's claim")
+	}
 	auth, err := cl.ResolveAuth(ctx, serverName, s, o.AllowUnauth, nil)
 	if err != nil {
 		return kc.Classify(err, "reading the model server's API key")
