@@ -278,7 +278,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		// ingress-nginx serve its fake certificate, which clients misreport as an unknown CA.
 		in := s.Ingress
 		lbl := map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: objs.Name}
-		t, err := cl.EnsureTLS(ctx, vllm.TLSSecretName(in, objs.Name), in.Host, in.ClusterIssuer, lbl, a.Now(), o.DryRun == "server")
+		t, err := cl.EnsureTLS(ctx, in, objs.Name, lbl, a.Now(), o.DryRun == "server")
 		var tp *vllm.TLSProblem
 		switch {
 		case errors.As(err, &tp):
@@ -292,7 +292,10 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		case t.Created:
 			tlsCreated = t.Secret
 			fmt.Fprintf(a.Streams.Err, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
-				t.Secret, orDashStr(in.Host), t.Secret)
+				t.Secret, orDashStr(t.For), t.Secret)
+			if t.For == "" {
+				fmt.Fprintf(a.Streams.Err, "WARNING: no --host and no ingress address yet: the certificate names nothing a client connects to, so no client can verify it; pass --host NAME (a DNS name pointing at the ingress controller), or once `ain serve status` shows the address, delete Secret %s and re-run (ain then certifies the address)\n", t.Secret)
+			}
 		default:
 			fmt.Fprintf(a.Streams.Err, "TLS: Secret %s holds a valid certificate for %s\n", t.Secret, orDashStr(in.Host))
 		}

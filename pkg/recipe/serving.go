@@ -117,8 +117,10 @@ type ServingIngress struct {
 	ClassName string `yaml:"className,omitempty" json:"className,omitempty"`
 	// TLSSecret is the kubernetes.io/tls Secret with the certificate (default: the
 	// deployment's name, as given by --name, plus "-tls"). ain checks it before applying
-	// (type, certificate, expiry, host) and, when it is missing and no clusterIssuer is set,
-	// creates a self-signed one whose CA it keeps in the Secret's ca.crt.
+	// (type, certificate, expiry, host). A Secret named here must exist; when the default one
+	// is missing and no clusterIssuer is set, ain creates a self-signed one for the host (or,
+	// without a host, the controller's published address, if any) whose CA it keeps in the
+	// Secret's ca.crt.
 	TLSSecret string `yaml:"tlsSecret,omitempty" json:"tlsSecret,omitempty"`
 	// ClusterIssuer, when set, is the cert-manager ClusterIssuer that issues the certificate
 	// into TLSSecret (annotation cert-manager.io/cluster-issuer); ain then leaves the Secret
