@@ -397,7 +397,19 @@ func podSpec(s *recipe.ServingSpec, p *profile.Profile, name string) (corev1.Pod
 
 func ptrTo[T any](v T) *T { return &v }
 
-// servingEnv: the Hugging Face cache on the model volume, HOME on a writable emptyDir (the
+// CompileCacheDir is where vLLM keeps its torch.compile / inductor cache: VLLM_CACHE_ROOT
+// (vllm/envs.py; default ~/.cache/vllm, which here is the pod's emptyDir HOME, rebuilt on every
+// restart) on the first writable model volume, shared by the replicas; "" without one.
+func CompileCacheDir(s *recipe.ServingSpec) string {
+	for _, v := range s.Volumes {
+		if !v.ReadOnly && v.MountPath != "" {
+			return path.Join(v.MountPath, "vllm-cache")
+		}
+	}
+	return ""
+}
+
+// servingEnv: the Hugging Face cache and vLLM's compile cache on the model volume, HOME on a writable emptyDir (the
 // image may run as non-root), secrets by reference only, then the recipe's env, sorted.
 func servingEnv(s *recipe.ServingSpec) []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: "HOME", Value: homeDir}}
@@ -405,6 +417,9 @@ func servingEnv(s *recipe.ServingSpec) []corev1.EnvVar {
 		env = append(env,
 			corev1.EnvVar{Name: "HF_HOME", Value: s.HFHome},
 			corev1.EnvVar{Name: "HF_HUB_CACHE", Value: path.Join(s.HFHome, "hub")})
+	}
+	if dir := CompileCacheDir(s); dir != "" && s.Env["VLLM_CACHE_ROOT"] == "" {
+		env = append(env, corev1.EnvVar{Name: "VLLM_CACHE_ROOT", Value: dir})
 	}
 	secret := func(name string, ref *recipe.SecretRef) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{

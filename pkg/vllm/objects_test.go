@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,5 +251,40 @@ func TestServingPodHardening(t *testing.T) {
 		if args := strings.Join(old.Deployments[0].Spec.Template.Spec.Containers[0].Args, " "); strings.Contains(args, "--shutdown-timeout") {
 			t.Errorf("%s: %s", img, args)
 		}
+	}
+}
+
+// Unset CPU and memory scale with gpusPerReplica (explicit ones are kept), and vLLM's compile
+// cache lives on the writable model volume, not in the emptyDir HOME; without one, a warning.
+func TestServingScalesWithGPUsAndKeepsCompileCache(t *testing.T) {
+	r, err := recipe.Parse("vllm.yaml", mustRead(t, "../../recipes/vllm.yaml"), []string{"gpusPerReplica=2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := BuildObjects(r, profile.Default(), ObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := objs.Deployments[0].Spec.Template.Spec.Containers[0]
+	if mem := c.Resources.Requests[corev1.ResourceMemory]; c.Resources.Requests.Cpu().String() != "8" || mem.String() != "64Gi" {
+		t.Errorf("2 GPUs: requests %v", c.Resources.Requests)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["VLLM_CACHE_ROOT"] != "/shared/vllm-cache" {
+		t.Errorf("VLLM_CACHE_ROOT %q", env["VLLM_CACHE_ROOT"])
+	}
+	// Explicit resources (the test recipe's 8 CPUs, 64Gi) stay as written.
+	if c := servingObjects(t, "gpusPerReplica=4").Deployments[0].Spec.Template.Spec.Containers[0]; c.Resources.Requests.Cpu().String() != "8" {
+		t.Errorf("explicit resources changed: %v", c.Resources.Requests)
+	}
+	bare, err := recipe.Parse("bare.yaml", []byte("apiVersion: ain.dev/v1alpha1\nkind: Serving\nmetadata: {name: bare}\nspec: {image: vllm/vllm-openai:v0.30.0, model: Qwen/Qwen3-0.6B}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := fmt.Sprint(bare.Warnings()); !strings.Contains(w, "compile cache") || CompileCacheDir(bare.Serving) != "" {
+		t.Errorf("no volume: warnings %s", w)
 	}
 }
