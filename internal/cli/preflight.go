@@ -78,6 +78,7 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 		return err
 	}
 	if r != nil && r.Serving != nil {
+		a.warnImage(r.Serving.Image)
 		r = nil // serving replicas: the node check needs no recipe shape
 	}
 	forced, err := forcedAPI(o.API, p)

@@ -197,6 +197,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return ainerr.Usagef("recipe %s is kind %s: run it with `ain train %s`; `ain recipes list` shows serving recipes", r.Metadata.Name, r.Kind, r.Metadata.Name)
 	}
 	a.printWarnings(r)
+	a.warnImage(r.Serving.Image)
 	if o.AllowUnauth && r.Serving.APIKeySecret != nil {
 		return ainerr.Usagef("--allow-unauthenticated with an API key (Secret %s, from spec.apiKeySecret or --api-key-*): choose one", r.Serving.APIKeySecret.Name)
 	}
@@ -230,6 +231,16 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	ctx := c.Context
 	s := r.Serving
+	if err := cl.CheckClaims(ctx, s); err != nil {
+		var cp *vllm.ClaimProblem
+		switch {
+		case errors.As(err, &cp) && cp.Missing:
+			return ainerr.New(ainerr.Usage, err, "create the claim, or name an existing one in spec.volumes[].claimName (kubectl get pvc"+nsFlag(kc.Namespace)+" lists them)")
+		case errors.As(err, &cp):
+			return ainerr.New(ainerr.Usage, err, "use a ReadWriteMany (or ReadOnlyMany) claim for the model, such as NFS, or serve one replica: --replicas 1")
+		}
+		return kc.Classify(err, "reading the model volume's claim")
+	}
 	auth, err := cl.ResolveAuth(ctx, serverName, s, o.AllowUnauth, nil)
 	if err != nil {
 		return kc.Classify(err, "reading the model server's API key")
@@ -267,7 +278,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		// ingress-nginx serve its fake certificate, which clients misreport as an unknown CA.
 		in := s.Ingress
 		lbl := map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: objs.Name}
-		t, err := cl.EnsureTLS(ctx, vllm.TLSSecretName(in, objs.Name), in.Host, in.ClusterIssuer, lbl, a.Now(), o.DryRun == "server")
+		t, err := cl.EnsureTLS(ctx, in, objs.Name, lbl, a.Now(), o.DryRun == "server")
 		var tp *vllm.TLSProblem
 		switch {
 		case errors.As(err, &tp):
@@ -281,7 +292,10 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		case t.Created:
 			tlsCreated = t.Secret
 			fmt.Fprintf(a.Streams.Err, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
-				t.Secret, orDashStr(in.Host), t.Secret)
+				t.Secret, orDashStr(t.For), t.Secret)
+			if t.For == "" {
+				fmt.Fprintf(a.Streams.Err, "WARNING: no --host and no ingress address yet: the certificate names nothing a client connects to, so no client can verify it; pass --host NAME (a DNS name pointing at the ingress controller), or once `ain serve status` shows the address, delete Secret %s and re-run (ain then certifies the address)\n", t.Secret)
+			}
 		default:
 			fmt.Fprintf(a.Streams.Err, "TLS: Secret %s holds a valid certificate for %s\n", t.Secret, orDashStr(in.Host))
 		}
@@ -289,6 +303,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	var rest []runtime.Object
 	rest = append(rest, secrets...)
 	rest = append(rest, objs.Service)
+	if objs.PDB != nil {
+		rest = append(rest, objs.PDB)
+	}
 	if objs.Ingress != nil {
 		rest = append(rest, objs.Ingress)
 	}
@@ -368,6 +385,17 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return nil
 	}
 	return a.waitServing(ctx, kc, cl, objs.Name, s.ServedModelName, &o.endpointOptions, timeout)
+}
+
+// warnImage says when the serving image's vLLM is older than the newest release that fixes a
+// published advisory (vllm.Advisories), or that its tag tells no version.
+func (a *App) warnImage(image string) {
+	c := vllm.CheckImage(image)
+	if w := c.Warning(); w != "" && c.Version == "" {
+		fmt.Fprintf(a.Streams.Err, "note: %s\n", w)
+	} else if w != "" {
+		fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+	}
 }
 
 func deploymentObjects(objs *vllm.Objects) []runtime.Object {

@@ -139,3 +139,20 @@ func TestServeAuthByDefault(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 }
+
+// ain serve warns when the image's vLLM is older than the newest advisory fix, notes a tag that
+// tells no version, and is quiet for the course recipe's pin.
+func TestServeWarnsOldVLLM(t *testing.T) {
+	code, _, errs := runModelCLI(t, nil, "", "serve", "vllm", "--dry-run=client", "--set", "image=vllm/vllm-openai:v0.11.0")
+	if code != 0 || !strings.Contains(errs, "WARNING: image vllm/vllm-openai:v0.11.0 is vLLM 0.11.0, older than") || !strings.Contains(errs, "CVE-2026-22778") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, _, errs = runModelCLI(t, nil, "", "serve", "vllm", "--dry-run=client", "--set", "image=vllm/vllm-openai:latest")
+	if code != 0 || !strings.Contains(errs, "note: image vllm/vllm-openai:latest: its tag is no vLLM version, so ain cannot tell") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, _, errs = runModelCLI(t, nil, "", "serve", "vllm", "--dry-run=client")
+	if code != 0 || strings.Contains(errs, "image vllm/vllm-openai") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

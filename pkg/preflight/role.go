@@ -38,6 +38,10 @@ var RoleRules = []rbacv1.PolicyRule{
 		Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	// A multi-replica model server's PodDisruptionBudget; the claims of its model volume are
+	// read (access modes) before it is applied.
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get"}},
 	// Explaining Pending pods (FailedScheduling, FailedMount...).
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}},
 }

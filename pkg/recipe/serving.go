@@ -34,9 +34,10 @@ const (
 	// generation_config.json sampling defaults apply). ain's deterministic checks send their
 	// sampling per request instead of forcing it on every client of the server.
 	DefaultGenerationConfig = "auto"
-	// DefaultServingCPU and DefaultServingMemory are each replica's requests: without them the
-	// pods are BestEffort, the first evicted under node memory pressure. vLLM holds the
-	// tokenizer, the scheduler and, while loading, the weights' pages in host memory.
+	// DefaultServingCPU and DefaultServingMemory are each replica's requests per GPU (times
+	// gpusPerReplica): without them the pods are BestEffort, the first evicted under node
+	// memory pressure. vLLM holds the tokenizer, the scheduler and, while loading, the weights'
+	// pages in host memory.
 	DefaultServingCPU       = "4"
 	DefaultServingMemory    = "32Gi"
 	DefaultIngressClass     = "nginx"
@@ -77,7 +78,8 @@ type ServingSpec struct {
 	ExtraArgs []string `yaml:"extraArgs,omitempty" json:"extraArgs,omitempty"`
 	// Env is extra container environment (not secrets: see apiKeySecret, hfTokenSecret).
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
-	// Resources are the CPU and memory each replica requests (default 4 CPUs, 32Gi). The
+	// Resources are the CPU and memory each replica requests (default 4 CPUs and 32Gi per GPU
+	// of the replica). The
 	// memory limit is the request plus shmSize: pages of a memory-backed /dev/shm are charged
 	// to the container's memory cgroup, so a limit without them would OOM-kill a busy replica.
 	Resources Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
@@ -117,8 +119,10 @@ type ServingIngress struct {
 	ClassName string `yaml:"className,omitempty" json:"className,omitempty"`
 	// TLSSecret is the kubernetes.io/tls Secret with the certificate (default: the
 	// deployment's name, as given by --name, plus "-tls"). ain checks it before applying
-	// (type, certificate, expiry, host) and, when it is missing and no clusterIssuer is set,
-	// creates a self-signed one whose CA it keeps in the Secret's ca.crt.
+	// (type, certificate, expiry, host). A Secret named here must exist; when the default one
+	// is missing and no clusterIssuer is set, ain creates a self-signed one for the host (or,
+	// without a host, the controller's published address, if any) whose CA it keeps in the
+	// Secret's ca.crt.
 	TLSSecret string `yaml:"tlsSecret,omitempty" json:"tlsSecret,omitempty"`
 	// ClusterIssuer, when set, is the cert-manager ClusterIssuer that issues the certificate
 	// into TLSSecret (annotation cert-manager.io/cluster-issuer); ain then leaves the Secret
@@ -146,8 +150,13 @@ func (r *Recipe) defaultServing(s *ServingSpec) {
 	}
 	orDefault(r, &s.GPUMemoryUtilization, "spec.gpuMemoryUtilization", DefaultGPUMemoryUtilization, "0.9")
 	orDefault(r, &s.GenerationConfig, "spec.generationConfig", DefaultGenerationConfig, "")
-	orDefault(r, &s.Resources.CPU, "spec.resources.cpu", DefaultServingCPU, "")
-	orDefault(r, &s.Resources.Memory, "spec.resources.memory", DefaultServingMemory, DefaultServingMemory+" (the limit adds spec.shmSize)")
+	// Unset CPU and memory scale with the GPUs: each tensor-parallel rank is a worker process
+	// of its own (tokenizer and scheduler stay one), and the weights' pages pass through host
+	// memory per GPU shard while loading.
+	g := max(s.GPUsPerReplica, 1)
+	mem := fmt.Sprintf("%dGi", 32*g)
+	orDefault(r, &s.Resources.CPU, "spec.resources.cpu", fmt.Sprint(4*g), "")
+	orDefault(r, &s.Resources.Memory, "spec.resources.memory", mem, mem+" (the limit adds spec.shmSize)")
 	orDefault(r, &s.ShmSize, "spec.shmSize", DefaultServingShm, "")
 	orDefault(r, &s.StartupTimeout, "spec.startupTimeout", DefaultStartupTimeout, "")
 	if s.HFHome == "" && len(s.Volumes) > 0 && s.Volumes[0].MountPath != "" && !s.Volumes[0].ReadOnly {
@@ -225,6 +234,9 @@ func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 	v.quantity("spec.resources.memory", s.Resources.Memory)
 	v.quantity("spec.shmSize", s.ShmSize)
 	r.validateVolumes(s.Volumes, v)
+	if !slices.ContainsFunc(s.Volumes, func(vol Volume) bool { return !vol.ReadOnly && vol.MountPath != "" }) && s.Env["VLLM_CACHE_ROOT"] == "" {
+		v.warnf("spec.volumes", "no writable volume: vLLM's compile cache (VLLM_CACHE_ROOT, default ~/.cache/vllm) stays in the pod's emptyDir HOME and is rebuilt after every restart; mount the model volume writable (ain then points VLLM_CACHE_ROOT at it) or set spec.env.VLLM_CACHE_ROOT")
+	}
 	if d, err := time.ParseDuration(s.StartupTimeout); err != nil || d < time.Minute {
 		v.addf("spec.startupTimeout", "%q: want a duration of at least 1m such as 20m (model load time)", s.StartupTimeout)
 	}

@@ -31,15 +31,16 @@ type Cluster struct {
 }
 
 var servingGVRs = map[string]schema.GroupVersionResource{
-	"Deployment": {Group: "apps", Version: "v1", Resource: "deployments"},
-	"Service":    {Version: "v1", Resource: "services"},
-	"Ingress":    {Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
-	"Secret":     {Version: "v1", Resource: "secrets"},
+	"Deployment":          {Group: "apps", Version: "v1", Resource: "deployments"},
+	"Service":             {Version: "v1", Resource: "services"},
+	"Ingress":             {Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
+	"Secret":              {Version: "v1", Resource: "secrets"},
+	"PodDisruptionBudget": {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 }
 
 // serverKinds are the kinds of a model server's own objects (labelled with its component);
 // the Secrets beside them are created outside the rendering and carry no component label.
-var serverKinds = []string{"Deployment", "Service", "Ingress"}
+var serverKinds = []string{"Deployment", "Service", "PodDisruptionBudget", "Ingress"}
 
 // applier is kube.Applier (ain's one apply and prune) over the given serving kinds.
 func (c *Cluster) applier(kinds ...string) *kube.Applier {
@@ -67,10 +68,10 @@ func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool)
 	return out, err
 }
 
-// Prune deletes the model-server objects of deployment name (Deployments, Service, Ingress
+// Prune deletes the model-server objects of deployment name (Deployments, Service, PDB, Ingress
 // labelled as ain's with its run name and component) that rendered no longer contains:
 // `--replicas 2` then `--replicas 1` removes replica 1 and frees its GPU, a dropped ingress
-// goes. Secrets are not pruned (see serverKinds).
+// goes, and so does the PDB of a server scaled to one replica. Secrets are not pruned (see serverKinds).
 func (c *Cluster) Prune(ctx context.Context, name string, rendered []runtime.Object) ([]string, error) {
 	var keep []kube.Applied
 	for _, o := range rendered {

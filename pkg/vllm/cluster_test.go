@@ -128,6 +128,7 @@ func TestClusterApplyAndDelete(t *testing.T) {
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
 		servingGVRs["Deployment"]: "DeploymentList", servingGVRs["Service"]: "ServiceList",
 		servingGVRs["Ingress"]: "IngressList", servingGVRs["Secret"]: "SecretList",
+		servingGVRs["PodDisruptionBudget"]: "PodDisruptionBudgetList",
 	}, seed...)
 	var applied []string
 	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -144,7 +145,7 @@ func TestClusterApplyAndDelete(t *testing.T) {
 	if _, err := cl.Apply(context.Background(), objs.All(), true); err != nil {
 		t.Fatal(err)
 	}
-	if len(applied) != 4 || applied[0] != "deployments/qwen-0" || applied[3] != "ingresses/qwen" {
+	if len(applied) != 5 || applied[0] != "deployments/qwen-0" || applied[3] != "poddisruptionbudgets/qwen" || applied[4] != "ingresses/qwen" {
 		t.Fatalf("applied %v", applied)
 	}
 	gone, err := cl.Delete(context.Background(), "qwen")
@@ -152,7 +153,8 @@ func TestClusterApplyAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Strings(gone)
-	want := "[Deployment/qwen-0 Deployment/qwen-1 Ingress/qwen Service/qwen]"
+	// The PDB goes with the server (it is one of its objects, pruned and deleted like them).
+	want := "[Deployment/qwen-0 Deployment/qwen-1 Ingress/qwen PodDisruptionBudget/qwen Service/qwen]"
 	if got := fmtList(gone); got != want {
 		t.Fatalf("deleted %s, want %s", got, want)
 	}

@@ -35,12 +35,12 @@ func TestIngressExposesOnlyTheAPI(t *testing.T) {
 	cl := &Cluster{Kube: kube, Namespace: "llm"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tlsOut, err := cl.EnsureTLS(ctx, TLSSecretName(r.Serving.Ingress, objs.Name), "llm.ain.test", "", nil, time.Now(), false)
+	tlsOut, err := cl.EnsureTLS(ctx, r.Serving.Ingress, objs.Name, nil, time.Now(), false)
 	if err != nil || !tlsOut.Created || len(tlsOut.CA) == 0 {
 		t.Fatalf("EnsureTLS: %+v %v", tlsOut, err)
 	}
 	// A second run finds and checks it instead of creating another.
-	if again, err := cl.EnsureTLS(ctx, "vllm-tls", "llm.ain.test", "", nil, time.Now(), false); err != nil || again.Created {
+	if again, err := cl.EnsureTLS(ctx, r.Serving.Ingress, "vllm", nil, time.Now(), false); err != nil || again.Created {
 		t.Fatalf("EnsureTLS again: %+v %v", again, err)
 	}
 	srv := httptest.NewServer(vllmsim.NewServer(vllmsim.Options{APIKey: "k"}))

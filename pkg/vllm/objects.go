@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,7 +60,9 @@ type Objects struct {
 	Name        string
 	Deployments []*appsv1.Deployment
 	Service     *corev1.Service
-	Ingress     *networkingv1.Ingress // nil without spec.ingress
+	// PDB keeps voluntary evictions (a node drain) to one replica at a time; nil for one replica.
+	PDB     *policyv1.PodDisruptionBudget
+	Ingress *networkingv1.Ingress // nil without spec.ingress
 }
 
 // All lists the objects in apply order.
@@ -69,6 +72,9 @@ func (o *Objects) All() []runtime.Object {
 		out = append(out, d)
 	}
 	out = append(out, o.Service)
+	if o.PDB != nil {
+		out = append(out, o.PDB)
+	}
 	if o.Ingress != nil {
 		out = append(out, o.Ingress)
 	}
@@ -129,6 +135,19 @@ func BuildObjects(r *recipe.Recipe, p *profile.Profile, o ObjectOptions) (*Objec
 				Name: PortName, Port: recipe.DefaultServingPort, TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP,
 			}},
 		},
+	}
+	if s.Replicas > 1 {
+		// A node drain evicts one replica at a time; ain's own rollouts are not evictions and
+		// keep their strategy (one replica down at a time too).
+		one := intstr.FromInt32(1)
+		out.PDB = &policyv1.PodDisruptionBudget{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+			ObjectMeta: meta(name, nil),
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: &one,
+				Selector:       &metav1.LabelSelector{MatchLabels: Selector(name)},
+			},
+		}
 	}
 	if in := s.Ingress; in != nil {
 		out.Ingress = ingress(in, meta(name, nil), name)
@@ -217,12 +236,37 @@ func VLLMArgs(s *recipe.ServingSpec) []string {
 	if s.DType != "" {
 		args = append(args, "--dtype", s.DType)
 	}
+	if drains(s.Image) {
+		args = append(args, "--shutdown-timeout", strconv.Itoa(shutdownTimeoutSeconds))
+	}
 	return append(args, s.ExtraArgs...)
+}
+
+// Draining a replica on each roll. Without --shutdown-timeout vLLM aborts its in-flight
+// requests on SIGTERM (the default 0; vllm PR #36666, "Re-add shutdown timeout", merged
+// 2026-03-10: with N > 0 it rejects new requests and waits up to N s for running ones). The
+// preStop sleep runs first, while the pod is already out of the Service's endpoints, so that
+// kube-proxy and the ingress controller stop sending it new requests before vLLM starts
+// refusing them. The grace period covers both plus the engine's own exit.
+const (
+	preStopSeconds         = 10
+	shutdownTimeoutSeconds = 90
+	terminationGrace       = preStopSeconds + shutdownTimeoutSeconds + 20
+	// drainFrom is the first release ain knows to have --shutdown-timeout (an older vLLM
+	// refuses an unknown flag and would not start).
+	drainFrom = "0.19.0"
+)
+
+// drains reports whether image is a vLLM that knows --shutdown-timeout (by its tag's version;
+// a tag that tells no version gets no flag, and its in-flight requests are aborted on a roll).
+func drains(image string) bool {
+	v := CheckImage(image).Version
+	return v != "" && compareVersions(v, drainFrom) >= 0
 }
 
 func deployment(r *recipe.Recipe, p *profile.Profile, meta metav1.ObjectMeta, replicas int32) (*appsv1.Deployment, error) {
 	s := r.Serving
-	pod, err := podSpec(s, p)
+	pod, err := podSpec(s, p, meta.Labels[jobs.LabelRun])
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +301,7 @@ func deployment(r *recipe.Recipe, p *profile.Profile, meta metav1.ObjectMeta, re
 	return d, nil
 }
 
-func podSpec(s *recipe.ServingSpec, p *profile.Profile) (corev1.PodSpec, error) {
+func podSpec(s *recipe.ServingSpec, p *profile.Profile, name string) (corev1.PodSpec, error) {
 	res, err := servingResources(s, p)
 	if err != nil {
 		return corev1.PodSpec{}, err
@@ -289,6 +333,17 @@ func podSpec(s *recipe.ServingSpec, p *profile.Profile) (corev1.PodSpec, error) 
 		StartupProbe:   probe(probePeriodSeconds, 5, startupFailures),
 		LivenessProbe:  probe(10, 10, 3),
 		ReadinessProbe: probe(5, 5, 3),
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+			Exec: &corev1.ExecAction{Command: []string{"sleep", strconv.Itoa(preStopSeconds)}},
+		}},
+		// No privilege escalation and no capabilities: vLLM needs none to use the GPUs the
+		// device plugin hands it. The official image runs as root (docker/Dockerfile has no
+		// USER), so runAsNonRoot would make the kubelet refuse to start it; root without
+		// capabilities cannot override file permissions (CAP_DAC_OVERRIDE) either.
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptrTo(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: jobs.ShmVolume, MountPath: "/dev/shm"},
 			{Name: HomeVolume, MountPath: homeDir},
@@ -315,17 +370,46 @@ func podSpec(s *recipe.ServingSpec, p *profile.Profile) (corev1.PodSpec, error) 
 			sel[k] = v
 		}
 	}
-	grace := int64(60)
-	return corev1.PodSpec{
+	grace := int64(terminationGrace)
+	pod := corev1.PodSpec{
 		Containers:                    []corev1.Container{c},
 		Volumes:                       vols,
 		NodeSelector:                  sel,
 		Tolerations:                   tols,
 		TerminationGracePeriodSeconds: &grace,
-	}, nil
+		// vLLM never calls the Kubernetes API: a mounted token would only serve an attacker.
+		AutomountServiceAccountToken: ptrTo(false),
+		SecurityContext: &corev1.PodSecurityContext{
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+	if s.Replicas > 1 {
+		// Replicas on different nodes, when the scheduler can: one node lost takes one replica.
+		// ScheduleAnyway, not DoNotSchedule: free GPUs are scarce, and a replica that could run
+		// beside another (one 8-GPU node) must not stay Pending for the sake of spreading.
+		pod.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: Selector(name)},
+		}}
+	}
+	return pod, nil
 }
 
-// servingEnv: the Hugging Face cache on the model volume, HOME on a writable emptyDir (the
+func ptrTo[T any](v T) *T { return &v }
+
+// CompileCacheDir is where vLLM keeps its torch.compile / inductor cache: VLLM_CACHE_ROOT
+// (vllm/envs.py; default ~/.cache/vllm, which here is the pod's emptyDir HOME, rebuilt on every
+// restart) on the first writable model volume, shared by the replicas; "" without one.
+func CompileCacheDir(s *recipe.ServingSpec) string {
+	for _, v := range s.Volumes {
+		if !v.ReadOnly && v.MountPath != "" {
+			return path.Join(v.MountPath, "vllm-cache")
+		}
+	}
+	return ""
+}
+
+// servingEnv: the Hugging Face cache and vLLM's compile cache on the model volume, HOME on a writable emptyDir (the
 // image may run as non-root), secrets by reference only, then the recipe's env, sorted.
 func servingEnv(s *recipe.ServingSpec) []corev1.EnvVar {
 	env := []corev1.EnvVar{{Name: "HOME", Value: homeDir}}
@@ -333,6 +417,9 @@ func servingEnv(s *recipe.ServingSpec) []corev1.EnvVar {
 		env = append(env,
 			corev1.EnvVar{Name: "HF_HOME", Value: s.HFHome},
 			corev1.EnvVar{Name: "HF_HUB_CACHE", Value: path.Join(s.HFHome, "hub")})
+	}
+	if dir := CompileCacheDir(s); dir != "" && s.Env["VLLM_CACHE_ROOT"] == "" {
+		env = append(env, corev1.EnvVar{Name: "VLLM_CACHE_ROOT", Value: dir})
 	}
 	secret := func(name string, ref *recipe.SecretRef) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ kind: Serving
 metadata:
   name: qwen
 spec:
-  image: vllm/vllm-openai:v0.11.0
+  image: vllm/vllm-openai:v0.30.0
   model: /shared/models/Qwen2.5-7B-Instruct
   replicas: 2
   maxModelLen: 8192
@@ -144,7 +145,7 @@ func TestServingValidation(t *testing.T) {
 kind: Serving
 metadata: {name: bad}
 spec:
-  image: vllm/vllm-openai:v0.11.0
+  image: vllm/vllm-openai:v0.30.0
   model: /shared/m
   topology: per-replica
   gpuMemoryUtilization: 1.5
@@ -206,4 +207,84 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Pod hardening: no privilege escalation, no capabilities, seccomp RuntimeDefault, no service
+// account token; a preStop pause and vLLM's drain inside the grace period; replicas spread
+// over nodes and a PDB for more than one replica, none for one.
+func TestServingPodHardening(t *testing.T) {
+	objs := servingObjects(t)
+	for _, d := range objs.Deployments {
+		ps := d.Spec.Template.Spec
+		c := ps.Containers[0]
+		sc := c.SecurityContext
+		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("container securityContext %+v", sc)
+		}
+		if ps.SecurityContext == nil || ps.SecurityContext.SeccompProfile == nil || ps.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("pod securityContext %+v", ps.SecurityContext)
+		}
+		if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+			t.Errorf("the service account token is mounted")
+		}
+		args := strings.Join(c.Args, " ")
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil || !strings.Contains(args, "--shutdown-timeout 90") ||
+			*ps.TerminationGracePeriodSeconds < preStopSeconds+shutdownTimeoutSeconds {
+			t.Errorf("drain: preStop %+v, args %s, grace %d", c.Lifecycle, args, *ps.TerminationGracePeriodSeconds)
+		}
+		tsc := ps.TopologySpreadConstraints
+		if len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelHostname || tsc[0].WhenUnsatisfiable != corev1.ScheduleAnyway || tsc[0].LabelSelector.MatchLabels[LabelReplica] != "" ||
+			tsc[0].LabelSelector.MatchLabels[jobs.LabelRun] != "qwen" {
+			t.Errorf("topology spread %+v", tsc)
+		}
+	}
+	if p := objs.PDB; p == nil || p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.Selector.MatchLabels[LabelComponent] != ComponentServer || p.Labels[jobs.LabelRun] != "qwen" {
+		t.Fatalf("PDB %+v", objs.PDB)
+	}
+	one := servingObjects(t, "replicas=1")
+	if one.PDB != nil || len(one.Deployments[0].Spec.Template.Spec.TopologySpreadConstraints) != 0 {
+		t.Errorf("one replica: PDB %+v, spread %+v", one.PDB, one.Deployments[0].Spec.Template.Spec.TopologySpreadConstraints)
+	}
+	// A vLLM without --shutdown-timeout (before 0.19) or of unknown version would refuse the flag.
+	for _, img := range []string{"vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:latest"} {
+		old := servingObjects(t, "image="+img)
+		if args := strings.Join(old.Deployments[0].Spec.Template.Spec.Containers[0].Args, " "); strings.Contains(args, "--shutdown-timeout") {
+			t.Errorf("%s: %s", img, args)
+		}
+	}
+}
+
+// Unset CPU and memory scale with gpusPerReplica (explicit ones are kept), and vLLM's compile
+// cache lives on the writable model volume, not in the emptyDir HOME; without one, a warning.
+func TestServingScalesWithGPUsAndKeepsCompileCache(t *testing.T) {
+	r, err := recipe.Parse("vllm.yaml", mustRead(t, "../../recipes/vllm.yaml"), []string{"gpusPerReplica=2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := BuildObjects(r, profile.Default(), ObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := objs.Deployments[0].Spec.Template.Spec.Containers[0]
+	if mem := c.Resources.Requests[corev1.ResourceMemory]; c.Resources.Requests.Cpu().String() != "8" || mem.String() != "64Gi" {
+		t.Errorf("2 GPUs: requests %v", c.Resources.Requests)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["VLLM_CACHE_ROOT"] != "/shared/vllm-cache" {
+		t.Errorf("VLLM_CACHE_ROOT %q", env["VLLM_CACHE_ROOT"])
+	}
+	// Explicit resources (the test recipe's 8 CPUs, 64Gi) stay as written.
+	if c := servingObjects(t, "gpusPerReplica=4").Deployments[0].Spec.Template.Spec.Containers[0]; c.Resources.Requests.Cpu().String() != "8" {
+		t.Errorf("explicit resources changed: %v", c.Resources.Requests)
+	}
+	bare, err := recipe.Parse("bare.yaml", []byte("apiVersion: ain.dev/v1alpha1\nkind: Serving\nmetadata: {name: bare}\nspec: {image: vllm/vllm-openai:v0.30.0, model: Qwen/Qwen3-0.6B}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := fmt.Sprint(bare.Warnings()); !strings.Contains(w, "compile cache") || CompileCacheDir(bare.Serving) != "" {
+		t.Errorf("no volume: warnings %s", w)
+	}
 }

@@ -11,11 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // The Ingress's TLS Secret. An Ingress naming a Secret that is missing, of the wrong type or
@@ -70,8 +73,10 @@ func CheckTLSSecret(s *corev1.Secret, host string, now time.Time) (*x509.Certifi
 	return leaf, nil
 }
 
-// SelfSignedTLS makes a private CA and a serving certificate for host signed by it, valid a
-// year from now. It returns a kubernetes.io/tls Secret holding tls.crt, tls.key and the CA's
+// SelfSignedTLS makes a private CA and a serving certificate for host (a DNS name, or an IP
+// address: the ingress controller's, for a rule without a host) signed by it, valid a year
+// from now. The name is the certificate's subjectAltName: clients (Go's crypto/x509 among
+// them) ignore the common name, so a certificate without one verifies for nothing. It returns a kubernetes.io/tls Secret holding tls.crt, tls.key and the CA's
 // certificate as ca.crt (clients trust it with --ca-file; ain reads it from the Secret). The
 // CA's private key is not kept: nothing else can be signed with it.
 func SelfSignedTLS(name, namespace, host string, labels map[string]string, now time.Time) (*corev1.Secret, error) {
@@ -115,7 +120,9 @@ func SelfSignedTLS(name, namespace, host string, labels map[string]string, now t
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	if host != "" {
+	if ip := net.ParseIP(host); ip != nil {
+		leafTmpl.IPAddresses = []net.IP{ip}
+	} else if host != "" {
 		leafTmpl.DNSNames = []string{host}
 	}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &leafKey.PublicKey, caKey)
@@ -143,22 +150,37 @@ type TLSOutcome struct {
 	Secret string
 	// Created is set when ain created a self-signed certificate.
 	Created bool
+	// For is the name or address the created certificate is for ("" when none was known: a
+	// rule without a host before the controller published an address; no client can verify it).
+	For string
 	// Issuer is set when cert-manager issues the certificate (the Secret is its business).
 	Issuer string
 	// CA is the PEM CA certificate from the Secret's ca.crt, when it has one.
 	CA []byte
 }
 
-// EnsureTLS checks the Ingress's TLS Secret, or creates a self-signed one when it is missing
-// (labels mark it as ain's, so `ain serve delete` removes it). With a cert-manager issuer it
-// only reports: cert-manager creates and renews the Secret. dryRun checks without creating.
-func (c *Cluster) EnsureTLS(ctx context.Context, secret, host, issuer string, labels map[string]string, now time.Time, dryRun bool) (*TLSOutcome, error) {
+// EnsureTLS checks the TLS Secret of the Ingress of deployment name, or creates a self-signed
+// one when it is missing (labels mark it as ain's, so `ain serve delete` removes it). Only the
+// default name NAME-tls is created: a spec.ingress.tlsSecret that does not exist (a typo, a
+// Secret in another namespace) is a *TLSProblem, not silently replaced. The certificate is for
+// the host; without one, for the address the controller published for the Ingress when it did
+// (a re-run after deleting the Secret), else for nothing (For is empty). With a cert-manager
+// issuer it only reports: cert-manager creates and renews the Secret. dryRun checks without
+// creating.
+func (c *Cluster) EnsureTLS(ctx context.Context, in *recipe.ServingIngress, name string, labels map[string]string, now time.Time, dryRun bool) (*TLSOutcome, error) {
+	secret, host, issuer := TLSSecretName(in, name), in.Host, in.ClusterIssuer
 	out := &TLSOutcome{Secret: secret, Issuer: issuer}
 	s, err := c.Kube.CoreV1().Secrets(c.Namespace).Get(ctx, secret, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) && issuer != "":
 		return out, nil
+	case apierrors.IsNotFound(err) && secret != name+"-tls":
+		return nil, &TLSProblem{Secret: secret, Reason: fmt.Sprintf("named by spec.ingress.tlsSecret, it does not exist in namespace %s (only the default %s-tls is created, self-signed)", c.Namespace, name)}
 	case apierrors.IsNotFound(err):
+		if host == "" {
+			host = c.ingressAddress(ctx, name)
+		}
+		out.For = host
 		if dryRun {
 			out.Created = true
 			return out, nil
@@ -185,6 +207,24 @@ func (c *Cluster) EnsureTLS(ctx context.Context, secret, host, issuer string, la
 	}
 	out.CA = s.Data[corev1.ServiceAccountRootCAKey]
 	return out, nil
+}
+
+// ingressAddress is the address (IP or hostname, without a port) the controller published for
+// the Ingress name, "" when it has none yet or the Ingress cannot be read.
+func (c *Cluster) ingressAddress(ctx context.Context, name string) string {
+	in, err := c.Kube.NetworkingV1().Ingresses(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	for _, lb := range in.Status.LoadBalancer.Ingress {
+		if lb.Hostname != "" {
+			return lb.Hostname
+		}
+		if lb.IP != "" {
+			return lb.IP
+		}
+	}
+	return ""
 }
 
 // IngressCA returns the PEM CA a client should trust for the ingress of deployment name:
