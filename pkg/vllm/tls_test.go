@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -36,7 +35,7 @@ func TestEnsureTLSNamesAndMissingSecret(t *testing.T) {
 	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "llm"},
 		Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "203.0.113.7"}}}}}
 	fc := fake.NewClientset(ing)
-	cl := &Cluster{Kube: kclienttest.FromClientset(fc), Namespace: "llm"}
+	cl := &Cluster{Kube: fc, Namespace: "llm"}
 	get := func(name string) *corev1.Secret {
 		s, err := fc.CoreV1().Secrets("llm").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/ain-hpc/ain/pkg/kclient/kclienttest"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -28,7 +27,7 @@ func TestCheckClaims(t *testing.T) {
 	spec := func(replicas int, claimName string) *recipe.ServingSpec {
 		return &recipe.ServingSpec{Replicas: replicas, Volumes: []recipe.Volume{{Name: "shared", ClaimName: claimName, MountPath: "/shared"}}}
 	}
-	cl := &Cluster{Namespace: "llm", Kube: kclienttest.FromClientset(fake.NewClientset(
+	cl := &Cluster{Namespace: "llm", Kube: (fake.NewClientset(
 		claim("nfs", corev1.ClaimBound, []corev1.PersistentVolumeAccessMode{rwx}, rwx),
 		claim("ro", corev1.ClaimBound, []corev1.PersistentVolumeAccessMode{rox}, rox),
 		claim("disk", corev1.ClaimBound, []corev1.PersistentVolumeAccessMode{rwo}, rwo),
