@@ -68,6 +68,9 @@ func Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDerivedNames(APITrainingOperator, r, name); err != nil {
+		return nil, err
+	}
 	switch {
 	case r.Training != nil:
 		job, err := buildPyTorchJob(r, p, name, o.Namespace)

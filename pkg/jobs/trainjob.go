@@ -197,6 +197,9 @@ func (trainJobBackend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*
 	if len(validation.IsDNS1035Label(name)) > 0 {
 		return nil, fmt.Errorf("job name %q: a TrainJob's name must start with a lower-case letter (RFC 1035 label)", name)
 	}
+	if err := checkDerivedNames(APITrainer, r, name); err != nil {
+		return nil, err
+	}
 	var rt *trainer.TrainingRuntime
 	var procs int32
 	switch {
