@@ -268,7 +268,15 @@ func replicatedJob(name string, w *recipe.Workload, t corev1.PodTemplateSpec, tr
 	return rj
 }
 
+// runtimeObject wraps spec into the run's TrainingRuntime. runPolicy.ttlSecondsAfterFinished goes
+// to the JobSet template: a TrainJob has no TTL of its own (v2.3.0 trainjob_types.go), and the
+// Trainer builds the JobSet from the runtime's whole template spec (pkg/runtime/core/
+// trainingruntime.go newRuntimeInfo: apply.FromTypedObjWithFields of Spec; plugins/jobset/
+// jobset.go Build: WithSpec), so the JobSet controller deletes the finished JobSet, its Jobs and
+// pods after it. The TrainJob stays with its conditions (jobset.go Status: a missing JobSet of a
+// finished TrainJob is no error), as does ain's runtime, until the run is deleted.
 func runtimeObject(r *recipe.Recipe, p *profile.Profile, name, ns string, spec trainer.TrainingRuntimeSpec) *trainer.TrainingRuntime {
+	spec.Template.Spec.TTLSecondsAfterFinished = r.Workload().RunPolicy.TTLSecondsAfterFinished
 	return &trainer.TrainingRuntime{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind},
 		ObjectMeta: objectMeta(r, p, name, ns),
