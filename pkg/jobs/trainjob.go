@@ -300,6 +300,15 @@ func torchRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*train
 	}), nil
 }
 
+// launcherGPUOptOut keeps the NVIDIA container runtime from exposing a node's GPUs to a launcher
+// that requested none (where it is the default runtime it reads the image's
+// NVIDIA_VISIBLE_DEVICES, "all" in CUDA images, for a container without GPUs). Both kubeflow MPI operators set it on a launcher that is not a worker, after
+// the user's env so that it wins (mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go
+// nvidiaDisableEnvVars, newLauncherPodTemplate; training-operator v1.8.1
+// pkg/controller.v1/mpi/mpijob_controller.go newLauncher); the Trainer v2.3.0's MPI plugin does
+// not (plugins/mpi/mpi.go), so ain's runtime does (runLauncherAsNode is false).
+var launcherGPUOptOut = []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: ""}, {Name: "NVIDIA_DRIVER_CAPABILITIES", Value: ""}}
+
 // mpiRuntime: "node" (workers running sshd, with the GPUs) then "launcher" (mpirun, the trainer
 // step, no GPU), which starts once every node pod is Ready; the job succeeds when the launcher does.
 func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer.TrainingRuntime, error) {
@@ -311,6 +320,7 @@ func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer
 	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
 	worker.Spec.Containers[0].ReadinessProbe = sshReady(m)
 	launcher.Spec.Containers[0].Command = trainerLauncherCommand(launcher.Spec.Containers[0].Command)
+	launcher.Spec.Containers[0].Env = append(launcher.Spec.Containers[0].Env, launcherGPUOptOut...)
 	impl := trainer.MPIImplementationOpenMPI
 	launcherJob := replicatedJob(TrainerLauncherJob, &m.Workload, launcher, true)
 	launcherJob.DependsOn = []jobsetv1alpha2.DependsOn{{Name: TrainerNodeJob, Status: jobsetv1alpha2.DependencyReady}}

@@ -30,3 +30,30 @@ func TestTrainJobTTL(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27 item 13: the MPI TrainJob's launcher opts out of the node's GPUs as the kubeflow MPI
+// operators' launchers do (NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES empty, last so
+// that they win over the recipe's env); the workers, which hold the GPUs, do not.
+func TestTrainJobLauncherGPUOptOut(t *testing.T) {
+	rt := trainingRuntime(t, "allreduce", "env.NVIDIA_VISIBLE_DEVICES=all")
+	for _, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+		env := rj.Template.Spec.Template.Spec.Containers[0].Env
+		last := map[string]string{}
+		seen := map[string]bool{}
+		for _, e := range env {
+			last[e.Name], seen[e.Name] = e.Value, true
+		}
+		for _, n := range []string{"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"} {
+			switch rj.Name {
+			case TrainerLauncherJob:
+				if v, ok := last[n]; !ok || v != "" {
+					t.Errorf("launcher: %s is %q (set: %v), want it empty", n, v, ok)
+				}
+			case TrainerNodeJob:
+				if n == "NVIDIA_DRIVER_CAPABILITIES" && seen[n] || n == "NVIDIA_VISIBLE_DEVICES" && last[n] != "all" {
+					t.Errorf("node: %s = %q: the workers keep the recipe's env", n, last[n])
+				}
+			}
+		}
+	}
+}
