@@ -1,9 +1,14 @@
 package jobs
 
 import (
+	"strings"
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ain-hpc/ain/pkg/profile"
 )
 
 // trainingRuntime renders r on the Trainer (ib profile) and returns its TrainingRuntime.
@@ -56,4 +61,54 @@ func TestTrainJobLauncherGPUOptOut(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Issue 27 item 16: qlora-merge (one pod, no GPU) on a profile that selects and tolerates GPU
+// nodes: no nodeSelector (it picks GPU nodes), no NCCL env (no NCCL without a GPU), the
+// tolerations kept (they allow a node, never require one: as for the MPI launcher); qlora's
+// ranks keep all three. On every API that runs a training recipe.
+func TestCPUJobNoGPUPlacement(t *testing.T) {
+	gpuNodes := func(p *profile.Profile) {
+		p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+		p.Spec.Tolerations = []profile.Toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
+	}
+	for _, api := range []API{APITrainer, APITrainingOperator} {
+		for _, name := range []string{"qlora-merge", "qlora"} {
+			gpu := name == "qlora"
+			for _, pod := range podSpecs(t, buildOn(t, api, loadRecipe(t, name), gpuNodes)) {
+				if got := len(pod.NodeSelector) > 0; got != gpu {
+					t.Errorf("%s %s: nodeSelector %v", api, name, pod.NodeSelector)
+				}
+				if len(pod.Tolerations) != 1 {
+					t.Errorf("%s %s: tolerations %v, want the profile's", api, name, pod.Tolerations)
+				}
+				ncclEnv := false
+				for _, e := range pod.Containers[0].Env {
+					ncclEnv = ncclEnv || strings.HasPrefix(e.Name, "NCCL_")
+				}
+				if ncclEnv != gpu {
+					t.Errorf("%s %s: NCCL env %v, want %v", api, name, pod.Containers[0].Env, gpu)
+				}
+			}
+		}
+	}
+}
+
+// podSpecs are the pod specs of a PyTorchJob's replicas or a TrainingRuntime's replicated jobs.
+func podSpecs(t *testing.T, b *Bundle) []corev1.PodSpec {
+	t.Helper()
+	var out []corev1.PodSpec
+	switch j := b.Objects[0].(type) {
+	case *kubeflowv1.PyTorchJob:
+		for _, s := range j.Spec.PyTorchReplicaSpecs {
+			out = append(out, s.Template.Spec)
+		}
+	case *trainer.TrainingRuntime:
+		for _, rj := range j.Spec.Template.Spec.ReplicatedJobs {
+			out = append(out, rj.Template.Spec.Template.Spec)
+		}
+	default:
+		t.Fatalf("first object %T", j)
+	}
+	return out
 }
