@@ -53,8 +53,13 @@ type Options struct {
 	// GangScheduling sets runPolicy.schedulingPolicy.minAvailable to every pod of the job, so a
 	// gang scheduler places all of them or none. Set it only when the cluster serves one the
 	// training-operator can use (OperatorGang); the operator honours it when started with
-	// --gang-scheduler-name (Volcano or scheduler-plugins), and ignores it otherwise.
+	// --gang-scheduler-name (Volcano or scheduler-plugins), and ignores it otherwise. On a
+	// TrainJob it renders the runtime's podGroupPolicy instead (addPodGroupPolicy).
 	GangScheduling bool
+	// GangSchedulers are the gang schedulers the cluster serves (GangAPIs): with GangScheduling,
+	// a TrainJob's runtime asks the Trainer for a PodGroup of the first it can use
+	// (trainerPodGroupPolicy).
+	GangSchedulers []string
 }
 
 // Bundle is what one recipe renders to, in apply order.

@@ -215,6 +215,9 @@ func (trainJobBackend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*
 	if err != nil {
 		return nil, err
 	}
+	if o.GangScheduling {
+		addPodGroupPolicy(r, rt, o.GangSchedulers)
+	}
 	w := r.Workload()
 	nodes := int32(w.Nodes)
 	meta := objectMeta(r, p, name, o.Namespace)

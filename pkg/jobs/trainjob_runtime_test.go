@@ -112,3 +112,54 @@ func podSpecs(t *testing.T, b *Bundle) []corev1.PodSpec {
 	}
 	return out
 }
+
+// Issue 27 item 15: with gang scheduling on, a torch TrainJob's runtime asks the Trainer for a
+// PodGroup of the served gang scheduler (Volcano, with its schedulerName; coscheduling, with the
+// scheduleTimeoutSeconds the Trainer dereferences); an MPI TrainJob gets none (the launcher
+// would be counted and created only after the workers are Ready), nor does Kueue alone.
+func TestTrainJobPodGroupPolicy(t *testing.T) {
+	const volcano, cosched = "Volcano", "scheduler-plugins coscheduling"
+	cases := []struct {
+		recipe string
+		gang   bool
+		gangs  []string
+		want   string // "volcano", "coscheduling" or ""
+	}{
+		{"qlora", true, []string{cosched, volcano}, "volcano"},
+		{"qlora", true, []string{"Kueue", cosched}, "coscheduling"},
+		{"qlora", true, []string{"Kueue"}, ""},
+		{"qlora", false, []string{volcano}, ""},
+		{"allreduce", true, []string{volcano, cosched}, ""},
+	}
+	for _, c := range cases {
+		b, err := trainJob.Build(loadRecipe(t, c.recipe), profile.Default(), Options{GangScheduling: c.gang, GangSchedulers: c.gangs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := b.Objects[0].(*trainer.TrainingRuntime)
+		pg, got := rt.Spec.PodGroupPolicy, ""
+		switch {
+		case pg != nil && pg.Volcano != nil:
+			got = "volcano"
+		case pg != nil && pg.Coscheduling != nil:
+			got = "coscheduling"
+			if s := pg.Coscheduling.ScheduleTimeoutSeconds; s == nil || *s != 60 {
+				t.Errorf("%s %v: scheduleTimeoutSeconds %v, want 60", c.recipe, c.gangs, s)
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s gang=%v %v: podGroupPolicy %q, want %q", c.recipe, c.gang, c.gangs, got, c.want)
+		}
+		for _, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+			if sn := rj.Template.Spec.Template.Spec.SchedulerName; (sn == "volcano") != (c.want == "volcano") || sn != "" && sn != "volcano" {
+				t.Errorf("%s %v: %s schedulerName %q", c.recipe, c.gangs, rj.Name, sn)
+			}
+		}
+	}
+	if n := GangAssumption(APITrainer, loadRecipe(t, "allreduce"), []string{volcano}); !strings.Contains(n, "no podGroupPolicy") {
+		t.Errorf("MPI TrainJob gang note: %q", n)
+	}
+	if n := GangAssumption(APITrainer, loadRecipe(t, "qlora"), []string{cosched}); !strings.Contains(n, "minMember = 3") || !strings.Contains(n, "default scheduler") {
+		t.Errorf("torch TrainJob gang note: %q", n)
+	}
+}
