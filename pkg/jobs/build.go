@@ -53,8 +53,13 @@ type Options struct {
 	// GangScheduling sets runPolicy.schedulingPolicy.minAvailable to every pod of the job, so a
 	// gang scheduler places all of them or none. Set it only when the cluster serves one the
 	// training-operator can use (OperatorGang); the operator honours it when started with
-	// --gang-scheduler-name (Volcano or scheduler-plugins), and ignores it otherwise.
+	// --gang-scheduler-name (Volcano or scheduler-plugins), and ignores it otherwise. On a
+	// TrainJob it renders the runtime's podGroupPolicy instead (addPodGroupPolicy).
 	GangScheduling bool
+	// GangSchedulers are the gang schedulers the cluster serves (GangAPIs): with GangScheduling,
+	// a TrainJob's runtime asks the Trainer for a PodGroup of the first it can use
+	// (trainerPodGroupPolicy).
+	GangSchedulers []string
 }
 
 // Bundle is what one recipe renders to, in apply order.
@@ -66,6 +71,9 @@ type Bundle struct {
 func Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bundle, error) {
 	name, err := jobName(r, o)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDerivedNames(APITrainingOperator, r, name); err != nil {
 		return nil, err
 	}
 	switch {
@@ -180,12 +188,18 @@ func podTemplate(r *recipe.Recipe, p *profile.Profile, name, container string, c
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{
-			Containers:   []corev1.Container{c},
-			Volumes:      vols,
-			NodeSelector: copyMap(p.Spec.NodeSelector),
-			Tolerations:  tolerations(p),
-			Affinity:     onePerNode(name),
+			Containers:  []corev1.Container{c},
+			Volumes:     vols,
+			Tolerations: tolerations(p),
+			Affinity:    onePerNode(name),
 		},
+	}
+	// The profile's nodeSelector picks the GPU nodes (its GPU model, their architecture): a pod
+	// that holds no GPU (qlora-merge, on the CPU) is not held to it, as the MPI launcher is not.
+	// The tolerations stay, as the launcher's do: they allow the tainted GPU nodes and never
+	// require them, so a cluster whose nodes are all tainted GPU nodes still runs the pod.
+	if gpus > 0 {
+		t.Spec.NodeSelector = copyMap(p.Spec.NodeSelector)
 	}
 	if usesFabric(w, p) && len(p.Spec.Networks) > 0 {
 		t.Annotations = map[string]string{MultusAnnotation: strings.Join(p.Spec.Networks, ",")}
@@ -239,14 +253,18 @@ func rankResources(w *recipe.Workload, p *profile.Profile, gpus int) (corev1.Res
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}, nil
 }
 
-// Env is the environment of every rank: the fabric's NCCL settings, then the recipe's env, then
-// the recipe's nccl.env (which wins), sorted by name.
+// Env is the environment of every rank: the fabric's NCCL settings (where the ranks have GPUs:
+// without any there is no NCCL), then the recipe's env, then the recipe's nccl.env (which wins),
+// sorted by name.
 func Env(r *recipe.Recipe, p *profile.Profile) []corev1.EnvVar {
 	w := r.Workload()
-	f := p.NCCLFabric()
-	// TUNING (one line per collective call) only where the run is a benchmark.
-	f.Bench = r.MPI != nil && r.MPI.NCCLTests != nil
-	merged := nccl.FabricEnv(f)
+	merged := map[string]string{}
+	if w.GPUsPerNode > 0 {
+		f := p.NCCLFabric()
+		// TUNING (one line per collective call) only where the run is a benchmark.
+		f.Bench = r.MPI != nil && r.MPI.NCCLTests != nil
+		merged = nccl.FabricEnv(f)
+	}
 	for k, v := range w.Env {
 		merged[k] = v
 	}

@@ -77,6 +77,9 @@ func (mpiV2Backend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bun
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDerivedNames(APIMPIOperator, r, name); err != nil {
+		return nil, err
+	}
 	job, err := buildMPIJobV2(r, p, name, o.Namespace)
 	if err != nil {
 		return nil, err

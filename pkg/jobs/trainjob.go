@@ -197,6 +197,9 @@ func (trainJobBackend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*
 	if len(validation.IsDNS1035Label(name)) > 0 {
 		return nil, fmt.Errorf("job name %q: a TrainJob's name must start with a lower-case letter (RFC 1035 label)", name)
 	}
+	if err := checkDerivedNames(APITrainer, r, name); err != nil {
+		return nil, err
+	}
 	var rt *trainer.TrainingRuntime
 	var procs int32
 	switch {
@@ -211,6 +214,9 @@ func (trainJobBackend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.GangScheduling {
+		addPodGroupPolicy(r, rt, o.GangSchedulers)
 	}
 	w := r.Workload()
 	nodes := int32(w.Nodes)
@@ -265,7 +271,15 @@ func replicatedJob(name string, w *recipe.Workload, t corev1.PodTemplateSpec, tr
 	return rj
 }
 
+// runtimeObject wraps spec into the run's TrainingRuntime. runPolicy.ttlSecondsAfterFinished goes
+// to the JobSet template: a TrainJob has no TTL of its own (v2.3.0 trainjob_types.go), and the
+// Trainer builds the JobSet from the runtime's whole template spec (pkg/runtime/core/
+// trainingruntime.go newRuntimeInfo: apply.FromTypedObjWithFields of Spec; plugins/jobset/
+// jobset.go Build: WithSpec), so the JobSet controller deletes the finished JobSet, its Jobs and
+// pods after it. The TrainJob stays with its conditions (jobset.go Status: a missing JobSet of a
+// finished TrainJob is no error), as does ain's runtime, until the run is deleted.
 func runtimeObject(r *recipe.Recipe, p *profile.Profile, name, ns string, spec trainer.TrainingRuntimeSpec) *trainer.TrainingRuntime {
+	spec.Template.Spec.TTLSecondsAfterFinished = r.Workload().RunPolicy.TTLSecondsAfterFinished
 	return &trainer.TrainingRuntime{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind},
 		ObjectMeta: objectMeta(r, p, name, ns),
@@ -289,6 +303,15 @@ func torchRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*train
 	}), nil
 }
 
+// launcherGPUOptOut keeps the NVIDIA container runtime from exposing a node's GPUs to a launcher
+// that requested none (where it is the default runtime it reads the image's
+// NVIDIA_VISIBLE_DEVICES, "all" in CUDA images, for a container without GPUs). Both kubeflow MPI operators set it on a launcher that is not a worker, after
+// the user's env so that it wins (mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go
+// nvidiaDisableEnvVars, newLauncherPodTemplate; training-operator v1.8.1
+// pkg/controller.v1/mpi/mpijob_controller.go newLauncher); the Trainer v2.3.0's MPI plugin does
+// not (plugins/mpi/mpi.go), so ain's runtime does (runLauncherAsNode is false).
+var launcherGPUOptOut = []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: ""}, {Name: "NVIDIA_DRIVER_CAPABILITIES", Value: ""}}
+
 // mpiRuntime: "node" (workers running sshd, with the GPUs) then "launcher" (mpirun, the trainer
 // step, no GPU), which starts once every node pod is Ready; the job succeeds when the launcher does.
 func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer.TrainingRuntime, error) {
@@ -300,6 +323,7 @@ func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer
 	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
 	worker.Spec.Containers[0].ReadinessProbe = sshReady(m)
 	launcher.Spec.Containers[0].Command = trainerLauncherCommand(launcher.Spec.Containers[0].Command)
+	launcher.Spec.Containers[0].Env = append(launcher.Spec.Containers[0].Env, launcherGPUOptOut...)
 	impl := trainer.MPIImplementationOpenMPI
 	launcherJob := replicatedJob(TrainerLauncherJob, &m.Workload, launcher, true)
 	launcherJob.DependsOn = []jobsetv1alpha2.DependsOn{{Name: TrainerNodeJob, Status: jobsetv1alpha2.DependencyReady}}

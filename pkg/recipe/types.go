@@ -114,7 +114,8 @@ type RunPolicy struct {
 	BackoffLimit *int32 `yaml:"backoffLimit,omitempty" json:"backoffLimit,omitempty"`
 	// ActiveDeadlineSeconds ends the job after this long.
 	ActiveDeadlineSeconds *int64 `yaml:"activeDeadlineSeconds,omitempty" json:"activeDeadlineSeconds,omitempty"`
-	// TTLSecondsAfterFinished removes the finished job after this long.
+	// TTLSecondsAfterFinished removes the finished job after this long (on a TrainJob, its JobSet
+	// with the Jobs and pods: the TrainJob itself keeps its status).
 	TTLSecondsAfterFinished *int32 `yaml:"ttlSecondsAfterFinished,omitempty" json:"ttlSecondsAfterFinished,omitempty"`
 	// CleanPodPolicy is None, Running or All (default None: pods stay so their logs can be read).
 	CleanPodPolicy string `yaml:"cleanPodPolicy,omitempty" json:"cleanPodPolicy,omitempty"`
