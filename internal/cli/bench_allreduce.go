@@ -101,9 +101,9 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 // benchPlan is a bench.Plan with what the cluster decides once per bench.
 type benchPlan struct {
 	*bench.Plan
-	// gang: the cluster serves a gang scheduler the operator can use (discovered once per
-	// bench, not once per variant).
-	gang bool
+	// gangs: the gang schedulers the cluster serves that the job API can use (discovered once
+	// per bench; empty: none), for jobs.Options.GangSchedulers.
+	gangs []string
 	// backend is the job API every variant is submitted as (chosen once per bench).
 	backend jobs.Backend
 }
@@ -151,7 +151,9 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	fmt.Fprintf(a.Streams.Err, "job API: %s\n", plan.backend.API().Describe())
 	gangs := gangSchedulers(kc)
-	plan.gang = jobs.OperatorGang(gangs) && plan.backend.API() != jobs.APITrainer
+	if jobs.OperatorGang(gangs) {
+		plan.gangs = gangs
+	}
 	if note := jobs.GangAssumption(plan.backend.API(), plan.Recipes[0], gangs); note != "" {
 		fmt.Fprintln(a.Streams.Err, note)
 	}
@@ -195,7 +197,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		}
 	}
 	runner := &bench.Runner{Cluster: cl, Backend: plan.backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace,
-		Gang: plan.gang, Keep: o.KeepJobs, Now: a.Now, Counters: counterSnaps,
+		GangSchedulers: plan.gangs, Keep: o.KeepJobs, Now: a.Now, Counters: counterSnaps,
 		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
 			view := newJobView(a, start)
 			return view.update, view.stop

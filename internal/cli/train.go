@@ -154,8 +154,8 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return err
 	}
 	bo := jobs.Options{Name: o.Name, Namespace: a.Global.Namespace}
-	if gangs := gangSchedulers(kc); jobs.OperatorGang(gangs) && be.API() != jobs.APITrainer {
-		bo.GangScheduling = true
+	if gangs := gangSchedulers(kc); jobs.OperatorGang(gangs) {
+		bo.GangScheduling, bo.GangSchedulers = true, gangs
 		fmt.Fprintln(a.Streams.Err, jobs.GangAssumption(be.API(), r, gangs))
 	}
 	b, err := be.Build(r, p, bo)

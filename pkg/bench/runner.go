@@ -24,7 +24,7 @@ type Runner struct {
 	// Namespace is where the jobs go (jobs.Options.Namespace; empty: the client's); ShownNamespace
 	// is the one named in messages.
 	Namespace, ShownNamespace string
-	Gang                      bool             // submit with gang scheduling (jobs.Options.GangScheduling)
+	GangSchedulers            []string         // the gang schedulers served: submit with gang scheduling (jobs.Options)
 	Keep                      bool             // keep each variant's job after reading its output
 	Now                       func() time.Time // required: the clock of job names and timings
 	// Progress receives every step, from the calling goroutine; nil: none.
@@ -199,7 +199,7 @@ func (r *Runner) runVariant(ctx context.Context, plan *Plan, i int, pinned []str
 	name := JobName(plan.Name, v.Name, start, plan.Run)
 	be, cl := r.Backend, r.Cluster
 	kind := be.Kind()
-	b, err := be.Build(plan.Recipes[i], plan.Profile, jobs.Options{Name: name, Namespace: r.Namespace, GangScheduling: r.Gang})
+	b, err := be.Build(plan.Recipes[i], plan.Profile, jobs.Options{Name: name, Namespace: r.Namespace, GangScheduling: len(r.GangSchedulers) > 0, GangSchedulers: r.GangSchedulers})
 	if err != nil {
 		return nil, &BuildError{Err: err}
 	}
