@@ -191,7 +191,7 @@ func TestTrainJob(t *testing.T) {
 		t.Errorf("mlPolicy.mpi %+v", mpi)
 	}
 	node := rjs[0].Template.Spec.Template
-	if strings.Join(node.Spec.Containers[0].Command, " ") != "/usr/sbin/sshd -De" {
+	if strings.Join(node.Spec.Containers[0].Command, " ") != "/usr/sbin/sshd -De -o StrictModes=no" {
 		t.Errorf("node command %v", node.Spec.Containers[0].Command)
 	}
 	checkRank(t, node, envOf(t, "allreduce"))

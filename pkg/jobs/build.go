@@ -349,8 +349,21 @@ func MPIRunCommand(r *recipe.Recipe, p *profile.Profile) []string {
 	cmd := []string{"mpirun", "--allow-run-as-root",
 		"-np", strconv.Itoa(np), "-npernode", strconv.Itoa(slots),
 		"--bind-to", "none", "--map-by", "slot",
-		"-mca", "pml", "ob1", "-mca", "btl", "self,tcp",
 	}
+	// An MCA parameter the recipe's mpirunArgs sets is not set again: Open MPI 4.1 aborts on a
+	// parameter listed twice ("MCA parameter has been listed multiple times"), and an include
+	// list beside ain's exclude list of the same framework is refused as mutually exclusive.
+	user := UserMCA(m.MPIRunArgs)
+	mca := func(name, value string, family ...string) {
+		for _, f := range append(family, name) {
+			if user[f] {
+				return
+			}
+		}
+		cmd = append(cmd, "-mca", name, value)
+	}
+	mca("pml", "ob1")
+	mca("btl", "self,tcp")
 	// MPI's own TCP traffic (out-of-band wire-up, NCCL's unique id) must not try loopback or a
 	// bridge: Open MPI's default exclusion list is replaced, so lo is named again. HCOLL (HPC-X
 	// images) is turned off: it probes the HCAs itself and fails or warns in pods; NCCL, not
@@ -361,14 +374,27 @@ func MPIRunCommand(r *recipe.Recipe, p *profile.Profile) []string {
 	// matches names exactly and aborts when an include list matches no local interface
 	// (4.1 orte/mca/oob/tcp/oob_tcp_component.c: "None of the TCP networks specified to be
 	// included for out-of-band communications could be found"). An exclusion list cannot miss.
-	cmd = append(cmd, "-mca", "btl_tcp_if_exclude", "lo,docker0", "-mca", "oob_tcp_if_exclude", "lo,docker0")
-	cmd = append(cmd, "-mca", "coll_hcoll_enable", "0")
+	mca("btl_tcp_if_exclude", "lo,docker0", "btl_tcp_if_include")
+	mca("oob_tcp_if_exclude", "lo,docker0", "oob_tcp_if_include")
+	mca("coll_hcoll_enable", "0")
 	for _, e := range Env(r, p) {
 		cmd = append(cmd, "-x", e.Name)
 	}
 	cmd = append(cmd, "-x", "LD_LIBRARY_PATH", "-x", "PATH")
 	cmd = append(cmd, m.MPIRunArgs...)
 	return append(cmd, MPIProgram(m)...)
+}
+
+// UserMCA is the set of MCA parameters mpirun arguments set (-mca/--mca NAME VALUE).
+func UserMCA(args []string) map[string]bool {
+	out := map[string]bool{}
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-mca" || args[i] == "--mca" {
+			out[args[i+1]] = true
+			i++
+		}
+	}
+	return out
 }
 
 // MPIProgram is the program mpirun starts on every slot.

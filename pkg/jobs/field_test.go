@@ -11,6 +11,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -159,7 +160,12 @@ func TestMPIRunTCPInterface(t *testing.T) {
 // mpiRunWithIfname is the allreduce launcher's command on api with the profile's socketIfname.
 func mpiRunWithIfname(t *testing.T, api API, ifname string) []string {
 	t.Helper()
-	b := buildOn(t, api, loadRecipe(t, "allreduce"), func(p *profile.Profile) { p.Spec.SocketIfname = ifname })
+	return launcherOf(t, buildOn(t, api, loadRecipe(t, "allreduce"), func(p *profile.Profile) { p.Spec.SocketIfname = ifname }))
+}
+
+// launcherOf is the MPI launcher container's command in b, whatever its API.
+func launcherOf(t *testing.T, b *Bundle) []string {
+	t.Helper()
 	for _, o := range b.Objects {
 		switch j := o.(type) {
 		case *kubeflowv1.MPIJob:
@@ -174,7 +180,7 @@ func mpiRunWithIfname(t *testing.T, api API, ifname string) []string {
 			}
 		}
 	}
-	t.Fatalf("%s: no launcher", api)
+	t.Fatal("no launcher")
 	return nil
 }
 
@@ -301,6 +307,15 @@ func TestGangMPIJobV2Workers(t *testing.T) {
 		if sp == nil || sp.MinAvailable == nil || *sp.MinAvailable != int32(r.MPI.Nodes) {
 			t.Errorf("gang=%v: schedulingPolicy %+v, want minAvailable %d (the workers)", gang, sp, r.MPI.Nodes)
 		}
+		// minResources: every worker's GPU and RDMA device, not the operator's launcher + n-1.
+		if sp == nil || sp.MinResources == nil {
+			t.Fatalf("gang=%v: no minResources", gang)
+		}
+		for name, want := range map[corev1.ResourceName]string{"nvidia.com/gpu": "3", corev1.ResourceMemory: "96Gi", corev1.ResourceCPU: "12"} {
+			if got := (*sp.MinResources)[name]; got.Cmp(resource.MustParse(want)) != 0 {
+				t.Errorf("gang=%v: minResources %s = %s, want %s (3 workers' requests)", gang, name, got.String(), want)
+			}
+		}
 	}
 	r := loadRecipe(t, "allreduce")
 	note := GangAssumption(APIMPIOperator, r, []string{"Volcano"})
@@ -390,13 +405,20 @@ func TestWorkerProbeSSHPort(t *testing.T) {
 	}
 }
 
-// buildOn renders r on api with the built-in IB profile, changed by edit when not nil.
-func buildOn(t *testing.T, api API, r *recipe.Recipe, edit func(*profile.Profile)) *Bundle {
+// profileIB is the built-in IB profile.
+func profileIB(t *testing.T) *profile.Profile {
 	t.Helper()
 	p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// buildOn renders r on api with the built-in IB profile, changed by edit when not nil.
+func buildOn(t *testing.T, api API, r *recipe.Recipe, edit func(*profile.Profile)) *Bundle {
+	t.Helper()
+	p := profileIB(t)
 	if edit != nil {
 		edit(p)
 	}

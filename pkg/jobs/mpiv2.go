@@ -92,9 +92,29 @@ func (mpiV2Backend) Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bun
 	// gang is the workers. It is set whether or not ain found a gang scheduler: the operator's
 	// flag is not visible through the API, and its default would deadlock; without the flag the
 	// operator ignores the field.
+	// minResources likewise: left unset, the operator sums the launcher and minAvailable - 1
+	// workers (podgroup.go calPGMinResource, when launcher + workers exceed minMember), one
+	// worker's GPUs and RDMA device short, so the scheduler admits a gang the cluster cannot hold
+	// and its workers wait in Permit until they time out. It is exactly the workers' requests.
 	n := int32(r.MPI.Nodes)
-	job.Spec.RunPolicy.SchedulingPolicy = &mpiv2beta1.SchedulingPolicy{MinAvailable: &n}
+	job.Spec.RunPolicy.SchedulingPolicy = &mpiv2beta1.SchedulingPolicy{MinAvailable: &n,
+		MinResources: workersRequests(job.Spec.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeWorker].Template.Spec, n)}
 	return &Bundle{Objects: []runtime.Object{job}}, nil
+}
+
+// workersRequests is n times one worker pod's requests (its containers').
+func workersRequests(spec corev1.PodSpec, n int32) *corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, c := range spec.Containers {
+		for name, q := range c.Resources.Requests {
+			sum := out[name]
+			for range n {
+				sum.Add(q)
+			}
+			out[name] = sum
+		}
+	}
+	return &out
 }
 
 func buildMPIJobV2(r *recipe.Recipe, p *profile.Profile, name, ns string) (*mpiv2beta1.MPIJob, error) {

@@ -47,3 +47,31 @@ func TestMPIRunInterfacesOpenMPI(t *testing.T) {
 		t.Errorf("mpirun with an include list of net1: %v, output %q; want Open MPI's abort", err, out)
 	}
 }
+
+// An MCA parameter the recipe's mpirunArgs sets is left to it: Open MPI aborts on one given
+// twice, and refuses an include list beside an exclude list; on a TrainJob the ssh parameters
+// ain needs for the key copy cannot be overridden.
+func TestMPIRunUserMCA(t *testing.T) {
+	b := buildOn(t, APIMPIOperator, loadRecipe(t, "allreduce", `mpirunArgs=["-mca","btl_tcp_if_include","eth0","--mca","pml","ob1"]`), nil)
+	cmd := launcherOf(t, b)
+	count := func(name string) int {
+		n := 0
+		for i := 0; i+1 < len(cmd); i++ {
+			if (cmd[i] == "-mca" || cmd[i] == "--mca") && cmd[i+1] == name {
+				n++
+			}
+		}
+		return n
+	}
+	if count("btl_tcp_if_exclude") != 0 || count("btl_tcp_if_include") != 1 || count("pml") != 1 || count("oob_tcp_if_exclude") != 1 {
+		t.Errorf("mpirun %s", strings.Join(cmd, " "))
+	}
+	r := loadRecipe(t, "allreduce", `mpirunArgs=["-mca","plm_rsh_args","-p 2222"]`)
+	be, err := Choose(r, Served{}, APITrainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := be.Build(r, profileIB(t), Options{}); err == nil || !strings.Contains(err.Error(), "spec.mpirunArgs: -mca plm_rsh_args is set by ain on a TrainJob") {
+		t.Errorf("TrainJob with the recipe's plm_rsh_args: %v", err)
+	}
+}

@@ -51,7 +51,7 @@ func TestTrainerLauncherSSHKey(t *testing.T) {
 	if !strings.Contains(cmd[2], "install -m 0600 /root/.ssh/id_rsa /tmp/ain-ssh/id_rsa") || !strings.HasSuffix(cmd[2], `exec "$0" "$@"`) {
 		t.Errorf("key script %q", cmd[2])
 	}
-	if v, _ := mcaValue(cmd, "plm_rsh_args"); v != "-o ConnectionAttempts=10 -i /tmp/ain-ssh/id_rsa" {
+	if v, _ := mcaValue(cmd, "plm_rsh_args"); v != "-o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -i /tmp/ain-ssh/id_rsa" {
 		t.Errorf("plm_rsh_args %q", v)
 	}
 	if v, _ := mcaValue(cmd, "plm_rsh_no_tree_spawn"); v != "1" {

@@ -320,8 +320,17 @@ func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer
 	if err != nil {
 		return nil, err
 	}
-	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
+	// StrictModes off: the Trainer mounts the keys in a Secret volume, whose folder is
+	// group- and world-writable, and sshd with StrictModes refuses authorized_keys there ("bad
+	// ownership or modes for directory", kubernetes/kubernetes#61049). Images built for MPI
+	// (coreweave/nccl-tests, the mpi-operator's) set it in sshd_config; this covers the others.
+	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De", "-o", "StrictModes=no"}
 	worker.Spec.Containers[0].ReadinessProbe = sshReady(m)
+	for _, reserved := range []string{"plm_rsh_args", "plm_rsh_no_tree_spawn"} {
+		if UserMCA(m.MPIRunArgs)[reserved] {
+			return nil, fmt.Errorf("spec.mpirunArgs: -mca %s is set by ain on a TrainJob (the launcher's ssh uses a 0600 copy of the Trainer's 0640 key, with tree spawn off): Open MPI aborts on a parameter given twice; remove it", reserved)
+		}
+	}
 	launcher.Spec.Containers[0].Command = trainerLauncherCommand(launcher.Spec.Containers[0].Command)
 	launcher.Spec.Containers[0].Env = append(launcher.Spec.Containers[0].Env, launcherGPUOptOut...)
 	impl := trainer.MPIImplementationOpenMPI
@@ -368,8 +377,10 @@ const (
 	trainerSSHKey     = SSHAuthMountPath + "/id_rsa" // constants.MPISSHPrivateKeyFile
 	launcherSSHKeyDir = "/tmp/ain-ssh"
 	launcherSSHKey    = launcherSSHKeyDir + "/id_rsa"
-	// trainerRSHArgs keeps the Trainer's own value (constants.OpenMPIEnvDefaultValueRSHArgs).
-	trainerRSHArgs = "-o ConnectionAttempts=10"
+	// trainerRSHArgs keeps the Trainer's own value (constants.OpenMPIEnvDefaultValueRSHArgs),
+	// and adds what MPI images set in ssh_config: the workers' host keys are new with every pod,
+	// so no known_hosts can hold them (and the Secret-mounted ~/.ssh is read-only).
+	trainerRSHArgs = "-o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
 )
 
 // launcherKeyScript makes the 0600 copy, then runs mpirun with its arguments ("$0" "$@", so no
