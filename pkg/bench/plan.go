@@ -183,13 +183,18 @@ func HasSet(sets []string, path string) bool {
 // JobName names a variant's MPIJob: <name>-<variant>-<MMDDhhmmss>-<run>, within the recipe
 // name limit. run (NewRunID, one per bench) keeps two benches started in the same second apart:
 // with the time alone they shared job names, one job was reported as two results.
-func JobName(name, variant string, now time.Time, run string) string {
+// maxLen is the longest name the job API allows for the recipe (jobs.MaxJobNameLen: 44 for an
+// MPI TrainJob, whose JobSet derives longer pod names); 0 means recipe.MaxNameLen.
+func JobName(name, variant string, now time.Time, run string, maxLen int) string {
+	if maxLen <= 0 {
+		maxLen = recipe.MaxNameLen
+	}
 	suffix := "-" + variant + "-" + now.UTC().Format("0102150405")
 	if run != "" {
 		suffix += "-" + run
 	}
-	if len(name)+len(suffix) > recipe.MaxNameLen {
-		name = strings.TrimRight(name[:max(recipe.MaxNameLen-len(suffix), 1)], "-")
+	if len(name)+len(suffix) > maxLen {
+		name = strings.TrimRight(name[:max(maxLen-len(suffix), 1)], "-")
 	}
 	return strings.ToLower(name + suffix)
 }

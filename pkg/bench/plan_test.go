@@ -52,12 +52,16 @@ func TestPlanSets(t *testing.T) {
 
 func TestJobName(t *testing.T) {
 	now := time.Date(2026, 12, 3, 9, 8, 7, 0, time.UTC)
-	if got := JobName("allreduce", "ring", now, "k3x9"); got != "allreduce-ring-1203090807-k3x9" {
+	if got := JobName("allreduce", "ring", now, "k3x9", 0); got != "allreduce-ring-1203090807-k3x9" {
 		t.Errorf("got %s", got)
 	}
 	long := strings.Repeat("a", 60)
-	if got := JobName(long, "tree-ll128", now, "k3x9"); len(got) > 48 || !strings.HasSuffix(got, "-tree-ll128-1203090807-k3x9") {
+	if got := JobName(long, "tree-ll128", now, "k3x9", 0); len(got) > 48 || !strings.HasSuffix(got, "-tree-ll128-1203090807-k3x9") {
 		t.Errorf("long name %s (%d)", got, len(got))
+	}
+	// An MPI TrainJob allows 44 (the JobSet's pod names are longer than the job's).
+	if got := JobName(long, "tree-ll128", now, "k3x9", 44); len(got) > 44 || !strings.HasSuffix(got, "-tree-ll128-1203090807-k3x9") {
+		t.Errorf("long name on a TrainJob %s (%d)", got, len(got))
 	}
 	// Two benches in the same second get different names (issue 19: they shared one job).
 	seen := map[string]bool{}
@@ -66,7 +70,7 @@ func TestJobName(t *testing.T) {
 		if len(id) != 4 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
 			t.Fatalf("run id %q", id)
 		}
-		seen[JobName("allreduce", "ring", now, id)] = true
+		seen[JobName("allreduce", "ring", now, id, 0)] = true
 	}
 	if len(seen) < 190 {
 		t.Errorf("200 runs in one second got only %d distinct job names", len(seen))

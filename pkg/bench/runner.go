@@ -196,8 +196,8 @@ func (r *Runner) runVariant(ctx context.Context, plan *Plan, i int, pinned []str
 		return Event{Index: i + 1, Total: len(plan.Variants), Variant: v.Name, Kind: k, Message: fmt.Sprintf(format, args...)}
 	}
 	start := r.Now()
-	name := JobName(plan.Name, v.Name, start, plan.Run)
 	be, cl := r.Backend, r.Cluster
+	name := JobName(plan.Name, v.Name, start, plan.Run, jobs.MaxJobNameLen(be.API(), plan.Recipes[i]))
 	kind := be.Kind()
 	b, err := be.Build(plan.Recipes[i], plan.Profile, jobs.Options{Name: name, Namespace: r.Namespace, GangScheduling: len(r.GangSchedulers) > 0, GangSchedulers: r.GangSchedulers})
 	if err != nil {
