@@ -207,3 +207,66 @@ func TestPodSeesKubeletSemantics(t *testing.T) {
 		t.Errorf("the pod's write reached the host: %v", err)
 	}
 }
+
+func simplePod(name string, command ...string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Command: command}}}}
+}
+
+// Bad input ends the pod, never the runner, and Stop leaves nothing behind: a command that is
+// not found is a StartError (exit 128, the runtime's message) with nothing made; a process that
+// exits at once is an Error with its code; a pod stopped mid-run, whose PID 1 ignores SIGTERM
+// and which started processes in other sessions, is killed whole after the grace period.
+func TestBadInputAndStop(t *testing.T) {
+	needRoot(t)
+	c := newCluster(t)
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    podrun.Result
+	}{
+		{"not-found", []string{"no-such-program-ain"}, podrun.Result{ExitCode: 128, Reason: "StartError",
+			Message: `exec: "no-such-program-ain": executable file not found in $PATH`}},
+		{"no-such-path", []string{"/opt/none/prog"}, podrun.Result{ExitCode: 128, Reason: "StartError",
+			Message: `exec: "/opt/none/prog": stat /opt/none/prog: no such file or directory`}},
+		{"exits-at-once", []string{"/bin/sh", "-c", "exit 3"}, podrun.Result{ExitCode: 3, Reason: "Error"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := start(t, podrun.Spec{Pod: simplePod(tc.name, tc.command...), IP: c.ip(), Network: c.net})
+			if r := waitDone(t, p, 5*time.Second); r != tc.want {
+				t.Errorf("result %+v, want %+v; log:\n%s", r, tc.want, p.Log())
+			}
+		})
+	}
+	t.Run("stop-mid-run", func(t *testing.T) {
+		// PID 1 is sh, which has no SIGTERM handler (so the kernel drops SIGTERM to a namespace's
+		// init), and two sleeps in sessions of their own, as sshd's sessions are.
+		p, err := podrun.Start(podrun.Spec{Pod: simplePod("stop-mid-run", "/bin/sh", "-c",
+			"setsid sleep 300 & setsid sleep 301 & echo started; while :; do sleep 1; done"), IP: c.ip(), Network: c.net})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(p.Log(), "started") || len(p.ProcessesLeft()) < 5 {
+			if time.Now().After(deadline) {
+				t.Fatalf("pod did not start its processes: %v; log:\n%s", p.ProcessesLeft(), p.Log())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		begin := time.Now()
+		if err := p.Stop(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(begin); took > 5*time.Second {
+			t.Errorf("Stop took %s", took)
+		}
+		r, err := p.Wait(context.Background())
+		if err != nil || r.ExitCode != 137 || r.Signal != "killed" {
+			t.Errorf("result %+v (%v), want SIGKILL after the grace period", r, err)
+		}
+		assertGone(t, p)
+		if err := p.Stop(time.Second); err != nil { // twice is fine
+			t.Error(err)
+		}
+	})
+}
