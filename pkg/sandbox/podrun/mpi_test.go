@@ -333,6 +333,9 @@ func TestWorkerReadinessFollowsSSHPort(t *testing.T) {
 			ip := c.ip()
 			p := start(t, podrun.Spec{Pod: w, Secrets: map[string]*corev1.Secret{j.secret.Name: j.secret}, IP: ip, Network: c.net, Image: j.image})
 			port := w.Spec.Containers[0].ReadinessProbe.TCPSocket.Port.IntValue()
+			if want := map[bool]int{false: 22, true: 2222}[tc.ready]; port != want {
+				t.Fatalf("rendered probe port %d, want %d", port, want)
+			}
 			// Three probe periods (the rendered periodSeconds is 2).
 			ctx, cancel := context.WithTimeout(context.Background(), 7*time.Second)
 			defer cancel()
