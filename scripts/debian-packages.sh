@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages whose programs ain's tests run for real (what the pods of a real
-# cluster run: OpenSSH's sshd and ssh, Open MPI's mpirun and orted, iproute2 for network
-# namespaces), when any is missing. Run as root; otherwise it prints the one command to run.
+# cluster run: OpenSSH's sshd and ssh, Open MPI's mpirun and orted; iproute2 and util-linux for
+# network and mount namespaces), when any is missing. Run as root; otherwise it prints the one
+# command to run.
 # Idempotent and quiet when everything is there, so the README's test command and CI call it
 # on every run.
 set -euo pipefail
@@ -15,6 +16,13 @@ declare -A want=(
 	[mpicc]=libopenmpi-dev
 	[ip]=iproute2
 	[unshare]=util-linux
+	[orted]=openmpi-bin
+	# pkg/sandbox/podrun builds each pod's namespaces and root with these
+	[nsenter]=util-linux
+	[setpriv]=util-linux
+	[pivot_root]=util-linux
+	[mount]=mount
+	[hostname]=hostname
 )
 
 missing=()
