@@ -4,7 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -112,18 +112,23 @@ func typeName(t reflect.Type) string {
 // fieldComments reads the doc comments of struct fields in a package: "Type.Field" -> text.
 func fieldComments(t *testing.T, dir string) map[string]string {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	// One file at a time (parser.ParseDir is deprecated): the package's non-test files, in
+	// name order.
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	sort.Strings(paths)
 	out := map[string]string{}
-	var names []string
-	for name := range pkgs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		for _, f := range pkgs[name].Files {
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		{
 			ast.Inspect(f, func(n ast.Node) bool {
 				ts, ok := n.(*ast.TypeSpec)
 				if !ok {

@@ -165,7 +165,7 @@ func TestTrainQLoRAEndToEnd(t *testing.T) {
 	}
 
 	// delete: nothing labelled with the run is left.
-	out, errOut, code = c.ain(t, "delete", "qlora")
+	_, errOut, code = c.ain(t, "delete", "qlora")
 	if code != 2 || !strings.Contains(errOut, "--yes") {
 		t.Errorf("delete without a TTY and without --yes must refuse: exit %d %s", code, errOut)
 	}

@@ -20,7 +20,6 @@ type LogAnalyzer struct {
 	anon     map[string]*proc // lines without a host:pid:tid header, per file
 
 	version   string
-	versionEv bool
 	evidence  []Evidence
 	evKinds   map[string]int
 	env       []EnvEcho

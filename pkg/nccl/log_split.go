@@ -273,7 +273,7 @@ func (b *lineBlock) split(seed maphash.Seed, known *knownLines) {
 		}
 		if kind == kindParse {
 			h := uint64(noHash)
-			if bytes.Index(line, bNCCL) < 0 {
+			if !bytes.Contains(line, bNCCL) {
 				kind = kindSkip
 			} else if len(line) <= maxRepeatLine {
 				h = maphash.Bytes(seed, line) | 1 // never noHash

@@ -32,7 +32,6 @@ type gidEntry struct {
 	idx        int
 	gid, typ   string // typ "" leaves the type file out (an unused entry, unreadable in sysfs)
 	ndev       string
-	roceV1Twin bool // also add the RoCE v1 entry of the same address at idx-1
 }
 
 // v4GID is the IPv4-mapped GID of a as sysfs prints it.

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -189,8 +188,6 @@ func tailFile(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// errExited is returned while waiting on a process that died.
-var errExited = errors.New("exited")
 
 // pathEnv keeps the entries of env that are paths (KUBECONFIG, TMPDIR): what a restart needs, and
 // nothing a caller might have passed a secret in.

@@ -159,7 +159,7 @@ func bareLoopTimingErrors(tb testing.TB, url string, streams, tokens int) (ttft,
 	cfg.BaseURL = url + "/v1"
 	cfg.HTTPClient = hc
 	client := openai.NewClientWithConfig(cfg)
-	req := openai.ChatCompletionRequest{Model: "test-model", MaxTokens: tokens, Stream: true,
+	req := openai.ChatCompletionRequest{Model: "test-model", MaxCompletionTokens: tokens, Stream: true,
 		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "one two three four five six seven eight"}}}
 	run := func(id string) ([]int64, error) {
 		ctx := context.WithValue(context.Background(), idKey{}, id)

@@ -94,7 +94,7 @@ func TestRenderAndAdmitCurrentStack(t *testing.T) {
 		t.Errorf("a dry run created %d TrainJob(s) (%v)", len(l.Items), err)
 	}
 	// Forcing the legacy API here is refused with why, and the hint is the served API.
-	code, _, errOut = ain(t, sb, ns, "render", "allreduce", "--api", "training-operator")
+	code, _, _ = ain(t, sb, ns, "render", "allreduce", "--api", "training-operator")
 	if code != 0 {
 		t.Errorf("render --api training-operator (forced, no check): exit %d", code)
 	}
