@@ -154,7 +154,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		if file != "" {
 			b, err := os.ReadFile(file)
 			if err != nil {
-				return ainerr.Usagef("%v", err)
+				return ainerr.Usagef("--%s-file %s: %v", suffix, file, errors.Unwrap(err))
 			}
 			v = strings.TrimRight(string(b), "\r\n")
 		} else if v = a.Getenv(env); v == "" {

@@ -156,3 +156,13 @@ func TestServeWarnsOldVLLM(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
+
+// A credential file that cannot be read is named with its flag.
+func TestServeCredentialFileNamed(t *testing.T) {
+	for _, flag := range []string{"--api-key-file", "--hf-token-file"} {
+		code, _, errs := runModelCLI(t, nil, "", "serve", "vllm", "--dry-run=client", flag, "/nonexistent/key")
+		if code != int(ainerr.Usage) || !strings.Contains(errs, flag+" /nonexistent/key: no such file or directory") {
+			t.Errorf("%s: exit %d: %s", flag, code, errs)
+		}
+	}
+}
