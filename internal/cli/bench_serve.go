@@ -28,21 +28,26 @@ type benchServeOptions struct {
 	Warmup      int
 	InputLen    int
 	OutputLen   int
-	Prompts     string
-	Dataset     string
-	DatasetPath string
-	API         string
-	RangeRatio  float64
-	PrefixLen   int
-	IgnoreEOS   bool
-	Seed        int
-	SLO         string
-	Goodput     ucli.StringSlice
-	Percentiles string
-	SaveResult  string
-	Label       string
-	Plot        string
-	Output      string
+	// outputLenSet: --output-len was given (with sharegpt it then overrides the replies'
+	// lengths, even at its default value).
+	outputLenSet bool
+	// shareGPTSkipped counts the conversations vLLM's length filter left out.
+	shareGPTSkipped int
+	Prompts         string
+	Dataset         string
+	DatasetPath     string
+	API             string
+	RangeRatio      float64
+	PrefixLen       int
+	IgnoreEOS       bool
+	Seed            int
+	SLO             string
+	Goodput         ucli.StringSlice
+	Percentiles     string
+	SaveResult      string
+	Label           string
+	Plot            string
+	Output          string
 }
 
 func (a *App) benchServeCommand() *ucli.Command {
@@ -79,7 +84,8 @@ func (a *App) benchServeCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "dataset-name", Aliases: []string{"dataset"}, Value: "random", Usage: "random, sharegpt (--dataset-path: a ShareGPT JSON file) or prompts (--dataset-path: JSON Lines with \"prompt\", or one per line)", Destination: &o.Dataset},
 			&ucli.StringFlag{Name: "dataset-path", Usage: "the dataset file of --dataset-name sharegpt or prompts", Destination: &o.DatasetPath},
 			&ucli.IntFlag{Name: "input-len", Aliases: []string{"random-input-len"}, Value: 256, Usage: "random prompt length: tokens with --api completions, words (about a token each) with chat", Destination: &o.InputLen},
-			&ucli.IntFlag{Name: "output-len", Aliases: []string{"random-output-len"}, Value: 128, Usage: "max tokens per answer; with sharegpt, overrides each conversation's reply length", Destination: &o.OutputLen},
+			&ucli.IntFlag{Name: "output-len", Aliases: []string{"random-output-len"}, Value: 128, Usage: "max tokens per answer; with sharegpt, overrides each conversation's reply length", Destination: &o.OutputLen,
+				Action: func(*ucli.Context, int) error { o.outputLenSet = true; return nil }},
 			&ucli.Float64Flag{Name: "random-range-ratio", Usage: "random lengths uniform in [L(1-r), L(1+r)] (0: exactly L)", Destination: &o.RangeRatio},
 			&ucli.IntFlag{Name: "random-prefix-len", Usage: "a random prefix of this many tokens shared by every random prompt (prefix caching serves it)", Destination: &o.PrefixLen},
 			&ucli.StringFlag{Name: "prompts", Usage: "shorthand for --dataset-name prompts --dataset-path FILE", Destination: &o.Prompts},
@@ -176,10 +182,10 @@ func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
 		}
 		if name == "sharegpt" {
 			out := 0
-			if o.OutputLen != 128 {
+			if o.outputLenSet {
 				out = o.OutputLen // set explicitly: it overrides the replies' lengths
 			}
-			if cfg.Dataset, err = vllm.LoadShareGPT(path, out); err != nil {
+			if cfg.Dataset, o.shareGPTSkipped, err = vllm.LoadShareGPT(path, out, uint64(o.Seed)); err != nil {
 				return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("%s: %w", pathFlag, err), "")
 			}
 		} else if cfg.Prompts, err = vllm.LoadPrompts(path); err != nil {
@@ -214,6 +220,9 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 	if ext := strings.ToLower(filepath.Ext(o.Plot)); o.Plot != "" && ext != ".png" && ext != ".svg" {
 		// Checked before the sweep runs, not after minutes of load.
 		return ainerr.Usagef("--plot %s: name a .png or .svg file", o.Plot)
+	}
+	if o.shareGPTSkipped > 0 {
+		fmt.Fprintf(a.Streams.Err, "sharegpt: %d conversation(s) kept, %d left out by vLLM's length filter (prompt and reply of 4-1024 tokens, 2048 in all; lengths estimated at 4 characters a token, without the model's tokenizer)\n", len(cfg.Dataset), o.shareGPTSkipped)
 	}
 	if n := len(cfg.Prompts); n > 0 && n < cfg.Requests {
 		fmt.Fprintf(a.Streams.Err, "note: %d prompts for %d requests: repeats are served from vLLM's prefix cache (automatic prefix caching is on by default), which lowers TTFT; use more prompts, or the random dataset\n", n, cfg.Requests)

@@ -279,6 +279,11 @@ func TestBenchServeVLLMParity(t *testing.T) {
 	if body := string(srv.Bodies()[len(srv.Bodies())-1]); !strings.Contains(body, "RoCEv2") && !strings.Contains(body, "GPUDirect") || !strings.Contains(body, `"max_completion_tokens":`) {
 		t.Fatalf("sharegpt body %s", body)
 	}
+	// An explicit --output-len overrides the replies' lengths, also at its default value.
+	if code, out, errs = runModelCLI(t, env, "", "bench", "serve", "--dataset-name", "sharegpt", "--dataset-path", filepath.Join("testdata", "sharegpt-sample.json"),
+		"--requests", "2", "--output-len", "128"); code != 0 || !strings.Contains(string(srv.Bodies()[len(srv.Bodies())-1]), `"max_completion_tokens":128`) {
+		t.Fatalf("sharegpt --output-len 128: exit %d\n%s%s\n%s", code, out, errs, srv.Bodies()[len(srv.Bodies())-1])
+	}
 	// A rate sweep: one row per rate, the knee, and a plot.
 	plot := filepath.Join(dir, "sweep.png")
 	code, out, errs = runModelCLI(t, env, "", "bench", "serve", "--requests", "6", "--request-rate", "50,100,inf", "--output-len", "4", "--plot", plot)

@@ -29,9 +29,9 @@ import (
 
 // gidEntry is one GID table entry of a fake port.
 type gidEntry struct {
-	idx        int
-	gid, typ   string // typ "" leaves the type file out (an unused entry, unreadable in sysfs)
-	ndev       string
+	idx      int
+	gid, typ string // typ "" leaves the type file out (an unused entry, unreadable in sysfs)
+	ndev     string
 }
 
 // v4GID is the IPv4-mapped GID of a as sysfs prints it.

@@ -188,7 +188,6 @@ func tailFile(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-
 // pathEnv keeps the entries of env that are paths (KUBECONFIG, TMPDIR): what a restart needs, and
 // nothing a caller might have passed a secret in.
 func pathEnv(env []string) []string {

@@ -269,15 +269,47 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	}
 	offsets := arrivals(cfg.Requests, cfg.RequestRate, cfg.Burstiness, rng)
 	recs := make([]reqRecord, cfg.Requests)
-	var sem chan struct{}
-	if cfg.MaxConcurrency > 0 {
-		sem = make(chan struct{}, cfg.MaxConcurrency)
-	}
 	var (
 		wg           sync.WaitGroup
 		mu           sync.Mutex
 		done, failed int
 	)
+	run := func(i int) {
+		c.benchRequest(ctx, cfg.Now, target, bodies[i], requestID(runID, i), &recs[i], outLens[i])
+		if cfg.Progress != nil {
+			mu.Lock()
+			done++
+			if !recs[i].ok {
+				failed++
+			}
+			cfg.Progress(done, failed)
+			mu.Unlock()
+		}
+	}
+	// Under --max-concurrency, arrivals queue and start in arrival order, as in vLLM's
+	// benchmark (an asyncio.Semaphore, whose waiters are woken first come, first served): a
+	// fixed pool of workers takes them from one queue in order. Goroutines blocked on a
+	// semaphore of their own would start in no particular order.
+	type arrival struct {
+		i  int
+		at time.Time
+	}
+	var queue chan arrival
+	if cfg.MaxConcurrency > 0 {
+		queue = make(chan arrival, cfg.Requests)
+		for range cfg.MaxConcurrency {
+			wg.Go(func() {
+				for a := range queue {
+					if ctx.Err() != nil {
+						recs[a.i].err = ctx.Err()
+						continue
+					}
+					recs[a.i].queued = cfg.Now().Sub(a.at)
+					run(a.i)
+				}
+			})
+		}
+	}
 	begin := cfg.Now()
 	for i := range recs {
 		if d := offsets[i] - cfg.Now().Sub(begin); d > 0 {
@@ -291,31 +323,14 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 		if ctx.Err() != nil {
 			break
 		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			if sem != nil {
-				arrived := cfg.Now()
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-ctx.Done():
-					recs[i].err = ctx.Err()
-					return
-				}
-				recs[i].queued = cfg.Now().Sub(arrived)
-			}
-			c.benchRequest(ctx, cfg.Now, target, bodies[i], requestID(runID, i), &recs[i], outLens[i])
-			if cfg.Progress != nil {
-				mu.Lock()
-				done++
-				if !recs[i].ok {
-					failed++
-				}
-				cfg.Progress(done, failed)
-				mu.Unlock()
-			}
-		}(i)
+		if queue != nil {
+			queue <- arrival{i, cfg.Now()}
+			continue
+		}
+		wg.Go(func() { run(i) })
+	}
+	if queue != nil {
+		close(queue)
 	}
 	wg.Wait()
 	dur := cfg.Now().Sub(begin)
@@ -892,14 +907,19 @@ func (r *BenchResult) VLLMResult(label string) map[string]any {
 }
 
 // LoadShareGPT reads a ShareGPT-format file (a JSON array of {"conversations": [{"from":
-// "human", "value": ...}, {"from": "gpt", "value": ...}]}, as vLLM's ShareGPTDataset does):
-// each conversation's first turn is a prompt, and the second turn's length sets that
-// request's output length, estimated at 4 characters per token (ain has no tokenizer) unless
-// outputLen > 0 overrides it. Conversations with fewer than two turns are skipped.
-func LoadShareGPT(path string, outputLen int) ([]BenchRequest, error) {
+// "human", "value": ...}, {"from": "gpt", "value": ...}]}) as vLLM's ShareGPTDataset does:
+// the conversations in an order shuffled by seed (vLLM shuffles with Python's random.seed;
+// ain's order is its own, reproducible for a seed), each one's first turn a prompt and the
+// second turn's length that request's output length unless outputLen > 0 overrides it, and
+// vLLM's length filter (vllm/benchmarks/datasets is_valid_sequence: a prompt or reply under 4
+// tokens, a prompt over 1024, or both over 2048 are skipped; the reply's minimum only when
+// outputLen is not given). Lengths are estimated at 4 characters a token: ain has no tokenizer,
+// where vLLM counts with the model's. skipped counts the conversations the filter left out
+// (one-turn and blank-prompt ones are not counted).
+func LoadShareGPT(path string, outputLen int, seed uint64) (reqs []BenchRequest, skipped int, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var convs []struct {
 		Conversations []struct {
@@ -921,21 +941,35 @@ func LoadShareGPT(path string, outputLen int) ([]BenchRequest, error) {
 			}
 			err = fmt.Errorf("line %d: %s is a JSON %s", 1+bytes.Count(b[:min(int(te.Offset), len(b))], []byte("\n")), where, te.Value)
 		}
-		return nil, fmt.Errorf("%s: not a ShareGPT file (a JSON array of {\"conversations\": [{\"from\": \"human\", \"value\": ...}, ...]}): %v", path, err)
+		return nil, 0, fmt.Errorf("%s: not a ShareGPT file (a JSON array of {\"conversations\": [{\"from\": \"human\", \"value\": ...}, ...]}): %v", path, err)
 	}
-	var out []BenchRequest
+	rng := rand.New(rand.NewPCG(seed, 0x73686172))
+	rng.Shuffle(len(convs), func(i, j int) { convs[i], convs[j] = convs[j], convs[i] })
+	estimate := func(s string) int { return (len(s) + 3) / 4 }
 	for _, c := range convs {
 		if len(c.Conversations) < 2 || strings.TrimSpace(c.Conversations[0].Value) == "" {
 			continue
 		}
-		ol := outputLen
+		in, ol := estimate(c.Conversations[0].Value), outputLen
 		if ol <= 0 {
-			ol = max(1, (len(c.Conversations[1].Value)+3)/4)
+			ol = estimate(c.Conversations[1].Value)
 		}
-		out = append(out, BenchRequest{Prompt: c.Conversations[0].Value, OutputLen: ol})
+		if in < shareGPTMinLen || (outputLen <= 0 && ol < shareGPTMinLen) || in > shareGPTMaxPrompt || in+ol > shareGPTMaxTotal {
+			skipped++
+			continue
+		}
+		reqs = append(reqs, BenchRequest{Prompt: c.Conversations[0].Value, OutputLen: ol})
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no conversation with a prompt and a reply", path)
+	if len(reqs) == 0 {
+		return nil, skipped, fmt.Errorf("%s: no conversation with a prompt and a reply within vLLM's length filter (%d skipped: prompt and reply of %d to %d tokens, %d in all)",
+			path, skipped, shareGPTMinLen, shareGPTMaxPrompt, shareGPTMaxTotal)
 	}
-	return out, nil
+	return reqs, skipped, nil
 }
+
+// vLLM's is_valid_sequence defaults for ShareGPT (min_len, max_prompt_len, max_total_len).
+const (
+	shareGPTMinLen    = 4
+	shareGPTMaxPrompt = 1024
+	shareGPTMaxTotal  = 2048
+)

@@ -9,11 +9,15 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -617,5 +621,34 @@ func TestArrivalsInfiniteBurstiness(t *testing.T) {
 	b, err := json.Marshal(BenchEcho{Burstiness: Shape(math.Inf(1))})
 	if err != nil || !strings.Contains(string(b), `"burstiness":"inf"`) {
 		t.Fatalf("echo %s, %v", b, err)
+	}
+}
+
+// Under --max-concurrency, requests start in arrival order (vLLM's benchmark waits on an
+// asyncio.Semaphore, first come, first served): with every request arriving at once and one
+// slot, the server sees them in dataset order.
+func TestBenchConcurrencyFIFO(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	sim := vllmsim.NewServer(vllmsim.Options{FirstTokenDelay: time.Millisecond, TokenInterval: time.Millisecond})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("X-Request-Id"); id != "" && !strings.Contains(id, "warmup") {
+			mu.Lock()
+			order = append(order, id[strings.LastIndexByte(id, '-')+1:])
+			mu.Unlock()
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := newClient(t, Options{Endpoint: srv.URL, MaxConns: 4})
+	const n = 40
+	res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: n, MaxConcurrency: 1, InputLen: 8, OutputLen: 2, IgnoreEOS: true})
+	if err != nil || res.Completed != n {
+		t.Fatalf("%v %+v", err, res)
+	}
+	for i, got := range order {
+		if got != strconv.Itoa(i) {
+			t.Fatalf("request %s started %d-th: not in arrival order (%v)", got, i, order)
+		}
 	}
 }
