@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -43,7 +43,10 @@ func passedCount(t *testing.T, out string) int {
 	if m == nil {
 		t.Fatalf("no pass count in\n%s", out)
 	}
-	n, _ := strconv.Atoi(m[1])
+	var n int
+	if _, err := fmt.Sscan(m[1], &n); err != nil {
+		t.Fatal(err)
+	}
 	return n
 }
 

@@ -24,13 +24,21 @@ const QAArchiveKind = "AnswerArchive"
 
 // QAArchive is the answers of one run.
 type QAArchive struct {
-	Kind        string       `json:"kind"`
-	Model       string       `json:"model"`
-	Date        time.Time    `json:"date"`
-	Temperature float64      `json:"temperature"`
-	Seed        int          `json:"seed"`
-	Golden      string       `json:"golden,omitempty"`
-	Answers     []QAArchived `json:"answers"`
+	Kind string `json:"kind"`
+	QARun
+	Answers []QAArchived `json:"answers"`
+}
+
+// QARun is how an archive's answers were taken (its fields are the archive's own in JSON).
+type QARun struct {
+	Model string    `json:"model"`
+	Date  time.Time `json:"date"`
+	// Temperature and Seed are the sampling the answers were taken with (0 and 0: a compare
+	// is meaningful only when both runs answer deterministically).
+	Temperature float64 `json:"temperature"`
+	Seed        int     `json:"seed"`
+	// Golden is the golden file the questions came from.
+	Golden string `json:"golden,omitempty"`
 }
 
 // QAArchived is one archived answer.
@@ -55,7 +63,7 @@ func (s *QASuite) Archivable() error {
 
 // NewQAArchive records a run's answers.
 func NewQAArchive(s *QASuite, rep *QAReport, golden string, date time.Time) *QAArchive {
-	a := &QAArchive{Kind: QAArchiveKind, Model: rep.Model, Date: date.UTC().Truncate(time.Second), Temperature: rep.Temperature, Seed: QASeed, Golden: golden}
+	a := &QAArchive{Kind: QAArchiveKind, QARun: QARun{Model: rep.Model, Date: date.UTC().Truncate(time.Second), Temperature: rep.Temperature, Seed: QASeed, Golden: golden}}
 	for _, r := range rep.Results {
 		a.Answers = append(a.Answers, QAArchived{Name: r.Name, QuestionHash: r.Hash, Question: r.Question, Answer: r.Answer, Choice: choiceOf(s, r), Pass: r.Pass, Error: r.Error})
 	}
@@ -108,10 +116,12 @@ func LoadQAArchive(path string) (*QAArchive, error) {
 
 // Change statuses of QAChange.
 const (
-	ChangeSame            = "same"             // the same text
-	ChangeSameChoice      = "same choice"      // other words, the same letter
-	ChangeReworded        = "reworded"         // other words, the judge finds no disagreement
-	ChangeChoice          = "changed choice"   // another letter
+	ChangeSame       = "same"           // the same text
+	ChangeSameChoice = "same choice"    // other words, the same letter
+	ChangeReworded   = "reworded"       // other words, the judge finds no disagreement
+	ChangeChoice     = "changed choice" // another letter
+
+	// A change that fails the comparison, or one nobody judged.
 	ChangeMeaning         = "changed meaning"  // the judge finds a disagreement
 	ChangeNotJudged       = "changed"          // other words, no judge to tell
 	ChangeQuestion        = "question changed" // the request differs from the archived one
