@@ -34,10 +34,15 @@ func (o *chatOptions) flags() []ucli.Flag {
 
 type chatTestOptions struct {
 	endpointOptions
-	Golden  string
-	Model   string
-	MinPass float64
-	Output  string
+	Golden          string
+	Model           string
+	MinPass         float64
+	Output          string
+	JudgeModel      string
+	JudgeEndpoint   string
+	EmbeddingsModel string
+	Save            string
+	Compare         string
 }
 
 func (a *App) chatCommand() *ucli.Command {
@@ -55,18 +60,26 @@ func (a *App) chatCommand() *ucli.Command {
 		Subcommands: []*ucli.Command{{
 			Name:  "test",
 			Usage: "answer checks: ask the questions of a golden file deterministically and check the answers",
-			Description: "The file (YAML or JSON) lists cases with required / forbidden facts, numbers with a tolerance,\n" +
-				"regex / exact expectations and reference answers (see recipes/qa/course-qa.yaml). Facts match whole\n" +
-				"tokens after Unicode normalisation (NFKC, any minus sign as '-', case folded): \"IP\" does not match\n" +
-				"\"multiple\". A reference answer is compared by embeddings or by a judge model with a fixed rubric\n" +
-				"(the file's semantic.mode). Sampling is sent with every request (temperature 0, top_p 1, top_k -1,\n" +
-				"seed 0, unless the file asks for several samples at a temperature), so the server's own defaults do\n" +
-				"not change the verdict. Each check is reported with its evidence. Exits 5 when the pass rate is\n" +
-				"below --min-pass.",
+			Description: "The file (YAML or JSON, see recipes/qa/course-qa.yaml) lists cases checked as evaluation harnesses\n" +
+				"check answers: multiple choice (choices, answer: the letter the model picks, lm-evaluation-harness\n" +
+				"style), or a reference answer graded by a judge model that is not the model under test with the\n" +
+				"fact-comparison rubric of OpenAI evals / promptfoo's factuality ((D) disagreement fails), or compared\n" +
+				"by embeddings (the file's semantic.mode; the judge or embedding model must be named). Keyword checks\n" +
+				"(required / forbidden facts, numbers, regex, exact; whole tokens after Unicode normalisation) cannot\n" +
+				"tell a statement from its negation and are reported as a smoke test. Sampling is sent with every\n" +
+				"request (temperature 0, top_p 1, top_k -1, seed 0, unless the file asks for several samples at a\n" +
+				"temperature). --save archives the answers (model, date, sampling, hashes of the questions); a later\n" +
+				"--compare asks again and reports each changed answer, judged against the archived one when there is\n" +
+				"a judge (course 12.3.4). Exits 5 when the pass rate is below --min-pass or an answer changed.",
 			Flags: append(append(t.flags(), t.timeoutFlags(chatTTFBTimeout, chatIdleTimeout)...),
 				&ucli.StringFlag{Name: "golden", Aliases: []string{"f"}, Usage: "answer-check file (YAML or JSON)", Required: true, Destination: &t.Golden},
 				&ucli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "served model name (default: the file's, else the only one served)", Destination: &t.Model},
 				&ucli.Float64Flag{Name: "min-pass", Value: 1, Usage: "lowest pass rate (0..1) that succeeds", Destination: &t.MinPass},
+				&ucli.StringFlag{Name: "judge-model", Usage: "judge model for reference answers (default: the file's semantic.model); never the model under test", Destination: &t.JudgeModel},
+				&ucli.StringFlag{Name: "judge-endpoint", Usage: "base URL of the server of the judge or embedding model (default: the endpoint under test); its API key from AIN_JUDGE_API_KEY", Destination: &t.JudgeEndpoint},
+				&ucli.StringFlag{Name: "embeddings-model", Usage: "embedding model for semantic.mode embeddings (default: the file's semantic.model)", Destination: &t.EmbeddingsModel},
+				&ucli.StringFlag{Name: "save", Usage: "archive the answers in `FILE` (JSON) for a later --compare", Destination: &t.Save},
+				&ucli.StringFlag{Name: "compare", Usage: "compare the answers with those archived in `FILE` by --save, answer by answer", Destination: &t.Compare},
 				outputFlag(&t.Output, "text", "text or json"),
 			),
 			Action: func(c *ucli.Context) error { return a.runChatTest(c.Context, t) },
@@ -223,9 +236,37 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
+	var archive *vllm.QAArchive
+	if o.Save != "" || o.Compare != "" {
+		if err := suite.Archivable(); err != nil {
+			return err
+		}
+	}
+	if o.Compare != "" {
+		if archive, err = vllm.LoadQAArchive(o.Compare); err != nil {
+			return ainerr.New(ainerr.Usage, err, "")
+		}
+	}
+	if sm := suite.Semantic; sm != nil {
+		if sm.Mode == vllm.SemanticJudge && o.JudgeModel != "" {
+			sm.Model = o.JudgeModel
+		}
+		if sm.Mode == vllm.SemanticEmbeddings && o.EmbeddingsModel != "" {
+			sm.Model = o.EmbeddingsModel
+		}
+	} else if o.JudgeModel != "" || o.EmbeddingsModel != "" || o.JudgeEndpoint != "" {
+		return ainerr.Usagef("--judge-model, --judge-endpoint and --embeddings-model need reference answers and the file's semantic: {mode: judge|embeddings}")
+	}
 	c, err := a.modelClient(ctx, &o.endpointOptions, 0)
 	if err != nil {
 		return err
+	}
+	if o.JudgeEndpoint != "" {
+		jc, err := vllm.NewClient(o.clientOptions(vllm.Endpoint{URL: o.JudgeEndpoint, Via: "judge-endpoint"}, a.Getenv("AIN_JUDGE_API_KEY"), 0))
+		if err != nil {
+			return endpointError(err)
+		}
+		suite.SetJudge(jc, "")
 	}
 	want := o.Model
 	if want == "" {
@@ -243,11 +284,32 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 	if err != nil {
 		return err
 	}
+	var cmp *vllm.QAComparison
+	if archive != nil {
+		if cmp, err = c.CompareQA(ctx, suite, rep, archive, o.Compare, a.Now); err != nil {
+			return err
+		}
+	}
+	if o.Save != "" {
+		if err := vllm.NewQAArchive(suite, rep, o.Golden, a.Now()).Save(o.Save); err != nil {
+			return err
+		}
+	}
 	if o.Output == "json" {
-		if err := a.writeJSON(rep); err != nil {
+		out := struct {
+			*vllm.QAReport
+			Comparison *vllm.QAComparison `json:"comparison,omitempty"`
+		}{rep, cmp}
+		if err := a.writeJSON(out); err != nil {
 			return err
 		}
 	} else {
+		smoke := 0
+		for _, r := range rep.Results {
+			if r.Method == "keywords" {
+				smoke++
+			}
+		}
 		verdict := "OK"
 		if !rep.OK {
 			verdict = "FAILED"
@@ -256,13 +318,54 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 		if rep.Samples > 1 {
 			sampling = fmt.Sprintf("%d samples at temperature %g (seeds %d..%d), a case passes with %.0f%% of them", rep.Samples, rep.Temperature, vllm.QASeed, vllm.QASeed+rep.Samples-1, rep.PassThreshold*100)
 		}
+		if rep.Judge != "" {
+			sampling += fmt.Sprintf(", %s %s", rep.Semantic, rep.Judge)
+		}
 		fmt.Fprintf(a.Streams.Out, "\n%d/%d passed (%.0f%%), --min-pass %.0f%%: %s  [model %s, %s]\n",
 			rep.Passed, rep.Total, rep.PassRate*100, o.MinPass*100, verdict, model, sampling)
+		if smoke > 0 {
+			fmt.Fprintf(a.Streams.Out, "%d of the %d cases are keyword checks, a smoke test only: keywords cannot tell a statement from its negation.\n", smoke, rep.Total)
+		}
+		if cmp != nil {
+			a.printQAComparison(cmp)
+		}
+		if o.Save != "" {
+			fmt.Fprintf(a.Streams.Out, "answers archived in %s (compare a later run with --compare %s)\n", o.Save, o.Save)
+		}
 	}
 	if !rep.OK {
 		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("answer checks: pass rate %.0f%% is below --min-pass %.0f%%", rep.PassRate*100, o.MinPass*100), "")
 	}
+	if cmp != nil && cmp.Regressions > 0 {
+		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("answer checks: %d answers changed since the archive %s", cmp.Regressions, o.Compare), "")
+	}
 	return nil
+}
+
+// printQAComparison lists, answer by answer, what changed since the archive.
+func (a *App) printQAComparison(cmp *vllm.QAComparison) {
+	w := a.Streams.Out
+	fmt.Fprintf(w, "\ncompared with %s (model %s, %s): %d of %d answers differ, %d changed\n", cmp.Archive, cmp.ModelBefore,
+		cmp.ArchiveDate.Format("2006-01-02 15:04 MST"), cmp.Changed, len(cmp.Changes), cmp.Regressions)
+	for _, ch := range cmp.Changes {
+		if ch.Status == vllm.ChangeSame {
+			continue
+		}
+		mark := "  "
+		if ch.Regression {
+			mark = "! "
+		}
+		fmt.Fprintf(w, "%s%s  %s\n", mark, ch.Status, ch.Name)
+		if ch.Before != "" {
+			fmt.Fprintf(w, "      before: %s\n", oneLine(ch.Before, 200))
+		}
+		if ch.After != "" {
+			fmt.Fprintf(w, "      now:    %s\n", oneLine(ch.After, 200))
+		}
+		if ch.Verdict != "" {
+			fmt.Fprintf(w, "      %s\n", oneLine(ch.Verdict, 200))
+		}
+	}
 }
 
 // printQAResult prints a case's verdict and, per check, what it found: the excerpt that
@@ -273,10 +376,11 @@ func (a *App) printQAResult(r vllm.QAResult) {
 	if !r.Pass {
 		verdict = "FAIL"
 	}
+	how := map[string]string{"choice": "multiple choice", "judge": "judged", "embeddings": "embeddings", "keywords": "keywords: smoke test only"}[r.Method]
 	if len(r.Samples) > 1 {
-		fmt.Fprintf(w, "%s  %s  (%d/%d samples passed)\n", verdict, r.Name, r.Passed, len(r.Samples))
+		fmt.Fprintf(w, "%s  %s  [%s]  (%d/%d samples passed)\n", verdict, r.Name, how, r.Passed, len(r.Samples))
 	} else {
-		fmt.Fprintf(w, "%s  %s\n", verdict, r.Name)
+		fmt.Fprintf(w, "%s  %s  [%s]\n", verdict, r.Name, how)
 	}
 	if !r.Pass {
 		fmt.Fprintf(w, "      question: %s\n", r.Question)

@@ -2,6 +2,8 @@ package vllm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"regexp"
@@ -9,13 +11,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/strict"
 )
 
 // Answer checks (`ain chat test`, course 12.3.4): a file of questions with expectations, asked
 // with explicit per-request sampling (greedy unless the file asks for samples at a
-// temperature), each answer checked on token boundaries after Unicode normalisation (see
-// match.go), optionally judged semantically, and a pass rate compared with --min-pass.
+// temperature), and a pass rate compared with --min-pass. A case is checked one of three
+// ways, as evaluation harnesses check answers:
+//   - multiple choice (choices, answer): the letter the model picks (choice.go);
+//   - a reference answer graded by a judge model that is not the model under test, with the
+//     fact-comparison rubric (semantic.go), or compared by embeddings;
+//   - keywords (required, forbidden, numbers, regex, exact) on token boundaries after Unicode
+//     normalisation (match.go): they cannot tell "uses UDP" from "does not use UDP", so they
+//     are a smoke test and reported as one.
+// Answers can be archived and a later run compared with them answer by answer (archive.go).
 
 // QAKind is the kind of an answer-check file.
 const QAKind = "AnswerChecks"
@@ -41,6 +51,8 @@ type QASuite struct {
 	// Semantic configures the semantic check of cases that give a reference answer.
 	Semantic *QASemantic `yaml:"semantic,omitempty" json:"semantic,omitempty"`
 	Cases    []QACase    `yaml:"cases" json:"cases"`
+
+	judge *Client // where semantic checks go; nil: the server under test
 }
 
 // Semantic check modes.
@@ -48,15 +60,16 @@ const (
 	// SemanticEmbeddings compares the answer with the reference by the cosine similarity of
 	// their embeddings from the server's /v1/embeddings (an embedding model must be served).
 	SemanticEmbeddings = "embeddings"
-	// SemanticJudge asks a served model, greedily and with a fixed rubric (JudgeRubric),
-	// whether the answer states the reference's facts without contradicting them.
+	// SemanticJudge asks a judge model, greedily and with the fact-comparison rubric
+	// (FactualityRubric), how the answer's facts compare with the reference's.
 	SemanticJudge = "judge"
 )
 
 // QASemantic is how reference answers are compared.
 type QASemantic struct {
 	Mode string `yaml:"mode" json:"mode"`
-	// Model is the embedding model (embeddings) or judge model; default the model asked.
+	// Model is the embedding model (embeddings) or the judge model (judge). It must be named
+	// (here or by --judge-model/--embeddings-model), and a judge must not be the model under test.
 	Model string `yaml:"model,omitempty" json:"model,omitempty"`
 	// Threshold is the lowest cosine similarity that passes (embeddings; default 0.8).
 	Threshold float64 `yaml:"threshold,omitempty" json:"threshold,omitempty"`
@@ -85,8 +98,12 @@ type QACase struct {
 	// Exact: the trimmed, normalised answer must equal this string, or one of these strings.
 	Exact any `yaml:"exact,omitempty" json:"exact,omitempty"`
 	// Reference is a correct answer for the semantic check (file's semantic.mode).
-	Reference     string `yaml:"reference,omitempty" json:"reference,omitempty"`
-	CaseSensitive bool   `yaml:"caseSensitive,omitempty" json:"caseSensitive,omitempty"`
+	Reference string `yaml:"reference,omitempty" json:"reference,omitempty"`
+	// Choices make a multiple-choice case: they are sent lettered A, B, C, ... after the
+	// question, and the case passes when the answer picks the letter Answer.
+	Choices       []string `yaml:"choices,omitempty" json:"choices,omitempty"`
+	Answer        string   `yaml:"answer,omitempty" json:"answer,omitempty"`
+	CaseSensitive bool     `yaml:"caseSensitive,omitempty" json:"caseSensitive,omitempty"`
 
 	required [][]string
 	forbid   []string
@@ -188,6 +205,17 @@ func ParseQA(source string, data []byte) (*QASuite, error) {
 		if c.Reference != "" && s.Semantic == nil {
 			ps = append(ps, doc.Problemf(p+".reference", "a reference answer needs the file's semantic: {mode: embeddings|judge}"))
 		}
+		if len(c.Choices) > 0 || c.Answer != "" {
+			switch {
+			case len(c.Choices) < 2 || len(c.Choices) > len(choiceLetters):
+				ps = append(ps, doc.Problemf(p+".choices", "want 2 to %d options, got %d", len(choiceLetters), len(c.Choices)))
+			case len(c.Answer) != 1 || !strings.Contains(choiceLetters[:len(c.Choices)], strings.ToUpper(c.Answer)):
+				ps = append(ps, doc.Problemf(p+".answer", "want the letter of the right option, A to %c, got %q", choiceLetters[len(c.Choices)-1], c.Answer))
+			}
+			if c.Reference != "" {
+				ps = append(ps, doc.Problemf(p+".reference", "a multiple-choice case is scored by its answer letter; give choices or reference, not both"))
+			}
+		}
 		for j, n := range c.Numbers {
 			if n.Tolerance < 0 || n.RelTolerance < 0 {
 				ps = append(ps, doc.Problemf(fmt.Sprintf("%s.numbers[%d]", p, j), "tolerances must not be negative"))
@@ -214,8 +242,8 @@ func ParseQA(source string, data []byte) (*QASuite, error) {
 				c.exact = alts
 			}
 		}
-		if len(c.required) == 0 && len(c.regex) == 0 && len(c.exact) == 0 && len(c.forbid) == 0 && len(c.Numbers) == 0 && c.Reference == "" {
-			ps = append(ps, doc.Problemf(p, "case %q expects nothing: give required, forbidden, numbers, regex, exact or reference", c.Name))
+		if len(c.required) == 0 && len(c.regex) == 0 && len(c.exact) == 0 && len(c.forbid) == 0 && len(c.Numbers) == 0 && c.Reference == "" && len(c.Choices) == 0 {
+			ps = append(ps, doc.Problemf(p, "case %q expects nothing: give choices and answer, reference, or required, forbidden, numbers, regex, exact", c.Name))
 		}
 	}
 	if len(ps) > 0 {
@@ -273,7 +301,7 @@ func scalarString(v any) (string, bool) {
 // QACheck is one expectation's outcome on one answer, with the evidence: the excerpt that
 // matched (or, for a forbidden fact, that should not have), or what was looked for.
 type QACheck struct {
-	Kind     string `json:"kind"` // required, forbidden, number, regex, exact, semantic
+	Kind     string `json:"kind"` // choice, semantic, required, forbidden, number, regex, exact
 	Expect   string `json:"expect"`
 	Pass     bool   `json:"pass"`
 	Evidence string `json:"evidence,omitempty"`
@@ -292,11 +320,14 @@ type QASample struct {
 
 // QAResult is one case's outcome over its samples.
 type QAResult struct {
-	Name     string     `json:"name"`
-	Question string     `json:"question"`
-	Pass     bool       `json:"pass"`
-	Passed   int        `json:"passedSamples"`
-	Samples  []QASample `json:"samples"`
+	Name     string `json:"name"`
+	Question string `json:"question"`
+	// Method is how the case is checked: choice, judge, embeddings, or keywords (a smoke test).
+	Method  string     `json:"method"`
+	Hash    string     `json:"questionHash"`
+	Pass    bool       `json:"pass"`
+	Passed  int        `json:"passedSamples"`
+	Samples []QASample `json:"samples"`
 	// Answer and Failures are the first failing sample's (else the first's), for reports.
 	Answer   string   `json:"answer"`
 	Failures []string `json:"failures,omitempty"`
@@ -311,6 +342,7 @@ type QAReport struct {
 	PassThreshold float64    `json:"passThreshold"`
 	Temperature   float64    `json:"temperature"`
 	Semantic      string     `json:"semantic,omitempty"`
+	Judge         string     `json:"judge,omitempty"`
 	Passed        int        `json:"passed"`
 	Total         int        `json:"total"`
 	PassRate      float64    `json:"passRate"`
@@ -325,6 +357,9 @@ func (c *QACase) Check(answer string) []QACheck {
 	norm := normalize(answer, c.CaseSensitive)
 	toks := tokenize(norm)
 	var out []QACheck
+	if len(c.Choices) > 0 {
+		out = append(out, c.checkChoice(answer))
+	}
 	for _, alts := range c.required {
 		ck := QACheck{Kind: "required", Expect: describeAlts(alts)}
 		for _, a := range alts {
@@ -385,6 +420,66 @@ func (c *QACase) Check(answer string) []QACheck {
 	return out
 }
 
+// Prompt is what the model is asked: the question, with its lettered options for a
+// multiple-choice case.
+func (c *QACase) Prompt() string {
+	if len(c.Choices) > 0 {
+		return ChoicePrompt(c.Question, c.Choices)
+	}
+	return c.Question
+}
+
+// Method is how the case is checked: choice, judge or embeddings (a reference answer), or
+// keywords (a smoke test only: keywords cannot tell a statement from its negation).
+func (c *QACase) Method(s *QASuite) string {
+	switch {
+	case len(c.Choices) > 0:
+		return "choice"
+	case c.Reference != "" && s.Semantic != nil:
+		return s.Semantic.Mode
+	}
+	return "keywords"
+}
+
+// Hash identifies what the model is asked (system prompt, question with options, answer
+// bound): an archived answer is compared only with an answer to the same request.
+func (c *QACase) Hash() string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("system %q\nprompt %q\nmaxTokens %d", c.System, c.Prompt(), c.MaxTokens)))
+	return "sha256:" + hex.EncodeToString(h[:8])
+}
+
+// SetJudge sends the semantic checks (judge or embeddings) to c instead of the server under
+// test; model, when set, names the judge or embedding model instead of the file's.
+func (s *QASuite) SetJudge(c *Client, model string) {
+	if s.Semantic == nil {
+		return
+	}
+	s.judge = c
+	if model != "" {
+		s.Semantic.Model = model
+	}
+}
+
+// checkJudge refuses a semantic check that names no model, or a judge that is the model
+// under test (a model grading its own answers agrees with itself).
+func (s *QASuite) checkJudge(model string) error {
+	sm := s.Semantic
+	if sm == nil {
+		return nil
+	}
+	if sm.Model == "" {
+		what, flag := "judge", "--judge-model"
+		if sm.Mode == SemanticEmbeddings {
+			what, flag = "embedding", "--embeddings-model"
+		}
+		return ainerr.Usagef("semantic.mode %s needs the %s model named: set semantic.model in the file or pass %s", sm.Mode, what, flag)
+	}
+	if sm.Mode == SemanticJudge && sm.Model == model {
+		return ainerr.Usagef("the judge %q is the model under test: a model grading its own answers agrees with itself; name another judge (semantic.model or --judge-model, and --judge-endpoint where it is served)", model)
+	}
+	return nil
+}
+
 // failures lists the checks that failed, as lines for a report.
 func failures(checks []QACheck) []string {
 	var out []string
@@ -405,6 +500,8 @@ func failures(checks []QACheck) []string {
 			out = append(out, "is not exactly "+ck.Expect)
 		case "semantic":
 			out = append(out, "semantic check failed: "+ck.Evidence)
+		case "choice":
+			out = append(out, fmt.Sprintf("wants %s, %s", ck.Expect, ck.Evidence))
 		}
 	}
 	return out
@@ -464,6 +561,14 @@ func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass fl
 	rep := &QAReport{Model: model, MinPass: minPass, Total: len(s.Cases), Samples: samples, PassThreshold: threshold, Temperature: temp}
 	if s.Semantic != nil {
 		rep.Semantic = s.Semantic.Mode
+		rep.Judge = s.Semantic.Model
+	}
+	if err := s.checkJudge(model); err != nil {
+		return nil, err
+	}
+	judge := s.judge
+	if judge == nil {
+		judge = c
 	}
 	for i := range s.Cases {
 		qc := &s.Cases[i]
@@ -471,8 +576,8 @@ func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass fl
 		if qc.System != "" {
 			msgs = append(msgs, Message{Role: "system", Content: qc.System})
 		}
-		msgs = append(msgs, Message{Role: "user", Content: qc.Question})
-		r := QAResult{Name: qc.Name, Question: qc.Question}
+		msgs = append(msgs, Message{Role: "user", Content: qc.Prompt()})
+		r := QAResult{Name: qc.Name, Question: qc.Question, Method: qc.Method(s), Hash: qc.Hash()}
 		for k := 0; k < samples; k++ {
 			seed := QASeed + k
 			t0 := now()
@@ -489,7 +594,7 @@ func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass fl
 				smp.Answer = strings.TrimSpace(res.Text)
 				smp.Checks = qc.Check(res.Text)
 				if qc.Reference != "" && s.Semantic != nil {
-					ck, err := c.semanticCheck(ctx, s.Semantic, model, qc, smp.Answer, now)
+					ck, err := judge.semanticCheck(ctx, s.Semantic, qc.Question, qc.Reference, smp.Answer, now)
 					if err != nil && fatal(err) {
 						return nil, err
 					}

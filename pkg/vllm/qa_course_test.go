@@ -1,63 +1,97 @@
 package vllm
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
-// WrongAnswers are plausible wrong answers to the course's questions, each of which the old
-// case-insensitive substring checks passed ("IP" in "multiple", "NIC" in "communication",
-// "LID" in "valid"), or empty. Exported to the CLI test through vllmsim answers there.
+// courseWrong are wrong answers to the course's questions: a plausible wrong letter written
+// the ways models write one, and fluent, keyword-rich negations for the judged cases.
 var courseWrong = map[string][]string{
-	"rocev2-udp-port":      {"RoCEv2 uses TCP port 4790.", "It uses multiple IP ports, typically 4790.", ""},
-	"rocev2-encapsulation": {"RoCEv2 runs over multiple Ethernet segments at layer 2 only, so it is not routable.", "It is RDMA over TCP/IP offload engines."},
-	"roce-lossless":        {"It needs jumbo frames and a fast switch.", "Just enable flow control on the NIC."},
-	"nccl-ib-hca":          {"It sets the GID index NCCL uses for RoCE.", "NCCL_IB_HCA controls the timeout of IB verbs."},
-	"nccl-debug-transport": {"Set NCCL_DEBUG=WARN and look for errors.", "Look for INFO lines with NET/Socket."},
-	"gpudirect-rdma":       {"It enables communication between GPUs over NVLink.", "It copies GPU data through a bounce buffer in host memory to the network."},
-	"ib-subnet-manager":    {"The port is in INIT because the cable is not valid; replace it.", "INIT means the link is training; wait a minute."},
-	"roce-gid-index":       {"Use index 0 with NCCL_IB_HCA=mlx5_0.", "Any GID works."},
-	"ring-allreduce-busbw": {"Each rank sends (N-1)/N of the data; busbw equals algbw.", "It sends 2N times the data."},
+	"rocev2-udp-port":      {"The answer is (A).", "C) 4790", "**D**: it is TCP port 4791, not UDP 4791.", "It is 4791. Answer: D"},
+	"roce-lossless":        {"A. Jumbo frames.", "Answer: B", "(D) The NIC retransmits, like TCP."},
+	"nccl-net-socket":      {"B) RoCE runs over sockets.", "**C**"},
+	"ib-port-init":         {"A - a faulty cable.", "The correct option is C."},
+	"gpudirect-rdma":       {"C. It stages data through pinned host memory.", "The answer is A"},
+	"roce-gid-index":       {"A) NCCL_IB_HCA=mlx5_0:3", "I'd pick B.", "Set NCCL_IB_GID_INDEX... no wait, the answer is C."},
+	"rocev2-routable":      {"RoCEv2 does not use UDP or IP; it is a layer-2 Ethernet frame.", "It is RoCE over TCP; IP routers do not forward it."},
+	"nccl-ib-hca":          {"NCCL_IB_HCA does not select which HCAs or RDMA devices NCCL uses; it sets a timeout."},
+	"ring-allreduce-busbw": {"Each rank does not send 2(n-1)/n; it sends the whole buffer, and busbw equals algbw.", "It sends 2N times the data."},
 	"sanity-exact":         {"Lyon.", "The capital of France is Paris."},
 }
 
-// Correct answers in other words, with the typography models use: Unicode minus signs, en
-// dashes, thousands separators, plurals, other casing, full-width characters.
-var courseParaphrases = map[string][]string{
-	"rocev2-udp-port":      {"RoCE v2 packets go to UDP destination port 4,791.", "Port ４７９１ (UDP)."},
-	"rocev2-encapsulation": {"It wraps the InfiniBand transport in User Datagram Protocol over IPv4 or IPv6, so routers forward it like any L3 traffic."},
-	"roce-lossless":        {"A lossless fabric: priority-based flow control on the switches plus ECN marking for congestion control (DCQCN)."},
-	"nccl-ib-hca":          {"It specifies which InfiniBand devices (for example mlx5_0 and mlx5_1) NCCL may use.", "Restricts NCCL to the listed HCAs."},
-	"nccl-debug-transport": {"With NCCL_DEBUG=INFO the log says NET/IB when InfiniBand is used and NET/Socket when it falls back to sockets."},
-	"gpudirect-rdma":       {"It lets network adapters DMA straight into GPU memory, skipping the CPU.", "The NICs read and write GPU memory directly."},
-	"ib-subnet-manager":    {"Until a subnet manager such as OpenSM assigns it a LID and programs the routing, the port stays in INIT."},
-	"roce-gid-index":       {"Set NCCL_IB_GID_INDEX to the RoCEv2 GID, usually 3."},
-	"ring-allreduce-busbw": {"Each rank sends 2(N−1)/N times the buffer; busbw = algbw × 2(N−1)/N.", "2 (n – 1) / n of the data per rank, and bus bandwidth is algbw times 2(n-1)/n."},
+// courseRight are correct answers in other words and letter formats.
+var courseRight = map[string][]string{
+	"rocev2-udp-port":      {"The answer is (B).", "B) 4791", "**B**", "Answer: B — UDP 4791.", "b) port 4791 is wrong for VXLAN but right here: B"},
+	"roce-lossless":        {"C", "(C) PFC plus ECN for DCQCN.", "I choose C."},
+	"nccl-net-socket":      {"A. It fell back to sockets.", "The correct answer is A"},
+	"ib-port-init":         {"D) No subnet manager.", "**D** - run OpenSM."},
+	"gpudirect-rdma":       {"B", "The answer is **B**: the NIC DMAs into GPU memory."},
+	"roce-gid-index":       {"D. Set NCCL_IB_GID_INDEX to the RoCE v2 GID.", "Answer: (D)"},
+	"rocev2-routable":      {"The InfiniBand transport rides in UDP datagrams (port 4791) over IP, so layer-3 routers forward it."},
+	"nccl-ib-hca":          {"It lists the RDMA adapters NCCL may use, e.g. mlx5_0:1."},
+	"ring-allreduce-busbw": {"Each rank moves 2(N−1)/N of the buffer; busbw = algbw × 2(N−1)/N."},
 	"sanity-exact":         {" paris ", "PARIS."},
 }
 
 // TestCourseQAWrongAnswersFailParaphrasesPass is the point of the answer checks: every
-// plausible wrong answer fails its case, every correct paraphrase passes it.
+// wrong answer fails its case, every right one passes it. Judged cases are graded by
+// vllmsim.Grade, the deterministic stand-in for a judge model (not a judge itself).
 func TestCourseQAWrongAnswersFailParaphrasesPass(t *testing.T) {
 	s, err := LoadQA(courseQA(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(s.Cases) != 10 {
+		t.Fatalf("%d cases, want 10", len(s.Cases))
+	}
+	methods := map[string]int{}
 	for i := range s.Cases {
 		c := &s.Cases[i]
-		wrong, right := courseWrong[c.Name], courseParaphrases[c.Name]
+		methods[c.Method(s)]++
+		pass := func(a string) (bool, string) {
+			if f := failures(c.Check(a)); len(f) > 0 {
+				return false, strings.Join(f, "; ")
+			}
+			if c.Reference != "" {
+				g := vllmsim.Grade(fmt.Sprintf(FactualityRubric, c.Question, c.Reference, a))
+				l, _ := ExtractChoice(g, factualityClasses)
+				return (Verdict{Class: l}).Pass(), g
+			}
+			return true, ""
+		}
+		wrong, right := courseWrong[c.Name], courseRight[c.Name]
 		if len(wrong) == 0 || len(right) == 0 {
-			t.Errorf("case %s has no wrong answers or paraphrases in this test", c.Name)
+			t.Errorf("case %s has no wrong or right answers in this test", c.Name)
 		}
 		for _, a := range wrong {
-			if f := failures(c.Check(a)); len(f) == 0 {
+			if ok, _ := pass(a); ok {
 				t.Errorf("%s: wrong answer %q PASSES", c.Name, a)
 			}
 		}
 		for _, a := range right {
-			if f := failures(c.Check(a)); len(f) > 0 {
-				t.Errorf("%s: correct paraphrase %q FAILS: %s", c.Name, a, strings.Join(f, "; "))
+			if ok, why := pass(a); !ok {
+				t.Errorf("%s: right answer %q FAILS: %s", c.Name, a, why)
 			}
+		}
+	}
+	if methods["choice"] < 5 || methods["judge"] < 3 || methods["keywords"] > 1 {
+		t.Errorf("methods %v: the course file is to be multiple choice and judged, keywords a smoke test at most", methods)
+	}
+}
+
+func TestExtractChoice(t *testing.T) {
+	opts := []string{"4789", "4791", "4790", "TCP"}
+	for in, want := range map[string]string{
+		"The answer is (B)": "B", "B)": "B", "**B**": "B", "Answer: **C**": "C", "(D) TCP.": "D", "A. 4789": "A",
+		"A subnet manager assigns LIDs.": "", "Option A is wrong; the correct option is C.": "C", "It is (A) or (B).": "",
+		"It uses 4791.": "B", "The answer is E.": "", "answer is a port": "", "B": "B",
+	} {
+		if got, _ := ExtractChoice(in, opts); got != want {
+			t.Errorf("ExtractChoice(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -119,7 +153,7 @@ func TestNumbers(t *testing.T) {
 }
 
 func FuzzAnswerCheck(f *testing.F) {
-	for _, a := range append(courseWrong["ring-allreduce-busbw"], courseParaphrases["ring-allreduce-busbw"]...) {
+	for _, a := range append(courseWrong["ring-allreduce-busbw"], courseRight["ring-allreduce-busbw"]...) {
 		f.Add(a, "2(n-1)/n")
 	}
 	f.Add("ＮＥＴ／ＩＢ 4,791 -3e-2", "net/ib")

@@ -162,7 +162,7 @@ func TestQASemanticAndSamples(t *testing.T) {
 samples: 3
 temperature: 0.7
 passThreshold: 0.6
-semantic: {mode: embeddings, threshold: 0.5}
+semantic: {mode: embeddings, model: test-model, threshold: 0.5}
 cases:
   - name: port
     question: Which UDP port does RoCEv2 use?
@@ -185,7 +185,7 @@ cases:
 	}
 
 	judge, err := ParseQA("qa.yaml", []byte(`
-semantic: {mode: judge}
+semantic: {mode: judge, model: judge}
 cases:
   - name: port
     question: Which UDP port does RoCEv2 use?
@@ -194,13 +194,15 @@ cases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for verdict, pass := range map[string]bool{"PASS\nIt states port 4791.": true, "FAIL\nWrong port.": false, "Maybe.": false} {
-		_, url := start(t, vllmsim.Options{Answers: append([]vllmsim.Answer{{Match: "answer to grade", Reply: verdict}}, vllmsim.DefaultAnswers()...)})
+	for verdict, pass := range map[string]bool{"(C)\nIt states port 4791.": true, "(A) A subset.": true, "The answer is (E).": true,
+		"(D)\nWrong port.": false, `{"category": "D", "reason": "wrong port"}`: false, "Maybe.": false} {
+		_, url := start(t, vllmsim.Options{Models: []string{"test-model", "judge"}, Judges: []string{},
+			Answers: append([]vllmsim.Answer{{Match: "[submission]", Reply: verdict}}, vllmsim.DefaultAnswers()...)})
 		rep, err := newClient(t, Options{Endpoint: url}).RunQA(context.Background(), judge, "test-model", 1, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.Results[0].Pass != pass || !strings.Contains(rep.Results[0].Samples[0].Checks[0].Evidence, "judge test-model") {
+		if rep.Results[0].Pass != pass || !strings.Contains(rep.Results[0].Samples[0].Checks[0].Evidence, "judge judge: ") {
 			t.Errorf("judge %q: %+v", verdict, rep.Results[0])
 		}
 	}

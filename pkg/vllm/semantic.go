@@ -9,51 +9,100 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
 )
 
-// JudgeRubric is the fixed instruction of the judge mode. It is part of the check's
-// definition: changing it changes what a pass means, so it is a constant, not a setting.
-const JudgeRubric = `You grade an answer to a technical question against a reference answer.
-The answer PASSES when it states the facts of the reference answer, in any wording, and
-states nothing that contradicts them. It FAILS when a fact of the reference is missing or
-wrong, or when it contradicts the reference. Extra correct detail does not matter.
-Reply with one word on the first line, PASS or FAIL, then one sentence saying why.`
+// FactualityRubric is the judge's instruction: OpenAI evals' fact-comparison template
+// (evals/registry/modelgraded/fact.yaml), which promptfoo's `factuality` assertion uses too.
+// It is part of the check's definition: changing it changes what a pass means, so it is a
+// constant, not a setting. The judge classifies the submission against the expert answer;
+// (D), a disagreement, fails, every other class passes.
+const FactualityRubric = `You are comparing a submitted answer to an expert answer on a given question. Here is the data:
+[BEGIN DATA]
+************
+[Question]: %s
+************
+[Expert]: %s
+************
+[Submission]: %s
+************
+[END DATA]
 
-// semanticCheck compares answer with the case's reference answer as the suite says.
-func (c *Client) semanticCheck(ctx context.Context, sm *QASemantic, model string, qc *QACase, answer string, now func() time.Time) (QACheck, error) {
-	ck := QACheck{Kind: "semantic", Expect: fmt.Sprintf("%s like %q", sm.Mode, qc.Reference)}
-	judge := sm.Model
-	if judge == "" {
-		judge = model
+Compare the factual content of the submitted answer with the expert answer. Ignore any differences in style, grammar, or punctuation.
+The submitted answer may either be a subset or superset of the expert answer, or it may conflict with it. Determine which case applies. Answer the question by selecting one of the following options:
+(A) The submitted answer is a subset of the expert answer and is fully consistent with it.
+(B) The submitted answer is a superset of the expert answer and is fully consistent with it.
+(C) The submitted answer contains all the same details as the expert answer.
+(D) There is a disagreement between the submitted answer and the expert answer.
+(E) The answers differ, but these differences don't matter from the perspective of factuality.
+Reply with the letter of your choice in parentheses on the first line, e.g. (C), then one sentence saying why.`
+
+// factualityClasses are the rubric's options, for reading the judge's letter.
+var factualityClasses = []string{"subset", "superset", "same", "disagrees", "differs, not in facts"}
+
+// Verdict is a judge's classification of an answer against a reference answer.
+type Verdict struct {
+	Class  string // A..E; "" when the judge gave none
+	Reason string // the judge's reply on one line
+}
+
+// Pass is the rubric's verdict: every class but (D) disagreement passes; no class fails.
+func (v Verdict) Pass() bool { return v.Class != "" && v.Class != "D" }
+
+func (v Verdict) String() string {
+	if v.Class == "" {
+		return "no verdict (A-E): " + v.Reason
 	}
+	return fmt.Sprintf("(%s) %s: %s", v.Class, factualityClasses[v.Class[0]-'A'], v.Reason)
+}
+
+var judgeCategory = lazyre.New(`"category"\s*:\s*"([A-E])"`)
+
+// Judge asks model (greedily) to classify answer against reference by the fact-comparison
+// rubric.
+func (c *Client) Judge(ctx context.Context, model, question, reference, answer string, now func() time.Time) (Verdict, error) {
+	zero, seed := 0.0, QASeed
+	prompt := fmt.Sprintf(FactualityRubric, question, reference, answer)
+	res, err := c.Chat(ctx, ChatRequest{Model: model, MaxTokens: 128, Temperature: &zero, Seed: &seed, Extra: map[string]any{"top_p": 1, "top_k": -1},
+		Messages: []Message{{Role: "user", Content: prompt}}}, now)
+	if err != nil {
+		return Verdict{}, err
+	}
+	text := strings.TrimSpace(res.Text)
+	v := Verdict{Reason: oneLineText(text, 200)}
+	if m := judgeCategory().FindStringSubmatch(text); m != nil {
+		v.Class = m[1]
+	} else {
+		v.Class, _ = ExtractChoice(text, factualityClasses)
+	}
+	return v, nil
+}
+
+// semanticCheck compares answer with the reference answer as the suite says; c is the
+// judge's (or embedding model's) server.
+func (c *Client) semanticCheck(ctx context.Context, sm *QASemantic, question, reference, answer string, now func() time.Time) (QACheck, error) {
+	ck := QACheck{Kind: "semantic", Expect: fmt.Sprintf("%s like %q", sm.Mode, oneLineText(reference, 80))}
 	switch sm.Mode {
 	case SemanticEmbeddings:
-		vs, err := c.Embeddings(ctx, judge, []string{qc.Reference, answer})
+		vs, err := c.Embeddings(ctx, sm.Model, []string{reference, answer})
 		if err != nil {
 			ck.Evidence = "embeddings failed: " + err.Error()
 			return ck, err
 		}
 		sim := cosine(vs[0], vs[1])
 		ck.Pass = sim >= sm.Threshold
-		ck.Evidence = fmt.Sprintf("cosine similarity %.3f (threshold %.2f, model %s)", sim, sm.Threshold, judge)
+		ck.Evidence = fmt.Sprintf("cosine similarity %.3f (threshold %.2f, model %s)", sim, sm.Threshold, sm.Model)
 		return ck, nil
 	default:
-		zero, seed := 0.0, QASeed
-		prompt := fmt.Sprintf("Question:\n%s\n\nReference answer:\n%s\n\nAnswer to grade:\n%s", qc.Question, qc.Reference, answer)
-		res, err := c.Chat(ctx, ChatRequest{Model: judge, MaxTokens: 64, Temperature: &zero, Seed: &seed, Extra: map[string]any{"top_p": 1, "top_k": -1},
-			Messages: []Message{{Role: "system", Content: JudgeRubric}, {Role: "user", Content: prompt}}}, now)
+		ck.Expect = fmt.Sprintf("judged against %q", oneLineText(reference, 80))
+		v, err := c.Judge(ctx, sm.Model, question, reference, answer, now)
 		if err != nil {
 			ck.Evidence = "the judge failed: " + err.Error()
 			return ck, err
 		}
-		verdict := strings.TrimSpace(res.Text)
-		first := strings.ToUpper(strings.Trim(strings.SplitN(strings.TrimSpace(verdict), "\n", 2)[0], " .:*"))
-		first = strings.Fields(first + " ?")[0]
-		ck.Pass = first == "PASS"
-		if first != "PASS" && first != "FAIL" {
-			verdict = "no PASS/FAIL verdict: " + verdict
-		}
-		ck.Evidence = fmt.Sprintf("judge %s: %s", judge, oneLineText(verdict, 200))
+		ck.Pass = v.Pass()
+		ck.Evidence = fmt.Sprintf("judge %s: %s", sm.Model, v)
 		return ck, nil
 	}
 }

@@ -159,7 +159,7 @@ func TestIntegrationServeFlow(t *testing.T) {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	golden := filepath.Join(filepath.Dir(file), "..", "..", "..", "recipes", "qa", "course-qa.yaml")
-	if code, out, errs = run("chat", "test", "--golden", golden); code != 0 || !strings.Contains(out, "10/10 passed") || !strings.Contains(out, "number 4791: ") {
+	if code, out, errs = run("chat", "test", "--golden", golden); code != 0 || !strings.Contains(out, "10/10 passed") || !strings.Contains(out, "choice B (4791): The answer is (B)") || !strings.Contains(out, "(C) same") {
 		t.Fatalf("ain chat test: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = run("bench", "serve", "--requests", "20", "--concurrency", "4", "--input-len", "32", "--output-len", "16", "--ignore-eos", "-o", "json")

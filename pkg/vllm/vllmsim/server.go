@@ -37,6 +37,10 @@ type Options struct {
 	// Answers maps a case-insensitive substring of the last user message to the reply. The
 	// first match in list order wins; nil means DefaultAnswers.
 	Answers []Answer
+	// Judges are model names answered as judges (not listed in /v1/models): a request to one
+	// is graded by a deterministic stand-in for a judge model (judge.go). nil means
+	// [CourseJudge], the judge the course's answer checks name; empty: none.
+	Judges []string
 	// Fallback is the reply when no answer matches; default "I am a simulated model server."
 	Fallback string
 	// FirstTokenDelay is the time from receiving a request to its first chunk (prefill).
@@ -103,9 +107,21 @@ type Answer struct {
 }
 
 // DefaultAnswers are canned replies to the course's example questions
-// (recipes/qa/course-qa.yaml), so the example answer checks pass against the simulation.
+// (recipes/qa/course-qa.yaml), so the example answer checks pass against the simulation: it
+// is the sandbox's right-answer server. The multiple-choice replies pick the right letter in
+// the ways models write it; the free-form ones state the reference's facts in other words.
+// Older, shorter questions (`ain chat "Which UDP port does RoCEv2 use?"`) follow.
 func DefaultAnswers() []Answer {
 	return []Answer{
+		{"which udp destination port", "The answer is (B): RoCEv2 packets go to UDP destination port 4791."},
+		{"made lossless", "C) Priority Flow Control on the RoCE class keeps it lossless, and ECN marks drive DCQCN."},
+		{`shows "net/socket"`, "**A** - NCCL could not use the IB/RoCE transport and fell back to TCP sockets."},
+		{"logical state stays init", "Answer: D. Without a subnet manager the port gets no LID and never becomes active."},
+		{"what does gpudirect rdma do?\n", "B. The NIC reads and writes GPU memory directly over PCIe."},
+		{"rocev2 gid of a nic", "I would choose D: point NCCL_IB_GID_INDEX at the RoCE v2 entry from show_gids."},
+		{"why is it routable", "RDMA over Converged Ethernet v2 puts the InfiniBand transport into UDP datagrams (destination port 4791) on top of IP, so layer-3 routers forward it between subnets like any IP traffic."},
+		{"variable nccl_ib_hca", "It lists the RDMA adapters NCCL may use for its network transport, e.g. mlx5_0:1 for port 1 of the first HCA."},
+		{"ring allreduce send per rank", "Every rank moves 2(N-1)/N times the buffer; busbw = algbw * 2(N-1)/N, where algbw is the size over the time."},
 		{"gid index", "Use the GID whose type is RoCE v2, often index 3; set it with NCCL_IB_GID_INDEX=3."},
 		{"udp", "RoCEv2 carries InfiniBand transport packets in UDP/IP; the destination UDP port is 4791."},
 		{"rocev2", "RoCEv2 (RDMA over Converged Ethernet version 2) encapsulates the InfiniBand transport in UDP/IP, so it is routable across layer 3."},
@@ -142,6 +158,9 @@ func NewServer(opts Options) *Server {
 	}
 	if opts.Answers == nil {
 		opts.Answers = DefaultAnswers()
+	}
+	if opts.Judges == nil {
+		opts.Judges = []string{CourseJudge}
 	}
 	if opts.Fallback == "" {
 		opts.Fallback = "I am a simulated model server."
@@ -333,7 +352,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
 		return
 	}
-	if !s.serves(req.Model) {
+	if !s.serves(req.Model) && !s.judges(req.Model) {
 		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
 		return
 	}
@@ -380,6 +399,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.MaxTokens != nil {
 		maxTok = *req.MaxTokens
+	}
+	if s.judges(req.Model) {
+		last = "\x00judge\x00" + last
 	}
 	toks, finish := s.tokens(last, maxTok, req.IgnoreEOS)
 	var thinking []string
@@ -554,7 +576,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) tokens(question string, maxTok int, ignoreEOS bool) ([]string, string) {
 	reply := s.opts.Fallback
 	q := strings.ToLower(question)
+	if j, ok := strings.CutPrefix(question, "\x00judge\x00"); ok {
+		reply, q = Grade(j), ""
+	}
 	for _, a := range s.opts.Answers {
+		if q == "" {
+			break
+		}
 		if strings.Contains(q, strings.ToLower(a.Match)) {
 			reply = a.Reply
 			break
@@ -633,6 +661,15 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model,
 		"usage": map[string]int{"prompt_tokens": len(inputs), "total_tokens": len(inputs)}})
+}
+
+func (s *Server) judges(model string) bool {
+	for _, m := range s.opts.Judges {
+		if m == model {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) serves(model string) bool {
