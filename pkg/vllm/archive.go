@@ -131,10 +131,12 @@ const (
 
 // QAChange is one case's answer compared with its archived answer.
 type QAChange struct {
-	Name       string `json:"name"`
-	Status     string `json:"status"`
-	Before     string `json:"before,omitempty"`
-	After      string `json:"after,omitempty"`
+	Name   string `json:"name"`
+	Status string `json:"status"` // one of the Change* words
+	// Before and After are the archived and the new answer.
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+	// Verdict is the judge's, when one compared the two; Regression marks a change that fails.
 	Verdict    string `json:"verdict,omitempty"`
 	Regression bool   `json:"regression"`
 }
