@@ -12,7 +12,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
-// The course file's answer checks tell a right answer from a fluent wrong one (issue 28,
+// The course file's answer checks tell a right answer from a fluent wrong one (course
 // 12.3.4). Three servers, all httptest on 127.0.0.1 speaking OpenAI chat completions:
 //   - the wrong-answer server: fluent, keyword-rich negations for free-form questions, a
 //     plausible wrong letter (a real misconception) for multiple-choice ones;

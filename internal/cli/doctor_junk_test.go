@@ -43,7 +43,7 @@ func TestDoctorLauncherJunk(t *testing.T) {
 }
 
 // TestDoctorWrongInputNotOK: text that is no launcher log (the README) and an NCCL log that does
-// not say its transport are not verdicts of health (issue 32: "OK: healthy" and "OK: transport
+// not say its transport are not verdicts of health (before: "OK: healthy" and "OK: transport
 // unknown", exit 0): each says what the input is not, with exit 5.
 func TestDoctorWrongInputNotOK(t *testing.T) {
 	code, out, errb := runDoctorCLI(t, "", "doctor", "launcher", filepath.Join("..", "..", "README.md"))

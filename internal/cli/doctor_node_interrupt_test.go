@@ -53,7 +53,7 @@ func fakeProbeAPI(t *testing.T, interrupt func()) (string, *atomic.Int32) {
 }
 
 // TestDoctorNodeProbeInterrupted: Ctrl-C while doctor topo --node or doctor counters --node runs
-// its probe pod is exit 130 with profile detect's words (issue 32: a probe failure, exit 1, or a
+// its probe pod is exit 130 with profile detect's words (before: a probe failure, exit 1, or a
 // bare "context canceled", with a hint to run nvidia-smi by hand); before the probe pod exists it
 // says nothing was left.
 func TestDoctorNodeProbeInterrupted(t *testing.T) {

@@ -128,7 +128,7 @@ func TestProbeImageEnvChecked(t *testing.T) {
 }
 
 // TestSandboxCountsAndNamespaceRefused: --nodes 0 started the default 3 nodes and -n "BAD NS"
-// was taken as given (issue 32); both are usage errors naming the flag and what it takes, before
+// was taken as given; both are usage errors naming the flag and what it takes, before
 // anything runs (no sandbox, no cluster here).
 func TestSandboxCountsAndNamespaceRefused(t *testing.T) {
 	for _, c := range []struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
-// Issue 27 item 8: a digit-first name is refused where a controller derives a DNS-1035 label
+// A digit-first name is refused where a controller derives a DNS-1035 label
 // from it (mpi-operator worker hostnames, PyTorchJob Services, TrainJob), and accepted by the
 // v1 MPIJob, which derives none.
 func TestDigitFirstJobName(t *testing.T) {
@@ -36,7 +36,7 @@ func TestDigitFirstJobName(t *testing.T) {
 	}
 }
 
-// Issue 27 item 9: the longest name each API takes, from the names its controllers derive. On
+// The longest name each API takes, from the names its controllers derive. On
 // a TrainJob the JobSet's longest pod is <name>-launcher-0-0-abcde (MPI: 19 more characters)
 // or <name>-node-0-<nodes-1>-abcde (torch), which JobSet's webhook wants within 63.
 func TestJobNameLengthPerAPI(t *testing.T) {

@@ -22,7 +22,7 @@ func trainingRuntime(t *testing.T, name string, sets ...string) *trainer.Trainin
 	return rt
 }
 
-// Issue 27 item 10: runPolicy.ttlSecondsAfterFinished reaches the JobSet the Trainer builds
+// runPolicy.ttlSecondsAfterFinished reaches the JobSet the Trainer builds
 // (through the runtime's template: a TrainJob has no TTL field), for torch and MPI recipes.
 func TestTrainJobTTL(t *testing.T) {
 	for _, name := range []string{"qlora", "allreduce"} {
@@ -36,7 +36,7 @@ func TestTrainJobTTL(t *testing.T) {
 	}
 }
 
-// Issue 27 item 13: the MPI TrainJob's launcher opts out of the node's GPUs as the kubeflow MPI
+// The MPI TrainJob's launcher opts out of the node's GPUs as the kubeflow MPI
 // operators' launchers do (NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES empty, last so
 // that they win over the recipe's env); the workers, which hold the GPUs, do not.
 func TestTrainJobLauncherGPUOptOut(t *testing.T) {
@@ -63,7 +63,7 @@ func TestTrainJobLauncherGPUOptOut(t *testing.T) {
 	}
 }
 
-// Issue 27 item 16: qlora-merge (one pod, no GPU) on a profile that selects and tolerates GPU
+// qlora-merge (one pod, no GPU) on a profile that selects and tolerates GPU
 // nodes: no nodeSelector (it picks GPU nodes), no NCCL env (no NCCL without a GPU), the
 // tolerations kept (they allow a node, never require one: as for the MPI launcher); qlora's
 // ranks keep all three. On every API that runs a training recipe.
@@ -113,7 +113,7 @@ func podSpecs(t *testing.T, b *Bundle) []corev1.PodSpec {
 	return out
 }
 
-// Issue 27 item 15: with gang scheduling on, a torch TrainJob's runtime asks the Trainer for a
+// With gang scheduling on, a torch TrainJob's runtime asks the Trainer for a
 // PodGroup of the served gang scheduler (Volcano, with its schedulerName; coscheduling, with the
 // scheduleTimeoutSeconds the Trainer dereferences); an MPI TrainJob gets none (the launcher
 // would be counted and created only after the workers are Ready), nor does Kueue alone.

@@ -1,6 +1,6 @@
 // Package podrun runs a pod's first container as a real process on this machine, the way a
 // kubelet and a container runtime would, as far as a machine without container images allows
-// (issue 30, first brick; docs/sandbox-real-pods.md):
+// (a first brick of real pods for the sandbox; docs/sandbox-real-pods.md):
 //
 //   - network: a network namespace of its own (ip netns) with lo up and eth0, one end of a veth
 //     whose other end is on a bridge (Network) shared by the pods of a small cluster, at the pod
