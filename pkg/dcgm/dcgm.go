@@ -29,7 +29,6 @@ package dcgm
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -147,12 +146,16 @@ type Sample struct {
 	Series int `json:"series"`
 }
 
-// ErrNoDCGM is a page with no DCGM_ series at all: not dcgm-exporter's output.
-var ErrNoDCGM = errors.New("no DCGM metrics (DCGM_FI_*) in it")
+// FormatError is an input that is not the Prometheus text format (an HTML page, JSON from
+// Prometheus's query API, a truncated line): expfmt's error, with its line.
+type FormatError struct{ Err error }
+
+func (e *FormatError) Error() string { return "not the Prometheus text format: " + e.Err.Error() }
+func (e *FormatError) Unwrap() error { return e.Err }
 
 // Parse reads one dcgm-exporter page (at most MaxInput bytes). A page that is not the Prometheus
-// text format is the parser's error (its line); one in that format without any DCGM_ series
-// parses to a Sample with Series 0, which the caller reports (ErrNoDCGM says so).
+// text format is a *FormatError; one in that format without any DCGM_ series parses to a Sample
+// with Series 0, which the caller reports.
 func Parse(r io.Reader) (*Sample, error) {
 	b, err := input.ReadAll(r, "input", MaxInput)
 	if err != nil {
@@ -161,7 +164,7 @@ func Parse(r io.Reader) (*Sample, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
 	if err != nil {
-		return nil, err
+		return nil, &FormatError{err}
 	}
 	return fromFamilies(fams), nil
 }
@@ -208,8 +211,14 @@ func fromFamilies(fams map[string]*dto.MetricFamily) *Sample {
 			set(&s.GPUs[i], name, v)
 		}
 	}
-	sort.SliceStable(s.GPUs, func(i, j int) bool {
-		a, b := &s.GPUs[i], &s.GPUs[j]
+	sortGPUs(s.GPUs)
+	return s
+}
+
+// sortGPUs orders GPUs by host, index (numerically), MIG instance and pod.
+func sortGPUs(gpus []GPU) {
+	sort.SliceStable(gpus, func(i, j int) bool {
+		a, b := &gpus[i], &gpus[j]
 		if a.Host != b.Host {
 			return a.Host < b.Host
 		}
@@ -226,7 +235,6 @@ func fromFamilies(fams map[string]*dto.MetricFamily) *Sample {
 		}
 		return a.PodName() < b.PodName()
 	})
-	return s
 }
 
 func set(g *GPU, field string, v float64) {

@@ -83,12 +83,12 @@ var xidMeanings = map[int64]struct{ what, fix string }{
 // XIDMeaning is the catalog's short meaning of a well-known XID, or "" for another.
 func XIDMeaning(xid int64) string { return xidMeanings[xid].what }
 
-// Analyze gives the verdicts on a sample (or several, one per node, merged).
+// Analyze gives the verdicts on the GPUs of a sample (or of several, one per node, merged); the
+// report holds them sorted by host, index, MIG instance and pod.
 func Analyze(gpus []GPU) *Report {
+	gpus = append([]GPU{}, gpus...)
+	sortGPUs(gpus)
 	r := &Report{GPUs: gpus, Problems: []Problem{}}
-	if r.GPUs == nil {
-		r.GPUs = []GPU{}
-	}
 	hosts := map[string]bool{}
 	for i := range gpus {
 		hosts[gpus[i].Host] = true
