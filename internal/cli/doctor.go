@@ -31,7 +31,7 @@ const doctorExitNote = "Exit status: 0 when nothing is wrong, 5 (check failed) w
 func (a *App) doctorCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "doctor",
-		Usage: "diagnose NCCL logs, InfiniBand/RoCE port state, MPI launcher logs and hangs (offline, on files or stdin)",
+		Usage: "diagnose NCCL logs, InfiniBand/RoCE port state, MPI launcher logs, hangs and GPU metrics (offline, on files or stdin)",
 		Description: "Each subcommand prints a verdict first, then the evidence lines (file:line) and a concrete fix.\n" +
 			"-o json gives the same as a stable JSON object for scripts and CI.\n\n" + doctorExitNote,
 		Subcommands: []*ucli.Command{
@@ -41,6 +41,7 @@ func (a *App) doctorCommand() *ucli.Command {
 			a.doctorHangCommand(),
 			a.doctorTopoCommand(),
 			a.doctorCountersCommand(),
+			a.doctorGPUCommand(),
 		},
 	}
 }

@@ -19,6 +19,7 @@ var offlineReaders = [][]string{
 	{"doctor", "counters", "-"},
 	{"doctor", "hang", "-"},
 	{"doctor", "topo", "-"},
+	{"doctor", "gpu", "-"},
 	{"bench", "parse", "-"},
 	{"train", "compare", "-", "run.log"},
 }
@@ -88,6 +89,7 @@ func TestOfflineInputsBounded(t *testing.T) {
 		{[]string{"doctor", "ib-ports", long}, 1, "error: " + long + ": line 1 is longer than 1 MiB"},
 		{[]string{"doctor", "counters", long}, 1, "error: " + long + ": line 1 is longer than 1 MiB"},
 		{[]string{"doctor", "topo", "/dev/zero"}, 1, "error: /dev/zero is larger than 16 MiB"},
+		{[]string{"doctor", "gpu", "/dev/zero"}, 1, "error: /dev/zero is larger than 64 MiB"},
 		{[]string{"render", "-f", "/dev/zero"}, 2, "error: recipe file /dev/zero is larger than 4 MiB"},
 		{[]string{"render", "qlora", "--profile", "/dev/zero"}, 2, "error: profile /dev/zero is larger than 4 MiB"},
 	} {

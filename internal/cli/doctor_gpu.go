@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/dcgm"
+)
+
+// dcgmPageHint says what doctor gpu reads and how to save it.
+const dcgmPageHint = "give dcgm-exporter's /metrics page (Prometheus text format, lines such as " +
+	`DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-...",...} 97), one file per node: ` +
+	"kubectl -n gpu-operator get pods -l app=nvidia-dcgm-exporter -o wide lists the exporter pods; save one with " +
+	"kubectl get --raw /api/v1/namespaces/gpu-operator/pods/POD:9400/proxy/metrics > NODE.prom"
+
+// doctorGPUDescription is doctor gpu's help text.
+var doctorGPUDescription = "Reads the Prometheus text exposition of NVIDIA's dcgm-exporter (the GPU Operator's nvidia-dcgm-exporter,\n" +
+	"port 9400) with the Prometheus project's parser, and prints per GPU (and per pod, from the exporter's pod,\n" +
+	"namespace and container labels) the key DCGM fields: DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE,\n" +
+	"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, DCGM_FI_DEV_FB_USED/FREE, DCGM_FI_DEV_POWER_USAGE, DCGM_FI_DEV_GPU_TEMP,\n" +
+	"DCGM_FI_DEV_CLOCKS_EVENT_REASONS (or the older DCGM_FI_DEV_CLOCK_THROTTLE_REASONS), DCGM_FI_DEV_XID_ERRORS,\n" +
+	"DCGM_FI_PROF_NVLINK_TX/RX_BYTES and DCGM_FI_PROF_PCIE_TX/RX_BYTES. Fields the exporter does not collect show -.\n" +
+	"Problems, each naming the host, GPU and pod with what to do: an XID (with its meaning from NVIDIA's Xid\n" +
+	"catalog for the well-known ones), clocks throttled by heat, a hardware slowdown or a power brake (a power cap\n" +
+	"alone is a warning), a rank's GPU idle (<=5%) while GPUs of the same job (namespace and pod name without its\n" +
+	"rank and role) work (>=50%), and a GPU a pod holds at 0%. A page is one moment: sample again before acting\n" +
+	"on an idle GPU. An input with no DCGM metrics (not the text format, or another exporter's page) fails\n" +
+	"the check too (5): no GPU was seen, and the message says what to give. An input over " + fmt.Sprint(dcgm.MaxInput>>20) + " MiB is refused (1)."
+
+func (a *App) doctorGPUCommand() *ucli.Command {
+	return a.fileDoctor("gpu", "per GPU and pod: utilisation, SM/tensor activity, memory, power, heat, throttling, XIDs, NVLink/PCIe",
+		"FILE... (dcgm-exporter's /metrics page, one per node, or Prometheus /federate output; - for stdin)",
+		doctorGPUDescription, a.runDoctorGPU, nil)
+}
+
+func (a *App) runDoctorGPU(ctx context.Context, o *doctorOptions) error {
+	if err := o.validate(1, 0, "dcgm-exporter's /metrics page(s)"); err != nil {
+		return err
+	}
+	var gpus []dcgm.GPU
+	for _, name := range o.Files {
+		s, err := parseInput(ctx, a, name, dcgm.Parse)
+		var fe *dcgm.FormatError
+		if errors.As(err, &fe) {
+			return ainerr.New(ainerr.CheckFailed, err, dcgmPageHint)
+		}
+		if err != nil {
+			return err
+		}
+		if s.Series == 0 {
+			return ainerr.New(ainerr.CheckFailed, fmt.Errorf("%s: no DCGM metrics (DCGM_FI_*) in it: no GPU seen", inputName(name)), dcgmPageHint)
+		}
+		gpus = append(gpus, s.GPUs...)
+	}
+	r := dcgm.Analyze(gpus)
+	return a.verdict(o.Output, r, func() error { a.printGPUReport(r); return nil }, r.OK)
+}
+
+func (a *App) printGPUReport(r *dcgm.Report) {
+	w := a.Streams.Out
+	fmt.Fprintf(w, "%s: %s\n\n", map[bool]string{true: "OK", false: "PROBLEM"}[r.OK], r.Summary)
+	rows := make([][]string, len(r.GPUs))
+	for i := range r.GPUs {
+		rows[i] = gpuRow(&r.GPUs[i])
+	}
+	a.table([]string{"HOST", "GPU", "POD", "UTIL", "SM", "TENSOR", "FB USED/FREE GiB", "POWER", "TEMP", "CLOCK EVENTS", "XID", "NVLINK TX/RX GB/s", "PCIE TX/RX GB/s"}, rows)
+	if len(r.Problems) > 0 {
+		fmt.Fprintln(w, "\nproblems:")
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "  %s %s: %s\n    fix: %s\n", strings.ToUpper(p.Severity), p.GPU, p.What, p.Fix)
+	}
+}
+
+// gpuRow is a GPU's line in the table; - for what the page does not have.
+func gpuRow(g *dcgm.GPU) []string {
+	id := g.GPU
+	if g.MIGID != "" {
+		id += "/" + g.MIGID
+	}
+	fb, clocks, xid := "-", "-", "-"
+	if g.FBUsedMiB != nil && g.FBFreeMiB != nil {
+		fb = fmt.Sprintf("%.1f/%.1f", *g.FBUsedMiB/1024, *g.FBFreeMiB/1024)
+	}
+	if len(g.ClockReasons) > 0 {
+		clocks = strings.Join(g.ClockReasons, ",")
+	}
+	if g.XID != nil {
+		xid = fmt.Sprint(*g.XID)
+	}
+	return []string{orDash(g.Host), id, orDash(g.PodName()),
+		num(g.UtilPct, 1, "%.0f%%"), num(g.SMActive, 100, "%.0f%%"), num(g.TensorActive, 100, "%.0f%%"), fb,
+		num(g.PowerW, 1, "%.0f W"), num(g.TempC, 1, "%.0f C"), clocks, xid,
+		pair(g.NVLinkTxBps, g.NVLinkRxBps), pair(g.PCIeTxBps, g.PCIeRxBps)}
+}
+
+// num prints v*scale with format, or - when absent.
+func num(v *float64, scale float64, format string) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *v*scale)
+}
+
+// pair prints two byte rates in GB/s as TX/RX.
+func pair(tx, rx *float64) string {
+	if tx == nil && rx == nil {
+		return "-"
+	}
+	return num(tx, 1e-9, "%.1f") + "/" + num(rx, 1e-9, "%.1f")
+}
