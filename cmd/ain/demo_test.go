@@ -29,7 +29,12 @@ func TestDemoFlow(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ain demo: exit %d, want 0", code)
 	}
-	for _, want := range []string{"SIMULATED", "steps passed", "ain train qlora", "ain bench allreduce --algo all", "ain doctor topo --node gpu-node-1", "layout", "ain bench rdma", "COURSE 10.6.1", "3-node NCCL busbw", "TCP baseline (this run)", "ain chat test", "ain release --yes", "ain sandbox down"} {
+	// The fabric is detected first and the benches run on what was found: no line-rate mismatch
+	// between the profile and the ports on a healthy sandbox.
+	if strings.Contains(out+errOut, "LINE RATE MISMATCH") {
+		t.Error("the demo's benches disagree with the sandbox's ports (LINE RATE MISMATCH)")
+	}
+	for _, want := range []string{"SIMULATED", "steps passed", "ain profile detect", "lineRate: 200Gb", "ain train qlora", "ain bench allreduce --algo all", "ain doctor topo --node gpu-node-1", "layout", "ain bench rdma", "COURSE 10.6.1", "3-node NCCL busbw", "TCP baseline (this run)", "ain chat test", "ain release --yes", "ain sandbox down"} {
 		if !strings.Contains(out+errOut, want) {
 			t.Errorf("the demo output lacks %q", want)
 		}

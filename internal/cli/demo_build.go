@@ -116,9 +116,9 @@ func demoOfflineSteps(out string) ([]demoStep, error) {
 	}
 	fixed := func(args ...string) func() []string { return func() []string { return args } }
 	return []demoStep{
-		{"what each field of the QLoRA recipe means (12.2)", fixed("recipes", "show", "qlora"), false},
-		{"the Kubernetes objects it becomes, no cluster needed (12.2.1)", fixed("render", "qlora"), false},
-		{"NCCL's cost model: ring vs tree on 3 nodes x 8 GPUs, 400 Gb/s (10.4)", fixed("bench", "model", "--nodes", "3", "--gpus-per-node", "8", "--link", "400Gb"), false},
-		{"doctor on a recorded NCCL log of one rank: which transport it really used (10.6)", fixed("doctor", "nccl-log", logFile), false},
+		{"what each field of the QLoRA recipe means (12.2)", fixed("recipes", "show", "qlora"), false, ""},
+		{"the Kubernetes objects it becomes, no cluster needed (12.2.1)", fixed("render", "qlora"), false, ""},
+		{"NCCL's cost model: ring vs tree on 3 nodes x 8 GPUs, 400 Gb/s (10.4)", fixed("bench", "model", "--nodes", "3", "--gpus-per-node", "8", "--link", "400Gb"), false, ""},
+		{"doctor on a recorded NCCL log of one rank: which transport it really used (10.6)", fixed("doctor", "nccl-log", logFile), false, ""},
 	}, nil
 }
