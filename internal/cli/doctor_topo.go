@@ -9,8 +9,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/topo"
@@ -89,9 +87,28 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 	if o.Image == "" && (opts.ProbeImage == "" || opts.ProbeImage == preflight.DefaultProbeImage) {
 		opts.ProbeImage = preflight.DefaultTopologyImage
 	}
-	q := np.node.Status.Allocatable[corev1.ResourceName(np.profile.Spec.GPUResource)]
-	fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, q.Value(), opts.ProbeImage)
-	out, err := preflight.ProbeTopology(ctx, opts, o.Node, q.Value())
+	gpu := np.profile.Spec.GPUResource
+	use, err := preflight.UseOnNode(ctx, opts, np.node, gpu)
+	if err != nil {
+		if ierr := probeInterrupted(ctx, false); ierr != nil {
+			return ierr
+		}
+		return ainerr.New(ainerr.Failure, fmt.Errorf("reading the pods on %s: %w", o.Node, err),
+			"run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE")
+	}
+	gpus := use.Free()
+	switch {
+	case use.Allocatable > 0 && gpus == 0:
+		// A probe pod asking for GPUs the node has given away is refused by the kubelet.
+		return ainerr.New(ainerr.Failure, fmt.Errorf("all %d %s of %s are held by running pods (%s): a probe pod would get none, and nvidia-smi shows only the GPUs its pod holds",
+			use.Allocatable, gpu, o.Node, strings.Join(use.Holders, ", ")), "run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE; or probe again when the node is free")
+	case gpus < use.Allocatable:
+		fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding the %d free GPU(s) of %d (%s hold the rest): the matrix shows only those (image %s)\n",
+			o.Node, gpus, use.Allocatable, strings.Join(use.Holders, ", "), opts.ProbeImage)
+	default:
+		fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, gpus, opts.ProbeImage)
+	}
+	out, err := preflight.ProbeTopology(ctx, opts, o.Node, gpus)
 	if ierr := probeInterrupted(ctx, true); ierr != nil {
 		return ierr
 	}

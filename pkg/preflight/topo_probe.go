@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TopologyCommand is what the topology probe runs on a GPU node.
@@ -46,4 +47,48 @@ func ProbeTopology(ctx context.Context, o Options, node string, gpus int64) ([]b
 		return out.log, fmt.Errorf("probe pod %s failed (is nvidia-smi in the image %s, and the NVIDIA container toolkit on the node?)", out.pod.Name, o.ProbeImage)
 	}
 	return out.log, nil
+}
+
+// NodeUse is how much of a node's extended resource (its GPUs) the pods bound to it request.
+type NodeUse struct {
+	Allocatable int64
+	Requested   int64
+	// Holders are the pods holding some ("namespace/name"), for the message.
+	Holders []string
+}
+
+// Free is what a new pod can still get.
+func (u NodeUse) Free() int64 { return max(u.Allocatable-u.Requested, 0) }
+
+// UseOnNode sums the requests of resource by the pods bound to node that are not finished, the
+// way the scheduler counts a pod (the larger of its containers' sum and its largest init
+// container): a probe pod asking for more than is left is refused by the kubelet (OutOfnvidia.com/gpu),
+// so the topology probe asks for what is free.
+func UseOnNode(ctx context.Context, o Options, node *corev1.Node, resourceName string) (NodeUse, error) {
+	rn := corev1.ResourceName(resourceName)
+	q := node.Status.Allocatable[rn]
+	u := NodeUse{Allocatable: q.Value()}
+	pods, err := o.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
+	if err != nil {
+		return u, err
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var sum, initMax int64
+		for _, c := range p.Spec.Containers {
+			r := c.Resources.Requests[rn]
+			sum += r.Value()
+		}
+		for _, c := range p.Spec.InitContainers {
+			r := c.Resources.Requests[rn]
+			initMax = max(initMax, r.Value())
+		}
+		if n := max(sum, initMax); n > 0 {
+			u.Requested += n
+			u.Holders = append(u.Holders, p.Namespace+"/"+p.Name)
+		}
+	}
+	return u, nil
 }
