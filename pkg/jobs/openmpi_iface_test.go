@@ -75,3 +75,38 @@ func TestMPIRunUserMCA(t *testing.T) {
 		t.Errorf("TrainJob with the recipe's plm_rsh_args: %v", err)
 	}
 }
+
+// The QLoRA command, run by a real sh with stand-ins for python, pip and torchrun: without
+// bitsandbytes and without a route to PyPI it ends at once, naming the fix; with pip working it
+// installs and execs torchrun with the recipe's arguments.
+func TestQLoRACommandAirGapped(t *testing.T) {
+	progs := testenv.Programs(t, "sh")
+	cmd := loadRecipe(t, "qlora").Training.Command
+	if len(cmd) < 4 || cmd[0] != "sh" || cmd[1] != "-c" {
+		t.Fatalf("command %q", cmd)
+	}
+	bin := t.TempDir()
+	stub := func(name, body string) {
+		if err := os.WriteFile(bin+"/"+name, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stub("python", "exit 1") // import bitsandbytes fails
+	stub("torchrun", `echo "torchrun $*"`)
+	run := func() (string, error) {
+		c := exec.Command(progs["sh"], append([]string{"-c", cmd[2]}, cmd[3:]...)...)
+		c.Env = []string{"PATH=" + bin}
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	stub("pip", "echo 'ERROR: Could not find a version that satisfies the requirement bitsandbytes==0.49.2' >&2; exit 1")
+	out, err := run()
+	if err == nil || !strings.Contains(out, "could not install bitsandbytes (no route to PyPI from the pod?)") || strings.Contains(out, "torchrun -m") {
+		t.Errorf("air-gapped: %v\n%s", err, out)
+	}
+	stub("pip", "exit 0")
+	out, err = run()
+	if err != nil || !strings.Contains(out, "torchrun -m trl.scripts.sft --model_name_or_path=") {
+		t.Errorf("with pip: %v\n%s", err, out)
+	}
+}
