@@ -592,3 +592,35 @@ func (r *Report) Summary() string {
 	}
 	return fmt.Sprintf("%d of %d port(s) not ready", len(r.Ports)-ready, len(r.Ports))
 }
+
+// Unsteered lists the RoCE ports on which NCCL, left to choose (NCCL_IB_GID_INDEX unset) and
+// not told the pod's subnet (NCCL_IB_ADDR_RANGE unset), would take another netdev's GID than
+// the pod's own RoCE v2 GID: NCCL (2.21 transport/net_ib.cc ncclUpdateGidIndex) walks the GID
+// table in order and keeps the first valid IPv4 RoCE v2 GID in the range, 0.0.0.0/0 by default,
+// so a host netdev's GID at a lower index wins over the pod's macvlan GID. Each entry reads
+// "mlx5_0:1 (index 3 of ens1f0np0 before the pod's index 5)".
+func (r *Report) Unsteered() []string {
+	var out []string
+	for _, pt := range r.Ports {
+		if pt.LinkLayer != "Ethernet" || pt.RoCEv2GIDIndex == nil {
+			continue
+		}
+		for _, g := range pt.GIDs {
+			if g.Index >= *pt.RoCEv2GIDIndex {
+				break // sorted by index (report)
+			}
+			if _, ok := g.IPv4(); ok && g.IsRoCEv2() {
+				out = append(out, fmt.Sprintf("%s:%d (index %d of %s before the pod's index %d)", pt.Device, pt.Port, g.Index, orUnknown(g.Netdev), *pt.RoCEv2GIDIndex))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown netdev"
+	}
+	return s
+}

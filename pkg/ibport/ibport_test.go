@@ -216,3 +216,29 @@ func TestRateGbps(t *testing.T) {
 		}
 	}
 }
+
+// A host netdev's RoCE v2 GID at a lower index than the pod's macvlan GID is what NCCL takes
+// when nothing steers it (no NCCL_IB_GID_INDEX, no NCCL_IB_ADDR_RANGE).
+func TestUnsteeredGID(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "sysfs-roce-macvlan.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Parse(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Unsteered(); len(got) != 1 || got[0] != "mlx5_0:1 (index 3 of ens1f0np0 before the pod's index 5)" {
+		t.Errorf("unsteered %v (GID index %v)", got, r.GIDIndex)
+	}
+	// Without the host's GIDs the pod's is the first: nothing to steer.
+	var keep []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(l, "/2:") && !strings.Contains(l, "/3:") {
+			keep = append(keep, l)
+		}
+	}
+	if r, _ = Parse(strings.NewReader(strings.Join(keep, "\n"))); len(r.Unsteered()) != 0 {
+		t.Errorf("only the pod's GIDs: %v", r.Unsteered())
+	}
+}

@@ -635,6 +635,14 @@ func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
 					Evidence: ev, Fix: fmt.Sprintf("set gidIndex: %d in the profile, or auto (NCCL >= 2.21 picks the pod's GID with spec.addrRange)", *gc.Index)})
 				continue
 			}
+			if u := rep.Unsteered(); !gidFixed && o.Profile.Spec.AddrRange == "" && len(u) > 0 {
+				checks = append(checks, Check{Name: CheckIBPorts, Target: node, Status: Warn,
+					Message: "nothing steers NCCL to the pod's RoCE v2 GID: with gidIndex auto and no spec.addrRange (NCCL_IB_ADDR_RANGE), NCCL takes the first IPv4 RoCE v2 GID in table order, another netdev's: " +
+						strings.Join(u, "; "),
+					Evidence: ev,
+					Fix:      "set spec.addrRange to the RoCE network's subnet (`ain profile detect` reads it from the NetworkAttachmentDefinition's IPAM), or gidIndex to the pod's index"})
+				continue
+			}
 			node += " (" + gc.Rule + ")"
 		}
 		ready = append(ready, node)
