@@ -301,9 +301,18 @@ func copyMap(m map[string]string) map[string]string {
 
 func runPolicy(w *recipe.Workload) kubeflowv1.RunPolicy {
 	clean := kubeflowv1.CleanPodPolicy(w.RunPolicy.CleanPodPolicy)
+	// backoffLimit 0 is left out on the training-operator: once a job exceeds its backoff
+	// limit, v1.8.1 deletes every pod of it, the failed ones and their logs included, before it
+	// marks the job Failed (pkg/controller.v1/common/job.go ReconcileJobs: DeletePodsAndServices
+	// runs while the job is not finished yet, so cleanPodPolicy does not apply). Unset, a failed
+	// pod of restartPolicy Never fails the job all the same, and the pods stay for ain to read.
+	backoff := w.RunPolicy.BackoffLimit
+	if backoff != nil && *backoff == 0 {
+		backoff = nil
+	}
 	return kubeflowv1.RunPolicy{
 		CleanPodPolicy:          &clean,
-		BackoffLimit:            w.RunPolicy.BackoffLimit,
+		BackoffLimit:            backoff,
 		ActiveDeadlineSeconds:   w.RunPolicy.ActiveDeadlineSeconds,
 		TTLSecondsAfterFinished: w.RunPolicy.TTLSecondsAfterFinished,
 	}
@@ -496,3 +505,14 @@ func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubefl
 
 // Job is the bundle's job object: the last one (what it needs is applied before it).
 func (b *Bundle) Job() runtime.Object { return b.Objects[len(b.Objects)-1] }
+
+// noRetries is the backoffLimit of the batch Jobs an MPI or TrainJob run becomes (the
+// mpi-operator's launcher Job, the JobSet's Jobs): the recipe's, else 0. Unset, batch/v1's
+// default of 6 reran a failed mpirun up to 7 times, minutes each, before the job was Failed; a
+// distributed run that failed is read, not retried blindly.
+func noRetries(w *recipe.Workload) *int32 {
+	if w.RunPolicy.BackoffLimit != nil {
+		return w.RunPolicy.BackoffLimit
+	}
+	return ptrTo(int32(0))
+}

@@ -363,11 +363,29 @@ func TestCurrentLauncher(t *testing.T) {
 			t.Errorf("case %d: ain logs' lead pod %v %v", i, sel, err)
 		}
 	}
-	// Unset, a job's backoffLimit is 0: batch/v1's default of 6 reran a failed mpirun 6 times.
+	// The batch Jobs of a v2beta1 MPIJob (its launcher) and of a TrainJob get backoffLimit 0
+	// unless the recipe says otherwise (batch/v1's default of 6 reran a failed mpirun 6 times);
+	// the training-operator's v1 jobs get none, since exceeding it deletes every pod, logs and all.
+	v2 := buildOn(t, APIMPIOperator, loadRecipe(t, "allreduce"), nil).Job().(*mpiv2beta1.MPIJob)
+	if b := v2.Spec.RunPolicy.BackoffLimit; b == nil || *b != 0 {
+		t.Errorf("v2beta1 backoffLimit %v, want 0", b)
+	}
+	if b := buildOn(t, APIMPIOperator, loadRecipe(t, "allreduce", "runPolicy.backoffLimit=2"), nil).Job().(*mpiv2beta1.MPIJob).Spec.RunPolicy.BackoffLimit; b == nil || *b != 2 {
+		t.Errorf("the recipe's backoffLimit: %v", b)
+	}
 	for _, name := range []string{"allreduce", "qlora"} {
-		if b := loadRecipe(t, name).Workload().RunPolicy.BackoffLimit; b == nil || *b != 0 {
-			t.Errorf("%s: backoffLimit %v", name, b)
+		rt := buildOn(t, APITrainer, loadRecipe(t, name), nil).Objects[0].(*trainer.TrainingRuntime)
+		for _, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+			if b := rj.Template.Spec.BackoffLimit; b == nil || *b != 0 {
+				t.Errorf("%s TrainJob %s: backoffLimit %v, want 0", name, rj.Name, b)
+			}
 		}
+	}
+	if b := buildOn(t, APITrainingOperator, loadRecipe(t, "allreduce"), nil).Job().(*kubeflowv1.MPIJob).Spec.RunPolicy.BackoffLimit; b != nil {
+		t.Errorf("v1 MPIJob backoffLimit %d: the training-operator deletes every pod past it", *b)
+	}
+	if b := buildOn(t, APITrainingOperator, loadRecipe(t, "qlora"), nil).Job().(*kubeflowv1.PyTorchJob).Spec.RunPolicy.BackoffLimit; b != nil {
+		t.Errorf("v1 PyTorchJob backoffLimit %d (the recipe's 0 is left out)", *b)
 	}
 }
 

@@ -140,7 +140,7 @@ func buildMPIJobV2(r *recipe.Recipe, p *profile.Profile, name, ns string) (*mpiv
 			MPIImplementation:      mpiv2beta1.MPIImplementationOpenMPI,
 			RunPolicy: mpiv2beta1.RunPolicy{
 				CleanPodPolicy:          &clean,
-				BackoffLimit:            m.RunPolicy.BackoffLimit,
+				BackoffLimit:            noRetries(&m.Workload),
 				ActiveDeadlineSeconds:   m.RunPolicy.ActiveDeadlineSeconds,
 				TTLSecondsAfterFinished: m.RunPolicy.TTLSecondsAfterFinished,
 			},

@@ -260,7 +260,7 @@ func replicatedJob(name string, w *recipe.Workload, t corev1.PodTemplateSpec, tr
 		Template: batchv1.JobTemplateSpec{
 			Spec: batchv1.JobSpec{
 				CompletionMode: ptrTo(batchv1.IndexedCompletion),
-				BackoffLimit:   w.RunPolicy.BackoffLimit,
+				BackoffLimit:   noRetries(w),
 				Template:       t,
 			},
 		},

@@ -108,14 +108,6 @@ func (r *Recipe) defaultWorkload(w *Workload) {
 		r.noteDefault("spec.runPolicy.cleanPodPolicy", DefaultMPICleanPodPolicy+" (the idle workers are deleted when the job ends; the launcher and its log stay)")
 	}
 	orDefault(r, &w.RunPolicy.CleanPodPolicy, "spec.runPolicy.cleanPodPolicy", DefaultCleanPodPolicy, DefaultCleanPodPolicy+" (pods are kept so every rank's log can be read)")
-	if w.RunPolicy.BackoffLimit == nil {
-		// Unset, the operators copy nothing and the launcher Job (or each JobSet Job) takes
-		// batch/v1's default of 6: a failed mpirun ran up to 7 times, minutes each, before the
-		// job was Failed. A distributed run that failed is read, not retried blindly.
-		zero := int32(0)
-		w.RunPolicy.BackoffLimit = &zero
-		r.noteDefault("spec.runPolicy.backoffLimit", "0 (a failed run fails the job: read its log rather than retry it)")
-	}
 }
 
 // Requests parses the CPU and memory requests (Kubernetes quantities); an unset one is left
