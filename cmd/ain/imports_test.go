@@ -10,30 +10,6 @@ import (
 	"testing"
 )
 
-// TestBinaryLinksNoDistributionReference: the ain binary does not link
-// github.com/distribution/reference, which compiles its regular expressions in package init
-// (0.5 MB of allocations in every process, render included); recipes check image references
-// with checkImageRef. Go runs every linked package's init in every process. client-go's typed
-// clientset, discovery and informers are linked by design: their init is the price of one
-// client everyone knows, and commands that need no cluster build no client.
-func TestBinaryLinksNoDistributionReference(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 100 {
-		t.Fatalf("go list -deps listed %d packages: %q", len(deps), out)
-	}
-	for _, p := range deps {
-		for _, banned := range []string{"github.com/distribution/reference"} {
-			if p == banned || strings.HasPrefix(p, banned+"/") {
-				t.Errorf("the ain binary links %s (go list -deps ./cmd/ain; find who imports it with go list -f '{{.ImportPath}} {{.Imports}}' -deps ./cmd/ain)", p)
-			}
-		}
-	}
-}
-
 // TestOwnPackagesCompileNoExpressionAtInit: no package of ain's own that the binary links
 // compiles a regular expression in a package-level variable (regexp.MustCompile runs in the
 // package's init, in every process); internal/lazyre compiles on first use. hcaName's

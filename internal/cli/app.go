@@ -18,8 +18,8 @@ import (
 
 	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/preflight"
-	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // Version is set at build time with -ldflags "-X github.com/ain-hpc/ain/internal/cli.Version=...".
@@ -261,7 +261,7 @@ func (a *App) checkProbeImageEnv(args []string) error {
 	if v == "" {
 		return nil
 	}
-	if err := recipe.CheckImageRef(v); err != nil {
+	if err := image.Check(v); err != nil {
 		return ainerr.Usagef("$AIN_PROBE_IMAGE %q: %v: set it to an image reference such as busybox:1.36, or unset it for the default (%s)", v, err, preflight.DefaultProbeImage)
 	}
 	return nil

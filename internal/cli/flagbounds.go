@@ -8,7 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
-	"github.com/ain-hpc/ain/pkg/recipe"
+	"github.com/ain-hpc/ain/pkg/image"
 )
 
 // Flag values are checked when the flags are parsed, before a command does anything, with an
@@ -27,10 +27,10 @@ func positiveDuration(name string) func(*ucli.Context, time.Duration) error {
 }
 
 // imageReference refuses a --name that is not an image reference the kubelet would pull (the
-// pod would sit in InvalidImageName until the probe timeout; recipe.CheckImageRef has the grammar).
+// pod would sit in InvalidImageName until the probe timeout; image.Check has the grammar).
 func imageReference(name string) func(*ucli.Context, string) error {
 	return func(_ *ucli.Context, s string) error {
-		if err := recipe.CheckImageRef(s); err != nil {
+		if err := image.Check(s); err != nil {
 			return ainerr.Usagef("--%s %q: %v: give an image reference such as busybox:1.36 or registry.example.com/tools/busybox:1.36", name, s, err)
 		}
 		return nil
