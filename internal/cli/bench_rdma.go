@@ -14,19 +14,21 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/iperf"
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
-// DefaultPerftestImage runs both perftest pods. NVIDIA's GPU Operator documentation runs its
-// GPUDirect RDMA test with this image: two pods with IPC_LOCK and rdma/rdma_shared_device_a, then
-// `ib_write_bw -d mlx5_0 -a -F --report_gbits -q 1 [server IP]`, GPU memory with --use_cuda
-// (NVIDIA/cloud-native-docs gpu-operator/gpu-operator-rdma.rst and
-// gpu-operator/manifests/input/gpu-direct-rdma-demo-pod-1.yaml). It has sh and the perftest
-// binaries on PATH, built with CUDA support.
-const DefaultPerftestImage = "mellanox/cuda-perftest:latest"
+// DefaultPerftestImage runs both perftest pods: the allreduce recipe's nccl-tests image, so one
+// pull serves both benches. coreweave/nccl-tests Dockerfile.ubuntu22 at 85f9143 (the tag's
+// suffix; the tag is written once per commit by docker/metadata-action type=sha) builds
+// coreweave/perftest 5b47ede with CUDA_H_PATH (ib_write_bw --use_cuda) and installs it on PATH
+// (/usr/local/bin), with ibverbs-utils and sh. It is built for amd64 only (pkg/image): ain
+// refuses a pair of nodes of another architecture instead of starting a pod that cannot exec.
+// mellanox/cuda-perftest, which NVIDIA's GPU Operator documentation uses, publishes :latest only.
+const DefaultPerftestImage = "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22.04-nccl2.21.5-1-85f9143"
 
 type benchRDMAOptions struct {
 	Profile, Fabric string
@@ -49,8 +51,11 @@ type benchRDMAOptions struct {
 }
 
 // DefaultIperfImage runs the TCP baseline: Debian with the iperf3 package (nerdalert/iperf3's
-// Dockerfile, published as networkstatic/iperf3 by its workflow), so it has sh for ain's command.
-const DefaultIperfImage = "networkstatic/iperf3:latest"
+// Dockerfile, published as networkstatic/iperf3), so it has sh for ain's command. The image
+// publishes no version tags, so it is pinned by digest: the one a running pod's status reported
+// for networkstatic/iperf3:latest (imageID in a kubectl listing of the TriSLA project), also
+// pinned in a Nomad job of another project; a digest names the same bytes on every node.
+const DefaultIperfImage = "docker.io/networkstatic/iperf3@sha256:07dcca91c0e47d82d83d91de8c3d46b840eef4180499456b4fa8d6dadb46b6c8"
 
 func (a *App) benchRDMACommand() *ucli.Command {
 	o := &benchRDMAOptions{}
@@ -202,6 +207,11 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	ctx, cancel := context.WithTimeout(parent, o.Timeout)
 	defer cancel()
 	errw := a.Streams.Err
+	for flag, ref := range map[string]string{"--image": o.Image, "--tcp-image": o.TCPImage} {
+		if w := image.MovingWarning(ref); w != "" && (flag == "--image" || o.TCP) {
+			fmt.Fprintf(errw, "WARNING: %s: %s\n", flag, w)
+		}
+	}
 	po := a.preflightOptions(kc, nil, p)
 	po.Progress = func(s string) { fmt.Fprintln(errw, s) }
 	// The pods' own deadline: the perftest image is large (CUDA), its first pull alone can take

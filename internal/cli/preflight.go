@@ -140,7 +140,7 @@ func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Pr
 	}
 	if r != nil {
 		if w := r.Workload(); w != nil {
-			o.Nodes, o.GPUsPerNode = w.Nodes, w.GPUsPerNode
+			o.Nodes, o.GPUsPerNode, o.Arches = w.Nodes, w.GPUsPerNode, w.Architectures
 		}
 		o.Workload = jobs.WorkloadOf(r)
 	}

@@ -247,10 +247,13 @@ func TestRunnerOnFakeCluster(t *testing.T) {
 					b, _ := json.Marshal(terms)
 					return string(b)
 				}
-				if got := pinnedTo(op.jobs()[1]); got != `[{"matchFields":[{"key":"metadata.name","operator":"In","values":["gpu-1"]}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["gpu-2"]}]}]` {
+				// The image's architecture requirement (pkg/image: the nccl-tests build is amd64
+				// only) stays in every term.
+				arch := `"matchExpressions":[{"key":"kubernetes.io/arch","operator":"In","values":["amd64"]}]`
+				if got := pinnedTo(op.jobs()[1]); got != `[{`+arch+`,"matchFields":[{"key":"metadata.name","operator":"In","values":["gpu-1"]}]},{`+arch+`,"matchFields":[{"key":"metadata.name","operator":"In","values":["gpu-2"]}]}]` {
 					t.Errorf("the second job's workers are not pinned to gpu-1,gpu-2: %s", got)
 				}
-				if got := pinnedTo(op.jobs()[0]); got != "null" {
+				if got := pinnedTo(op.jobs()[0]); got != `[{`+arch+`}]` {
 					t.Errorf("the first job is pinned before any node was known: %s", got)
 				}
 				v := res.Variants[1]

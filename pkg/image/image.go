@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/distribution/reference"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Check is nil when the kubelet would accept ref as an image reference, else the parser's reason.
@@ -148,3 +149,31 @@ func Arches(ref string) []string {
 
 // ValidArches are the kubernetes.io/arch values (GOARCH names) a node reports.
 var ValidArches = []string{"amd64", "arm64", "ppc64le", "s390x", "riscv64"}
+
+// RequireArches holds a pod to nodes of the image's architectures (kubernetes.io/arch), as a
+// required node affinity term ANDed into every term already there; none when arches is empty.
+// A nodeSelector that already names another architecture is an error: no node could run it.
+func RequireArches(spec *corev1.PodSpec, arches []string) error {
+	if len(arches) == 0 {
+		return nil
+	}
+	if a, ok := spec.NodeSelector[corev1.LabelArchStable]; ok && !slices.Contains(arches, a) {
+		return fmt.Errorf("spec.architectures: the image is built for %s, but the profile's nodeSelector asks for %s=%s: no node can run it; use an image built for %s, or set spec.architectures if the image has more", strings.Join(arches, ","), corev1.LabelArchStable, a, a)
+	}
+	req := corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(arches)}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
+	}
+	return nil
+}

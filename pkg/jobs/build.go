@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
@@ -200,6 +201,11 @@ func podTemplate(r *recipe.Recipe, p *profile.Profile, name, container string, c
 	// require them, so a cluster whose nodes are all tainted GPU nodes still runs the pod.
 	if gpus > 0 {
 		t.Spec.NodeSelector = copyMap(p.Spec.NodeSelector)
+	}
+	// Every pod that runs the image, GPU or not, is held to its architectures: on another
+	// node the container ends at once with "exec format error".
+	if err := image.RequireArches(&t.Spec, w.Architectures); err != nil {
+		return t, err
 	}
 	if usesFabric(w, p) && len(p.Spec.Networks) > 0 {
 		t.Annotations = map[string]string{MultusAnnotation: strings.Join(p.Spec.Networks, ",")}
@@ -464,6 +470,14 @@ func mpiTemplates(r *recipe.Recipe, p *profile.Profile, name, container string) 
 				}},
 			}},
 		},
+	}
+	if len(m.Architectures) > 0 {
+		// The launcher runs the rank image too: its architectures are a requirement, which
+		// replaces the amd64 preference.
+		launcher.Spec.Affinity = nil
+		if err := image.RequireArches(&launcher.Spec, m.Architectures); err != nil {
+			return launcher, worker, err
+		}
 	}
 	lr, err := m.Launcher.Resources.Requests("spec.launcher.resources")
 	if err != nil {

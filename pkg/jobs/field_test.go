@@ -81,7 +81,12 @@ func TestLauncherOffGPUNodeSelector(t *testing.T) {
 	}
 	p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-GH200-480GB", "kubernetes.io/arch": "arm64"}
 	p.Spec.Tolerations = []profile.Toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
-	j := buildWith(t, "allreduce", p).(*kubeflowv1.MPIJob)
+	// An image ain knows nothing of (the built-in one is amd64 only: TestImageArchitectures).
+	b, err := Build(loadRecipe(t, "allreduce", "image=registry.example.com/hpc/nccl-tests:2.21-multiarch"), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := b.Objects[0].(*kubeflowv1.MPIJob)
 	l := j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec
 	w := j.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeWorker].Template.Spec
 	if len(l.NodeSelector) != 0 {
@@ -97,6 +102,59 @@ func TestLauncherOffGPUNodeSelector(t *testing.T) {
 	if na == nil || na.RequiredDuringSchedulingIgnoredDuringExecution != nil || len(na.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
 		na.PreferredDuringSchedulingIgnoredDuringExecution[0].Preference.MatchExpressions[0].Values[0] != "amd64" {
 		t.Errorf("launcher node affinity %+v: want amd64 preferred, nothing required", na)
+	}
+}
+
+// The built-in images are amd64 only (pkg/image cites their build workflows): every pod that
+// runs one, the MPI launcher and a CPU-only merge pod included, requires an amd64 node; a
+// profile that selects arm64 GPU nodes is refused before anything is applied; an image whose
+// spec.architectures lists both is required to either, the launcher too.
+func TestImageArchitectures(t *testing.T) {
+	archOf := func(s corev1.PodSpec) []string {
+		if s.Affinity == nil || s.Affinity.NodeAffinity == nil || s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			return nil
+		}
+		var out []string
+		for _, term := range s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, e := range term.MatchExpressions {
+				if e.Key == corev1.LabelArchStable && e.Operator == corev1.NodeSelectorOpIn {
+					out = append(out, strings.Join(e.Values, ","))
+				}
+			}
+		}
+		return out
+	}
+	j := render(t, "allreduce", "ib").Objects[0].(*kubeflowv1.MPIJob)
+	for role, rs := range j.Spec.MPIReplicaSpecs {
+		if got := archOf(rs.Template.Spec); len(got) != 1 || got[0] != "amd64" {
+			t.Errorf("allreduce %s: required arch %v, want [amd64]", role, got)
+		}
+		if rs.Template.Spec.Affinity.PodAntiAffinity == nil && role == kubeflowv1.MPIJobReplicaTypeWorker {
+			t.Errorf("allreduce worker lost its one-per-node anti-affinity")
+		}
+	}
+	merge := render(t, "qlora-merge", "ib").Objects[0].(*kubeflowv1.PyTorchJob)
+	for role, rs := range merge.Spec.PyTorchReplicaSpecs {
+		if got := archOf(rs.Template.Spec); len(got) != 1 || got[0] != "amd64" {
+			t.Errorf("qlora-merge %s (no GPU): required arch %v, want [amd64]", role, got)
+		}
+	}
+	multi := render(t, "allreduce", "ib", "architectures=[amd64,arm64]").Objects[0].(*kubeflowv1.MPIJob)
+	l := multi.Spec.MPIReplicaSpecs[kubeflowv1.MPIJobReplicaTypeLauncher].Template.Spec
+	if got := archOf(l); len(got) != 1 || got[0] != "amd64,arm64" || len(l.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
+		t.Errorf("launcher with architectures [amd64,arm64]: %v %+v", got, l.Affinity.NodeAffinity)
+	}
+
+	p, err := profile.Load(profile.Options{Fabric: "ib", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.NodeSelector = map[string]string{"kubernetes.io/arch": "arm64"}
+	for _, name := range []string{"allreduce", "qlora"} {
+		_, err := Build(loadRecipe(t, name), p, Options{})
+		if err == nil || !strings.Contains(err.Error(), "spec.architectures") || !strings.Contains(err.Error(), "kubernetes.io/arch=arm64") {
+			t.Errorf("%s on arm64 GPU nodes: %v, want a spec.architectures error naming the nodeSelector", name, err)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -275,6 +276,9 @@ func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
 		if t := untolerated(n.Spec.Taints, tol); t != "" {
 			why, kinds["taint"] = append(why, "taint "+t+" not tolerated by the profile"), true
 		}
+		if a := n.Labels[corev1.LabelArchStable]; len(o.Arches) > 0 && !slices.Contains(o.Arches, a) {
+			why, kinds["arch"] = append(why, fmt.Sprintf("%s=%s (the image is built for %s)", corev1.LabelArchStable, a, strings.Join(o.Arches, ","))), true
+		}
 		if g := alloc(&n, gpuRes); g < gpuNeed {
 			why, kinds["gpu"] = append(why, fmt.Sprintf("%s allocatable %d (needs %d)", gpuRes, g, gpuNeed)), true
 		}
@@ -313,9 +317,10 @@ func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
 		"cordoned": "the node is cordoned: kubectl uncordon NAME once it is healthy",
 		"taint":    "add a matching toleration to the profile (spec.tolerations), or use other nodes",
 		"gpu":      "the GPU device plugin (GPU Operator) must advertise " + string(gpuRes) + " there: kubectl -n gpu-operator get pods -o wide",
+		"arch":     "the recipe's image does not run there: use nodes of its architectures (spec.architectures), or an image built for theirs",
 		"rdma":     "the RDMA device plugin (Network Operator rdma-shared-dev-plugin) must advertise " + string(rdmaRes) + " there: check its pod on the node and that its config's resourceName matches the profile's spec.rdma.resource",
 	}
-	labelsOf := map[string]string{"notready": "not Ready", "cordoned": "cordoned", "taint": "untolerated taints", "gpu": "without the GPUs", "rdma": "without the RDMA resource"}
+	labelsOf := map[string]string{"notready": "not Ready", "cordoned": "cordoned", "taint": "untolerated taints", "gpu": "without the GPUs", "arch": "of another CPU architecture", "rdma": "without the RDMA resource"}
 	var kinds []string
 	for k := range problems {
 		kinds = append(kinds, k)

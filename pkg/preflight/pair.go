@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ain-hpc/ain/pkg/image"
 )
 
 // Labels of a pair run's pods (`ain bench rdma`): which side a pod is. The sandbox's scenarios
@@ -68,8 +71,12 @@ func RunPair(ctx context.Context, o Options, spec PairSpec) *PairResult {
 	if spec.Image != "" {
 		o.ProbeImage = spec.Image
 	}
-	run := runID()
 	res := &PairResult{}
+	if err := checkPairArches(ctx, o, spec); err != nil {
+		res.Err = err
+		return res
+	}
+	run := runID()
 	server := pairPod(o, spec, run, PairServer, spec.Server, spec.ServerScript)
 	res.ServerPod = server.Name
 	sel := LabelProbeRun + "=" + run
@@ -143,6 +150,27 @@ func RunPair(ctx context.Context, o Options, spec PairSpec) *PairResult {
 		res.Err = fmt.Errorf("%s", notRun(co))
 	}
 	return res
+}
+
+// checkPairArches refuses a pair whose nodes cannot run the image: on a node of another CPU
+// architecture (pkg/image knows ain's default images') the container ends at once with "exec
+// format error", which reads like a broken image. Nodes ain may not read are not checked.
+func checkPairArches(ctx context.Context, o Options, spec PairSpec) error {
+	arches := image.Arches(o.ProbeImage)
+	if len(arches) == 0 {
+		return nil
+	}
+	for _, name := range []string{spec.Server, spec.Client} {
+		n, err := o.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		if a := n.Labels[corev1.LabelArchStable]; a != "" && !slices.Contains(arches, a) {
+			return fmt.Errorf("node %s is %s=%s, and the image %s is built for %s only: choose nodes of that architecture (--nodes) or an image built for %s (--image)",
+				name, corev1.LabelArchStable, a, o.ProbeImage, strings.Join(arches, ","), a)
+		}
+	}
+	return nil
 }
 
 // joinsNetworks reports whether the pair's pods join Multus networks (probePod adds them).

@@ -132,6 +132,9 @@ type Options struct {
 	// Nodes and GPUsPerNode are the recipe's shape (0: no recipe, one suitable node is enough).
 	Nodes       int
 	GPUsPerNode int
+	// Arches are the recipe image's architectures (spec.architectures, kubernetes.io/arch
+	// values); a node of another architecture cannot run a rank. Empty: any.
+	Arches []string
 	// NodeSelector (a label selector, --nodes) narrows the candidate nodes, on top of the
 	// profile's nodeSelector.
 	NodeSelector string

@@ -95,6 +95,35 @@ func TestCheckNodes(t *testing.T) {
 	}
 }
 
+// TestCheckNodesArch: a GPU node of another CPU architecture than the image's is no candidate,
+// and the check says which label and which image architectures; without Arches it counts.
+func TestCheckNodesArch(t *testing.T) {
+	arm := node("gh200-1", 4, 63, true)
+	arm.Labels["kubernetes.io/arch"] = "arm64"
+	x86 := node("h100-1", 8, 63, true)
+	x86.Labels["kubernetes.io/arch"] = "amd64"
+	cs := fake.NewClientset(arm, x86)
+	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), Nodes: 2, GPUsPerNode: 4, Arches: []string{"amd64"}}
+	o.defaults()
+	checks, cands := checkNodes(context.Background(), o)
+	if len(cands) != 1 || cands[0].Name != "h100-1" || checks[0].Status != Fail {
+		t.Fatalf("candidates %v, first check %+v", names(cands), checks[0])
+	}
+	var arch *Check
+	for i := range checks {
+		if checks[i].Target == "arch" {
+			arch = &checks[i]
+		}
+	}
+	if arch == nil || !strings.Contains(strings.Join(arch.Evidence, "|"), "gh200-1: kubernetes.io/arch=arm64 (the image is built for amd64)") || !strings.Contains(arch.Fix, "spec.architectures") {
+		t.Errorf("arch check %+v", arch)
+	}
+	o.Arches = nil
+	if checks, cands = checkNodes(context.Background(), o); len(cands) != 2 || checks[0].Status != Pass {
+		t.Errorf("without arches: %v %+v", names(cands), checks[0])
+	}
+}
+
 func names(ns []corev1.Node) []string {
 	var out []string
 	for _, n := range ns {
@@ -262,5 +291,30 @@ func TestCheckCRDs(t *testing.T) {
 				t.Errorf("fix %q must not say %q", ch.Fix, c.notInFix)
 			}
 		})
+	}
+}
+
+// TestRunPairRefusesOtherArch: a pair whose client node is arm64 while the image is ain's
+// amd64-only nccl-tests build ends before any pod is created, naming the node, its label and
+// both ways out; with an image ain knows nothing of, the check does not stand in the way.
+func TestRunPairRefusesOtherArch(t *testing.T) {
+	x86 := node("h100-1", 8, 63, true)
+	x86.Labels["kubernetes.io/arch"] = "amd64"
+	arm := node("gh200-1", 4, 63, true)
+	arm.Labels["kubernetes.io/arch"] = "arm64"
+	cs := fake.NewClientset(x86, arm)
+	creates := 0
+	cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { creates++; return false, nil, nil })
+	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), ProbeTimeout: time.Second}
+	spec := PairSpec{Kind: "perftest", Server: "h100-1", Client: "gh200-1",
+		Image:        "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22.04-nccl2.21.5-1-85f9143",
+		ServerScript: "true", ClientScript: func(string) string { return "true" }}
+	res := RunPair(context.Background(), o, spec)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "node gh200-1 is kubernetes.io/arch=arm64") || !strings.Contains(res.Err.Error(), "--nodes") || creates != 0 {
+		t.Fatalf("err %v, %d pods created", res.Err, creates)
+	}
+	spec.Image = "registry.example.com/perftest:24.10"
+	if err := checkPairArches(context.Background(), Options{Kube: cs, ProbeImage: spec.Image}, spec); err != nil {
+		t.Errorf("unknown image: %v", err)
 	}
 }

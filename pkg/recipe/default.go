@@ -2,10 +2,13 @@ package recipe
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/ain-hpc/ain/pkg/image"
 )
 
 // Defaults, in one place. Every value filled in is recorded in Recipe.Defaulted so that
@@ -93,6 +96,12 @@ func (r *Recipe) defaultWorkload(w *Workload) {
 		orDefault(r, &w.GPUsPerNode, "spec.gpusPerNode", 1, "")
 	}
 	orDefault(r, &w.ImagePullPolicy, "spec.imagePullPolicy", DefaultImagePullPolicy, "")
+	if len(w.Architectures) == 0 && !r.doc.Has("spec.architectures") {
+		if f, ok := image.Known(w.Image); ok {
+			w.Architectures = slices.Clone(f.Arches)
+			r.noteDefault("spec.architectures", strings.Join(f.Arches, ",")+" (the image's build: "+f.Source+")")
+		}
+	}
 	if w.ShmSize == "" {
 		w.ShmSize = DefaultShmSize
 		if q, err := resource.ParseQuantity(w.Resources.Memory); err == nil && !q.IsZero() {

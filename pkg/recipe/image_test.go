@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,5 +57,39 @@ func TestImageReferenceValidated(t *testing.T) {
 	_, err := Load("qlora", []string{"image=Bad Image"})
 	if err == nil || !strings.Contains(err.Error(), "--set image=Bad Image") {
 		t.Errorf("--set image=Bad Image: %v", err)
+	}
+}
+
+// TestArchitectures: spec.architectures takes the kubernetes.io/arch names and refuses uname's
+// at their line; ain's own images get theirs by default, noted as defaulted with the source.
+func TestArchitectures(t *testing.T) {
+	body := "apiVersion: ain.dev/v1alpha1\nkind: MPIJob\nmetadata:\n  name: x\nspec:\n  image: %s\n  nodes: 1\n  command: [a]\n  architectures: [%s]\n"
+	_, err := Parse("r.yaml", []byte(fmt.Sprintf(body, "ghcr.io/a/b:1", "x86_64")), nil)
+	if err == nil || !strings.Contains(err.Error(), "spec.architectures[0]") || !strings.Contains(err.Error(), "write amd64") || !strings.Contains(err.Error(), "r.yaml:9") {
+		t.Errorf("x86_64: %v", err)
+	}
+	r, err := Parse("r.yaml", []byte(fmt.Sprintf(body, "ghcr.io/a/b:1", "arm64, amd64")), nil)
+	if err != nil || len(r.MPI.Architectures) != 2 {
+		t.Fatalf("arm64, amd64: %v", err)
+	}
+	noArch := "apiVersion: ain.dev/v1alpha1\nkind: MPIJob\nmetadata:\n  name: x\nspec:\n  image: huggingface/trl:0.25.1\n  nodes: 1\n  command: [a]\n"
+	r, err = Parse("r.yaml", []byte(noArch), nil)
+	if err != nil || len(r.MPI.Architectures) != 1 || r.MPI.Architectures[0] != "amd64" {
+		t.Fatalf("known image: %v %v", err, r.MPI.Architectures)
+	}
+	noted := false
+	for _, d := range r.Defaulted {
+		noted = noted || (d.Path == "spec.architectures" && strings.Contains(d.Value, "docker-build.yml"))
+	}
+	if !noted {
+		t.Errorf("spec.architectures not noted as defaulted: %+v", r.Defaulted)
+	}
+	// A moving tag is a warning at its field, not an error.
+	r, err = Parse("r.yaml", []byte(strings.Replace(noArch, "huggingface/trl:0.25.1", "huggingface/trl:latest", 1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := r.Warnings(); len(w) != 1 || !strings.Contains(w.Error(), "spec.image") || !strings.Contains(w.Error(), "moving tag") {
+		t.Errorf("warnings %v", w)
 	}
 }

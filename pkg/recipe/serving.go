@@ -49,6 +49,9 @@ const (
 type ServingSpec struct {
 	// Image is the vLLM OpenAI-compatible server image (vllm/vllm-openai:TAG).
 	Image string `yaml:"image" json:"image"`
+	// Architectures are the CPU architectures (kubernetes.io/arch values) the image is built
+	// for; replicas are held to nodes of these. Unset: any node.
+	Architectures []string `yaml:"architectures,omitempty" json:"architectures,omitempty"`
 	// ImagePullPolicy is Always, IfNotPresent or Never (default IfNotPresent).
 	ImagePullPolicy string `yaml:"imagePullPolicy,omitempty" json:"imagePullPolicy,omitempty"`
 	// Model is the model path (on the model volume) or Hugging Face name vLLM serves.
@@ -184,6 +187,7 @@ func (s *ServingSpec) StartupDuration() time.Duration {
 func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 	v.required("spec.image", s.Image)
 	v.image("spec.image", s.Image)
+	v.architectures("spec.architectures", s.Architectures)
 	v.required("spec.model", s.Model)
 	v.min("spec.replicas", s.Replicas, 1)
 	v.max("spec.replicas", s.Replicas, MaxReplicas)

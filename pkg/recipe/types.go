@@ -58,6 +58,10 @@ type Workload struct {
 	Image string `yaml:"image" json:"image"`
 	// ImagePullPolicy is Always, IfNotPresent or Never (default IfNotPresent).
 	ImagePullPolicy string `yaml:"imagePullPolicy,omitempty" json:"imagePullPolicy,omitempty"`
+	// Architectures are the CPU architectures (kubernetes.io/arch values) the image is built
+	// for; the GPU ranks (and an MPI launcher, which runs the same image) are held to nodes of
+	// these. Default: what ain knows of its own default images (pkg/image), else unset (any node).
+	Architectures []string `yaml:"architectures,omitempty" json:"architectures,omitempty"`
 	// Nodes is the number of nodes (pods), one rank group per node.
 	Nodes int `yaml:"nodes" json:"nodes"`
 	// GPUsPerNode is the GPUs each pod requests (and torchrun's nproc-per-node / MPI slots).

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/strict"
 )
@@ -65,6 +66,23 @@ func (v *validator) image(path, value string) {
 			msg = "it contains whitespace"
 		}
 		v.addf(path, "%q is not a valid image reference (%s): use lowercase registry/repository[:tag][@sha256:digest], e.g. nvcr.io/nvidia/pytorch:24.05-py3", value, msg)
+		return
+	}
+	if w := image.MovingWarning(value); w != "" {
+		v.warnf(path, "%s", w)
+	}
+}
+
+// architectures checks kubernetes.io/arch values (GOARCH names, as nodes report them).
+func (v *validator) architectures(path string, arches []string) {
+	for i, a := range arches {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		// uname -m's names, which people copy from a node's shell.
+		if goarch, ok := map[string]string{"x86_64": "amd64", "aarch64": "arm64"}[a]; ok {
+			v.addf(p, "%q is uname's name: nodes report kubernetes.io/arch=%s, write %s", a, goarch, goarch)
+			continue
+		}
+		v.oneOf(p, a, image.ValidArches...)
 	}
 }
 
@@ -215,6 +233,7 @@ var envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (r *Recipe) validateWorkload(w *Workload, v *validator) {
 	v.required("spec.image", w.Image)
 	v.image("spec.image", w.Image)
+	v.architectures("spec.architectures", w.Architectures)
 	v.oneOf("spec.imagePullPolicy", w.ImagePullPolicy, "Always", "IfNotPresent", "Never")
 	v.min("spec.nodes", w.Nodes, 1)
 	v.max("spec.nodes", w.Nodes, MaxNodes)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
@@ -382,6 +383,9 @@ func podSpec(s *recipe.ServingSpec, p *profile.Profile, name string) (corev1.Pod
 		SecurityContext: &corev1.PodSecurityContext{
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
+	}
+	if err := image.RequireArches(&pod, s.Architectures); err != nil {
+		return pod, err
 	}
 	if s.Replicas > 1 {
 		// Replicas on different nodes, when the scheduler can: one node lost takes one replica.

@@ -288,3 +288,17 @@ func TestServingScalesWithGPUsAndKeepsCompileCache(t *testing.T) {
 		t.Errorf("no volume: warnings %s", w)
 	}
 }
+
+// TestServingArchitectures: spec.architectures holds every replica to nodes of those
+// architectures (the image runs nowhere else); unset, nothing is required.
+func TestServingArchitectures(t *testing.T) {
+	pod := servingObjects(t, "architectures=[arm64]").Deployments[0].Spec.Template.Spec
+	na := pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if na == nil || len(na.NodeSelectorTerms) != 1 || na.NodeSelectorTerms[0].MatchExpressions[0].Key != "kubernetes.io/arch" ||
+		na.NodeSelectorTerms[0].MatchExpressions[0].Values[0] != "arm64" {
+		t.Errorf("replica node affinity %+v", pod.Affinity)
+	}
+	if pod := servingObjects(t).Deployments[0].Spec.Template.Spec; pod.Affinity != nil && pod.Affinity.NodeAffinity != nil {
+		t.Errorf("no architectures: node affinity %+v", pod.Affinity.NodeAffinity)
+	}
+}
