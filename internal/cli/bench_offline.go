@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/perftest"
+	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -178,27 +177,10 @@ func parseBytes(s string) (int64, error) {
 	return v, nil
 }
 
-// parseLinkRate reads a link rate in Gb/s: 400Gb, 400G, 400, 400Gbps, 400Gb/s, 200GbE, 1.6Tb, 800Mb.
+// parseLinkRate reads a link rate in Gb/s with the profile's parser (profile.ParseLineRate).
 func parseLinkRate(s string) (float64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	for _, suf := range []string{"/s", "ps", "e", "b", "it"} {
-		t = strings.TrimSuffix(t, suf)
-	}
-	t = strings.TrimSuffix(t, "b")
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(t, "t"):
-		mult, t = 1000, strings.TrimSuffix(t, "t")
-	case strings.HasSuffix(t, "g"):
-		t = strings.TrimSuffix(t, "g")
-	case strings.HasSuffix(t, "m"):
-		mult, t = 0.001, strings.TrimSuffix(t, "m")
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || !(v > 0) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("invalid link rate %q (want e.g. 400Gb, 200G, 1.6Tb)", s)
-	}
-	return v * mult, nil
+	bps, err := profile.ParseLineRate(s)
+	return bps / 1e9, err
 }
 
 // benchModelOptions are the flags of `ain bench model`.

@@ -9,6 +9,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -379,27 +380,26 @@ func checkNetwork(n string) string {
 	return ""
 }
 
-// ParseLineRate parses a NIC rate such as 400Gb, 200G, 100Gbps, 25Gb/s into bits per second.
+// ParseLineRate parses a NIC rate into bits per second: 400Gb, 400G, 400Gbps, 400Gb/s, 200GbE,
+// 1.6Tb, 800Mb, or a bare number, read as Gb/s (the unit NICs are sold and ibstat reports in).
+// It is the one parser of line rates: profiles (spec.lineRate) and flags (bench model --link).
 func ParseLineRate(s string) (float64, error) {
-	t := strings.TrimSpace(s)
-	lower := strings.ToLower(t)
-	for _, suf := range []string{"/sec", "/s", "ps", "bit", "b"} {
-		lower = strings.TrimSuffix(lower, suf)
+	t := strings.ToLower(strings.TrimSpace(s))
+	for _, suf := range []string{"/sec", "/s", "ps", "e", "bit", "b"} {
+		t = strings.TrimSuffix(t, suf)
 	}
-	mult := 1.0
+	mult := 1e9
 	switch {
-	case strings.HasSuffix(lower, "t"):
-		mult, lower = 1e12, strings.TrimSuffix(lower, "t")
-	case strings.HasSuffix(lower, "g"):
-		mult, lower = 1e9, strings.TrimSuffix(lower, "g")
-	case strings.HasSuffix(lower, "m"):
-		mult, lower = 1e6, strings.TrimSuffix(lower, "m")
-	default:
-		return 0, fmt.Errorf("%q is not a line rate: use a number with a unit, e.g. 400Gb, 200Gb, 100Gb", s)
+	case strings.HasSuffix(t, "t"):
+		mult, t = 1e12, strings.TrimSuffix(t, "t")
+	case strings.HasSuffix(t, "g"):
+		t = strings.TrimSuffix(t, "g")
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1e6, strings.TrimSuffix(t, "m")
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(lower), 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("%q is not a line rate: use a number with a unit, e.g. 400Gb, 200Gb, 100Gb", s)
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a line rate: use a number of Gb/s with or without its unit, e.g. 400Gb, 200G, 1.6Tb, 100", s)
 	}
 	return v * mult, nil
 }

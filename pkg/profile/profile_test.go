@@ -48,10 +48,17 @@ func TestTemplateParsesAndOrigins(t *testing.T) {
 }
 
 func TestLineRate(t *testing.T) {
-	for in, want := range map[string]float64{"400Gb": 400e9, "200G": 200e9, "100Gbps": 100e9, "25Gb/s": 25e9, "1.6Tb": 1.6e12} {
+	for in, want := range map[string]float64{"400Gb": 400e9, "200G": 200e9, "100Gbps": 100e9, "25Gb/s": 25e9, "1.6Tb": 1.6e12,
+		"400": 400e9, "200GbE": 200e9, "800Mb": 800e6, " 400 Gb ": 400e9, "100Gbit": 100e9} {
 		got, err := ParseLineRate(in)
 		if err != nil || got != want {
 			t.Errorf("%s: %v %v", in, got, err)
+		}
+	}
+	// NaN, infinities, zero and words are refused, with the field's fix in the message.
+	for _, bad := range []string{"", "0", "-1G", "fast", "G", "nanGb", "NaN", "infG", "+Inf", "1e400G"} {
+		if v, err := ParseLineRate(bad); err == nil || !strings.Contains(err.Error(), "e.g. 400Gb") {
+			t.Errorf("ParseLineRate(%q) = %v, %v", bad, v, err)
 		}
 	}
 	p := Default()
