@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/ain-hpc/ain/pkg/userdir"
 )
 
 // DefaultCacheTTL is how long a passing result is reused by `ain train`/`ain bench`.
@@ -24,11 +26,8 @@ type Cache struct {
 
 // CacheDir is $XDG_CACHE_HOME/ain/preflight, else ~/.cache/ain/preflight.
 func CacheDir(getenv func(string) string) string {
-	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "ain", "preflight")
-	}
-	if h := getenv("HOME"); h != "" {
-		return filepath.Join(h, ".cache", "ain", "preflight")
+	if d, err := userdir.Cache(getenv, "preflight"); err == nil {
+		return d
 	}
 	return filepath.Join(os.TempDir(), "ain-preflight")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/ain-hpc/ain/internal/input"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/strict"
+	"github.com/ain-hpc/ain/pkg/userdir"
 )
 
 // APIVersion and Kind of a profile file.
@@ -155,15 +156,11 @@ func DefaultPath(getenv func(string) string) string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	dir := getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home := getenv("HOME")
-		if home == "" {
-			return ""
-		}
-		dir = filepath.Join(home, ".config")
+	dir, err := userdir.Config(getenv, "")
+	if err != nil {
+		return ""
 	}
-	return filepath.Join(dir, "ain", "profile.yaml")
+	return filepath.Join(dir, "profile.yaml")
 }
 
 // Load returns the effective profile for o.

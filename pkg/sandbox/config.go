@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ain-hpc/ain/pkg/userdir"
 )
 
 // Config is what a user chooses with `ain sandbox up`.
@@ -249,16 +251,13 @@ func StateDir(getenv func(string) string) (string, error) {
 	if d := getenv("AIN_SANDBOX_STATE"); d != "" {
 		return filepath.Abs(d)
 	}
-	if d := getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "ain", "sandbox"), nil
-	}
 	// HOME through getenv, not os.UserHomeDir: a caller that passes its own environment (the CLI's
 	// App.Getenv, every test) must not reach the real home folder and a sandbox left there.
-	home := getenv("HOME")
-	if home == "" {
+	d, err := userdir.State(getenv, "sandbox")
+	if err != nil {
 		return "", errors.New("finding the sandbox state folder: $HOME is not set (set AIN_SANDBOX_STATE or XDG_STATE_HOME)")
 	}
-	return filepath.Join(home, ".local", "state", "ain", "sandbox"), nil
+	return d, nil
 }
 
 // Layout names the files in a state folder.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/ain-hpc/ain/pkg/userdir"
 )
 
 // Dir is the root of the binary cache: $AIN_SANDBOX_CACHE, else $XDG_CACHE_HOME/ain/sandbox-bin,
@@ -20,17 +22,19 @@ func Dir(getenv func(string) string) (string, error) {
 	if d := getenv("AIN_SANDBOX_CACHE"); d != "" {
 		return filepath.Abs(d)
 	}
-	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "ain", "sandbox-bin"), nil
+	if d, err := userdir.Cache(getenv, "sandbox-bin"); err == nil {
+		return d, nil
 	}
-	h := getenv("HOME")
-	if h == "" {
-		// A getenv that carries no HOME (a command's injected environment) still means this
-		// user's cache.
-		var err error
-		if h, err = os.UserHomeDir(); err != nil {
-			return "", fmt.Errorf("finding the sandbox cache: %w (set AIN_SANDBOX_CACHE)", err)
+	// A getenv that carries no HOME (a command's injected environment) still means this
+	// user's cache.
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the sandbox cache: %w (set AIN_SANDBOX_CACHE)", err)
+	}
+	return userdir.Cache(func(k string) string {
+		if k == "HOME" {
+			return h
 		}
-	}
-	return filepath.Join(h, ".cache", "ain", "sandbox-bin"), nil
+		return getenv(k)
+	}, "sandbox-bin")
 }

@@ -1,0 +1,9 @@
+package userdir_test
+
+import (
+	"testing"
+
+	"github.com/ain-hpc/ain/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
