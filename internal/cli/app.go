@@ -70,6 +70,7 @@ func (a *App) Run(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
 		return int(ainerr.Usage)
 	}
+	err = exitError(err)
 	code := ainerr.CodeOf(err)
 	if code == ainerr.Failure && isUsageFromCLI(err) {
 		code = ainerr.Usage

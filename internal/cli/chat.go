@@ -148,6 +148,7 @@ func (a *App) converse(ctx context.Context, c *vllm.Client, o *chatOptions, mode
 		history = append(history, vllm.Message{Role: "user", Content: line})
 		answer, err := a.ask(ctx, c, o, model, history)
 		if err != nil {
+			err = exitError(err)
 			if ainerr.CodeOf(err) == ainerr.Cancelled || ctx.Err() != nil {
 				return err
 			}

@@ -211,7 +211,7 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 	if build != nil && ctx.Err() == nil {
 		fmt.Fprintln(w)
 		if err := build.wait(ctx, w, 15*time.Second); err != nil && ctx.Err() == nil {
-			results = append(results, result{title: "build the sandbox components", cmd: "(background build)", code: int(ainerr.CodeOf(err))})
+			results = append(results, result{title: "build the sandbox components", cmd: "(background build)", code: int(ainerr.CodeOf(exitError(err)))})
 			fmt.Fprintf(w, "%v\n", err)
 			steps = nil // no sandbox, no flow
 		}

@@ -48,7 +48,7 @@ func (a *App) jobPods(ctx context.Context, o *doctorOptions, name string) (*kube
 		// cluster configured, the cluster unreachable), say both were tried, so that a mistyped
 		// file name does not read as a cluster problem.
 		var ae *ainerr.Error
-		if !errors.As(err, &ae) {
+		if !errors.As(exitError(err), &ae) {
 			ae = ainerr.New(ainerr.Failure, err, "")
 		}
 		hint := ae.Hint

@@ -425,7 +425,7 @@ func (a *App) waitError(kc *kube.Clients, err error, name string) error {
 		return ainerr.New(ainerr.Timeout, err, "it keeps starting: `ain serve status "+name+nsFlag(kc.Namespace)+"`; a big model may need a longer spec.startupTimeout")
 	case errors.Is(err, context.Canceled):
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "follow it: ain serve status "+name+nsFlag(kc.Namespace)+"   end it: ain serve delete "+name+nsFlag(kc.Namespace))
-	case ainerr.CodeOf(err) != ainerr.Failure:
+	case ainerr.CodeOf(exitError(err)) != ainerr.Failure:
 		return err
 	}
 	return discoveryError(kc, err, "waiting for the model server")

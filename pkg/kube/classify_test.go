@@ -12,8 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // Issue 19: a killed webhook was reported as "cannot reach the API server" (its error says
@@ -26,25 +24,26 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		err     error
-		code    ainerr.Code
+		reason  Reason
 		want    []string
 		mustNot string
 	}{
-		{"webhook down", webhook, ainerr.Unreachable,
+		{"webhook down", webhook, ReasonWebhookUnreachable,
 			[]string{`admission webhook "validator.pytorchjob.training-operator.kubeflow.org"`, "dial tcp 127.0.0.1:9443: connect: connection refused"}, "cannot reach the API server"},
-		{"interrupt", &url.Error{Op: "Patch", URL: "https://x", Err: context.Canceled}, ainerr.Cancelled, []string{"interrupted"}, "cannot reach"},
-		{"refused", &url.Error{Op: "Get", URL: "https://x", Err: syscall.ECONNREFUSED}, ainerr.Unreachable, []string{"cannot reach the API server"}, "webhook"},
-		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no")), ainerr.Unauthorized, []string{"forbidden"}, "cannot reach"},
+		{"interrupt", &url.Error{Op: "Patch", URL: "https://x", Err: context.Canceled}, ReasonInterrupted, []string{"interrupted"}, "cannot reach"},
+		{"refused", &url.Error{Op: "Get", URL: "https://x", Err: syscall.ECONNREFUSED}, ReasonUnreachable, []string{"cannot reach the API server"}, "webhook"},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no")), ReasonForbidden, []string{"forbidden"}, "cannot reach"},
 		// A validating webhook's denial comes with 403 (controller-runtime admission.Denied): it
 		// refuses the object, not the user, so no RBAC hint (same-name runs were told to ask for RBAC).
 		{"webhook denial", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
 			Message: `admission webhook "validate.trainjob.trainer.kubeflow.org" denied the request: spec.runtimeRef: Invalid value: {"name":"ar"}: TrainingRuntime.trainer.kubeflow.org "ar" not found: specified trainingRuntime must be created before the TrainJob is created`}},
-			ainerr.Failure, []string{"denied the request", "not a permission problem"}, "RBAC"},
+			ReasonWebhookDenied, []string{"denied the request"}, "RBAC"},
 	} {
 		err := c.Classify(tc.err, "applying the job")
-		msg := err.Error() + " " + ainerr.HintOf(err)
-		if got := ainerr.CodeOf(err); got != tc.code {
-			t.Errorf("%s: code %d, want %d (%s)", tc.name, got, tc.code, msg)
+		msg := err.Error()
+		var ce *CallError
+		if !errors.As(err, &ce) || ce.Reason != tc.reason || ce.Where != c.Where() || ce.Namespace != "ns" {
+			t.Errorf("%s: %#v, want reason %d (%s)", tc.name, ce, tc.reason, msg)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(msg, w) {

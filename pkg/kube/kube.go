@@ -33,7 +33,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ain-hpc/ain/internal/lazyre"
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // SandboxClusterName is the cluster name in the kubeconfig `ain sandbox` writes.
@@ -111,8 +110,7 @@ func LoadConfig(o Options) (*Clients, error) {
 		path, isSandbox = o.SandboxKubeconfig, true
 	}
 	if path == "" {
-		return nil, ainerr.New(ainerr.Unreachable, errors.New("no cluster configured: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and no local sandbox"),
-			"start the local simulated cluster with `ain sandbox up`, or point --kubeconfig at your cluster")
+		return nil, &CallError{Reason: ReasonNoCluster, Err: errors.New("no cluster configured: no --kubeconfig, $KUBECONFIG or ~/.kube/config, and no local sandbox")}
 	}
 	if !isSandbox && o.SandboxKubeconfig != "" && sameFile(path, o.SandboxKubeconfig) {
 		isSandbox = true
@@ -122,8 +120,7 @@ func LoadConfig(o Options) (*Clients, error) {
 		list := filepath.SplitList(getenv("KUBECONFIG"))
 		if !slices.ContainsFunc(list, fileExists) {
 			// clientcmd skips missing files and then blames KUBERNETES_MASTER: name the files.
-			return nil, ainerr.New(ainerr.Usage, fmt.Errorf("$KUBECONFIG=%s: no such file", getenv("KUBECONFIG")),
-				"point $KUBECONFIG or --kubeconfig at your cluster's kubeconfig, or unset it to use ~/.kube/config or the local sandbox")
+			return nil, &CallError{Reason: ReasonBadKubeconfig, Err: fmt.Errorf("$KUBECONFIG=%s: no such file", getenv("KUBECONFIG"))}
 		}
 		rules = &clientcmd.ClientConfigLoadingRules{Precedence: list}
 	}
@@ -131,7 +128,7 @@ func LoadConfig(o Options) (*Clients, error) {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("kubeconfig %s: %w", path, err), "check --kubeconfig and --context (kubectl config get-contexts)")
+		return nil, &CallError{Reason: ReasonBadKubeconfig, Err: fmt.Errorf("kubeconfig %s: %w", path, err)}
 	}
 	raw, _ := cc.RawConfig()
 	ctxName := o.Context
@@ -209,43 +206,37 @@ func (c *Clients) Where() string {
 	return s
 }
 
-// Classify maps an API error to ain's exit codes: unreachable, unauthorised or forbidden get a
-// hint naming the kubeconfig and context; other errors are returned wrapped with what.
+// Classify says why a cluster call failed: an interrupt, refused credentials, RBAC, an admission
+// webhook's refusal or absence, or an API server that does not answer, as an *CallError whose message
+// starts with what; any other error is returned wrapped with what. An *CallError passes unchanged.
 func (c *Clients) Classify(err error, what string) error {
 	if err == nil {
 		return nil
 	}
-	var ae *ainerr.Error
-	if errors.As(err, &ae) {
+	var ke *CallError
+	if errors.As(err, &ke) {
 		return err
 	}
 	if name, reason := WebhookName(err); name != "" {
 		// The API server answered: it is one of its admission webhooks that did not (a TLS or
 		// connection error between them says nothing about our own connection).
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: the API server could not call the admission webhook %q: %s", what, name, reason),
-			"the webhook's server is down or unreachable from the API server: for *.kubeflow.org webhooks that is the training-operator (or mpi-operator / Trainer controller); check its pod and run `ain preflight`")
+		e := c.errorf(ReasonWebhookUnreachable, "%s: the API server could not call the admission webhook %q: %s", what, name, reason)
+		e.Webhook = name
+		return e
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		// An interrupt (Ctrl-C) cancelled the request: not a network fault.
-		return ainerr.New(ainerr.Cancelled, fmt.Errorf("%s: interrupted", what), "")
+		return c.errorf(ReasonInterrupted, "%s: interrupted", what)
 	case apierrors.IsUnauthorized(err):
-		return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s: the cluster refused our credentials (401 Unauthorized)", what),
-			"the token or certificate in "+c.Where()+" is not accepted: refresh your credentials or pick another --context")
+		return c.errorf(ReasonUnauthorized, "%s: the cluster refused our credentials (401 Unauthorized)", what)
 	case IsWebhookDenial(err):
 		// controller-runtime's validating webhooks deny with 403 (admission.Denied): a refusal of
-		// the object, not of the user, so no RBAC hint.
-		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %v", what, apiMessage(err)),
-			"an admission webhook refused the object (not a permission problem); its message says why")
+		// the object, not of the user.
+		return c.errorf(ReasonWebhookDenied, "%s: %v", what, apiMessage(err))
 	case apierrors.IsForbidden(err):
-		return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s: %v", what, apiMessage(err)),
-			"your user may not do this in namespace "+c.Namespace+" ("+c.Where()+"): ask for RBAC access or use -n")
+		return c.errorf(ReasonForbidden, "%s: %v", what, apiMessage(err))
 	case isUnreachable(err):
-		hint := "is the cluster up? (" + c.Where() + ")"
-		if c.Sandbox {
-			hint = "the local sandbox is not answering: `ain sandbox status`, or `ain sandbox up`"
-		}
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: cannot reach the API server: %v", what, rootCause(err)), hint)
+		return c.errorf(ReasonUnreachable, "%s: cannot reach the API server: %v", what, rootCause(err))
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // TestLoadMissingKubeconfigEnv: a $KUBECONFIG whose files do not exist is a usage error naming
@@ -15,9 +13,9 @@ func TestLoadMissingKubeconfigEnv(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	env := map[string]string{"KUBECONFIG": missing, "HOME": t.TempDir()}
 	_, err := Load(Options{Getenv: func(k string) string { return env[k] }})
-	var ae *ainerr.Error
-	if !errors.As(err, &ae) || ae.Code != ainerr.Usage {
-		t.Fatalf("err %v (%T), want a usage error", err, err)
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Reason != ReasonBadKubeconfig {
+		t.Fatalf("err %v (%T), want ReasonBadKubeconfig", err, err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, missing) || strings.Contains(msg, "KUBERNETES_MASTER") {
 		t.Errorf("error %q should name %s and not blame KUBERNETES_MASTER", msg, missing)

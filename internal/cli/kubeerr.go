@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/kube"
+)
+
+// exitError gives a cluster error (pkg/kube's *CallError, anywhere in err's chain) its exit code
+// and the advice for it, unless a command already chose both (an *ainerr.Error wraps it).
+func exitError(err error) error {
+	var ce *kube.CallError
+	if err == nil || isAinErr(err) || !errors.As(err, &ce) {
+		return err
+	}
+	code, hint := ainerr.Failure, ""
+	switch ce.Reason {
+	case kube.ReasonNoCluster:
+		code, hint = ainerr.Unreachable, "start the local simulated cluster with `ain sandbox up`, or point --kubeconfig at your cluster"
+	case kube.ReasonBadKubeconfig:
+		code, hint = ainerr.Usage, "check --kubeconfig and --context (kubectl config get-contexts), or unset $KUBECONFIG to use ~/.kube/config or the local sandbox"
+	case kube.ReasonInterrupted:
+		code = ainerr.Cancelled
+	case kube.ReasonUnauthorized:
+		code, hint = ainerr.Unauthorized, "the token or certificate in "+ce.Where+" is not accepted: refresh your credentials or pick another --context"
+	case kube.ReasonForbidden:
+		code, hint = ainerr.Unauthorized, "your user may not do this in namespace "+ce.Namespace+" ("+ce.Where+"): ask for RBAC access (`ain preflight --print-role` prints what ain needs) or use -n"
+	case kube.ReasonWebhookDenied:
+		hint = "an admission webhook refused the object (not a permission problem); its message says why"
+	case kube.ReasonWebhookUnreachable:
+		code, hint = ainerr.Unreachable, "the webhook's server is down or unreachable from the API server: for *.kubeflow.org webhooks that is the training-operator (or mpi-operator / Trainer controller); check its pod and run `ain preflight`"
+	case kube.ReasonUnreachable:
+		code, hint = ainerr.Unreachable, "is the cluster up? ("+ce.Where+")"
+		if ce.Sandbox {
+			hint = "the local sandbox is not answering: `ain sandbox status`, or `ain sandbox up`"
+		}
+	}
+	return ainerr.New(code, err, hint)
+}
