@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/claims"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/preflight"
@@ -141,6 +142,9 @@ func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Pr
 	if r != nil {
 		if w := r.Workload(); w != nil {
 			o.Nodes, o.GPUsPerNode, o.Arches = w.Nodes, w.GPUsPerNode, w.Architectures
+			for _, v := range w.Volumes {
+				o.Volumes = append(o.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
+			}
 		}
 		o.Workload = jobs.WorkloadOf(r)
 	}

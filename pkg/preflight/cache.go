@@ -37,7 +37,7 @@ func Key(o Options) string {
 	o.defaults()
 	spec, _ := json.Marshal(o.Profile.Spec)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00%v\x00%s\x00%s\x00%v", o.Cluster, o.User, o.Namespace, spec, o.Nodes, o.GPUsPerNode, o.NodeSelector, o.Job, o.SkipProbes, o.Workload, o.API, o.Arches)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00%v\x00%s\x00%s\x00%v\x00%v", o.Cluster, o.User, o.Namespace, spec, o.Nodes, o.GPUsPerNode, o.NodeSelector, o.Job, o.SkipProbes, o.Workload, o.API, o.Arches, o.Volumes)
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ain-hpc/ain/pkg/claims"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
@@ -132,6 +133,8 @@ type Options struct {
 	// Nodes and GPUsPerNode are the recipe's shape (0: no recipe, one suitable node is enough).
 	Nodes       int
 	GPUsPerNode int
+	// Volumes are the recipe's PersistentVolumeClaims (spec.volumes).
+	Volumes []claims.Use
 	// Arches are the recipe image's architectures (spec.architectures, kubernetes.io/arch
 	// values); a node of another architecture cannot run a rank. Empty: any.
 	Arches []string
@@ -203,6 +206,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.Progress("listing nodes")
 	nodeChecks, candidates := checkNodes(ctx, o)
 	res.Checks = append(res.Checks, nodeChecks...)
+	res.Checks = append(res.Checks, checkVolumes(ctx, o)...)
 	res.Checks = append(res.Checks, checkNetworks(ctx, o)...)
 	res.Checks = append(res.Checks, checkPodSecurity(ctx, o)...)
 	if !o.SkipProbes {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/ain-hpc/ain/pkg/claims"
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -316,5 +317,28 @@ func TestRunPairRefusesOtherArch(t *testing.T) {
 	spec.Image = "registry.example.com/perftest:24.10"
 	if err := checkPairArches(context.Background(), Options{Kube: cs, ProbeImage: spec.Image}, spec); err != nil {
 		t.Errorf("unknown image: %v", err)
+	}
+}
+
+// TestCheckVolumes: preflight FAILs a recipe whose claim is missing or ReadWriteOnce for ranks
+// on several nodes, naming the claim and the fix, and PASSes a bound ReadWriteMany claim.
+func TestCheckVolumes(t *testing.T) {
+	mk := func(name string, mode corev1.PersistentVolumeAccessMode) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec:   corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode}},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: []corev1.PersistentVolumeAccessMode{mode}}}
+	}
+	cs := fake.NewClientset(mk("nfs-shared", corev1.ReadWriteMany), mk("disk", corev1.ReadWriteOnce))
+	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), Nodes: 2}
+	for claim, want := range map[string]Status{"nfs-shared": Pass, "disk": Fail, "nfs-typo": Fail} {
+		o.Volumes = []claims.Use{{Volume: "shared", Claim: claim}}
+		checks := checkVolumes(context.Background(), o)
+		if len(checks) != 1 || checks[0].Status != want || checks[0].Target != claim || (want == Fail && checks[0].Fix == "") {
+			t.Errorf("%s: %+v, want %s", claim, checks, want)
+		}
+	}
+	o.Volumes = nil
+	if checks := checkVolumes(context.Background(), o); checks != nil {
+		t.Errorf("no volumes: %+v", checks)
 	}
 }
