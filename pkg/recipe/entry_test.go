@@ -99,7 +99,11 @@ func TestExposeDefault(t *testing.T) {
 			t.Errorf("%q: expose %s, want %s", spec, r.Serving.Expose, want)
 		}
 	}
-	r, err := Parse("s.yaml", []byte(servingBase+"  gateway: {className: eg}\n"), nil)
+	r, err := Load("vllm", nil)
+	if err != nil || r.Serving.Expose != ExposeAuto || r.Serving.Ingress == nil || r.Serving.Ingress.ClassName != "nginx" {
+		t.Fatalf("built-in vllm: %+v %v", r.Serving, err)
+	}
+	r, err = Parse("s.yaml", []byte(servingBase+"  gateway: {className: eg}\n"), nil)
 	if err != nil || r.Serving.Gateway.Timeouts.Request != "0s" || r.Serving.Gateway.Timeouts.BackendRequest != "0s" {
 		t.Fatalf("gateway timeouts default: %+v %v", r.Serving.Gateway, err)
 	}
