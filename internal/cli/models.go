@@ -170,6 +170,7 @@ func (a *App) discoverEndpoint(ctx context.Context, o *endpointOptions) (vllm.En
 // discoveryError maps Discovery's typed errors to exit codes and hints.
 func discoveryError(kc *kube.Clients, err error, what string) error {
 	var ie *vllm.IngressUnreachableError
+	var re *vllm.RouteError
 	var nr *vllm.NoReadyReplicaError
 	var nf *vllm.NotFoundError
 	var none *vllm.NoModelServerError
@@ -182,9 +183,11 @@ func discoveryError(kc *kube.Clients, err error, what string) error {
 			"deploy one with `ain serve vllm`, or pass --endpoint URL for any OpenAI-compatible server")
 	case errors.As(err, &amb):
 		return ainerr.New(ainerr.Usage, err, "pass --endpoint (`ain serve status` shows each URL)")
+	case errors.As(err, &re):
+		return ainerr.New(ainerr.JobFailed, err, re.Hint())
 	case errors.As(err, &ie):
 		return ainerr.New(ainerr.Unreachable, err,
-			"check that the ingress host resolves to the ingress controller (or pass --connect-to ADDR:443 to reach it by address), "+
+			"check that the host resolves to the ingress controller or Gateway (or pass --connect-to ADDR:443 to reach it by address), "+
 				"or pass --port-forward to reach one pod through the API server instead (a quick look, not a measurement)")
 	case errors.As(err, &nr):
 		return ainerr.New(ainerr.Unreachable, err, "`ain serve status "+nr.Name+nsFlag(kc.Namespace)+"` shows what the pods are doing")

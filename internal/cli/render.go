@@ -2,19 +2,21 @@ package cli
 
 import (
 	"fmt"
+
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
 type renderOptions struct {
 	recipeInput
+	entryFlags
 	Output string
 	Name   string
-	Host   string
 	API    string
 	// AllowUnauth renders a serving recipe without its default API key, as ain serve would.
 	AllowUnauth bool
@@ -36,12 +38,12 @@ func (a *App) renderCommand() *ucli.Command {
 			"  ain render allreduce --fabric roce --set nodes=2 --set gpusPerNode=8 -o json\n" +
 			"  ain render allreduce --api training-operator   # the legacy kubeflow.org/v1 MPIJob\n" +
 			"  ain render vllm --host llm.example.com\n" +
+			"  ain render vllm --expose gateway --gateway-class eg --host llm.example.com   # HTTPRoute + Gateway\n" +
 			"  ain render my-recipe.yaml --profile cluster.yaml",
-		Flags: append(o.recipeInput.flags(),
+		Flags: append(append(o.recipeInput.flags(), o.entryFlags.flags()...),
 			outputFlag(&o.Output, "yaml", "yaml or json", "json"),
 			&ucli.StringFlag{Name: "name", Usage: "job name (default: the recipe's metadata.name)", Destination: &o.Name},
 			apiFlag(&o.API),
-			&ucli.StringFlag{Name: "host", Usage: "serving recipes: HTTPS ingress host (sets spec.ingress.host, as ain serve --host)", Destination: &o.Host},
 			&ucli.BoolFlag{Name: "allow-unauthenticated", Usage: "serving recipes: no API key, as ain serve --allow-unauthenticated (default: the key ain serve keeps or generates)", Destination: &o.AllowUnauth},
 		),
 		Action: func(c *ucli.Context) error { return a.runRender(c, o) },
@@ -52,21 +54,15 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 	if o.Output != "yaml" && o.Output != "json" {
 		return ainerr.Usagef("-o %s: render prints yaml or json", o.Output)
 	}
+	if err := o.entryFlags.set(&o.recipeInput, func() (*recipe.Recipe, error) {
+		r, _, err := o.load(c, a.Getenv)
+		return r, err
+	}); err != nil {
+		return err
+	}
 	r, p, err := o.load(c, a.Getenv)
 	if err != nil {
 		return err
-	}
-	if o.Host != "" {
-		// Only a serving recipe has an Ingress; say so rather than report spec.ingress as unknown.
-		if r.Serving == nil {
-			return ainerr.Usagef("--host %s: only serving recipes (ain recipes list shows their kind) have an ingress host; drop --host", o.Host)
-		}
-		// Like ain serve: the flag is a --set override (validated and located like the field), and an
-		// explicit --set ingress.host wins.
-		o.setBy("--host "+o.Host, "ingress.host="+o.Host)
-		if r, p, err = o.load(c, a.Getenv); err != nil {
-			return err
-		}
 	}
 	a.printWarnings(r)
 	var objs []runtime.Object
@@ -81,6 +77,7 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 			name = r.Metadata.Name
 		}
 		fmt.Fprintf(a.Streams.Err, "# %s\n", vllm.DefaultAuth(r.Serving, name, o.AllowUnauth).Describe())
+		a.offlineEntry(r, &o.entryFlags)
 		so, err := vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace})
 		if err != nil {
 			return ainerr.New(ainerr.Usage, err, "")

@@ -21,11 +21,11 @@ import (
 type serveOptions struct {
 	recipeInput
 	endpointOptions
+	entryFlags
 	Name          string
 	Model         string
 	Replicas      int
 	Topology      string
-	Host          string
 	APIKeyFromEnv bool
 	HFTokenEnv    bool
 	APIKeyFile    string
@@ -41,12 +41,11 @@ type serveOptions struct {
 }
 
 func (o *serveOptions) flags() []ucli.Flag {
-	return append(append(o.recipeInput.flags(), o.endpointOptions.flags()...),
+	return append(append(append(o.recipeInput.flags(), o.endpointOptions.flags()...), o.entryFlags.flags()...),
 		&ucli.StringFlag{Name: "name", Usage: "deployment name (default: the recipe's metadata.name)", Destination: &o.Name},
 		&ucli.StringFlag{Name: "model", Usage: "model path on the model volume, or a Hugging Face name (sets spec.model)", Destination: &o.Model},
 		&ucli.IntFlag{Name: "replicas", Usage: "model server replicas (sets spec.replicas)", DefaultText: "the recipe's", Destination: &o.Replicas, Action: intBetween("replicas", 1, recipe.MaxReplicas)},
 		&ucli.StringFlag{Name: "topology", Usage: "independent (one Deployment per replica, default) or deployment (one with N replicas)", Destination: &o.Topology},
-		&ucli.StringFlag{Name: "host", Usage: "HTTPS ingress host (sets spec.ingress.host)", Destination: &o.Host},
 		&ucli.BoolFlag{Name: "api-key-from-env", Usage: "create Secret NAME-api-key from $AIN_API_KEY and have vLLM require it", Destination: &o.APIKeyFromEnv},
 		&ucli.BoolFlag{Name: "hf-token-from-env", Usage: "create Secret NAME-hf-token from $HF_TOKEN for gated models", Destination: &o.HFTokenEnv},
 		&ucli.StringFlag{Name: "api-key-file", Usage: "create Secret NAME-api-key from this file's content (instead of --api-key-from-env)", Destination: &o.APIKeyFile},
@@ -66,12 +65,17 @@ func (a *App) serveCommand() *ucli.Command {
 	status := &endpointOptions{}
 	return &ucli.Command{
 		Name:      "serve",
-		Usage:     "deploy vLLM replicas from a serving recipe: Deployments, a Service and an HTTPS Ingress",
+		Usage:     "deploy vLLM replicas from a serving recipe: Deployments, a Service and an HTTPS entry (Ingress or Gateway API HTTPRoute)",
 		ArgsUsage: "RECIPE",
 		Description: "Server-side applies the serving recipe (`ain recipes show vllm`), then waits until the replicas are\n" +
-			"ready and the endpoint's /v1/models lists the model (/health turns true before the model can answer).\n\n" +
+			"ready and the endpoint's /v1/models lists the model (/health turns true before the model can answer).\n" +
+			"The entry routes /v1 and /health only. --expose auto (the vllm recipe's) keeps the entry a model server\n" +
+			"has; a new one gets a Gateway API HTTPRoute where the cluster serves the Gateway API and exactly one\n" +
+			"GatewayClass is accepted, else an Ingress; ain says which and why.\n\n" +
 			"Examples:\n" +
 			"  ain serve vllm --model /shared/models/Qwen2.5-7B-Instruct --replicas 2 --host llm.example.com\n" +
+			"  ain serve vllm --expose gateway --gateway-class eg --host llm.example.com\n" +
+			"  ain serve vllm --gateway infra/public:https --host llm.example.com\n" +
 			"  ain serve vllm --dry-run=client -o yaml\n" +
 			"  ain serve status\n" +
 			"  ain serve delete vllm",
@@ -89,7 +93,7 @@ func (a *App) serveCommand() *ucli.Command {
 			},
 			{
 				Name:      "delete",
-				Usage:     "delete a model server's Deployments, Service, Ingress and the Secrets ain created for it",
+				Usage:     "delete a model server's Deployments, Service, Ingress or HTTPRoute (and the Gateway ain created; never a shared one) and the Secrets ain created for it",
 				ArgsUsage: "NAME",
 				Action: func(c *ucli.Context) error {
 					if c.NArg() != 1 {
@@ -130,8 +134,11 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if o.Topology != "" {
 		o.setBy("--topology "+o.Topology, "topology="+o.Topology)
 	}
-	if o.Host != "" {
-		o.setBy("--host "+o.Host, "ingress.host="+o.Host)
+	if err := o.entryFlags.set(&o.recipeInput, func() (*recipe.Recipe, error) {
+		r, _, err := o.load(c, a.Getenv)
+		return r, err
+	}); err != nil {
+		return err
 	}
 	var secrets []runtime.Object
 	name := o.Name
@@ -208,8 +215,13 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if o.DryRun == "client" {
 		auth := vllm.DefaultAuth(r.Serving, serverName, o.AllowUnauth)
 		fmt.Fprintf(a.Streams.Err, "# %s\n", auth.Describe())
+		a.offlineEntry(r, &o.entryFlags)
 	}
 	objs, err := vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace})
+	var noGateway *vllm.NoGatewayError
+	if errors.As(err, &noGateway) && o.DryRun != "client" {
+		err = nil // ain serve asks the cluster for its GatewayClass (chooseEntry)
+	}
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
@@ -223,6 +235,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		if objs.Ingress != nil {
 			fmt.Fprintf(a.Streams.Err, "# the Ingress's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Ingress.Spec.TLS[0].SecretName)
 		}
+		if objs.Gateway != nil {
+			fmt.Fprintf(a.Streams.Err, "# the Gateway's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Gateway.Spec.Listeners[0].TLS.CertificateRefs[0].Name)
+		}
 		return a.printObjects(objs.All(), o.Output)
 	}
 	kc, cl, err := a.servingCluster()
@@ -230,6 +245,11 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return err
 	}
 	ctx := c.Context
+	// The entry first: a Gateway API entry on a cluster without it, or naming no Gateway, is
+	// refused before anything is read or created.
+	if err := a.chooseEntry(ctx, kc, cl, r, serverName, &o.entryFlags); err != nil {
+		return err
+	}
 	s := r.Serving
 	if err := cl.CheckClaims(ctx, s); err != nil {
 		var cp *vllm.ClaimProblem
@@ -272,33 +292,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if auth.Source == vllm.AuthNone {
 		fmt.Fprintln(a.Streams.Err, "WARNING: --allow-unauthenticated: no API key; anyone who reaches the Service or the ingress can use the model and its GPUs")
 	}
-	tlsCreated := "" // the self-signed TLS Secret this run created, if any
-	if objs.Ingress != nil {
-		// Checked (or created) before the Ingress that names it: a bad Secret makes
-		// ingress-nginx serve its fake certificate, which clients misreport as an unknown CA.
-		in := s.Ingress
-		lbl := map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: objs.Name}
-		t, err := cl.EnsureTLS(ctx, in, objs.Name, lbl, a.Now(), o.DryRun == "server")
-		var tp *vllm.TLSProblem
-		switch {
-		case errors.As(err, &tp):
-			return ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set ingress.tlsSecret=NAME, or let cert-manager issue it with --set ingress.clusterIssuer=ISSUER")
-		case err != nil:
-			return kc.Classify(err, "checking the ingress's TLS Secret")
-		case t.Issuer != "":
-			fmt.Fprintf(a.Streams.Err, "TLS: cert-manager ClusterIssuer %s issues Secret %s for the ingress\n", t.Issuer, t.Secret)
-		case t.Created && o.DryRun == "server":
-			fmt.Fprintf(a.Streams.Err, "TLS: Secret %s does not exist; ain would create a self-signed certificate\n", t.Secret)
-		case t.Created:
-			tlsCreated = t.Secret
-			fmt.Fprintf(a.Streams.Err, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
-				t.Secret, orDashStr(t.For), t.Secret)
-			if t.For == "" {
-				fmt.Fprintf(a.Streams.Err, "WARNING: no --host and no ingress address yet: the certificate names nothing a client connects to, so no client can verify it; pass --host NAME (a DNS name pointing at the ingress controller), or once `ain serve status` shows the address, delete Secret %s and re-run (ain then certifies the address)\n", t.Secret)
-			}
-		default:
-			fmt.Fprintf(a.Streams.Err, "TLS: Secret %s holds a valid certificate for %s\n", t.Secret, orDashStr(in.Host))
-		}
+	tlsCreated, err := a.ensureEntryTLS(ctx, kc, cl, objs, s, o.DryRun == "server")
+	if err != nil {
+		return err
 	}
 	var rest []runtime.Object
 	rest = append(rest, secrets...)
@@ -308,6 +304,12 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	if objs.Ingress != nil {
 		rest = append(rest, objs.Ingress)
+	}
+	if objs.Gateway != nil {
+		rest = append(rest, objs.Gateway)
+	}
+	if objs.HTTPRoute != nil {
+		rest = append(rest, objs.HTTPRoute)
 	}
 	if o.DryRun == "server" {
 		applied, err := cl.Apply(ctx, append(rest, deploymentObjects(objs)...), true)
@@ -387,6 +389,60 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	return a.waitServing(ctx, kc, cl, objs.Name, s.ServedModelName, &o.endpointOptions, timeout)
 }
 
+// ensureEntryTLS checks (or creates, self-signed) the TLS Secret of the model server's
+// entry before the entry that names it is applied: a bad Secret makes ingress-nginx serve its
+// fake certificate, which clients misreport as an unknown CA, and a Gateway's listener with an
+// unusable certificateRef is not programmed. A route on an existing Gateway uses that
+// Gateway's certificate. It returns the Secret this run created, if any.
+func (a *App) ensureEntryTLS(ctx context.Context, kc *kube.Clients, cl *vllm.Cluster, objs *vllm.Objects, s *recipe.ServingSpec, dryRun bool) (string, error) {
+	lbl := map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: objs.Name}
+	var t *vllm.TLSOutcome
+	var err error
+	var host, entry, field string
+	switch {
+	case objs.Ingress != nil:
+		host, entry, field = s.Ingress.Host, "the ingress", "ingress"
+		t, err = cl.EnsureTLS(ctx, s.Ingress, objs.Name, lbl, a.Now(), dryRun)
+	case objs.Gateway != nil:
+		host, entry, field = s.Gateway.Host, "Gateway "+objs.Gateway.Name, "gateway"
+		t, err = cl.EnsureGatewayTLS(ctx, s.Gateway, objs.Name, lbl, a.Now(), dryRun)
+	case objs.HTTPRoute != nil:
+		fmt.Fprintf(a.Streams.Err, "TLS: terminated by the listener of Gateway %s, whose certificate is that Gateway's (ain reads nor changes it)\n", gatewayRefName(s.Gateway, kc.Namespace))
+		return "", nil
+	default:
+		return "", nil
+	}
+	var tp *vllm.TLSProblem
+	switch {
+	case errors.As(err, &tp):
+		return "", ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set "+field+".tlsSecret=NAME, or let cert-manager issue it with --set "+field+".clusterIssuer=ISSUER")
+	case err != nil:
+		return "", kc.Classify(err, "checking the TLS Secret of "+entry)
+	case t.Issuer != "":
+		fmt.Fprintf(a.Streams.Err, "TLS: cert-manager ClusterIssuer %s issues Secret %s for %s\n", t.Issuer, t.Secret, entry)
+	case t.Created && dryRun:
+		fmt.Fprintf(a.Streams.Err, "TLS: Secret %s does not exist; ain would create a self-signed certificate\n", t.Secret)
+	case t.Created:
+		fmt.Fprintf(a.Streams.Err, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
+			t.Secret, orDashStr(t.For), t.Secret)
+		if t.For == "" {
+			fmt.Fprintf(a.Streams.Err, "WARNING: no --host and no address for %s yet: the certificate names nothing a client connects to, so no client can verify it; pass --host NAME (a DNS name pointing at it), or once `ain serve status` shows the address, delete Secret %s and re-run (ain then certifies the address)\n", entry, t.Secret)
+		}
+		return t.Secret, nil
+	default:
+		fmt.Fprintf(a.Streams.Err, "TLS: Secret %s holds a valid certificate for %s\n", t.Secret, orDashStr(host))
+	}
+	return "", nil
+}
+
+// gatewayRefName is NAMESPACE/NAME of the existing Gateway g names.
+func gatewayRefName(g *recipe.ServingGateway, ns string) string {
+	if g.Namespace != "" {
+		ns = g.Namespace
+	}
+	return ns + "/" + g.Name
+}
+
 // warnImage says when the serving image's vLLM is older than the newest release that fixes a
 // published advisory (vllm.Advisories), or that its tag tells no version.
 func (a *App) warnImage(image string) {
@@ -421,6 +477,8 @@ func (a *App) waitError(kc *kube.Clients, err error, name string) error {
 	switch {
 	case errors.As(err, &se):
 		return ainerr.New(ainerr.JobFailed, err, "`ain serve status "+name+nsFlag(kc.Namespace)+"` shows each pod; `kubectl logs` the pod for vLLM's own error")
+	case errors.As(err, &te) && strings.Contains(te.Last, "waiting for the Gateway"):
+		return ainerr.New(ainerr.Timeout, err, "the replicas are ready but the Gateway does not serve the route yet: `ain serve status "+name+nsFlag(kc.Namespace)+"` shows the route's conditions; `kubectl describe gateway` and the controller's logs say why")
 	case errors.As(err, &te):
 		return ainerr.New(ainerr.Timeout, err, "it keeps starting: `ain serve status "+name+nsFlag(kc.Namespace)+"`; a big model may need a longer spec.startupTimeout")
 	case errors.Is(err, context.Canceled):
@@ -540,7 +598,28 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 			fmt.Fprintf(w, "  url:     %s\n", e.URL)
 		}
 		if e.Address != "" && !strings.Contains(e.URL, e.Address) {
-			fmt.Fprintf(w, "  address: %s (published by the ingress controller)\n", e.Address)
+			by := "the ingress controller"
+			if e.Route != nil {
+				by = "Gateway " + e.Route.Gateway
+			}
+			fmt.Fprintf(w, "  address: %s (published by %s)\n", e.Address, by)
+		}
+		if rt := e.Route; rt != nil {
+			gw := "Gateway " + rt.Gateway
+			if rt.Listener != "" {
+				gw += " listener " + rt.Listener
+			}
+			if rt.OwnGateway {
+				gw += ", created by ain"
+			}
+			fmt.Fprintf(w, "  route:   HTTPRoute %s on %s: Accepted %s, ResolvedRefs %s\n", rt.Name, gw, orDashStr(rt.Accepted), orDashStr(rt.ResolvedRefs))
+			if rt.Problem != "" {
+				state := "not serving"
+				if rt.Pending {
+					state = "not serving yet"
+				}
+				fmt.Fprintf(w, "  %s: %s\n", state, rt.Problem)
+			}
 		}
 		if e.TLSSecret != "" {
 			fmt.Fprintf(w, "  tls:     Secret %s\n", e.TLSSecret)

@@ -1,12 +1,25 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/recipe"
+	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
 func TestServeDryRunClient(t *testing.T) {
@@ -163,6 +176,195 @@ func TestServeCredentialFileNamed(t *testing.T) {
 		code, _, errs := runModelCLI(t, nil, "", "serve", "vllm", "--dry-run=client", flag, "/nonexistent/key")
 		if code != int(ainerr.Usage) || !strings.Contains(errs, flag+" /nonexistent/key: no such file or directory") {
 			t.Errorf("%s: exit %d: %s", flag, code, errs)
+		}
+	}
+}
+
+// renderedItems decodes `-o json` output (a v1 List) into kinds and the fields the entry tests
+// read.
+type renderedItem struct {
+	Kind     string
+	Metadata struct{ Name string }
+	Spec     struct {
+		GatewayClassName string
+		Hostnames        []string
+		ParentRefs       []struct{ Name, Namespace, SectionName string }
+		Listeners        []struct {
+			Name, Protocol, Hostname string
+			Port                     int
+			TLS                      struct {
+				Mode            string
+				CertificateRefs []struct{ Name string }
+			}
+		}
+		Rules []struct {
+			Matches []struct {
+				Path struct{ Type, Value string }
+			}
+			BackendRefs []struct {
+				Name string
+				Port int
+			}
+			Timeouts struct{ Request, BackendRequest string }
+		}
+	}
+}
+
+func renderedItems(t *testing.T, out string) map[string]renderedItem {
+	t.Helper()
+	var list struct{ Items []renderedItem }
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m := map[string]renderedItem{}
+	for _, it := range list.Items {
+		m[it.Kind] = it
+	}
+	return m
+}
+
+// --expose gateway --gateway-class renders an HTTPRoute (PathPrefix /v1 and Exact /health only,
+// no timeouts) on a Gateway ain creates (HTTPS, the deployment's TLS Secret), no Ingress; --host
+// becomes the route's hostname and the listener's; stderr says which entry and why.
+func TestServeGatewayRendering(t *testing.T) {
+	for _, cmd := range [][]string{{"serve", "vllm", "--dry-run=client", "-o", "json"}, {"render", "vllm", "-o", "json"}} {
+		code, out, errs := runModelCLI(t, nil, "", append(cmd, "--expose", "gateway", "--gateway-class", "eg", "--host", "llm.example.com", "--name", "qwen")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", cmd, code, errs)
+		}
+		items := renderedItems(t, out)
+		if _, ok := items["Ingress"]; ok {
+			t.Errorf("%v: an Ingress beside the HTTPRoute", cmd)
+		}
+		rt, gw := items["HTTPRoute"], items["Gateway"]
+		if len(rt.Spec.Rules) != 1 {
+			t.Fatalf("%v: rules %+v", cmd, rt.Spec.Rules)
+		}
+		var matches []string
+		for _, m := range rt.Spec.Rules[0].Matches {
+			matches = append(matches, m.Path.Type+" "+m.Path.Value)
+		}
+		r := rt.Spec.Rules[0]
+		if strings.Join(matches, ", ") != "PathPrefix /v1, Exact /health" || len(r.BackendRefs) != 1 || r.BackendRefs[0].Name != "qwen" || r.BackendRefs[0].Port != 8000 ||
+			r.Timeouts.Request != "0s" || r.Timeouts.BackendRequest != "0s" || strings.Join(rt.Spec.Hostnames, ",") != "llm.example.com" {
+			t.Errorf("%v: route %+v", cmd, rt.Spec)
+		}
+		if p := rt.Spec.ParentRefs; len(p) != 1 || p[0].Name != "qwen" || p[0].SectionName != "https" {
+			t.Errorf("%v: parentRefs %+v", cmd, p)
+		}
+		if l := gw.Spec.Listeners; gw.Spec.GatewayClassName != "eg" || len(l) != 1 || l[0].Protocol != "HTTPS" || l[0].Port != 443 || l[0].Hostname != "llm.example.com" ||
+			l[0].TLS.Mode != "Terminate" || l[0].TLS.CertificateRefs[0].Name != "qwen-tls" {
+			t.Errorf("%v: gateway %+v", cmd, gw.Spec)
+		}
+		if !strings.Contains(errs, "# expose: gateway (--expose gateway)") || strings.Contains(errs, "spec.ingress.host") {
+			t.Errorf("%v: stderr %s", cmd, errs)
+		}
+	}
+	// An existing Gateway: the route names it, ain renders no Gateway; --gateway alone means
+	// the Gateway API.
+	code, out, errs := runModelCLI(t, nil, "", "render", "vllm", "-o", "json", "--gateway", "infra/public:web", "--host", "llm.example.com")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	items := renderedItems(t, out)
+	if _, ok := items["Gateway"]; ok {
+		t.Error("a Gateway rendered for a route on an existing one")
+	}
+	if p := items["HTTPRoute"].Spec.ParentRefs; len(p) != 1 || p[0].Name != "public" || p[0].Namespace != "infra" || p[0].SectionName != "web" {
+		t.Errorf("parentRefs %+v", p)
+	}
+	// The default, without a cluster to ask: an Ingress, and why.
+	code, out, errs = runModelCLI(t, nil, "", "render", "vllm", "-o", "json")
+	if items := renderedItems(t, out); code != 0 || items["Ingress"].Kind == "" || items["HTTPRoute"].Kind != "" ||
+		!strings.Contains(errs, "# expose: ingress (spec.expose auto without asking a cluster") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	code, out, errs = runModelCLI(t, nil, "", "render", "vllm", "-o", "json", "--expose", "none")
+	if items := renderedItems(t, out); code != 0 || items["Ingress"].Kind != "" || items["HTTPRoute"].Kind != "" || items["Service"].Kind == "" {
+		t.Errorf("--expose none: exit %d: %s", code, errs)
+	}
+}
+
+// The entry flags are checked like fields (a bad value names its flag), cannot contradict each
+// other, and are refused by name on a training recipe.
+func TestServeEntryFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--expose", "route"}, `--expose route: spec.expose: "route" is not one of auto, ingress, gateway, none`},
+		{[]string{"--gateway", "a", "--gateway-class", "b"}, "--gateway a and --gateway-class b: choose one"},
+		{[]string{"--expose", "ingress", "--gateway-class", "eg"}, "--gateway-class eg with --expose ingress"},
+		{[]string{"--gateway", "infra/"}, "--gateway infra/: no Gateway name"},
+		{[]string{"--gateway", "a/b/c"}, "--gateway a/b/c: write [NAMESPACE/]NAME[:LISTENER]"},
+		{[]string{"--gateway", "public:"}, "--gateway public:: no listener after ':'"},
+		{[]string{"--gateway-class", "Envoy_GW"}, `--gateway-class Envoy_GW: spec.gateway.className: "Envoy_GW" is not a valid GatewayClass name`},
+		{[]string{"--expose", "gateway", "--host", "10.1.2.3", "--gateway-class", "eg"}, `--host 10.1.2.3: spec.gateway.host: "10.1.2.3" is not a DNS name`},
+		{[]string{"--expose", "gateway"}, "spec.gateway names no Gateway: set spec.gateway.className"},
+		{[]string{"--expose", "gateway", "--gateway-class", "eg", "--set", "gateway.timeouts.request=2d"}, `--set gateway.timeouts.request=2d: spec.gateway.timeouts.request: "2d" is not a Gateway API duration`},
+	} {
+		code, _, errs := runModelCLI(t, nil, "", append([]string{"serve", "vllm", "--dry-run=client"}, tc.args...)...)
+		if code != int(ainerr.Usage) || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d: %s", tc.args, code, errs)
+		}
+	}
+	code, _, errs := runModelCLI(t, nil, "", "render", "qlora", "--expose", "gateway")
+	if code != int(ainerr.Usage) || !strings.Contains(errs, "--expose gateway: only serving recipes") {
+		t.Errorf("training recipe: exit %d: %s", code, errs)
+	}
+}
+
+// An Ingress on another class than ingress-nginx's is a WARNING naming the annotations it may
+// ignore and what breaks; ingress-nginx's own class is not.
+func TestServeWarnsNonNginxClass(t *testing.T) {
+	code, _, errs := runModelCLI(t, nil, "", "serve", "vllm", "--dry-run=client", "--expose", "ingress", "--set", "ingress.className=traefik")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"WARNING: IngressClass traefik is not ingress-nginx", "proxy-buffering", "proxy-read-timeout", "proxy-body-size", "cut at the controller's default", "--expose gateway"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("no %q in: %s", want, errs)
+		}
+	}
+	if _, _, errs = runModelCLI(t, nil, "", "serve", "vllm", "--dry-run=client", "--expose", "ingress"); strings.Contains(errs, "WARNING: IngressClass") {
+		t.Errorf("nginx warned about: %s", errs)
+	}
+}
+
+// Against a cluster: the IngressClass's controller, not its name, tells whether the annotations
+// are read (F5's NGINX Ingress Controller often takes the class name nginx); a class that does
+// not exist is said to serve nothing; the choice is printed with its reason.
+func TestChooseEntryWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		class, controller string
+		want              string
+	}{
+		{"nginx", "k8s.io/ingress-nginx", ""},
+		{"nginx", "nginx.org/ingress-controller", "WARNING: IngressClass nginx (controller nginx.org/ingress-controller) is not ingress-nginx"},
+		{"", "", "WARNING: IngressClass nginx does not exist: no controller will serve the Ingress"},
+	} {
+		kc := fake.NewClientset()
+		if tc.class != "" {
+			_, _ = kc.NetworkingV1().IngressClasses().Create(context.Background(), &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: tc.class},
+				Spec: networkingv1.IngressClassSpec{Controller: tc.controller}}, metav1.CreateOptions{})
+		}
+		dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+			{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}: "HTTPRouteList",
+		})
+		var errb bytes.Buffer
+		a := &App{Streams: Streams{Out: &bytes.Buffer{}, Err: &errb}, Now: time.Now, Getenv: func(string) string { return "" }}
+		r, err := recipe.Load("vllm", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := &vllm.Cluster{Kube: kc, Dynamic: dyn, Namespace: "llm"}
+		if err := a.chooseEntry(context.Background(), &kube.Clients{Namespace: "llm"}, cl, r, "vllm", &entryFlags{}); err != nil {
+			t.Fatal(err)
+		}
+		got := errb.String()
+		if !strings.Contains(got, "expose: ingress (auto: a new model server, and the cluster does not serve the Gateway API") ||
+			tc.want == "" && strings.Contains(got, "WARNING") || !strings.Contains(got, tc.want) || r.Serving.Expose != "ingress" {
+			t.Errorf("%s/%s: %s", tc.class, tc.controller, got)
 		}
 	}
 }

@@ -38,6 +38,9 @@ var RoleRules = []rbacv1.PolicyRule{
 		Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	// A model server's Gateway API entry: its HTTPRoute, and the Gateway ain creates for it
+	// (spec.gateway.className); a shared Gateway in this namespace is only read (its address).
+	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "gateways"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 	// A multi-replica model server's PodDisruptionBudget; the claims of its model volume are
 	// read (access modes) before it is applied.
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
@@ -50,11 +53,17 @@ var RoleRules = []rbacv1.PolicyRule{
 // namespaced user may lack: without them preflight WARNs and Pending pods are explained from
 // events alone. Besides nodes: the job controllers' leader Leases and Deployments, by name only
 // (a Deployment's spec may carry values a student should not read), so the preflight can say
-// whether the training-operator, mpi-operator or Trainer runs (operator.go).
+// whether the training-operator, mpi-operator or Trainer runs (operator.go); and the
+// GatewayClasses and IngressClasses ain serve's entry is chosen and checked against.
 var NodeReadRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}, ResourceNames: controllerNames(func(c controller) string { return c.lease })},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}, ResourceNames: controllerNames(func(c controller) string { return c.deployment })},
+	// ain serve's entry: which GatewayClass is accepted (--expose auto, or gateway with no
+	// class named) and which controller an IngressClass belongs to (its streaming annotations
+	// are ingress-nginx's). Without them ain says it could not tell.
+	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"gatewayclasses"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingressclasses"}, Verbs: []string{"get"}},
 }
 
 // controllerNames lists one name of every known job controller.

@@ -28,6 +28,7 @@ func TestRoleCoversPreflightAccesses(t *testing.T) {
 	for _, r := range []struct{ group, resource string }{
 		{"kubeflow.org", "pytorchjobs"}, {"kubeflow.org", "mpijobs"}, {"", "services"}, {"", "configmaps"},
 		{"", "secrets"}, {"apps", "deployments"}, {"networking.k8s.io", "ingresses"},
+		{"gateway.networking.k8s.io", "httproutes"}, {"gateway.networking.k8s.io", "gateways"},
 	} {
 		for _, v := range []string{"create", "patch", "get", "delete"} {
 			if !allows(RoleRules, v, r.group, r.resource, "") {

@@ -1,14 +1,19 @@
 package recipe
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"net"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/strict"
 )
 
 // Serving topologies.
@@ -42,7 +47,33 @@ const (
 	DefaultServingMemory    = "32Gi"
 	DefaultIngressClass     = "nginx"
 	DefaultProxyReadTimeout = 3600
+	// DefaultGatewayTimeout is the HTTPRoute's timeouts.request and timeouts.backendRequest:
+	// "0s", which the Gateway API defines as "disable the timeout" (an implementation that
+	// cannot MUST use its longest possible value instead; sigs.k8s.io/gateway-api v1.6.3
+	// apis/v1/httproute_types.go, HTTPRouteTimeouts). Its timeouts bound the WHOLE request
+	// and response, not the time between two reads as ingress-nginx's proxy-read-timeout
+	// does: any finite value cuts every stream that runs longer, however busy it is.
+	DefaultGatewayTimeout = "0s"
 )
+
+// Entry kinds: how clients outside the cluster reach the replicas (spec.expose, ain serve
+// --expose).
+const (
+	// ExposeAuto lets ain serve decide against the cluster (vllm.Cluster.ChooseEntry): a model
+	// server that already has an entry keeps its kind; a new one gets the Gateway API when the
+	// cluster serves it and ain knows which Gateway to use, else an Ingress.
+	ExposeAuto = "auto"
+	// ExposeIngress is a networking.k8s.io/v1 Ingress (spec.ingress).
+	ExposeIngress = "ingress"
+	// ExposeGateway is a Gateway API HTTPRoute (spec.gateway), on a Gateway ain creates or on
+	// an existing one.
+	ExposeGateway = "gateway"
+	// ExposeNone is the Service alone, reachable inside the cluster only.
+	ExposeNone = "none"
+)
+
+// ExposeKinds lists spec.expose's values, for messages and flags.
+var ExposeKinds = []string{ExposeAuto, ExposeIngress, ExposeGateway, ExposeNone}
 
 // ServingSpec is the serving section (kind Serving): vLLM's OpenAI-compatible server on
 // `replicas` pods of `gpusPerReplica` GPUs, a Service and an Ingress.
@@ -99,8 +130,22 @@ type ServingSpec struct {
 	HFTokenSecret *SecretRef `yaml:"hfTokenSecret,omitempty" json:"hfTokenSecret,omitempty"`
 	// StartupTimeout bounds model loading (startupProbe on /health); default 20m.
 	StartupTimeout string `yaml:"startupTimeout,omitempty" json:"startupTimeout,omitempty"`
-	// Ingress exposes the Service over HTTPS.
+	// Expose is how clients outside the cluster reach the replicas: ingress (an Ingress from
+	// spec.ingress), gateway (a Gateway API HTTPRoute from spec.gateway), none (the Service
+	// only) or auto (ain serve decides and says why: a model server that has an entry keeps its
+	// kind, so a re-run never switches it; a new one gets the Gateway API when the cluster
+	// serves gateway.networking.k8s.io/v1 and ain knows which Gateway to use, else an Ingress;
+	// without a cluster, as render does: the Gateway API when spec.gateway names a Gateway or
+	// class, else an Ingress). Default: the kind of the section present, none without one.
+	// spec.ingress and spec.gateway together need expose set: the section of the kind chosen
+	// is used, and the other lends it the host, tlsSecret and clusterIssuer it leaves empty.
+	Expose string `yaml:"expose,omitempty" json:"expose,omitempty"`
+	// Ingress exposes the Service over HTTPS with an Ingress.
 	Ingress *ServingIngress `yaml:"ingress,omitempty" json:"ingress,omitempty"`
+	// Gateway exposes the Service over HTTPS with the Gateway API: an HTTPRoute routing /v1
+	// and /health only, attached to a Gateway ain creates (className) or to an existing one
+	// (name).
+	Gateway *ServingGateway `yaml:"gateway,omitempty" json:"gateway,omitempty"`
 }
 
 // SecretRef points at one key of a Secret in the serving namespace.
@@ -136,6 +181,56 @@ type ServingIngress struct {
 	ProxyReadTimeout int `yaml:"proxyReadTimeout,omitempty" json:"proxyReadTimeout,omitempty"`
 }
 
+// ServingGateway is the Gateway API entry (gateway.networking.k8s.io/v1): an HTTPRoute that
+// matches only PathPrefix /v1 and Exact /health (the paths of ServingIngress, for the same
+// reason) and sends them to the Service. Either ain creates a Gateway named after the
+// deployment with one HTTPS listener (className), or the route attaches to an existing Gateway
+// (name, namespace, sectionName), which ain never modifies nor deletes.
+type ServingGateway struct {
+	// Host is the DNS name clients use (--host): the route's hostname, and the listener's
+	// hostname on a Gateway ain creates. Empty: any host the Gateway accepts.
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
+	// ClassName is the GatewayClass of the Gateway ain creates for this deployment (named
+	// after it, one HTTPS listener on port 443 terminating TLS with tlsSecret). Set either
+	// className or name; with neither, ain serve uses the cluster's only accepted GatewayClass.
+	ClassName string `yaml:"className,omitempty" json:"className,omitempty"`
+	// Name is an existing Gateway the route attaches to (its parentRef), e.g. a shared one
+	// run by the platform team; its listener holds the certificate.
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// Namespace is the existing Gateway's namespace (default: the deployment's). Its listener
+	// must allow routes from the deployment's namespace (allowedRoutes).
+	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	// SectionName is the listener of the existing Gateway to attach to (default: every
+	// listener that accepts the route).
+	SectionName string `yaml:"sectionName,omitempty" json:"sectionName,omitempty"`
+	// TLSSecret is the kubernetes.io/tls Secret of the Gateway ain creates (default: the
+	// deployment's name plus "-tls"), checked or created self-signed as spec.ingress.tlsSecret.
+	// Only with className.
+	TLSSecret string `yaml:"tlsSecret,omitempty" json:"tlsSecret,omitempty"`
+	// ClusterIssuer, when set, is the cert-manager ClusterIssuer that issues the certificate
+	// of the Gateway ain creates (annotation cert-manager.io/cluster-issuer, read by
+	// cert-manager's gateway-shim, which needs a host). Only with className.
+	ClusterIssuer string `yaml:"clusterIssuer,omitempty" json:"clusterIssuer,omitempty"`
+	// Timeouts are the route's timeouts (default 0s each: none). A Gateway API timeout bounds
+	// the WHOLE request and response, streams included, not the time between two chunks as
+	// spec.ingress.proxyReadTimeout does: any finite value cuts every generation streaming
+	// longer.
+	Timeouts GatewayTimeouts `yaml:"timeouts,omitempty" json:"timeouts,omitempty"`
+}
+
+// GatewayTimeouts are an HTTPRoute rule's timeouts, Gateway API durations (GEP-2257: 1 to 4
+// groups of up to 5 digits and a unit h, m, s or ms, such as 1h or 90s). They bound the whole
+// request and response, streams included, NOT the time between two chunks as ingress-nginx's
+// proxy-read-timeout does, so any finite value cuts every generation that streams longer; 0s
+// disables them (an implementation that cannot MUST use its longest possible timeout).
+type GatewayTimeouts struct {
+	// Request bounds the whole request as the client sees it (default 0s: none).
+	Request string `yaml:"request,omitempty" json:"request,omitempty"`
+	// BackendRequest bounds one request from the gateway to a replica (default 0s: none); at
+	// most request, unless request is 0s.
+	BackendRequest string `yaml:"backendRequest,omitempty" json:"backendRequest,omitempty"`
+}
+
 // defaultServing fills serving defaults.
 func (r *Recipe) defaultServing(s *ServingSpec) {
 	// An explicit 0 is refused by Validate, not replaced.
@@ -166,10 +261,115 @@ func (r *Recipe) defaultServing(s *ServingSpec) {
 		s.HFHome = path.Join(s.Volumes[0].MountPath, "huggingface")
 		r.noteDefault("spec.hfHome", s.HFHome)
 	}
+	switch {
+	case s.Expose != "":
+	case s.Ingress != nil && s.Gateway != nil:
+		// Ambiguous: Validate says so.
+	case s.Ingress != nil:
+		orDefault(r, &s.Expose, "spec.expose", ExposeIngress, "ingress (spec.ingress is set)")
+	case s.Gateway != nil:
+		orDefault(r, &s.Expose, "spec.expose", ExposeGateway, "gateway (spec.gateway is set)")
+	default:
+		orDefault(r, &s.Expose, "spec.expose", ExposeNone, "none (no spec.ingress or spec.gateway: the Service only)")
+	}
 	if in := s.Ingress; in != nil {
 		orDefault(r, &in.ClassName, "spec.ingress.className", DefaultIngressClass, "")
 		orDefault(r, &in.ProxyReadTimeout, "spec.ingress.proxyReadTimeout", DefaultProxyReadTimeout, "")
 	}
+	if g := s.Gateway; g != nil {
+		orDefault(r, &g.Timeouts.Request, "spec.gateway.timeouts.request", DefaultGatewayTimeout, DefaultGatewayTimeout+" (none: the whole stream may take as long as it needs)")
+		orDefault(r, &g.Timeouts.BackendRequest, "spec.gateway.timeouts.backendRequest", DefaultGatewayTimeout, "")
+	}
+}
+
+// WithEntry returns a copy of s exposed as kind (ingress, gateway or none): Expose is kind and
+// only that kind's section is left, created when s has none. The chosen section's empty host,
+// tlsSecret and clusterIssuer are taken from the other section (tlsSecret and clusterIssuer
+// not for an existing Gateway, whose listener holds the certificate), so `--expose gateway`
+// on a recipe written for an Ingress keeps its host and certificate. Notes name the settings
+// of the other section that do not carry over (set to a value other than the default). s is
+// not modified.
+func (s *ServingSpec) WithEntry(kind string) (*ServingSpec, []string) {
+	out := *s
+	out.Expose = kind
+	in, gw := s.Ingress, s.Gateway
+	out.Ingress, out.Gateway = nil, nil
+	var notes []string
+	unused := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
+	switch kind {
+	case ExposeIngress:
+		n := &ServingIngress{}
+		if in != nil {
+			c := *in
+			n = &c
+		}
+		if gw != nil {
+			n.Host = cmp.Or(n.Host, gw.Host)
+			if gw.Name == "" {
+				n.TLSSecret = cmp.Or(n.TLSSecret, gw.TLSSecret)
+				n.ClusterIssuer = cmp.Or(n.ClusterIssuer, gw.ClusterIssuer)
+			}
+			if gw.ClassName != "" {
+				unused("spec.gateway.className %s is not used: the entry is an Ingress (IngressClass %s)", gw.ClassName, cmp.Or(n.ClassName, DefaultIngressClass))
+			}
+			if gw.Name != "" {
+				unused("spec.gateway.name %s is not used: the entry is an Ingress", gw.Name)
+			}
+			if t := gw.Timeouts; cmp.Or(t.Request, DefaultGatewayTimeout) != DefaultGatewayTimeout || cmp.Or(t.BackendRequest, DefaultGatewayTimeout) != DefaultGatewayTimeout {
+				unused("spec.gateway.timeouts are not used: the entry is an Ingress (spec.ingress.proxyReadTimeout bounds the time between two reads)")
+			}
+		}
+		n.ClassName = cmp.Or(n.ClassName, DefaultIngressClass)
+		if n.ProxyReadTimeout == 0 {
+			n.ProxyReadTimeout = DefaultProxyReadTimeout
+		}
+		out.Ingress = n
+	case ExposeGateway:
+		n := &ServingGateway{}
+		if gw != nil {
+			c := *gw
+			n = &c
+		}
+		if in != nil {
+			n.Host = cmp.Or(n.Host, in.Host)
+			if n.Name == "" {
+				n.TLSSecret = cmp.Or(n.TLSSecret, in.TLSSecret)
+				n.ClusterIssuer = cmp.Or(n.ClusterIssuer, in.ClusterIssuer)
+			} else if in.TLSSecret != "" || in.ClusterIssuer != "" {
+				unused("spec.ingress's tlsSecret and clusterIssuer are not used: Gateway %s's listener holds the certificate", n.Name)
+			}
+			if in.ClassName != "" && in.ClassName != DefaultIngressClass {
+				unused("spec.ingress.className %s is not used: the entry is a Gateway API HTTPRoute", in.ClassName)
+			}
+			if in.ProxyReadTimeout != 0 && in.ProxyReadTimeout != DefaultProxyReadTimeout {
+				unused("spec.ingress.proxyReadTimeout %d is not used: the route's timeouts are spec.gateway.timeouts (whole requests, default none)", in.ProxyReadTimeout)
+			}
+		}
+		n.Timeouts.Request = cmp.Or(n.Timeouts.Request, DefaultGatewayTimeout)
+		n.Timeouts.BackendRequest = cmp.Or(n.Timeouts.BackendRequest, DefaultGatewayTimeout)
+		out.Gateway = n
+	default:
+		if in != nil {
+			unused("spec.ingress is not used: expose is %s", kind)
+		}
+		if gw != nil {
+			unused("spec.gateway is not used: expose is %s", kind)
+		}
+	}
+	return &out, notes
+}
+
+// OfflineEntry is what auto means without a cluster to ask (ain render, ain serve
+// --dry-run=client): the Gateway API when spec.gateway names a Gateway or a GatewayClass,
+// else an Ingress. Any other expose is returned as it is.
+func (s *ServingSpec) OfflineEntry() string {
+	if s.Expose != ExposeAuto {
+		return s.Expose
+	}
+	if g := s.Gateway; g != nil && (g.ClassName != "" || g.Name != "") {
+		return ExposeGateway
+	}
+	return ExposeIngress
 }
 
 func (r *Recipe) hasField(p string) bool { return r.doc != nil && r.doc.Has(p) }
@@ -276,13 +476,112 @@ func (r *Recipe) validateServing(s *ServingSpec, v *validator) {
 		if in.ClusterIssuer != "" && len(validation.IsDNS1123Subdomain(in.ClusterIssuer)) > 0 {
 			v.addf("spec.ingress.clusterIssuer", "%q is not a valid ClusterIssuer name", in.ClusterIssuer)
 		}
-		if in.Host == "" {
-			v.warnf("spec.ingress.host", "no host: the Ingress answers for any name on the controller's address, and no certificate can be verified for it; pass --host NAME (a DNS name pointing at the ingress controller)")
-		}
 		if in.ProxyReadTimeout < 0 {
 			v.addf("spec.ingress.proxyReadTimeout", "must not be negative")
 		}
 	}
+	r.validateEntry(s, v)
+}
+
+// gatewayDurationRE is the Gateway API's Duration (GEP-2257), the CRD's pattern for
+// HTTPRouteTimeouts (sigs.k8s.io/gateway-api v1.6.3 apis/v1/shared_types.go, type Duration).
+var gatewayDurationRE = lazyre.New(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+// validateEntry checks spec.expose and spec.gateway against what the Gateway API CRDs accept
+// (sigs.k8s.io/gateway-api v1.6.3), so a mistake is named with its line here, not by the API
+// server's CEL rules at apply time.
+func (r *Recipe) validateEntry(s *ServingSpec, v *validator) {
+	if s.Expose != "" {
+		v.oneOf("spec.expose", s.Expose, ExposeKinds...)
+	}
+	if s.Ingress != nil && s.Gateway != nil && s.Expose == "" {
+		v.addf("spec.gateway", "spec.ingress (%s) and spec.gateway are both set: keep one, or set spec.expose (--expose) to auto, ingress or gateway to say which is used", where(v.doc, "spec.ingress"))
+	}
+	// The host of the entry that is used (the other section lends it its host): a section
+	// expose does not choose is reported by ain serve and render as not used, not here.
+	switch kind := s.OfflineEntry(); {
+	case kind == ExposeIngress && s.Ingress != nil && s.Ingress.Host == "" && (s.Gateway == nil || s.Gateway.Host == ""):
+		v.warnf("spec.ingress.host", "no host: the Ingress answers for any name on the controller's address, and no certificate can be verified for it; pass --host NAME (a DNS name pointing at the ingress controller)")
+	case kind == ExposeGateway && s.Gateway != nil && s.Gateway.Host == "" && (s.Ingress == nil || s.Ingress.Host == ""):
+		v.warnf("spec.gateway.host", "no host: the route answers for any name its Gateway accepts, and no certificate can be verified for it; pass --host NAME (a DNS name pointing at the Gateway)")
+	}
+	g := s.Gateway
+	if g == nil {
+		return
+	}
+	if g.Host != "" {
+		// The CRD's Hostname pattern admits dotted digits, but "IPs are not allowed"
+		// (HTTPRouteSpec.Hostnames): an address in the Host header matches no route.
+		h := strings.TrimPrefix(g.Host, "*.")
+		if len(validation.IsDNS1123Subdomain(h)) > 0 || net.ParseIP(g.Host) != nil {
+			v.addf("spec.gateway.host", "%q is not a DNS name (the Gateway API takes a host name, optionally *.-prefixed, never an IP address)", g.Host)
+		}
+	}
+	for _, f := range []struct{ path, value, what string }{
+		{"spec.gateway.className", g.ClassName, "GatewayClass"},
+		{"spec.gateway.name", g.Name, "Gateway"},
+		{"spec.gateway.sectionName", g.SectionName, "listener"},
+		{"spec.gateway.tlsSecret", g.TLSSecret, "Secret"},
+		{"spec.gateway.clusterIssuer", g.ClusterIssuer, "ClusterIssuer"},
+	} {
+		if f.value != "" && len(validation.IsDNS1123Subdomain(f.value)) > 0 {
+			v.addf(f.path, "%q is not a valid %s name", f.value, f.what)
+		}
+	}
+	if g.Namespace != "" && len(validation.IsDNS1123Label(g.Namespace)) > 0 {
+		v.addf("spec.gateway.namespace", "%q is not a valid namespace name", g.Namespace)
+	}
+	switch {
+	case g.ClassName != "" && g.Name != "":
+		v.addf("spec.gateway.name", "set either className (ain creates Gateway NAME of that class, %s) or name (an existing Gateway), not both", where(v.doc, "spec.gateway.className"))
+	case g.Name == "" && (g.Namespace != "" || g.SectionName != ""):
+		v.addf("spec.gateway.name", "required with spec.gateway.namespace and sectionName: the existing Gateway to attach to")
+	}
+	if g.Name != "" {
+		for _, f := range []struct{ path, value string }{{"spec.gateway.tlsSecret", g.TLSSecret}, {"spec.gateway.clusterIssuer", g.ClusterIssuer}} {
+			if f.value != "" {
+				v.addf(f.path, "only with className: the existing Gateway %s's listener holds the certificate", g.Name)
+			}
+		}
+	}
+	if g.ClusterIssuer != "" && g.Host == "" {
+		v.warnf("spec.gateway.clusterIssuer", "no host: cert-manager's gateway-shim issues certificates only for listeners with a hostname; pass --host NAME")
+	}
+	durs := map[string]time.Duration{}
+	for _, f := range []struct{ path, value string }{{"spec.gateway.timeouts.request", g.Timeouts.Request}, {"spec.gateway.timeouts.backendRequest", g.Timeouts.BackendRequest}} {
+		if f.value == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.value)
+		if !gatewayDurationRE().MatchString(f.value) || err != nil {
+			v.addf(f.path, "%q is not a Gateway API duration: 1 to 4 groups of up to 5 digits and h, m, s or ms (0s: none, 1h, 90s, 1h30m)", f.value)
+			continue
+		}
+		durs[f.path] = d
+	}
+	// The CRD's CEL rule on HTTPRouteTimeouts: backendRequest <= request unless request is 0s.
+	req, okReq := durs["spec.gateway.timeouts.request"]
+	be, okBe := durs["spec.gateway.timeouts.backendRequest"]
+	if okReq && okBe && req != 0 && be > req {
+		v.addf("spec.gateway.timeouts.backendRequest", "%s is longer than timeouts.request %s: one backend request cannot outlast the whole request", g.Timeouts.BackendRequest, g.Timeouts.Request)
+	}
+	if okReq && req != 0 {
+		v.warnf("spec.gateway.timeouts.request", "%s bounds every whole request, streams included: a generation streaming longer is cut (0s: none)", g.Timeouts.Request)
+	} else if okBe && be != 0 {
+		v.warnf("spec.gateway.timeouts.backendRequest", "%s bounds every whole backend request, streams included: a generation streaming longer is cut (0s: none)", g.Timeouts.BackendRequest)
+	}
+}
+
+// where says where path was set: file:line, or the flag that set it.
+func where(doc *strict.Doc, path string) string {
+	if doc == nil {
+		return path
+	}
+	pos := doc.Pos(path)
+	if pos.Line > 0 {
+		return fmt.Sprintf("%s:%d", pos.Source, pos.Line)
+	}
+	return pos.Source
 }
 
 // volumeAt returns the volume whose mount path holds p.

@@ -36,11 +36,19 @@ var servingGVRs = map[string]schema.GroupVersionResource{
 	"Ingress":             {Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
 	"Secret":              {Version: "v1", Resource: "secrets"},
 	"PodDisruptionBudget": {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
+	"Gateway":             gatewaysGVR,
+	"HTTPRoute":           httpRoutesGVR,
 }
 
 // serverKinds are the kinds of a model server's own objects (labelled with its component);
 // the Secrets beside them are created outside the rendering and carry no component label.
-var serverKinds = []string{"Deployment", "Service", "PodDisruptionBudget", "Ingress"}
+// gatewayKinds are those of its Gateway API entry: the HTTPRoute, and the Gateway when ain
+// created one (a shared Gateway the route attaches to carries no ain label, so no prune or
+// delete ever selects it).
+var (
+	serverKinds  = []string{"Deployment", "Service", "PodDisruptionBudget", "Ingress"}
+	gatewayKinds = []string{"Gateway", "HTTPRoute"}
+)
 
 // applier is kube.Applier (ain's one apply and prune) over the given serving kinds.
 func (c *Cluster) applier(kinds ...string) *kube.Applier {
@@ -54,7 +62,7 @@ func (c *Cluster) applier(kinds ...string) *kube.Applier {
 // Apply server-side applies objs (field manager "ain"); dryRun asks the API server (schema,
 // admission webhooks) without persisting. Re-running with the same recipe changes nothing.
 func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool) ([]*unstructured.Unstructured, error) {
-	ap := c.applier(append(serverKinds, "Secret")...)
+	ap := c.applier(append(append(serverKinds, gatewayKinds...), "Secret")...)
 	ap.Force = true
 	dry := kube.DryRunNone
 	if dryRun {
@@ -68,20 +76,37 @@ func (c *Cluster) Apply(ctx context.Context, objs []runtime.Object, dryRun bool)
 	return out, err
 }
 
-// Prune deletes the model-server objects of deployment name (Deployments, Service, PDB, Ingress
-// labelled as ain's with its run name and component) that rendered no longer contains:
-// `--replicas 2` then `--replicas 1` removes replica 1 and frees its GPU, a dropped ingress
-// goes, and so does the PDB of a server scaled to one replica. Secrets are not pruned (see serverKinds).
+// Prune deletes the model-server objects of deployment name (Deployments, Service, PDB, Ingress,
+// HTTPRoute and the Gateway ain created, labelled as ain's with its run name and component)
+// that rendered no longer contains: `--replicas 2` then `--replicas 1` removes replica 1 and
+// frees its GPU, a dropped entry goes (an Ingress replaced by an HTTPRoute, or the reverse),
+// and so does the PDB of a server scaled to one replica. Secrets are not pruned (see
+// serverKinds). A cluster without the Gateway API has no route to prune; a user who may not
+// list routes and Gateways (a Role from before ain offered them) has none pruned unless this
+// rendering has a route, whose apply needed those rights anyway.
 func (c *Cluster) Prune(ctx context.Context, name string, rendered []runtime.Object) ([]string, error) {
 	var keep []kube.Applied
+	withRoute := false
 	for _, o := range rendered {
 		u, err := kube.ToUnstructured(o)
 		if err != nil {
 			return nil, err
 		}
 		keep = append(keep, kube.Applied{Object: u})
+		withRoute = withRoute || u.GetKind() == "HTTPRoute"
 	}
-	return c.applier(serverKinds...).Prune(ctx, name, map[string]string{LabelComponent: ComponentServer}, keep)
+	extra := map[string]string{LabelComponent: ComponentServer}
+	gone, err := c.applier(serverKinds...).Prune(ctx, name, extra, keep)
+	if err != nil {
+		return gone, err
+	}
+	more, err := c.applier(gatewayKinds...).Prune(ctx, name, extra, keep)
+	gone = append(gone, more...)
+	sort.Strings(gone)
+	if err != nil && kube.IsForbidden(err) && !withRoute {
+		err = nil
+	}
+	return gone, err
 }
 
 // PodStatus is one model server pod.
@@ -132,16 +157,22 @@ type ServingStatus struct {
 	Ready     int32           `json:"ready"`
 	Desired   int32           `json:"desired"`
 	Replicas  []ReplicaStatus `json:"replicas"`
-	// URL is the ingress URL (https://HOST, or the controller's address for a host-less
-	// rule), empty without an ingress or before the controller gave it an address.
+	// URL is the entry's URL (https://HOST, or the controller's or Gateway's address without
+	// a host), empty without an entry or before the controller gave it an address.
 	URL string `json:"url,omitempty"`
-	// TLSSecret is the Secret the Ingress takes its certificate from.
+	// TLSSecret is the Secret the Ingress (or the Gateway ain created) takes its certificate
+	// from.
 	TLSSecret string `json:"tlsSecret,omitempty"`
 	// Address is where the ingress controller published that it listens for the Ingress
-	// (status.loadBalancer: IP or hostname, with the port when it is not 443).
+	// (status.loadBalancer), or the Gateway's status.addresses: IP or hostname, with the port
+	// when it is not 443.
 	Address string `json:"address,omitempty"`
 	// Service is the in-cluster address.
 	Service string `json:"service"`
+	// Entry is how clients outside the cluster reach it: "ingress", "gateway" (a Gateway API
+	// HTTPRoute, whose state is Route), or "" (the Service only).
+	Entry string       `json:"entry,omitempty"`
+	Route *RouteStatus `json:"route,omitempty"`
 }
 
 // AllReady reports whether every desired pod is ready (the kubelet's /health probes).
@@ -229,6 +260,7 @@ func (c *Cluster) List(ctx context.Context, name string) ([]ServingStatus, error
 			if !ok || len(in.Spec.Rules) == 0 {
 				continue
 			}
+			s.Entry = "ingress"
 			scheme := "http"
 			if len(in.Spec.TLS) > 0 {
 				scheme = "https"
@@ -266,6 +298,9 @@ func (c *Cluster) List(ctx context.Context, name string) ([]ServingStatus, error
 			}
 		}
 	}
+	if err := c.routes(ctx, sel, byRun); err != nil {
+		return nil, err
+	}
 	sort.Strings(order)
 	out := make([]ServingStatus, 0, len(order))
 	for _, run := range order {
@@ -301,8 +336,8 @@ func podStatus(p *corev1.Pod) PodStatus {
 	return ps
 }
 
-// Delete removes what `ain serve` created for NAME: Deployments, Service, Ingress and the
-// Secrets it created (labelled as its own), and returns "Kind/name" of each. It is a prune
+// Delete removes what `ain serve` created for NAME: Deployments, Service, its entry (Ingress,
+// or HTTPRoute and the Gateway ain created; never a shared Gateway) and the Secrets it created (labelled as its own), and returns "Kind/name" of each. It is a prune
 // that keeps nothing. Training jobs are not touched (`ain release` ends jobs and keeps services).
 func (c *Cluster) Delete(ctx context.Context, name string) ([]string, error) {
 	gone, err := c.Prune(ctx, name, nil)

@@ -131,7 +131,8 @@ func TestClusterApplyAndDelete(t *testing.T) {
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
 		servingGVRs["Deployment"]: "DeploymentList", servingGVRs["Service"]: "ServiceList",
 		servingGVRs["Ingress"]: "IngressList", servingGVRs["Secret"]: "SecretList",
-		servingGVRs["PodDisruptionBudget"]: "PodDisruptionBudgetList",
+		servingGVRs["PodDisruptionBudget"]: "PodDisruptionBudgetList", servingGVRs["Gateway"]: "GatewayList",
+		servingGVRs["HTTPRoute"]: "HTTPRouteList",
 	}, seed...)
 	var applied []string
 	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {

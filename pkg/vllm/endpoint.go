@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ type Discovery struct {
 // Endpoint is where a model server was found.
 type Endpoint struct {
 	URL string
-	// Via is "ingress" or "port-forward".
+	// Via is "ingress", "gateway" (a Gateway API route) or "port-forward".
 	Via string
 	// Pod is the one pod a port-forward reaches.
 	Pod string
@@ -76,17 +77,25 @@ func (e *NoReadyReplicaError) Error() string {
 	return fmt.Sprintf("model server %s has no ready replica (%d/%d)", e.Name, e.Ready, e.Desired)
 }
 
-// IngressUnreachableError says the ingress did not answer and no port-forward was allowed.
+// IngressUnreachableError says the entry (ingress or Gateway) did not answer and no
+// port-forward was allowed.
 type IngressUnreachableError struct {
 	Name, URL string
 	Err       error
+	// Entry is "ingress" (also when empty) or "Gateway NAMESPACE/NAME"; Why says why it has
+	// no URL yet, when the route's status tells.
+	Entry, Why string
 }
 
 func (e *IngressUnreachableError) Error() string {
-	if e.URL == "" {
-		return fmt.Sprintf("model server %s has no ingress address yet", e.Name)
+	entry := cmp.Or(e.Entry, "ingress")
+	switch {
+	case e.URL == "" && e.Why != "":
+		return fmt.Sprintf("model server %s has no address yet: %s", e.Name, e.Why)
+	case e.URL == "":
+		return fmt.Sprintf("model server %s has no %s address yet", e.Name, entry)
 	}
-	return fmt.Sprintf("the ingress %s of model server %s does not answer from here: %v", e.URL, e.Name, e.Err)
+	return fmt.Sprintf("the %s %s of model server %s does not answer from here: %v", entry, e.URL, e.Name, e.Err)
 }
 func (e *IngressUnreachableError) Unwrap() error { return e.Err }
 
@@ -116,9 +125,17 @@ func (d *Discovery) Endpoint(ctx context.Context, name string) (Endpoint, error)
 // one it lists without listing them again).
 func (d *Discovery) EndpointOf(ctx context.Context, st ServingStatus) (Endpoint, error) {
 	ep := Endpoint{Stop: func() {}, Server: st.Name}
+	entry, via, why := "ingress", "ingress", ""
+	if r := st.Route; r != nil {
+		entry, via, why = "Gateway "+r.Gateway, "gateway", r.Problem
+		if r.Problem != "" && !r.Pending {
+			// Waiting would not help: the route is refused; say why, as its controller did.
+			return ep, &RouteError{Server: st.Name, Route: *r}
+		}
+	}
 	var ingErr error
 	if st.URL != "" {
-		cand := Endpoint{URL: st.URL, Via: "ingress", Stop: ep.Stop, Server: st.Name}
+		cand := Endpoint{URL: st.URL, Via: via, Stop: ep.Stop, Server: st.Name}
 		if st.TLSSecret != "" {
 			if ca := d.Cluster.IngressCA(ctx, st.TLSSecret); len(ca) > 0 {
 				cand.CAPEM, cand.CAName = ca, "the ca.crt of Secret "+st.TLSSecret
@@ -128,7 +145,7 @@ func (d *Discovery) EndpointOf(ctx context.Context, st ServingStatus) (Endpoint,
 			return cand, nil
 		}
 		if ingErr = d.Reachable(ctx, cand); ingErr == nil {
-			d.logf("endpoint: %s (the ingress of model server %s)\n", st.URL, st.Name)
+			d.logf("endpoint: %s (the %s of model server %s)\n", st.URL, entry, st.Name)
 			return cand, nil
 		}
 		if u, err := url.Parse(st.URL); err == nil && st.Address != "" && u.Host != st.Address {
@@ -136,16 +153,20 @@ func (d *Discovery) EndpointOf(ctx context.Context, st ServingStatus) (Endpoint,
 			// published, still verifying the certificate for the host.
 			cand.ConnectTo = st.Address
 			if err := d.Reachable(ctx, cand); err == nil {
-				d.logf("endpoint: %s (the ingress of model server %s, at its published address %s: the host does not answer by name from here)\n", st.URL, st.Name, st.Address)
+				d.logf("endpoint: %s (the %s of model server %s, at its published address %s: the host does not answer by name from here)\n", st.URL, entry, st.Name, st.Address)
 				return cand, nil
 			}
 		}
 	}
 	if !d.AllowPortForward {
-		return ep, &IngressUnreachableError{Name: st.Name, URL: st.URL, Err: ingErr}
+		ue := &IngressUnreachableError{Name: st.Name, URL: st.URL, Err: ingErr, Why: why}
+		if via == "gateway" {
+			ue.Entry = entry
+		}
+		return ep, ue
 	}
 	if st.URL != "" {
-		d.logf("note: the ingress %s does not answer from here (%v); using a port-forward\n", st.URL, ingErr)
+		d.logf("note: the %s %s does not answer from here (%v); using a port-forward\n", entry, st.URL, ingErr)
 	}
 	for _, r := range st.Replicas {
 		for _, p := range r.Pods {

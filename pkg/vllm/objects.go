@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -62,8 +63,12 @@ type Objects struct {
 	Deployments []*appsv1.Deployment
 	Service     *corev1.Service
 	// PDB keeps voluntary evictions (a node drain) to one replica at a time; nil for one replica.
-	PDB     *policyv1.PodDisruptionBudget
-	Ingress *networkingv1.Ingress // nil without spec.ingress
+	PDB *policyv1.PodDisruptionBudget
+	// The entry, by spec.expose: an Ingress, or a Gateway API HTTPRoute with the Gateway ain
+	// creates for it (nil when the route attaches to an existing Gateway); nothing for none.
+	Ingress   *networkingv1.Ingress
+	Gateway   *gatewayv1.Gateway
+	HTTPRoute *gatewayv1.HTTPRoute
 }
 
 // All lists the objects in apply order.
@@ -78,6 +83,12 @@ func (o *Objects) All() []runtime.Object {
 	}
 	if o.Ingress != nil {
 		out = append(out, o.Ingress)
+	}
+	if o.Gateway != nil {
+		out = append(out, o.Gateway)
+	}
+	if o.HTTPRoute != nil {
+		out = append(out, o.HTTPRoute)
 	}
 	return out
 }
@@ -150,17 +161,40 @@ func BuildObjects(r *recipe.Recipe, p *profile.Profile, o ObjectOptions) (*Objec
 			},
 		}
 	}
-	if in := s.Ingress; in != nil {
-		out.Ingress = ingress(in, meta(name, nil), name)
+	// auto is decided against the cluster by ain serve (Cluster.ChooseEntry), which then
+	// passes the resolved spec; here, without one, it is decided as render does.
+	entry, _ := s.WithEntry(s.OfflineEntry())
+	switch entry.Expose {
+	case recipe.ExposeIngress:
+		out.Ingress = ingress(entry.Ingress, meta(name, nil), name)
+	case recipe.ExposeGateway:
+		g := entry.Gateway
+		if g.ClassName == "" && g.Name == "" {
+			return nil, &NoGatewayError{}
+		}
+		if g.ClassName != "" {
+			out.Gateway = gateway(g, meta(name, nil), name)
+		}
+		out.HTTPRoute = httpRoute(g, meta(name, nil), name)
 	}
 	return out, nil
 }
 
-// Paths the Ingress routes to vLLM. vLLM's API key middleware (vllm/entrypoints/openai/
-// api_server.py, `if not url_path.startswith("/v1"): return await call_next(request)`) guards
-// /v1 only: /invocations (full inference), /tokenize, /detokenize, /pooling, /score, /metrics,
-// /load and the profiler routes answer without the key. The Ingress therefore routes the API
-// prefix and the exact health path, nothing else; everything else gets the controller's 404.
+// NoGatewayError says a Gateway API entry names neither a GatewayClass nor a Gateway, and no
+// cluster was asked for the one accepted GatewayClass.
+type NoGatewayError struct{}
+
+func (e *NoGatewayError) Error() string {
+	return "spec.gateway names no Gateway: set spec.gateway.className (ain creates a Gateway of that GatewayClass; --gateway-class) or spec.gateway.name (an existing Gateway; --gateway [NAMESPACE/]NAME); ain serve uses the cluster's only accepted GatewayClass when there is one"
+}
+
+// Paths the entry (Ingress or HTTPRoute) routes to vLLM. vLLM's API key middleware
+// (vllm/entrypoints/serve/middleware/authenticate.py) guards the prefixes /v1, /v2, /inference
+// and /cohere (vLLM 0.11's api_server.py guarded /v1 alone); everything else answers without
+// the key: /invocations (full inference), /tokenize, /detokenize, /pooling, /score, /metrics,
+// /load and the profiler routes. ain's clients use /v1 and /health only, so the entry routes
+// the API prefix and the exact health path, nothing else (not the other guarded prefixes
+// either: what is not routed cannot be attacked); everything else gets the controller's 404.
 const (
 	IngressAPIPath    = "/v1"
 	IngressHealthPath = "/health"
@@ -173,8 +207,12 @@ const AnnotationClusterIssuer = "cert-manager.io/cluster-issuer"
 // TLSSecretName is the Secret with the Ingress's certificate: spec.ingress.tlsSecret, else
 // the deployment's name (after --name) plus "-tls".
 func TLSSecretName(in *recipe.ServingIngress, name string) string {
-	if in.TLSSecret != "" {
-		return in.TLSSecret
+	return tlsSecretName(in.TLSSecret, name)
+}
+
+func tlsSecretName(set, name string) string {
+	if set != "" {
+		return set
 	}
 	return name + "-tls"
 }

@@ -17,15 +17,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
-// The Ingress's TLS Secret. An Ingress naming a Secret that is missing, of the wrong type or
-// with a certificate for another host does not fail: ingress-nginx serves its own
-// "Kubernetes Ingress Controller Fake Certificate" instead, and clients then report an
-// unknown CA. ain checks the Secret before it applies the Ingress so that the mistake is
-// named where it is made.
+// The entry's TLS Secret: the Ingress's, or the one the HTTPS listener of the Gateway ain
+// creates names. An Ingress naming a Secret that is missing, of the wrong type or with a
+// certificate for another host does not fail: ingress-nginx serves its own "Kubernetes Ingress
+// Controller Fake Certificate" instead, and clients then report an unknown CA (a Gateway's
+// listener is reported not programmed, ResolvedRefs False, which clients never see). ain
+// checks the Secret before it applies the entry so that the mistake is named where it is made.
 
 // TLSProblem says what is wrong with an Ingress's TLS Secret.
 type TLSProblem struct {
@@ -168,17 +170,38 @@ type TLSOutcome struct {
 // issuer it only reports: cert-manager creates and renews the Secret. dryRun checks without
 // creating.
 func (c *Cluster) EnsureTLS(ctx context.Context, in *recipe.ServingIngress, name string, labels map[string]string, now time.Time, dryRun bool) (*TLSOutcome, error) {
-	secret, host, issuer := TLSSecretName(in, name), in.Host, in.ClusterIssuer
+	return c.ensureTLS(ctx, tlsEntry{secret: TLSSecretName(in, name), host: in.Host, issuer: in.ClusterIssuer, field: "spec.ingress.tlsSecret",
+		address: func(ctx context.Context) string { return c.ingressAddress(ctx, name) }}, name, labels, now, dryRun)
+}
+
+// EnsureGatewayTLS is EnsureTLS for the Gateway ain creates for deployment name
+// (spec.gateway.className): the Secret its HTTPS listener names, for the host; without one,
+// for the address the Gateway published, if any.
+func (c *Cluster) EnsureGatewayTLS(ctx context.Context, g *recipe.ServingGateway, name string, labels map[string]string, now time.Time, dryRun bool) (*TLSOutcome, error) {
+	return c.ensureTLS(ctx, tlsEntry{secret: GatewayTLSSecretName(g, name), host: g.Host, issuer: g.ClusterIssuer, field: "spec.gateway.tlsSecret",
+		address: func(ctx context.Context) string { return c.gatewayAddress(ctx, name) }}, name, labels, now, dryRun)
+}
+
+// tlsEntry is what an entry's certificate is for.
+type tlsEntry struct {
+	secret, host, issuer string
+	field                string // the recipe field that names the Secret, for messages
+	// address is the entry's published address, for a certificate without a host.
+	address func(context.Context) string
+}
+
+func (c *Cluster) ensureTLS(ctx context.Context, e tlsEntry, name string, labels map[string]string, now time.Time, dryRun bool) (*TLSOutcome, error) {
+	secret, host, issuer := e.secret, e.host, e.issuer
 	out := &TLSOutcome{Secret: secret, Issuer: issuer}
 	s, err := c.Kube.CoreV1().Secrets(c.Namespace).Get(ctx, secret, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) && issuer != "":
 		return out, nil
 	case apierrors.IsNotFound(err) && secret != name+"-tls":
-		return nil, &TLSProblem{Secret: secret, Reason: fmt.Sprintf("named by spec.ingress.tlsSecret, it does not exist in namespace %s (only the default %s-tls is created, self-signed)", c.Namespace, name)}
+		return nil, &TLSProblem{Secret: secret, Reason: fmt.Sprintf("named by %s, it does not exist in namespace %s (only the default %s-tls is created, self-signed)", e.field, c.Namespace, name)}
 	case apierrors.IsNotFound(err):
 		if host == "" {
-			host = c.ingressAddress(ctx, name)
+			host = e.address(ctx)
 		}
 		out.For = host
 		if dryRun {
@@ -222,6 +245,24 @@ func (c *Cluster) ingressAddress(ctx context.Context, name string) string {
 		}
 		if lb.IP != "" {
 			return lb.IP
+		}
+	}
+	return ""
+}
+
+// gatewayAddress is the first address the Gateway name published (IP or hostname), "" when
+// it has none yet or cannot be read.
+func (c *Cluster) gatewayAddress(ctx context.Context, name string) string {
+	if c.Dynamic == nil {
+		return ""
+	}
+	gw, err := c.getGateway(ctx, c.Namespace, name)
+	if err != nil {
+		return ""
+	}
+	for _, a := range gw.Status.Addresses {
+		if a.Value != "" && (a.Type == nil || *a.Type == gatewayv1.IPAddressType || *a.Type == gatewayv1.HostnameAddressType) {
+			return a.Value
 		}
 	}
 	return ""

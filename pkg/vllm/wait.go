@@ -73,6 +73,7 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 		last = line
 	}
 	var client *Client
+	var refused time.Time // when the route was first seen refused
 	tick := time.NewTicker(o.Poll)
 	defer tick.Stop()
 	for {
@@ -93,7 +94,24 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 					return nil, &StalledError{Deployment: r.Deployment, Message: r.Stalled}
 				}
 			}
-			if st.AllReady() {
+			// A route its Gateway refuses is explained, not waited on: at once when the
+			// replicas are ready, else once it has stayed refused for routeGrace (a
+			// controller may judge a route before the Gateway it just created is ready).
+			if r := st.Route; r != nil && r.Problem != "" && !r.Pending {
+				if refused.IsZero() {
+					refused = o.Now()
+				}
+				if st.AllReady() || o.Now().Sub(refused) >= routeGrace {
+					return nil, &RouteError{Server: o.Name, Route: *r}
+				}
+			} else {
+				refused = time.Time{}
+			}
+			if r := st.Route; st.AllReady() && r != nil && r.Problem != "" {
+				// Pending: the controller has not reported yet, or the Gateway has no
+				// address; the timeout bounds the wait, and its error says what was awaited.
+				say("replicas ready; waiting for the Gateway: " + r.Problem)
+			} else if st.AllReady() {
 				if client == nil {
 					if client, err = o.Connect(ctx, st); err != nil {
 						if ctx.Err() == nil {
@@ -123,6 +141,10 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 		}
 	}
 }
+
+// routeGrace is how long a route refused by its Gateway is given to be accepted while the
+// replicas still load.
+const routeGrace = 30 * time.Second
 
 func modelListed(ctx context.Context, c *Client, model string) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -164,6 +186,9 @@ func ProgressLine(st *ServingStatus) string {
 		if r.Rolling != "" {
 			pods = append(pods, r.Deployment+": "+r.Rolling)
 		}
+	}
+	if r := st.Route; r != nil && r.Problem != "" {
+		pods = append(pods, r.Problem)
 	}
 	return fmt.Sprintf("%d/%d replicas ready: %s", st.Ready, st.Desired, strings.Join(pods, "; "))
 }

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/recipe"
+	"github.com/ain-hpc/ain/pkg/vllm"
+)
+
+// entryFlags choose how a model server is reached from outside the cluster (ain serve,
+// ain render): each is an override of a recipe field, validated and located like it.
+type entryFlags struct {
+	Expose       string
+	Gateway      string
+	GatewayClass string
+	Host         string
+}
+
+func (e *entryFlags) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "host", Usage: "the DNS name clients use: the Ingress's host, or the HTTPRoute's hostname (sets spec.ingress.host, or spec.gateway.host for a Gateway API entry)", Destination: &e.Host},
+		&ucli.StringFlag{Name: "expose", Usage: "the entry from outside the cluster: auto (ain decides and says why; a model server keeps the entry it has), ingress, gateway (a Gateway API HTTPRoute) or none (sets spec.expose)", Destination: &e.Expose},
+		&ucli.StringFlag{Name: "gateway", Usage: "attach the HTTPRoute to this existing Gateway, `[NAMESPACE/]NAME[:LISTENER]`, which ain never changes nor deletes (sets spec.gateway.name, namespace and sectionName; implies --expose gateway)", Destination: &e.Gateway},
+		&ucli.StringFlag{Name: "gateway-class", Usage: "create a Gateway of this GatewayClass for the HTTPRoute, HTTPS on port 443 (sets spec.gateway.className; implies --expose gateway)", Destination: &e.GatewayClass},
+	}
+}
+
+// set records the entry flags as overrides of in's recipe (--host last: hostField needs the
+// rest). load loads the recipe with the overrides recorded so far. On a recipe that is not a
+// serving one the flags are refused by name, not reported as unknown spec fields.
+func (e *entryFlags) set(in *recipeInput, load func() (*recipe.Recipe, error)) error {
+	flag := e.first()
+	if flag == "" {
+		return nil
+	}
+	if e.Gateway != "" && e.GatewayClass != "" {
+		return ainerr.Usagef("--gateway %s and --gateway-class %s: choose one (an existing Gateway, or one ain creates of that class)", e.Gateway, e.GatewayClass)
+	}
+	r, err := load()
+	if err != nil {
+		return err
+	}
+	if r.Serving == nil {
+		return ainerr.Usagef("%s: only serving recipes (ain recipes list shows their kind) have an ingress host or an entry; drop %s", flag, strings.Fields(flag)[0])
+	}
+	gw := "--gateway " + e.Gateway
+	if e.GatewayClass != "" {
+		gw = "--gateway-class " + e.GatewayClass
+	}
+	if (e.Gateway != "" || e.GatewayClass != "") && e.Expose != "" && e.Expose != recipe.ExposeGateway && e.Expose != recipe.ExposeAuto {
+		return ainerr.Usagef("%s with --expose %s: %s names a Gateway API entry; drop one", gw, e.Expose, gw)
+	}
+	if e.Expose != "" {
+		in.setBy("--expose "+e.Expose, "expose="+e.Expose)
+	}
+	switch {
+	case e.GatewayClass != "":
+		// The flag wins over the recipe's choice of an existing Gateway.
+		for _, set := range []string{"gateway.className=" + e.GatewayClass, "gateway.name=", "gateway.namespace=", "gateway.sectionName="} {
+			in.setBy(gw, set)
+		}
+	case e.Gateway != "":
+		ns, name, listener, err := parseGatewayRef(e.Gateway)
+		if err != nil {
+			return err
+		}
+		for _, set := range []string{"gateway.name=" + name, "gateway.namespace=" + ns, "gateway.sectionName=" + listener, "gateway.className="} {
+			in.setBy(gw, set)
+		}
+	}
+	if (e.Gateway != "" || e.GatewayClass != "") && e.Expose == "" {
+		in.setBy(gw, "expose="+recipe.ExposeGateway)
+	}
+	if e.Host == "" {
+		return nil
+	}
+	if e.Expose != "" || e.Gateway != "" || e.GatewayClass != "" {
+		if r, err = load(); err != nil {
+			return err
+		}
+	}
+	in.setBy("--host "+e.Host, hostField(r.Serving)+"="+e.Host)
+	return nil
+}
+
+// first is the first entry flag given, as typed ("" for none).
+func (e *entryFlags) first() string {
+	switch {
+	case e.Expose != "":
+		return "--expose " + e.Expose
+	case e.Gateway != "":
+		return "--gateway " + e.Gateway
+	case e.GatewayClass != "":
+		return "--gateway-class " + e.GatewayClass
+	case e.Host != "":
+		return "--host " + e.Host
+	}
+	return ""
+}
+
+// hostField is the field --host sets: spec.gateway.host when the recipe (with the other flags)
+// asks for a Gateway API entry, or has only spec.gateway; else spec.ingress.host, which a
+// Gateway API entry chosen by auto takes over (recipe.ServingSpec.WithEntry).
+func hostField(s *recipe.ServingSpec) string {
+	if s.Expose == recipe.ExposeGateway || (s.Gateway != nil && s.Ingress == nil) {
+		return "gateway.host"
+	}
+	return "ingress.host"
+}
+
+// parseGatewayRef reads --gateway [NAMESPACE/]NAME[:LISTENER].
+func parseGatewayRef(s string) (ns, name, listener string, err error) {
+	rest := s
+	if i := strings.LastIndex(rest, ":"); i >= 0 {
+		rest, listener = rest[:i], rest[i+1:]
+		if listener == "" {
+			return "", "", "", ainerr.Usagef("--gateway %s: no listener after ':' (write [NAMESPACE/]NAME[:LISTENER])", s)
+		}
+	}
+	if i := strings.Index(rest, "/"); i >= 0 {
+		ns, name = rest[:i], rest[i+1:]
+		if ns == "" || strings.Contains(name, "/") {
+			return "", "", "", ainerr.Usagef("--gateway %s: write [NAMESPACE/]NAME[:LISTENER]", s)
+		}
+	} else {
+		name = rest
+	}
+	if name == "" {
+		return "", "", "", ainerr.Usagef("--gateway %s: no Gateway name (write [NAMESPACE/]NAME[:LISTENER])", s)
+	}
+	return ns, name, listener, nil
+}
+
+// exposeSource says who chose spec.expose: the flag, or the recipe.
+func (e *entryFlags) exposeSource(s *recipe.ServingSpec) string {
+	switch {
+	case e.Expose != "":
+		return "--expose " + e.Expose
+	case e.Gateway != "":
+		return "--gateway " + e.Gateway
+	case e.GatewayClass != "":
+		return "--gateway-class " + e.GatewayClass
+	}
+	return "spec.expose " + s.Expose
+}
+
+// offlineEntry resolves the entry without a cluster (ain render, ain serve --dry-run=client),
+// says which on stderr with the reason, and what an Ingress on another class than
+// ingress-nginx may lose.
+func (a *App) offlineEntry(r *recipe.Recipe, e *entryFlags) {
+	s := r.Serving
+	kind := s.OfflineEntry()
+	why := e.exposeSource(s)
+	if s.Expose == recipe.ExposeAuto {
+		why += " without asking a cluster: an Ingress unless spec.gateway names a Gateway or GatewayClass; ain serve asks the cluster, where a model server keeps the entry it has and a new one gets the Gateway API if it is served and one GatewayClass is accepted"
+	}
+	spec, notes := s.WithEntry(kind)
+	r.Serving = spec
+	fmt.Fprintf(a.Streams.Err, "# expose: %s (%s)\n", describeExpose(kind), why)
+	for _, n := range notes {
+		fmt.Fprintf(a.Streams.Err, "# note: %s\n", n)
+	}
+	if in := spec.Ingress; in != nil {
+		if w := vllm.IngressClassWarning(in.ClassName, ""); w != "" {
+			fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+		}
+	}
+}
+
+// describeExpose names an entry kind for the "expose:" line.
+func describeExpose(kind string) string {
+	if kind == recipe.ExposeNone {
+		return "none, the Service only, reachable inside the cluster"
+	}
+	return kind
+}
+
+// chooseEntry resolves the entry of model server name against the cluster
+// (vllm.Cluster.ChooseEntry), says which and why, and replaces r's serving spec with the
+// resolved one. An Ingress on a class that does not exist, or that is not ingress-nginx's,
+// is a WARNING naming what it may lose.
+func (a *App) chooseEntry(ctx context.Context, kc *kube.Clients, cl *vllm.Cluster, r *recipe.Recipe, name string, e *entryFlags) error {
+	ent, err := cl.ChooseEntry(ctx, r.Serving, name, e.exposeSource(r.Serving))
+	var missing *vllm.GatewayAPIMissingError
+	var choice *vllm.GatewayChoiceError
+	var unknown *vllm.UnknownGatewayError
+	switch {
+	case errors.As(err, &missing):
+		return ainerr.New(ainerr.Usage, err, "install the Gateway API's standard CRDs and a Gateway controller (https://gateway-api.sigs.k8s.io/implementations/), or --expose ingress")
+	case errors.As(err, &choice):
+		return ainerr.New(ainerr.Usage, err, "name one: --gateway-class CLASS (`kubectl get gatewayclass` lists them) or --gateway [NAMESPACE/]NAME of an existing Gateway")
+	case errors.As(err, &unknown):
+		return ainerr.New(ainerr.Usage, err, "check the name, or name another with --gateway-class or --gateway")
+	case err != nil:
+		return kc.Classify(err, "choosing the model server's entry")
+	}
+	r.Serving = ent.Spec
+	fmt.Fprintf(a.Streams.Err, "expose: %s (%s)\n", describeExpose(ent.Kind), ent.Why)
+	for _, n := range ent.Notes {
+		fmt.Fprintf(a.Streams.Err, "note: %s\n", n)
+	}
+	for _, w := range ent.Warnings {
+		fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+	}
+	if in := ent.Spec.Ingress; in != nil {
+		controller, absent := cl.IngressClassController(ctx, in.ClassName)
+		if absent {
+			fmt.Fprintf(a.Streams.Err, "WARNING: IngressClass %s does not exist: no controller will serve the Ingress, and it never gets an address (kubectl get ingressclass lists the cluster's; --set ingress.className=NAME, or --expose gateway)\n", in.ClassName)
+		} else if w := vllm.IngressClassWarning(in.ClassName, controller); w != "" {
+			fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+		}
+	}
+	return nil
+}
