@@ -220,6 +220,11 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	gpus := 0
 	if o.GPU {
 		gpus = 1
+	} else if f, ok := image.Known(o.Image); ok && f.NeedsGPUDriver {
+		// Its perftest links libcuda.so.1, which the GPU runtime mounts only into a container
+		// that holds a GPU; the buffers stay in host memory (no --use_cuda).
+		gpus = 1
+		fmt.Fprintf(errw, "note: %s's perftest is built with CUDA and needs the GPU driver: each pod requests one GPU; buffers stay in host memory (--gpu puts them in GPU memory; --image a perftest without CUDA needs no GPU)\n", o.Image)
 	}
 	if pl.server == "" {
 		po.Nodes, po.GPUsPerNode = 2, gpus

@@ -62,6 +62,10 @@ func TestBenchRDMASandbox(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s\nstderr:\n%s", want, stdout, stderr)
 		}
 	}
+	// The default image's perftest links libcuda.so.1: its pods hold a GPU, and say why.
+	if !strings.Contains(stderr, "is built with CUDA and needs the GPU driver: each pod requests one GPU") {
+		t.Errorf("stderr lacks the GPU note:\n%s", stderr)
+	}
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
 	if err != nil || len(pods.Items) != 0 {

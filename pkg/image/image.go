@@ -37,8 +37,10 @@ type Pin int
 const (
 	// Digest: @sha256:... names the content itself; the registry cannot serve anything else.
 	Digest Pin = iota
-	// VersionTag: a tag that names a release (v0.30.0, 0.25.1, 12.4.1-...-85f9143). Publishers
-	// do not move these by convention, but a registry lets them: only a digest is immutable.
+	// VersionTag: a tag that names a release (v0.30.0, 0.25.1, 12.4.1-...-85f9143). Many
+	// publishers never move these, but a registry lets them, and some do (huggingface/trl's
+	// workflow re-pushes the PyPI version's tag on every commit to main): only a digest is
+	// immutable.
 	VersionTag
 	// MovingTag: no tag (":latest" implied), or a tag that names a channel (latest, main,
 	// nightly, ...): each pull may get another image, so two ranks of one job can run different
@@ -87,6 +89,9 @@ type Facts struct {
 	Arches []string
 	// Source says where the architectures were read.
 	Source string
+	// NeedsGPUDriver: the image's programs link the NVIDIA driver's libcuda.so.1, which only the
+	// GPU runtime mounts into a container that holds a GPU; without one they do not start.
+	NeedsGPUDriver bool
 }
 
 // known holds the images ain's built-in recipes and commands name. An image is listed only where
@@ -102,6 +107,9 @@ var known = []Facts{
 		Ref:    "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22.04-nccl2.21.5-1-85f9143",
 		Arches: []string{"amd64"},
 		Source: "coreweave/nccl-tests@85f9143 .github/workflows/build.yml builds without platforms:",
+		// coreweave/perftest 5b47ede configure.ac: with CUDA_H_PATH every program links -lcuda,
+		// and the image has only CUDA's stub libcuda.so, not libcuda.so.1.
+		NeedsGPUDriver: true,
 	},
 	{
 		// The qlora recipes' image: huggingface/trl .github/workflows/docker-build.yml builds

@@ -64,6 +64,11 @@ func (c Command) Validate() error {
 	if c.QPs > 1 && c.Kind() == "lat" {
 		return fmt.Errorf("%s measures one queue pair's latency: -q (queue pairs) is for the bandwidth tests", c.Test)
 	}
+	// perftest's own rule (src/perftest_parameters.c: "Perftest supports CUDA latency tests with
+	// read/send verbs only"): it exits 1 on ib_write_lat --use_cuda.
+	if c.CUDA != nil && c.Test == "ib_write_lat" {
+		return fmt.Errorf("%s with GPU memory: perftest supports CUDA latency tests with read/send verbs only; drop --gpu, or measure bandwidth", c.Test)
+	}
 	if c.Iters != 0 && c.Iters < 100 {
 		return fmt.Errorf("iterations %d: perftest needs at least 100", c.Iters)
 	}

@@ -41,11 +41,18 @@ func TestCommandValidate(t *testing.T) {
 		{Command{Test: "ib_write_bw", Iters: 10}, "at least 100"},
 		{Command{Test: "ib_write_bw", Device: "mlx5_0; rm -rf /"}, "device"},
 		{Command{Test: "ib_write_bw", Size: 2 << 30}, "message size"},
+		{Command{Test: "ib_write_lat", CUDA: new(int)}, "read/send verbs only"},
 	} {
 		err := c.cmd.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cmd, err, c.want)
 		}
+	}
+	if err := (Command{Test: "ib_read_lat", CUDA: new(int)}).Validate(); err == nil || !strings.Contains(err.Error(), "one of") {
+		t.Errorf("ib_read_lat: %v", err)
+	}
+	if err := (Command{Test: "ib_read_bw", CUDA: new(int)}).Validate(); err != nil {
+		t.Error(err)
 	}
 	if err := (Command{Test: "ib_write_bw", QPs: 8}).Validate(); err != nil {
 		t.Error(err)
