@@ -88,8 +88,9 @@ func TestMPIJobV2(t *testing.T) {
 		t.Error("v2beta1 launcher has ain's worker gate: WaitForWorkersReady replaces it")
 	}
 	wc := w.Template.Spec.Containers[0]
-	if len(wc.Command) != 0 {
-		t.Errorf("worker command %v: empty lets the operator run sshd -De", wc.Command)
+	// The operator's default (sshd -De) with StrictModes off: the keys' Secret folder fails it.
+	if strings.Join(wc.Command, " ") != "/usr/sbin/sshd -De -o StrictModes=no" {
+		t.Errorf("worker command %v: want sshd -De -o StrictModes=no", wc.Command)
 	}
 	if wc.ReadinessProbe == nil || wc.ReadinessProbe.TCPSocket == nil || wc.ReadinessProbe.TCPSocket.Port.IntVal != 22 {
 		t.Errorf("worker readiness %+v: want a TCP probe of sshd", wc.ReadinessProbe)

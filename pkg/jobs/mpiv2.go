@@ -125,6 +125,10 @@ func buildMPIJobV2(r *recipe.Recipe, p *profile.Profile, name, ns string) (*mpiv
 	}
 	// Ready means sshd accepts connections: what the launcher's mpirun needs of a worker.
 	worker.Spec.Containers[0].ReadinessProbe = sshReady(m)
+	// The operator's own default is "/usr/sbin/sshd -De" (newWorker), and it mounts the keys from
+	// a Secret at sshAuthMountPath, whose folder sshd's StrictModes refuses: spelled out with
+	// StrictModes off, so an image whose sshd_config keeps it on works too.
+	worker.Spec.Containers[0].Command = workerSSHD()
 	clean := mpiv2beta1.CleanPodPolicy(m.RunPolicy.CleanPodPolicy)
 	one := int32(1)
 	workers := int32(m.Nodes)
@@ -150,4 +154,13 @@ func buildMPIJobV2(r *recipe.Recipe, p *profile.Profile, name, ns string) (*mpiv
 			},
 		},
 	}, nil
+}
+
+// workerSSHD is an MPI worker's command: sshd in the foreground, logging to stderr, with
+// StrictModes off: the keys come from a Secret volume, whose folder is group- and
+// world-writable, and sshd with StrictModes refuses authorized_keys there ("bad ownership or
+// modes for directory", kubernetes/kubernetes#61049). Images built for MPI
+// (coreweave/nccl-tests, the mpi-operator's) set it in sshd_config; this covers the others.
+func workerSSHD() []string {
+	return []string{"/usr/sbin/sshd", "-De", "-o", "StrictModes=no"}
 }

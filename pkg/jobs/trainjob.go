@@ -320,11 +320,8 @@ func mpiRuntime(r *recipe.Recipe, p *profile.Profile, name, ns string) (*trainer
 	if err != nil {
 		return nil, err
 	}
-	// StrictModes off: the Trainer mounts the keys in a Secret volume, whose folder is
-	// group- and world-writable, and sshd with StrictModes refuses authorized_keys there ("bad
-	// ownership or modes for directory", kubernetes/kubernetes#61049). Images built for MPI
-	// (coreweave/nccl-tests, the mpi-operator's) set it in sshd_config; this covers the others.
-	worker.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De", "-o", "StrictModes=no"}
+	// The Trainer mounts the keys in a Secret volume too (workerSSHD).
+	worker.Spec.Containers[0].Command = workerSSHD()
 	worker.Spec.Containers[0].ReadinessProbe = sshReady(m)
 	for _, reserved := range []string{"plm_rsh_args", "plm_rsh_no_tree_spawn"} {
 		if UserMCA(m.MPIRunArgs)[reserved] {
