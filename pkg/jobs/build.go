@@ -7,6 +7,7 @@ package jobs
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -444,8 +445,8 @@ func mpiTemplates(r *recipe.Recipe, p *profile.Profile, name, container string) 
 	}
 	// The launcher runs mpirun only: no GPU, so none of the GPU nodes' placement. The profile's
 	// nodeSelector is not copied: on arm64 GPU nodes (GH200, GB200) it would put the launcher
-	// and the operator's kubectl-delivery init container (kubeflow/kubectl-delivery, built for
-	// amd64) there. The tolerations are kept (they allow, never require, a node), so a cluster of
+	// and the training-operator's kubectl-delivery init container (its kubectl is amd64 only,
+	// buildMPIJob) there. The tolerations are kept (they allow, never require, a node), so a cluster of
 	// tainted GPU nodes only still runs it; amd64 is preferred, not required.
 	ll := Labels(r, name)
 	ll[LabelRole] = RoleLauncher
@@ -489,6 +490,13 @@ func mpiTemplates(r *recipe.Recipe, p *profile.Profile, name, container string) 
 
 func buildMPIJob(r *recipe.Recipe, p *profile.Profile, name, ns string) (*kubeflowv1.MPIJob, error) {
 	m := r.MPI
+	// The training-operator adds a kubectl-delivery init container to the launcher: its image is
+	// published for arm64 too (v1.8.1 publish-core-images.yaml), but its Dockerfile downloads
+	// bin/linux/amd64/kubectl for every platform (build/images/kubectl-delivery/Dockerfile), so
+	// kubexec.sh fails with "exec format error" on any other node.
+	if len(m.Architectures) > 0 && !slices.Contains(m.Architectures, "amd64") {
+		return nil, fmt.Errorf("spec.architectures %v: the training-operator's MPIJob launcher runs the operator's kubectl, built for amd64 only, beside this image, which has no amd64 build; use the mpi-operator or the Trainer (--api mpi-operator|trainer), or an image with an amd64 build", m.Architectures)
+	}
 	launcher, worker, err := mpiTemplates(r, p, name, MPIContainer)
 	if err != nil {
 		return nil, err

@@ -149,6 +149,10 @@ func TestImageArchitectures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// On the training-operator an arm64-only image cannot work: its launcher's kubectl is amd64.
+	if _, err := Build(loadRecipe(t, "allreduce", "architectures=[arm64]"), p, Options{}); err == nil || !strings.Contains(err.Error(), "amd64 only") {
+		t.Errorf("arm64-only image on the training-operator: %v", err)
+	}
 	p.Spec.NodeSelector = map[string]string{"kubernetes.io/arch": "arm64"}
 	for _, name := range []string{"allreduce", "qlora"} {
 		_, err := Build(loadRecipe(t, name), p, Options{})
