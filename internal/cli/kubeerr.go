@@ -15,22 +15,24 @@ func exitError(err error) error {
 		return err
 	}
 	code, hint := ainerr.Failure, ""
-	switch ce.Reason {
-	case kube.ReasonNoCluster:
+	switch {
+	case ce.Reason == kube.ReasonNoCluster:
 		code, hint = ainerr.Unreachable, "start the local simulated cluster with `ain sandbox up`, or point --kubeconfig at your cluster"
-	case kube.ReasonBadKubeconfig:
+	case ce.Reason == kube.ReasonBadKubeconfig:
 		code, hint = ainerr.Usage, "check --kubeconfig and --context (kubectl config get-contexts), or unset $KUBECONFIG to use ~/.kube/config or the local sandbox"
-	case kube.ReasonInterrupted:
+	case ce.Reason == kube.ReasonInterrupted:
 		code = ainerr.Cancelled
-	case kube.ReasonUnauthorized:
+	case ce.Reason == kube.ReasonUnauthorized:
 		code, hint = ainerr.Unauthorized, "the token or certificate in "+ce.Where+" is not accepted: refresh your credentials or pick another --context"
-	case kube.ReasonForbidden:
+	case ce.Reason == kube.ReasonForbidden && ce.ClusterScope:
+		code, hint = ainerr.Unauthorized, "this is a cluster-wide resource, which no namespace (-n) grants: ask your administrator for a ClusterRole binding (`ain preflight --print-role` prints what ain needs) ("+ce.Where+")"
+	case ce.Reason == kube.ReasonForbidden:
 		code, hint = ainerr.Unauthorized, "your user may not do this in namespace "+ce.Namespace+" ("+ce.Where+"): ask for RBAC access (`ain preflight --print-role` prints what ain needs) or use -n"
-	case kube.ReasonWebhookDenied:
+	case ce.Reason == kube.ReasonWebhookDenied:
 		hint = "an admission webhook refused the object (not a permission problem); its message says why"
-	case kube.ReasonWebhookUnreachable:
+	case ce.Reason == kube.ReasonWebhookUnreachable:
 		code, hint = ainerr.Unreachable, "the webhook's server is down or unreachable from the API server: for *.kubeflow.org webhooks that is the training-operator (or mpi-operator / Trainer controller); check its pod and run `ain preflight`"
-	case kube.ReasonUnreachable:
+	case ce.Reason == kube.ReasonUnreachable:
 		code, hint = ainerr.Unreachable, "is the cluster up? ("+ce.Where+")"
 		if ce.Sandbox {
 			hint = "the local sandbox is not answering: `ain sandbox status`, or `ain sandbox up`"

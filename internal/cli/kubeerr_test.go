@@ -34,7 +34,9 @@ func TestExitError(t *testing.T) {
 		{name: "interrupt", err: &url.Error{Op: "Patch", URL: "https://x", Err: context.Canceled}, code: ainerr.Cancelled},
 		{name: "refused", err: &url.Error{Op: "Get", URL: "https://x", Err: syscall.ECONNREFUSED}, code: ainerr.Unreachable, hint: "is the cluster up? (kubeconfig /k"},
 		{name: "refused sandbox", err: &url.Error{Op: "Get", URL: "https://x", Err: syscall.ECONNREFUSED}, code: ainerr.Unreachable, hint: "ain sandbox status", sandbox: true},
-		{name: "forbidden", err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no")), code: ainerr.Unauthorized, hint: "ask for RBAC access"},
+		{name: "forbidden", err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no")), code: ainerr.Unauthorized, hint: "ask for RBAC access", mustNot: "cluster-wide"},
+		{name: "forbidden nodes", err: apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New(`User "student" cannot list resource "nodes" in API group "" at the cluster scope`)),
+			code: ainerr.Unauthorized, hint: "no namespace (-n) grants", mustNot: "or use -n"},
 		{name: "denial", err: denial, code: ainerr.Failure, hint: "not a permission problem", mustNot: "RBAC"},
 		{name: "unauthorized", err: apierrors.NewUnauthorized("x"), code: ainerr.Unauthorized, hint: "refresh your credentials"},
 	} {

@@ -36,6 +36,9 @@ type CallError struct {
 	Sandbox   bool
 	// Webhook names the admission webhook, for ReasonWebhookUnreachable.
 	Webhook string
+	// ClusterScope: a ReasonForbidden request was for a cluster-scoped resource (nodes,
+	// StorageClasses, CRDs), which no namespace grants.
+	ClusterScope bool
 }
 
 func (e *CallError) Error() string { return e.Err.Error() }

@@ -234,7 +234,11 @@ func (c *Clients) Classify(err error, what string) error {
 		// the object, not of the user.
 		return c.errorf(ReasonWebhookDenied, "%s: %v", what, apiMessage(err))
 	case apierrors.IsForbidden(err):
-		return c.errorf(ReasonForbidden, "%s: %v", what, apiMessage(err))
+		e := c.errorf(ReasonForbidden, "%s: %v", what, apiMessage(err))
+		// The API server's RBAC refusal says so (k8s.io/apiserver pkg/endpoints/handlers/
+		// responsewriters forbidden: `... at the cluster scope`).
+		e.ClusterScope = strings.Contains(apiMessage(err), "at the cluster scope")
+		return e
 	case isUnreachable(err):
 		return c.errorf(ReasonUnreachable, "%s: cannot reach the API server: %v", what, rootCause(err))
 	}
