@@ -170,6 +170,8 @@ func (a *App) offlineEntry(r *recipe.Recipe, e *entryFlags) {
 	if in := spec.Ingress; in != nil {
 		if w := vllm.IngressClassWarning(in.ClassName, ""); w != "" {
 			fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+		} else if n := vllm.IngressNginxNote(in.ClassName, ""); n != "" {
+			fmt.Fprintf(a.Streams.Err, "# note: %s\n", n)
 		}
 	}
 }
@@ -215,6 +217,8 @@ func (a *App) chooseEntry(ctx context.Context, kc *kube.Clients, cl *vllm.Cluste
 			fmt.Fprintf(a.Streams.Err, "WARNING: IngressClass %s does not exist: no controller will serve the Ingress, and it never gets an address (kubectl get ingressclass lists the cluster's; --set ingress.className=NAME, or --expose gateway)\n", in.ClassName)
 		} else if w := vllm.IngressClassWarning(in.ClassName, controller); w != "" {
 			fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+		} else if n := vllm.IngressNginxNote(in.ClassName, controller); n != "" {
+			fmt.Fprintf(a.Streams.Err, "note: %s\n", n)
 		}
 	}
 	return nil

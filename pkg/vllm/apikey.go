@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -136,6 +137,18 @@ func (e *AuthConflictError) Error() string {
 	return fmt.Sprintf("an API key (Secret %s) and no authentication were both asked for", e.Secret)
 }
 
+// BadKeyError: the Secret that should hold the API key exists, but its key is missing, empty or
+// padded with whitespace. vLLM drops an empty key (api_server: `[key for key in (args.api_key
+// or [envs.VLLM_API_KEY]) if key]`) and then installs no authentication at all: the server
+// would answer anyone while ain reported it guarded.
+type BadKeyError struct {
+	Secret, Key, Why string
+}
+
+func (e *BadKeyError) Error() string {
+	return fmt.Sprintf("Secret %s key %s %s: vLLM would run without authentication", e.Secret, e.Key, e.Why)
+}
+
 // ResolveAuth decides, against the cluster, how the model server name is guarded, and sets
 // s.APIKeySecret to match: the recipe's key (its value read back when the Secret exists); else,
 // unless allowUnauthenticated, the key the live server already uses, then ain's own
@@ -204,7 +217,7 @@ func NewAPIKey(random io.Reader) (string, error) {
 }
 
 // secretValue reads a Secret key and the Secret's resourceVersion; ok is false when the
-// Secret or the key does not exist.
+// Secret does not exist; a Secret without a usable key is a *BadKeyError.
 func (c *Cluster) secretValue(ctx context.Context, ref *recipe.SecretRef) (value, version string, ok bool, err error) {
 	sec, err := c.Kube.CoreV1().Secrets(c.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -214,8 +227,14 @@ func (c *Cluster) secretValue(ctx context.Context, ref *recipe.SecretRef) (value
 		return "", "", false, err
 	}
 	v, found := sec.Data[ref.Key]
-	if !found || len(v) == 0 {
-		return "", "", false, nil
+	switch {
+	case !found:
+		return "", "", false, &BadKeyError{Secret: ref.Name, Key: ref.Key, Why: "does not exist"}
+	case strings.TrimSpace(string(v)) == "":
+		return "", "", false, &BadKeyError{Secret: ref.Name, Key: ref.Key, Why: "is empty"}
+	case strings.TrimSpace(string(v)) != string(v):
+		// A key written with `echo` carries a newline that no client sends.
+		return "", "", false, &BadKeyError{Secret: ref.Name, Key: ref.Key, Why: "has leading or trailing whitespace (a newline from echo?)"}
 	}
 	return string(v), sec.ResourceVersion, true, nil
 }

@@ -284,6 +284,24 @@ func TestResolveAuth(t *testing.T) {
 			}
 		})
 	}
+	// A Secret whose key is missing, empty or padded would make vLLM drop it and run open while
+	// ain reported it guarded: refused, the recipe's Secret and ain's own alike.
+	for _, bad := range []struct {
+		sec  *corev1.Secret
+		spec *recipe.SecretRef
+		why  string
+	}{
+		{keySecret("mine", "other", "x", false), &recipe.SecretRef{Name: "mine", Key: "k"}, "does not exist"},
+		{keySecret("mine", "k", "", false), &recipe.SecretRef{Name: "mine", Key: "k"}, "is empty"},
+		{keySecret("mine", "k", "key\n", false), &recipe.SecretRef{Name: "mine", Key: "k"}, "whitespace"},
+		{keySecret("qwen-api-key", APIKeySecretKey, "  ", true), nil, "is empty"},
+	} {
+		_, err := authCluster(bad.sec).ResolveAuth(ctx, "qwen", &recipe.ServingSpec{APIKeySecret: bad.spec}, false, random)
+		var be *BadKeyError
+		if !errors.As(err, &be) || !strings.Contains(err.Error(), bad.why) || !strings.Contains(err.Error(), "without authentication") {
+			t.Errorf("%s %v: %v", bad.sec.Name, bad.sec.Data, err)
+		}
+	}
 	_, err := authCluster().ResolveAuth(ctx, "qwen", &recipe.ServingSpec{APIKeySecret: &recipe.SecretRef{Name: "mine", Key: "k"}}, true, nil)
 	var ce *AuthConflictError
 	if !errors.As(err, &ce) {

@@ -410,10 +410,7 @@ func (c *Cluster) getGateway(ctx context.Context, ns, name string) (*gatewayv1.G
 // (F5's NGINX Ingress Controller, often installed with class nginx, reads nginx.org/ ones).
 // "" when the class is ingress-nginx's.
 func IngressClassWarning(class, controller string) string {
-	switch {
-	case controller == IngressNginxController:
-		return ""
-	case controller == "" && class == recipe.DefaultIngressClass:
+	if isIngressNginx(class, controller) {
 		return ""
 	}
 	who := "IngressClass " + class
@@ -425,6 +422,20 @@ func IngressClassWarning(class, controller string) string {
 		"proxy-read-timeout and proxy-send-timeout (without them a long generation is cut at the controller's default, often 60 s), " +
 		"proxy-body-size 32m (without it long prompts may be refused with 413). " +
 		"Set the equivalents in that controller's own configuration, or use the Gateway API, whose route carries its timeouts: --expose gateway"
+}
+
+func isIngressNginx(class, controller string) bool {
+	return controller == IngressNginxController || controller == "" && class == recipe.DefaultIngressClass
+}
+
+// IngressNginxNote is a note for an Ingress on ingress-nginx ("" on another controller): Kubernetes
+// SIG Network and the Security Response Committee (2025-11-11) retired it, with no releases or
+// security fixes after March 2026.
+func IngressNginxNote(class, controller string) string {
+	if !isIngressNginx(class, controller) {
+		return ""
+	}
+	return "IngressClass " + class + " is ingress-nginx, retired in March 2026 (no releases or security fixes since): the model's entry runs on an unmaintained proxy; the Gateway API (--expose gateway) is the maintained way"
 }
 
 // IngressClassController returns the controller of IngressClass class, "" when it cannot be

@@ -34,6 +34,10 @@ func TestIngressClassWarning(t *testing.T) {
 		{"traefik", "traefik.io/ingress-controller", true},
 	} {
 		w := IngressClassWarning(tc.class, tc.controller)
+		// Exactly one of the two: the retirement note for ingress-nginx, the warning otherwise.
+		if n := IngressNginxNote(tc.class, tc.controller); (n != "") == tc.warn || (n != "" && !strings.Contains(n, "retired in March 2026")) {
+			t.Errorf("%s/%s: note %q", tc.class, tc.controller, n)
+		}
 		if (w != "") != tc.warn {
 			t.Errorf("%s/%s: %q", tc.class, tc.controller, w)
 			continue

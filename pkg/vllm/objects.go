@@ -369,8 +369,10 @@ func podSpec(s *recipe.ServingSpec, p *profile.Profile, name string) (corev1.Pod
 		// /health answers once the engine runs; the startup probe allows for loading the weights,
 		// then liveness and readiness use timeouts a busy server meets (the kubelet's default
 		// 1 s marks a loaded replica NotReady).
-		StartupProbe:   probe(probePeriodSeconds, 5, startupFailures),
-		LivenessProbe:  probe(10, 10, 3),
+		StartupProbe: probe(probePeriodSeconds, 5, startupFailures),
+		// Six misses (a minute): a saturated engine can answer /health late, and a liveness
+		// kill aborts every stream in flight (llm-d-benchmark and others raised theirs for this).
+		LivenessProbe:  probe(10, 10, 6),
 		ReadinessProbe: probe(5, 5, 3),
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 			Exec: &corev1.ExecAction{Command: []string{"sleep", strconv.Itoa(preStopSeconds)}},
