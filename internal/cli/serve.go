@@ -289,6 +289,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	} else {
 		fmt.Fprintln(a.Streams.Err, auth.Describe())
 	}
+	if auth.Source != vllm.AuthNone {
+		fmt.Fprintln(a.Streams.Err, vllm.InClusterNote)
+	}
 	if auth.Source == vllm.AuthNone {
 		fmt.Fprintln(a.Streams.Err, "WARNING: --allow-unauthenticated: no API key; anyone who reaches the Service or the ingress can use the model and its GPUs")
 	}

@@ -102,6 +102,13 @@ func SetKeyVersion(deps []*appsv1.Deployment, version string) {
 	}
 }
 
+// InClusterNote says what the key does not guard. vLLM's middleware checks it only on the /v1,
+// /v2, /inference and /cohere prefixes (vllm-project/vllm#58144, open: POST /invocations answers
+// a full completion without the key in 0.27-0.29; the deny-by-default middleware of #58028 was
+// unmerged when v0.30.0 was tagged). ain's entry routes only /v1 and /health, so this is about
+// pods inside the cluster, which reach the Service directly.
+const InClusterNote = "note: the key guards vLLM's /v1 API; /invocations, /tokenize, /pooling, /score and /metrics answer without it to any pod that reaches the Service on port 8000 (the ingress or route exposes only /v1 and /health): restrict in-cluster access with a NetworkPolicy admitting only the ingress or gateway's namespace"
+
 // Describe says, in a line without the key, how /v1 is guarded.
 func (a Auth) Describe() string {
 	switch a.Source {
