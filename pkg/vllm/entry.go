@@ -321,6 +321,30 @@ func (c *Cluster) onlyAcceptedClass(ctx context.Context) (string, string, error)
 	return "", "it has no GatewayClass", nil
 }
 
+// pinHTTPSListener keeps the route off a shared Gateway's plain-HTTP listeners: a parentRef
+// without sectionName attaches to every listener that admits it, and clients of an http://
+// listener send the Bearer key in clear text. With exactly one HTTPS listener the route is
+// attached to it; with several, or none, the user is warned to name one.
+func pinHTTPSListener(g *recipe.ServingGateway, gw *gatewayv1.Gateway, e *Entry) {
+	var https, plain []string
+	for _, l := range gw.Spec.Listeners {
+		switch l.Protocol {
+		case gatewayv1.HTTPSProtocolType:
+			https = append(https, string(l.Name))
+		case gatewayv1.HTTPProtocolType:
+			plain = append(plain, string(l.Name))
+		}
+	}
+	switch {
+	case len(plain) == 0:
+	case len(https) == 1:
+		g.SectionName = https[0]
+		e.Notes = append(e.Notes, fmt.Sprintf("the route attaches to Gateway %s's HTTPS listener %s only, not to its plain-HTTP listener(s) %s, where the API key would travel in clear text", gw.Name, https[0], strings.Join(plain, ", ")))
+	default:
+		e.Warnings = append(e.Warnings, fmt.Sprintf("Gateway %s has plain-HTTP listener(s) %s and %d HTTPS listeners: without a listener named, the route attaches to all of them and clients of http:// send the API key in clear text; name the HTTPS one with --gateway NS/NAME:LISTENER (spec.gateway.sectionName)", gw.Name, strings.Join(plain, ", "), len(https)))
+	}
+}
+
 // checkGatewayTarget checks that the GatewayClass or Gateway g names exists, and notes one
 // that is not accepted or does not list route timeouts among its supported features. What
 // the user may not read is not checked.
@@ -350,6 +374,9 @@ func (c *Cluster) checkGatewayTarget(ctx context.Context, g *recipe.ServingGatew
 				names = append(names, string(l.Name))
 			}
 			return &UnknownGatewayError{What: "listener", Name: g.SectionName + " of Gateway " + ns + "/" + g.Name, Known: names}
+		}
+		if g.SectionName == "" {
+			pinHTTPSListener(g, gw, e)
 		}
 		class = string(gw.Spec.GatewayClassName)
 	}

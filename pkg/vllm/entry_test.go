@@ -291,6 +291,41 @@ func TestChooseEntry(t *testing.T) {
 	}
 }
 
+// A shared Gateway with a plain-HTTP listener: the route is pinned to its one HTTPS listener
+// (the key never travels in clear text), or, with several, the user is told to name one.
+func TestSharedGatewayHTTPSListener(t *testing.T) {
+	ctx := context.Background()
+	gw := func(listeners ...gatewayv1.Listener) *gatewayv1.Gateway {
+		return &gatewayv1.Gateway{TypeMeta: metav1.TypeMeta{APIVersion: GatewayAPIGroupVersion, Kind: "Gateway"},
+			ObjectMeta: metav1.ObjectMeta{Name: "public", Namespace: "llm"},
+			Spec:       gatewayv1.GatewaySpec{GatewayClassName: "eg", Listeners: listeners}}
+	}
+	http := gatewayv1.Listener{Name: "http", Protocol: gatewayv1.HTTPProtocolType, Port: 80}
+	https := gatewayv1.Listener{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443}
+	https2 := gatewayv1.Listener{Name: "https-alt", Protocol: gatewayv1.HTTPSProtocolType, Port: 8443}
+	spec := func() *recipe.ServingSpec {
+		r, err := recipe.Parse("qwen.yaml", []byte(servingRecipe), []string{"expose=gateway", "gateway.name=public"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Serving
+	}
+	e, err := gatewayCluster(t, true, []runtime.Object{gw(http, https)}, gatewayClass("eg", true)).ChooseEntry(ctx, spec(), "qwen", "--gateway public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Spec.Gateway.SectionName != "https" || !strings.Contains(strings.Join(e.Notes, "\n"), "clear text") {
+		t.Errorf("section %q notes %q", e.Spec.Gateway.SectionName, e.Notes)
+	}
+	e, err = gatewayCluster(t, true, []runtime.Object{gw(http, https, https2)}, gatewayClass("eg", true)).ChooseEntry(ctx, spec(), "qwen", "--gateway public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Spec.Gateway.SectionName != "" || !strings.Contains(strings.Join(e.Warnings, "\n"), "--gateway NS/NAME:LISTENER") {
+		t.Errorf("several HTTPS listeners: section %q warnings %q", e.Spec.Gateway.SectionName, e.Warnings)
+	}
+}
+
 // Applying a Gateway API entry and deleting it: the route and ain's Gateway go with the model
 // server; a shared Gateway the route attached to is never touched; a switch to an Ingress
 // prunes them.
