@@ -77,6 +77,12 @@ func NewClient(opts Options) (*Client, error) {
 	tr.ResponseHeaderTimeout = 0 // a model may take long to start answering; contexts bound it
 	// Compressed event streams would be decompressed in blocks, delaying tokens.
 	tr.DisableCompression = true
+	// HTTP/1.1 only, as vLLM's own benchmark client (aiohttp: one connection per request in
+	// flight): through an ingress that offers h2, Go would multiplex every stream on one
+	// connection, and bench serve's TTFT and ITL would measure that instead.
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	tr.Protocols = &protos
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	caNames := "the system's trusted CAs"
 	if opts.CAFile != "" || len(opts.CAPEM) > 0 {

@@ -16,6 +16,7 @@ import (
 	"log"
 	"math/big"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -435,5 +436,32 @@ func TestConnectToNeedsPort(t *testing.T) {
 	}
 	if _, err := NewClient(Options{Endpoint: "https://llm.example.com", ConnectTo: "[::1]:443"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClientSpeaksHTTP1: against a TLS server offering HTTP/2, the client still speaks
+// HTTP/1.1, as vLLM's benchmark client does.
+func TestClientSpeaksHTTP1(t *testing.T) {
+	proto := make(chan string, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case proto <- r.Proto:
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model"}]}`))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	c, err := NewClient(Options{Endpoint: srv.URL, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Models(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-proto; p != "HTTP/1.1" {
+		t.Errorf("the client spoke %s", p)
 	}
 }
