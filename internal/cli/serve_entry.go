@@ -92,6 +92,17 @@ func (e *entryFlags) set(in *recipeInput, load func() (*recipe.Recipe, error)) e
 
 // first is the first entry flag given, as typed ("" for none).
 func (e *entryFlags) first() string {
+	if f := e.exposeFlag(); f != "" {
+		return f
+	}
+	if e.Host != "" {
+		return "--host " + e.Host
+	}
+	return ""
+}
+
+// exposeFlag is the first flag that chooses the entry's kind, as typed ("" for none).
+func (e *entryFlags) exposeFlag() string {
 	switch {
 	case e.Expose != "":
 		return "--expose " + e.Expose
@@ -99,8 +110,6 @@ func (e *entryFlags) first() string {
 		return "--gateway " + e.Gateway
 	case e.GatewayClass != "":
 		return "--gateway-class " + e.GatewayClass
-	case e.Host != "":
-		return "--host " + e.Host
 	}
 	return ""
 }
@@ -140,13 +149,8 @@ func parseGatewayRef(s string) (ns, name, listener string, err error) {
 
 // exposeSource says who chose spec.expose: the flag, or the recipe.
 func (e *entryFlags) exposeSource(s *recipe.ServingSpec) string {
-	switch {
-	case e.Expose != "":
-		return "--expose " + e.Expose
-	case e.Gateway != "":
-		return "--gateway " + e.Gateway
-	case e.GatewayClass != "":
-		return "--gateway-class " + e.GatewayClass
+	if f := e.exposeFlag(); f != "" {
+		return f
 	}
 	return "spec.expose " + s.Expose
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
@@ -48,27 +49,14 @@ func PinWorkers(objs []runtime.Object, nodes []string) error {
 }
 
 func pin(spec *corev1.PodSpec, nodes []string) {
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
-	}
-	if spec.Affinity.NodeAffinity == nil {
-		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := spec.Affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
-	}
-	old := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	if len(old) == 0 {
-		old = []corev1.NodeSelectorTerm{{}}
-	}
+	sel := image.RequiredNodeSelector(spec)
 	var terms []corev1.NodeSelectorTerm
-	for _, t := range old {
+	for _, t := range sel.NodeSelectorTerms {
 		for _, n := range nodes {
 			nt := *t.DeepCopy()
 			nt.MatchFields = append(nt.MatchFields, corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}})
 			terms = append(terms, nt)
 		}
 	}
-	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
+	sel.NodeSelectorTerms = terms
 }

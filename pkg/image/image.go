@@ -169,6 +169,16 @@ func RequireArches(spec *corev1.PodSpec, arches []string) error {
 		return fmt.Errorf("spec.architectures: the image is built for %s, but the profile's nodeSelector asks for %s=%s: no node can run it; use an image built for %s, or set spec.architectures if the image has more", strings.Join(arches, ","), corev1.LabelArchStable, a, a)
 	}
 	req := corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(arches)}
+	terms := RequiredNodeSelector(spec).NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
+	}
+	return nil
+}
+
+// RequiredNodeSelector is spec's required node affinity, created (with one empty term, which
+// matches every node) where spec has none, so that callers can AND requirements into each term.
+func RequiredNodeSelector(spec *corev1.PodSpec) *corev1.NodeSelector {
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}
 	}
@@ -176,12 +186,8 @@ func RequireArches(spec *corev1.PodSpec, arches []string) error {
 		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
 	}
 	na := spec.Affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
 	}
-	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for i := range terms {
-		terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
-	}
-	return nil
+	return na.RequiredDuringSchedulingIgnoredDuringExecution
 }

@@ -96,14 +96,17 @@ func TestCheckNodes(t *testing.T) {
 	}
 }
 
+// archNode is a ready RDMA GPU node of architecture arch.
+func archNode(name string, gpus int64, arch string) *corev1.Node {
+	n := node(name, gpus, 63, true)
+	n.Labels["kubernetes.io/arch"] = arch
+	return n
+}
+
 // TestCheckNodesArch: a GPU node of another CPU architecture than the image's is no candidate,
 // and the check says which label and which image architectures; without Arches it counts.
 func TestCheckNodesArch(t *testing.T) {
-	arm := node("gh200-1", 4, 63, true)
-	arm.Labels["kubernetes.io/arch"] = "arm64"
-	x86 := node("h100-1", 8, 63, true)
-	x86.Labels["kubernetes.io/arch"] = "amd64"
-	cs := fake.NewClientset(arm, x86)
+	cs := fake.NewClientset(archNode("gh200-1", 4, "arm64"), archNode("h100-1", 8, "amd64"))
 	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), Nodes: 2, GPUsPerNode: 4, Arches: []string{"amd64"}}
 	o.defaults()
 	checks, cands := checkNodes(context.Background(), o)
@@ -299,11 +302,7 @@ func TestCheckCRDs(t *testing.T) {
 // amd64-only nccl-tests build ends before any pod is created, naming the node, its label and
 // both ways out; with an image ain knows nothing of, the check does not stand in the way.
 func TestRunPairRefusesOtherArch(t *testing.T) {
-	x86 := node("h100-1", 8, 63, true)
-	x86.Labels["kubernetes.io/arch"] = "amd64"
-	arm := node("gh200-1", 4, 63, true)
-	arm.Labels["kubernetes.io/arch"] = "arm64"
-	cs := fake.NewClientset(x86, arm)
+	cs := fake.NewClientset(archNode("h100-1", 8, "amd64"), archNode("gh200-1", 4, "arm64"))
 	creates := 0
 	cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { creates++; return false, nil, nil })
 	o := Options{Kube: cs, Namespace: "default", Profile: profile.Default(), ProbeTimeout: time.Second}
