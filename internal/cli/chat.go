@@ -263,7 +263,7 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 		return err
 	}
 	if o.JudgeEndpoint != "" {
-		jc, err := vllm.NewClient(o.clientOptions(vllm.Endpoint{URL: o.JudgeEndpoint, Via: "judge-endpoint"}, a.Getenv("AIN_JUDGE_API_KEY"), 0))
+		jc, err := vllm.NewClient(judgeOptions(&o.endpointOptions, o.JudgeEndpoint, a.Getenv("AIN_JUDGE_API_KEY")))
 		if err != nil {
 			return endpointError(err)
 		}
@@ -410,4 +410,12 @@ func oneLine(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// judgeOptions are the judge server's client options: --insecure and --connect-to are about the
+// endpoint under test (its self-signed ingress, its controller's address) and must not send
+// AIN_JUDGE_API_KEY to an unverified server or to the ingress; --ca-file only adds trust and the
+// timeouts bound any server, so those carry over.
+func judgeOptions(o *endpointOptions, endpoint, key string) vllm.Options {
+	return vllm.Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout}
 }
