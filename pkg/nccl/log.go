@@ -25,8 +25,9 @@
 //
 // The log analyser is split by concern: log.go (the report types), log_reader.go (feeding lines,
 // processes, evidence), log_lines.go (one parser per message kind), log_verdict.go (transport per
-// process and per run), log_findings.go (problems, warnings, fixes) and log_prefix.go (launcher
-// prefixes and byte helpers).
+// process and per run), log_findings.go (problems, warnings, fixes), log_prefix.go (launcher
+// prefixes and byte helpers), and for speed log_split.go (the parallel line splitter),
+// log_repeat.go (the repeat cache) and log_coll.go (the per-call COLL lines, only counted).
 package nccl
 
 // Transport values of LogReport.Transport.

@@ -1,7 +1,7 @@
 // The line splitter: worker goroutines that take turns reading the input in blocks and then, in
-// parallel, cut their block into lines, hash them and mark the lines known to repeat (knownLines)
-// and those without "NCCL ", so that the analyser (in the caller's goroutine, lines in input
-// order) only counts those and looks up or parses the rest.
+// parallel, cut their block into lines, hash them and mark the lines known to repeat (knownLines),
+// those without "NCCL " and the COLL lines (log_coll.go), so that the analyser (in the caller's
+// goroutine, lines in input order) only counts those and looks up or parses the rest.
 
 package nccl
 
@@ -32,6 +32,7 @@ const (
 
 	// What a worker found out about a line (lineBlock.kinds); a kind >= 0 is a known repeat of a
 	// TUNING line that counts one call of tuning choice kind.
+	kindColl  = -4 // a COLL line (isCollLine): the analyser counts it as an NCCL line, reads nothing else
 	kindParse = -3 // the analyser looks the line up and parses it when needed
 	kindSkip  = -2 // no "NCCL ": the analyser counts it and reads nothing else (as line does)
 	kindKnown = -1 // a known repeat that only counts as an NCCL line
@@ -250,8 +251,8 @@ func (s *splitter) fill(b *lineBlock) {
 	b.n -= len(tail)
 }
 
-// split cuts buf[from:n] into lines, hashes them and marks the known repeats (known may be nil)
-// and the lines without "NCCL ".
+// split cuts buf[from:n] into lines, hashes them and marks the known repeats (known may be nil),
+// the lines without "NCCL " and the COLL lines (log_coll.go).
 func (b *lineBlock) split(seed maphash.Seed, known *knownLines) {
 	b.starts, b.ends, b.hashes, b.kinds = b.starts[:0], b.ends[:0], b.hashes[:0], b.kinds[:0]
 	data := b.buf[:b.n]
@@ -273,8 +274,10 @@ func (b *lineBlock) split(seed maphash.Seed, known *knownLines) {
 		}
 		if kind == kindParse {
 			h := uint64(noHash)
-			if !bytes.Contains(line, bNCCL) {
+			if i := bytes.Index(line, bNCCL); i < 0 {
 				kind = kindSkip
+			} else if isCollLine(line[i:]) {
+				kind = kindColl
 			} else if len(line) <= maxRepeatLine {
 				h = maphash.Bytes(seed, line) | 1 // never noHash
 			}
@@ -375,6 +378,11 @@ func (a *LogAnalyzer) analyseBlock(b *lineBlock, name string, lineNo *int) {
 			continue
 		}
 		if kind == kindSkip {
+			continue
+		}
+		if kind == kindColl { // what line does with it; kept above so that the cache off parses it
+			a.ncclLines++
+			a.collLines++
 			continue
 		}
 		h := b.hashes[j]
