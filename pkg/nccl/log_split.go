@@ -303,7 +303,7 @@ func (b *lineBlock) split(seed maphash.Seed, known *knownLines) {
 		}
 		kind := int32(kindParse)
 		h := uint64(noHash)
-		if i := bytes.Index(line, bNCCL); i < 0 {
+		if i := indexNCCL(line); i < 0 {
 			kind = kindSkip
 		} else if isCollLine(line[i:]) {
 			kind = kindColl
