@@ -135,19 +135,18 @@ type splitter struct {
 	r    io.Reader
 	seed maphash.Seed
 
-	mu        sync.Mutex // the reading turn, and what follows
-	carry     []byte     // the unfinished last line of the previous block
-	skipping  bool       // inside a cut long line: drop input up to its '\n'
-	skipped   int64      // bytes of the cut long line so far, at most maxLongLine
-	size      int        // bytes the next block reads: firstBlock (small inputs need no more), then read
-	read      int        // splitRead, or less in tests (many blocks from a small input)
-	done      bool       // the last block was read
-	allocated int        // blocks made so far
+	mu       sync.Mutex // the reading turn, and what follows
+	carry    []byte     // the unfinished last line of the previous block
+	skipping bool       // inside a cut long line: drop input up to its '\n'
+	skipped  int64      // bytes of the cut long line so far, at most maxLongLine
+	size     int        // bytes the next block reads: firstBlock (small inputs need no more), then read
+	read     int        // splitRead, or less in tests (many blocks from a small input)
+	done     bool       // the last block was read
 
 	known *atomic.Pointer[knownLines] // the analyser's, set once it has read knownAfter lines
 
-	nblocks int
-	order   chan *lineBlock // blocks in input order; its capacity is nblocks, so sends never wait
+	nblocks int             // blocks made, at most the capacity of order and free
+	order   chan *lineBlock // blocks in input order; sends never wait
 	free    chan *lineBlock
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -161,12 +160,15 @@ func startSplit(r io.Reader, seed maphash.Seed, known *atomic.Pointer[knownLines
 	if read <= 0 || read > splitRead {
 		read = splitRead
 	}
+	c := max(workers+2, n) // and a spare (addSpare)
 	s := &splitter{r: r, seed: seed, known: known, size: min(firstBlock, read), read: read, nblocks: n,
-		order: make(chan *lineBlock, n), free: make(chan *lineBlock, n), stop: make(chan struct{})}
+		order: make(chan *lineBlock, c), free: make(chan *lineBlock, c), stop: make(chan struct{})}
 	for _, b := range blocks {
 		s.free <- b
 	}
-	s.allocated = len(blocks)
+	for range n - len(blocks) {
+		s.free <- &lineBlock{ready: make(chan struct{}, 1)} // its buffer is made by fill
+	}
 	s.wg.Add(workers)
 	for range workers {
 		go s.work()
@@ -174,17 +176,35 @@ func startSplit(r io.Reader, seed maphash.Seed, known *atomic.Pointer[knownLines
 	return s
 }
 
+// addSpare gives the workers one block more than they fill and the analyser reads, once the
+// analyser has made the known table, so that a worker done with its block finds another while
+// the analyser reads the oldest (with work's wait for a block outside the reading turn, ~10%
+// less wall time on 2 cores, 512 MiB COLL log; a second spare did not help). Not before: the
+// blocks split before the table exists keep every line, and a spare would let the workers split
+// one more of them (and a short input needs none).
+func (s *splitter) addSpare() {
+	if s.nblocks < cap(s.free) {
+		s.nblocks++
+		s.free <- &lineBlock{ready: make(chan struct{}, 1)}
+	}
+}
+
+// work reads and splits blocks until the input ends or the splitter stops. A worker waits for a
+// free block before its reading turn, not during it, so that a worker waiting for the analyser
+// to give a block back never holds up one that has a block to fill.
 func (s *splitter) work() {
 	defer s.wg.Done()
 	for {
+		var b *lineBlock
+		select {
+		case b = <-s.free:
+		case <-s.stop:
+			return
+		}
 		s.mu.Lock()
 		if s.done {
 			s.mu.Unlock()
-			return
-		}
-		b := s.block()
-		if b == nil {
-			s.mu.Unlock()
+			s.free <- b
 			return
 		}
 		s.fill(b)
@@ -192,25 +212,10 @@ func (s *splitter) work() {
 		s.mu.Unlock()
 		b.split(s.seed, s.known.Load())
 		b.ready <- struct{}{}
-	}
-}
-
-// block returns a free block, a new one while fewer than nblocks exist, or nil once stopped.
-func (s *splitter) block() *lineBlock {
-	select {
-	case b := <-s.free:
-		return b
-	default:
-	}
-	if s.allocated < s.nblocks {
-		s.allocated++
-		return &lineBlock{ready: make(chan struct{}, 1)}
-	}
-	select {
-	case b := <-s.free:
-		return b
-	case <-s.stop:
-		return nil
+		// The analyser, if it waited for this block, now waits for this P (it was queued to run
+		// next on it) until this worker blocks: let it take the block now, so that blocks come
+		// back to the free list sooner (~3% less wall time on 2 cores, 512 MiB COLL log).
+		runtime.Gosched()
 	}
 }
 
@@ -363,6 +368,9 @@ func (a *LogAnalyzer) feedSplit(name string, r io.Reader) error {
 	for {
 		b := s.next()
 		a.analyseBlock(b, name, &lineNo)
+		if a.known.Load() != nil {
+			s.addSpare()
+		}
 		err := b.err
 		s.release(b)
 		if err == io.EOF {
