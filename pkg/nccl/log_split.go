@@ -76,7 +76,8 @@ type lineBlock struct {
 // line whose slot is taken stays with the analyser's cache), read concurrently. A known line
 // needs no hash: only lines the analyser looks up are hashed.
 type knownLines struct {
-	slots []atomic.Pointer[knownLine]
+	slots   []atomic.Pointer[knownLine]
+	longest atomic.Int64 // the length of the longest line added: a longer one is not looked up
 }
 
 type knownLine struct {
@@ -127,6 +128,9 @@ func (t *knownLines) add(slot uint64, line []byte, tune int) {
 		kind = int32(tune)
 	}
 	p.Store(&knownLine{line: append([]byte(nil), line...), kind: kind})
+	if int64(len(line)) > t.longest.Load() {
+		t.longest.Store(int64(len(line)))
+	}
 }
 
 // splitter hands out blocks in input order. The workers read in turn (mu), so the input is read
@@ -279,6 +283,10 @@ func (b *lineBlock) split(seed maphash.Seed, known *knownLines) {
 		clear(b.tune[:])
 	}
 	data := b.buf[:b.n]
+	longest := 0 // no line of the known table is longer (a line added meanwhile is only missed)
+	if known != nil {
+		longest = int(known.longest.Load())
+	}
 	for pos := b.from; pos < len(data); {
 		end := len(data) // the input's last line, without '\n', or a line to cut
 		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
@@ -296,7 +304,7 @@ func (b *lineBlock) split(seed maphash.Seed, known *knownLines) {
 			if no < 16 && bytes.IndexByte(line, 0) >= 0 {
 				b.nul |= 1 << no
 			}
-			if len(line) <= maxRepeatLine {
+			if len(line) <= longest {
 				if k, ok := known.lookup(knownSlot(seed, line), line); ok {
 					b.known++
 					if k >= 0 {
