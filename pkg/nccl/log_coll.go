@@ -14,7 +14,7 @@ import "bytes"
 // Such a line says nothing about the transport, and its opCount, buffers and count change on
 // every call, so no two are alike and the repeat cache cannot help: each one was looked up and
 // then scanned by infoLine for every substring it tests with bytes.Contains, whose search for a
-// marker starting with ' ' stops at each of the line's spaces (10x grep's time on the COLL-heavy
+// marker starting with ' ' stops at each of the line's spaces (7-10x grep's time on the COLL-heavy
 // benchmark log). The splitter's workers now mark these lines, and the analyser counts them as
 // NCCL lines and does nothing else, which is exactly what infoLine does with them:
 //
