@@ -10,7 +10,8 @@
 //     parallel (log_split.go) while the caller's goroutine analyses the lines in order; a line
 //     seen before with a known effect (a rank's TUNING or channel line, repeated for every call)
 //     is applied from a cache (log_repeat.go) instead of being parsed, and once its repeats are
-//     known to only count, the workers mark its copies so that the analyser just counts them;
+//     known to only count, the workers count its copies, as they count the per-call COLL lines
+//     (log_coll.go) and the lines without "NCCL ", so that the analyser reads only the rest;
 //     results are identical to a full parse.
 //   - ParsePerf reads nccl-tests output of any *_perf binary, old and new column sets, the
 //     per-iteration columns of -I 1 and the JSON file of -J (recognised by its leading '{'), and
@@ -25,8 +26,9 @@
 //
 // The log analyser is split by concern: log.go (the report types), log_reader.go (feeding lines,
 // processes, evidence), log_lines.go (one parser per message kind), log_verdict.go (transport per
-// process and per run), log_findings.go (problems, warnings, fixes) and log_prefix.go (launcher
-// prefixes and byte helpers).
+// process and per run), log_findings.go (problems, warnings, fixes), log_prefix.go (launcher
+// prefixes and byte helpers), and for speed log_split.go (the parallel line splitter),
+// log_repeat.go (the repeat cache) and log_coll.go (the per-call COLL lines, only counted).
 package nccl
 
 // Transport values of LogReport.Transport.

@@ -31,7 +31,8 @@ var (
 
 // infoLine dispatches on the message; head (the "host:pid:tid [dev]" part) is resolved to its
 // process only for the messages that need one, so the bulk of a long log (TUNING lines, env
-// echoes) costs a few prefix checks and one scan.
+// echoes) costs a few prefix checks and one scan. The per-call COLL lines mostly never get here
+// (log_coll.go): a substring test added below must hold a '>' or an 'i' (TestCollMarkers).
 func (a *LogAnalyzer) infoLine(no int, raw, head, msg []byte) {
 	switch {
 	case bytes.HasPrefix(msg, bVersion):

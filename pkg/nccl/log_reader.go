@@ -41,6 +41,7 @@ type LogAnalyzer struct {
 	gdrOff         []Evidence
 	lines          int64
 	ncclLines      int64
+	collLines      int64 // of which COLL lines counted without a parse (log_coll.go)
 	curFile        string
 	kbuf           []byte            // scratch for map keys
 	intern         map[string]string // algorithm/protocol names seen in TUNING lines

@@ -193,7 +193,11 @@ func (a *LogAnalyzer) Report() *LogReport {
 		}
 		known = k
 	}
-	sort.Slice(known, func(i, j int) bool { return transportRank(known[i]) < transportRank(known[j]) })
+	// By rank, then by name: two net plugins rank alike, and the map gave them in any order.
+	sort.Slice(known, func(i, j int) bool {
+		ri, rj := transportRank(known[i]), transportRank(known[j])
+		return ri < rj || ri == rj && known[i] < known[j]
+	})
 	switch len(known) {
 	case 0:
 		r.Transport = TransportUnknown
