@@ -334,6 +334,10 @@ func TestPreflightCurrentStack(t *testing.T) {
 func TestPreflightJobSetDown(t *testing.T) {
 	sb := sandboxtest.Get(t)
 	ns := sb.Namespace(t)
+	// The qlora recipe mounts the shared claim; preflight FAILs a missing one (its volumes check).
+	if err := sandbox.EnsureSharedPVC(context.Background(), sb.REST, ns, sandbox.DefaultSharedClaim); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ := ain(t, sb, ns, "preflight", "qlora", "--no-probes")
 	t.Logf("JobSet up:\n%s", out)
 	if code != 0 || !strings.Contains(out, "the JobSet leads: Lease jobset-system/6d4f6a47.jobset.x-k8s.io renewed") ||
