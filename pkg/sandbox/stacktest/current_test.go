@@ -287,16 +287,6 @@ func TestCurrentStackJobsRun(t *testing.T) {
 	if _, err := dyn.Resource(trainJobGVR).Namespace(ns).Create(ctx, tj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Trainer's built-in MPI runtime (deepspeed-distributed: mlPolicy.mpi, a "node" Job running
-	// sshd and a "launcher" Job that dependsOn the nodes being Ready; the JobSet succeeds when the
-	// launcher does, successPolicy targetReplicatedJobs [launcher]).
-	mpiTJ := trainJob("deepspeed", 2)
-	mpiTJ.Spec.RuntimeRef.Name = "deepspeed-distributed"
-	mpiTJ.Spec.Trainer.Command = []string{"mpirun", "all_reduce_perf", "-b", "8", "-e", "8G"}
-	if _, err := dyn.Resource(trainJobGVR).Namespace(ns).Create(ctx, toUnstructured(t, mpiTJ, trainer.GroupVersion.WithKind("TrainJob")), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
 	// The launcher's Job must not exist before both workers are Ready.
 	var workersReady time.Time
 	// Generous: on a loaded 2-core machine the scheduler and kwok's stages lag (one CI run saw
@@ -351,6 +341,19 @@ func TestCurrentStackJobsRun(t *testing.T) {
 		t.Errorf("launcher pod %s is %s", p.Name, p.Status.Phase)
 	} else if log := podLog(t, sb, ns, p.Name); !strings.Contains(log, "all_reduce_perf") || !strings.Contains(log, "nccl-worker-1") {
 		t.Errorf("launcher log lacks the nccl-tests run over the workers:\n%s", log)
+	}
+
+	// Created only after the MPIJob has succeeded: each of the two jobs holds its pods until both
+	// of its own are Ready, and the two nodes have room for only two 8-GPU pods, so created together
+	// they can each take one node and wait for ever (no gang scheduler runs here; CI saw it).
+	// Trainer's built-in MPI runtime (deepspeed-distributed: mlPolicy.mpi, a "node" Job running
+	// sshd and a "launcher" Job that dependsOn the nodes being Ready; the JobSet succeeds when the
+	// launcher does, successPolicy targetReplicatedJobs [launcher]).
+	mpiTJ := trainJob("deepspeed", 2)
+	mpiTJ.Spec.RuntimeRef.Name = "deepspeed-distributed"
+	mpiTJ.Spec.Trainer.Command = []string{"mpirun", "all_reduce_perf", "-b", "8", "-e", "8G"}
+	if _, err := dyn.Resource(trainJobGVR).Namespace(ns).Create(ctx, toUnstructured(t, mpiTJ, trainer.GroupVersion.WithKind("TrainJob")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 
 	waitCondition(t, sb, trainJobGVR, ns, "torch", "Complete", 120*time.Second)
