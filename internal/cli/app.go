@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/internal/lazyre"
-	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )

@@ -10,7 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -266,7 +266,7 @@ func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOption
 		be *bench.BuildError
 		ae *bench.ApplyError
 		ee *bench.JobExistsError
-		de *bench.JobDeletedError
+		de *jobs.DeletedError
 		ce *bench.ClusterError
 		se *jobs.StuckError
 	)

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/perftest"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 // TestBenchParsePerftest: bench parse tells perftest from nccl-tests and prints the keys the issue

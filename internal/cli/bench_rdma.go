@@ -12,7 +12,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/iperf"

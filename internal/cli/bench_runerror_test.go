@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 )
 
@@ -29,7 +30,7 @@ func TestBenchRunError(t *testing.T) {
 		{&bench.VariantFailedError{Variant: "ring", Kind: "MPIJob", Job: "j"}, ainerr.JobFailed, "variant ring: MPIJob j failed", "/out/ring.log"},
 		{&bench.BuildError{Err: errors.New("bad")}, ainerr.Usage, "bad", ""},
 		{&bench.JobExistsError{Kind: "MPIJob", Namespace: "ns", Name: "j"}, ainerr.Usage, "MPIJob ns/j already exists", "ain delete j"},
-		{&bench.JobDeletedError{Kind: "MPIJob", Namespace: "ns", Name: "j"}, ainerr.JobFailed, "MPIJob ns/j was deleted before it finished", ""},
+		{&jobs.DeletedError{Kind: "MPIJob", Namespace: "ns", Name: "j"}, ainerr.JobFailed, "MPIJob ns/j was deleted before it finished", ""},
 		{&bench.ApplyError{Err: context.Canceled}, ainerr.Cancelled, "interrupted before the job was applied", ""},
 		{fmt.Errorf("pin: %w", errors.New("x")), ainerr.Failure, "pin: x", ""},
 	} {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 

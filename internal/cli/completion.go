@@ -5,7 +5,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 // Shell completion scripts. bash and zsh ask ain itself for candidates

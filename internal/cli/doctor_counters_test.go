@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 // TestDoctorCounters: the JSON keys the issue fixes ({"ports": {"mlx5_1:1": {"port_xmit_data": N}}}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/internal/golden"
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // TestDoctorGPU: the text report of each sample matches its golden (verdict line, the per-GPU

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 // TestDoctorHang: Flight Recorder dumps and RAS output give the verdict with the JSON keys

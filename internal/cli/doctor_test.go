@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 // runDoctorCLI runs the command tree in-process with the given stdin and returns the exit code,

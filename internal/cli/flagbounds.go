@@ -7,7 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/image"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 // TestFlagBounds: every flag value issue 19 found accepted wrongly is refused before anything

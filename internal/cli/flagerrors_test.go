@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 // A bad value given on the command line is blamed on the flag the user typed, never on a line

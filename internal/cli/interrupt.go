@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
-	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/train"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
@@ -32,39 +32,32 @@ func nsFlag(ns string) string {
 	return " -n " + ns
 }
 
-// interruptedJob reports an interrupt that left job name (applied, maybe running): with
-// deleteIt (--delete-on-interrupt) it deletes it and says what went; otherwise it says the job
-// keeps running and how to follow and end it. when is "while applying" or "while watching".
-func (a *App) interruptedJob(ctx context.Context, kc *kube.Clients, cl *jobs.Cluster, kind, name, phase, when string, deleteIt bool) error {
+// printInterrupted says what an interrupt of `ain train` left: the job keeps running (how to
+// follow and end it), or what --delete-on-interrupt deleted. Before the apply nothing exists and
+// the error says so.
+func (a *App) printInterrupted(e *train.InterruptedError) {
 	w := a.Streams.Err
-	ns := nsFlag(kc.Namespace)
-	if when == "while applying" {
-		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (%s %s/%s and its objects exist)\n", kind, kc.Namespace, name)
-	} else {
-		fmt.Fprintf(w, "\ninterrupted %s %s %s/%s (%s)\n", when, kind, kc.Namespace, name, phase)
+	ns := nsFlag(e.Namespace)
+	switch e.Stage {
+	case train.StageBeforeApply:
+		return
+	case train.StageApplying:
+		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (%s %s/%s and its objects exist)\n", e.Kind, e.Namespace, e.Name)
+	default:
+		fmt.Fprintf(w, "\ninterrupted %s %s %s/%s (%s)\n", e.Stage, e.Kind, e.Namespace, e.Name, e.Phase)
 	}
-	if !deleteIt {
+	switch {
+	case !e.DeleteAsked:
 		fmt.Fprintf(w, "%s %s/%s keeps running. Follow it: ain status %s%s   ain logs %s%s -f\nEnd it: ain delete %s%s\n",
-			kind, kc.Namespace, name, name, ns, name, ns, name, ns)
-		return errInterrupted()
+			e.Kind, e.Namespace, e.Name, e.Name, ns, e.Name, ns, e.Name, ns)
+	case len(e.Deleted) > 0:
+		fmt.Fprintf(w, "--delete-on-interrupt: deleted %s\n", strings.Join(e.Deleted, ", "))
+	case e.Gone:
+		fmt.Fprintf(w, "--delete-on-interrupt: %s %s/%s is already gone\n", e.Kind, e.Namespace, e.Name)
+	default:
+		fmt.Fprintf(w, "--delete-on-interrupt: could not delete %s %s/%s (%v): it may still be running. End it: ain delete %s%s\n",
+			e.Kind, e.Namespace, e.Name, e.DeleteErr, e.Name, ns)
 	}
-	dctx, cancel := kube.Finishing(ctx)
-	defer cancel()
-	job, err := cl.Find(dctx, name)
-	if err == nil {
-		var deleted []string
-		if deleted, err = cl.Delete(dctx, job); err == nil {
-			fmt.Fprintf(w, "--delete-on-interrupt: deleted %s\n", strings.Join(deleted, ", "))
-			return errInterrupted()
-		}
-	}
-	if jobs.IsNotFound(err) {
-		fmt.Fprintf(w, "--delete-on-interrupt: %s %s/%s is already gone\n", kind, kc.Namespace, name)
-		return errInterrupted()
-	}
-	fmt.Fprintf(w, "--delete-on-interrupt: could not delete %s %s/%s (%v): it may still be running. End it: ain delete %s%s\n",
-		kind, kc.Namespace, name, err, name, ns)
-	return errInterrupted()
 }
 
 // interruptedServe reports an interrupt during `ain serve`'s apply. The Secrets, Service and

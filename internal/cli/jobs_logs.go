@@ -9,7 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
 )
 

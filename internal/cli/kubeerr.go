@@ -3,15 +3,36 @@ package cli
 import (
 	"errors"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
-// exitError gives a cluster error (pkg/kube's *CallError, anywhere in err's chain) its exit code
-// and the advice for it, unless a command already chose both (an *ainerr.Error wraps it).
+// endpointCodes are the exit codes of a model endpoint's failures.
+var endpointCodes = map[vllm.Reason]ainerr.Code{
+	vllm.ReasonFailure:      ainerr.Failure,
+	vllm.ReasonInput:        ainerr.Usage,
+	vllm.ReasonTimeout:      ainerr.Timeout,
+	vllm.ReasonCancelled:    ainerr.Cancelled,
+	vllm.ReasonUnreachable:  ainerr.Unreachable,
+	vllm.ReasonUnauthorized: ainerr.Unauthorized,
+}
+
+// exitError gives a cluster error (pkg/kube's *CallError, anywhere in err's chain) or a model
+// endpoint's (pkg/vllm's) its exit code and the advice for it, unless a command already chose
+// both (an *ainerr.Error wraps it).
 func exitError(err error) error {
 	var ce *kube.CallError
-	if err == nil || isAinErr(err) || !errors.As(err, &ce) {
+	var ve *vllm.CallError
+	var vi *vllm.InputError
+	switch {
+	case err == nil || isAinErr(err):
+		return err
+	case errors.As(err, &ve):
+		return ainerr.New(endpointCodes[ve.Reason], err, ve.Hint)
+	case errors.As(err, &vi):
+		return ainerr.New(ainerr.Usage, err, "")
+	case !errors.As(err, &ce):
 		return err
 	}
 	code, hint := ainerr.Failure, ""

@@ -8,7 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 // ain's output convention, the same for every command: what a person reads is a table on a

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 )
 
 type failingWriter struct{}

@@ -10,7 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/claims"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"

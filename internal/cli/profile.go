@@ -10,7 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
 )

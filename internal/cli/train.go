@@ -9,17 +9,16 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
-	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
-	"github.com/ain-hpc/ain/pkg/recipe"
+	"github.com/ain-hpc/ain/pkg/train"
 )
 
 // defaultTrainTimeout and defaultBenchTimeout bound a watch that nothing else ends (a job
@@ -153,78 +152,124 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	bo := jobs.Options{Name: o.Name, Namespace: a.Global.Namespace}
-	if gangs := gangSchedulers(kc); jobs.OperatorGang(gangs) {
-		bo.GangScheduling, bo.GangSchedulers = true, gangs
-		fmt.Fprintln(a.Streams.Err, jobs.GangAssumption(be.API(), r, gangs))
-	}
-	b, err := be.Build(r, p, bo)
-	if err != nil {
-		return ainerr.New(ainerr.Usage, err, "")
-	}
-	fmt.Fprintf(a.Streams.Err, "job API: %s\n", be.API().Describe())
 	cl := a.cluster(kc)
-	ctx := c.Context
-	if o.DryRun == "server" {
-		res, skipped, err := cl.ApplyDryRun(ctx, b.Objects)
-		if err != nil {
-			return a.applyError(kc, err)
+	w := a.Streams.Err
+	runner := &train.Runner{
+		Cluster: cl, Backend: be, GangSchedulers: gangSchedulers(kc), Now: a.Now,
+		Gate: func(ctx context.Context) error {
+			a.sandboxNote(kc)
+			return a.preflightGate(ctx, kc, r, p, be.API(), o.SkipPreflight)
+		},
+		Counters: func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
+			return a.snapshotCounters(ctx, kc, r, p, nodes, when)
+		},
+		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
+			v := newJobView(a, start)
+			return v.update, v.stop
+		},
+		Progress: func(e train.Event) {
+			switch e.Kind {
+			case train.EventGang, train.EventUnchanged, train.EventNoWire:
+				fmt.Fprintln(w, e.Message)
+			case train.EventAPI:
+				fmt.Fprintf(w, "job API: %s\n", e.Message)
+			case train.EventDryRun, train.EventDryRunSkipped:
+				fmt.Fprintf(w, "server dry run: %s\n", e.Message)
+			case train.EventApplied:
+				fmt.Fprintf(w, "applied %s\n", e.Message)
+			case train.EventLogsSaved:
+				fmt.Fprintf(w, "logs saved under %s\n", e.Message)
+			case train.EventWarning:
+				fmt.Fprintf(w, "warning: %s\n", e.Message)
+			}
+		},
+	}
+	res, err := runner.Run(c.Context, train.Options{
+		Recipe: r, Profile: p, Name: o.Name, Namespace: a.Global.Namespace,
+		DryRunServer: o.DryRun == "server", NoWait: o.NoWait, Timeout: o.Timeout,
+		DeleteOnInterrupt: o.DeleteOnInterrupt, SaveLogs: o.SaveLogs, RequireTransport: o.RequireTransport,
+		TailLines: o.TailLines, NoCounters: o.NoCounters,
+	})
+	switch {
+	case res != nil && res.DryRun != nil:
+		return a.printObjects(res.DryRun, o.Output)
+	case res != nil && res.Submitted:
+		fmt.Fprintf(w, "follow it with: ain status %s%s   ain logs %s%s -f\n", res.Name, nsFlag(kc.Namespace), res.Name, nsFlag(kc.Namespace))
+		return nil
+	case res != nil && res.Summary != nil:
+		if o.Output == "json" {
+			if jerr := a.writeJSON(trainJobJSON{Summary: *res.Summary, Wire: res.Wire}); jerr != nil {
+				return jerr
+			}
+		} else {
+			a.printSummary(*res.Summary, kc)
+			a.printJobWire(res.Wire)
 		}
-		objs := make([]runtime.Object, len(res))
-		for i, x := range res {
-			objs[i] = x.Object
-		}
-		fmt.Fprintln(a.Streams.Err, "server dry run: the API server accepted it (schema and admission webhooks); nothing was created")
-		for _, sk := range skipped {
-			fmt.Fprintf(a.Streams.Err, "server dry run: %s not sent: %s\n", sk.What, sk.Why)
-		}
-		return a.printObjects(objs, o.Output)
 	}
-	a.sandboxNote(kc)
-	if err := a.preflightGate(ctx, kc, r, p, be.API(), o.SkipPreflight); err != nil {
-		return err
-	}
-	name := jobName(r, o.Name)
-	kind := be.Kind()
-	tw := a.wireBefore(ctx, kc, r, p, o)
-	if tw != nil && ctx.Err() != nil {
-		return ainerr.New(ainerr.Cancelled, errors.New("interrupted before the job was applied (while reading the RDMA counters; the probe pods are deleted): nothing was created"), "")
-	}
-	res, err := cl.Apply(ctx, b.Objects, false)
-	if err != nil {
-		return a.applyError(kc, err)
-	}
-	job := res[len(res)-1]
-	if ctx.Err() != nil {
-		return a.interruptedJob(ctx, kc, cl, kind, name, jobs.PhaseOf(job.Object), "while applying", o.DeleteOnInterrupt)
-	}
-	if job.Unchanged {
-		fmt.Fprintf(a.Streams.Err, "%s %s/%s already submitted with this spec (%s): nothing changed; watching it\n", kind, kc.Namespace, name, jobs.PhaseOf(job.Object))
-		if tw != nil {
-			// It ran before the snapshot: the counters cannot tell what it sent.
-			fmt.Fprintln(a.Streams.Err, "the job was running before the RDMA counters were read: no per-HCA bytes for it")
-			tw = nil
-		}
-	} else {
-		fmt.Fprintf(a.Streams.Err, "applied %s %s/%s (%s; server-side apply, field manager %s)\n", kind, kc.Namespace, name, describeShape(r, p), jobs.FieldManager)
-	}
-	if o.NoWait {
-		fmt.Fprintf(a.Streams.Err, "follow it with: ain status %s%s   ain logs %s%s -f\n", name, nsFlag(kc.Namespace), name, nsFlag(kc.Namespace))
+	return a.trainError(kc, err)
+}
+
+// trainError maps a run's error to its exit code and the commands that help.
+func (a *App) trainError(kc *kube.Clients, err error) error {
+	if err == nil {
 		return nil
 	}
-	return a.watchJob(ctx, kc, cl, be, name, o, tw)
-}
-
-func jobName(r *recipe.Recipe, override string) string {
-	if override != "" {
-		return override
+	ns := nsFlag(kc.Namespace)
+	var (
+		be        *train.BuildError
+		ce        *train.ClusterError
+		ie        *train.InterruptedError
+		te        *train.TimeoutError
+		de        *jobs.DeletedError
+		fe        *train.JobFailedError
+		tr        *train.TransportError
+		immutable *jobs.ImmutableError
+		stuck     *jobs.StuckError
+		stalled   *jobs.ControllerStalledError
+	)
+	switch {
+	case errors.As(err, &be):
+		return ainerr.New(ainerr.Usage, be.Err, "")
+	case errors.As(err, &immutable):
+		return ainerr.New(ainerr.Usage, err, fmt.Sprintf("run it under another name (--name %s-2), or remove the old one first: ain delete %s%s", immutable.Name, immutable.Name, nsFlag(immutable.Namespace)))
+	case errors.As(err, &ie):
+		a.printInterrupted(ie)
+		if ie.Stage == train.StageBeforeApply {
+			return ainerr.New(ainerr.Cancelled, err, "")
+		}
+		return errInterrupted()
+	case errors.As(err, &stalled):
+		code := ainerr.CheckFailed
+		if stalled.Outcome == "Failed" {
+			code = ainerr.JobFailed
+		}
+		return ainerr.New(code, stalled, "`ain preflight` checks the job controllers; `ain logs "+stalled.Name+ns+"` shows what the pods did")
+	case errors.As(err, &stuck):
+		return ainerr.New(ainerr.JobFailed, stuck, "read the failed worker's log: `ain logs "+stuck.Name+" --replica worker"+ns+"`; then end the job: `ain delete "+stuck.Name+ns+"`")
+	case errors.As(err, &te):
+		msg := "--" + te.Error()
+		if why := pendingReasons(te.Snapshot, kc); why != "" {
+			msg += "\n" + why
+		}
+		return ainerr.New(ainerr.Timeout, errors.New(msg), "the job keeps running: `ain status "+te.Name+ns+"`, or end it: `ain delete "+te.Name+ns+"`")
+	case errors.As(err, &de):
+		return ainerr.New(ainerr.JobFailed, err, "")
+	case errors.As(err, &fe):
+		return quiet(ainerr.JobFailed)
+	case errors.As(err, &tr) && len(tr.Findings) > 0:
+		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: the RDMA port counters contradict NCCL's log: %s", tr.Require, strings.Join(tr.Findings, "; ")),
+			"see the bytes per HCA above; `ain doctor counters --node NODE` reads a node's counters")
+	case errors.As(err, &tr):
+		got := tr.Got
+		if got == "" {
+			got = "unknown (no NCCL transport lines in the logs)"
+		}
+		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: NCCL used %s", tr.Require, got),
+			"see the evidence above; `ain doctor nccl-log "+tr.Name+nsFlag(tr.Namespace)+"` explains it per rank")
+	case errors.As(err, &ce):
+		return kc.Classify(ce.Err, ce.Doing)
 	}
-	return r.Metadata.Name
-}
-
-func describeShape(r *recipe.Recipe, p *profile.Profile) string {
-	w := r.Workload()
-	return fmt.Sprintf("%d node(s) x %d GPU, fabric %s", w.Nodes, w.GPUsPerNode, p.Spec.Fabric)
+	return err
 }
 
 func (a *App) applyError(kc *kube.Clients, err error) error {
@@ -249,81 +294,6 @@ func (a *App) printObjects(objs []runtime.Object, format string) error {
 	}
 	_, err = a.Streams.Out.Write(out)
 	return err
-}
-
-// watchJob follows the job to its end and prints the summary; the returned error carries the exit code.
-//
-// tw, when not nil, is the counter snapshot taken before the job: the nodes its ranks ran on are
-// read again and the bytes per HCA reported (and judged against NCCL's transport).
-func (a *App) watchJob(parent context.Context, kc *kube.Clients, cl *jobs.Cluster, be jobs.Backend, name string, o *trainOptions, tw *trainWire) error {
-	kind := be.Kind()
-	ctx := parent
-	var cancel context.CancelFunc = func() {}
-	if o.Timeout > 0 {
-		ctx, cancel = context.WithTimeout(parent, o.Timeout)
-	}
-	defer cancel()
-	start := a.Now()
-	view := newJobView(a, start)
-	defer view.stop()
-	col := cl.NewCollector(kind, o.TailLines)
-	snap, err := cl.Watch(ctx, be, name, jobs.WatchOptions{
-		OnChange: view.update, Explain: cl.ExplainPending,
-		OnPodFinished: func(p corev1.Pod) { col.Collect(parent, p) },
-	})
-	view.stop()
-	var stuck *jobs.StuckError
-	var stalled *jobs.ControllerStalledError
-	if err != nil {
-		switch {
-		case parent.Err() != nil:
-			return a.interruptedJob(parent, kc, cl, kind, name, snap.Phase, "while watching", o.DeleteOnInterrupt)
-		case errors.As(err, &stalled):
-			code := ainerr.CheckFailed
-			if stalled.Outcome == "Failed" {
-				code = ainerr.JobFailed
-			}
-			return ainerr.New(code, stalled, "`ain preflight` checks the job controllers; `ain logs "+name+nsFlag(kc.Namespace)+"` shows what the pods did")
-		case errors.As(err, &stuck):
-			return ainerr.New(ainerr.JobFailed, stuck, "read the failed worker's log: `ain logs "+name+" --replica worker"+nsFlag(kc.Namespace)+"`; then end the job: `ain delete "+name+nsFlag(kc.Namespace)+"`")
-		case errors.Is(err, context.DeadlineExceeded):
-			why := pendingReasons(snap, kc)
-			msg := fmt.Sprintf("--timeout %s reached: %s %s/%s is %s", o.Timeout, kind, kc.Namespace, name, snap.Phase)
-			if why != "" {
-				msg += "\n" + why
-			}
-			return ainerr.New(ainerr.Timeout, errors.New(msg), "the job keeps running: `ain status "+name+nsFlag(kc.Namespace)+"`, or end it: `ain delete "+name+nsFlag(kc.Namespace)+"`")
-		}
-		return kc.Classify(err, "watching the job")
-	}
-	if snap.Phase == jobs.PhaseDeleted {
-		return ainerr.New(ainerr.JobFailed, fmt.Errorf("%s %s/%s was deleted before it finished", kind, kc.Namespace, name), "")
-	}
-	pods, err := be.Pods(parent, cl, name)
-	if err != nil {
-		return kc.Classify(err, "reading the job's pods")
-	}
-	sum := cl.Summarize(parent, snap, pods, o.TailLines, col.Wait())
-	if o.SaveLogs != "" {
-		if dir, err := cl.SaveLogs(parent, o.SaveLogs, snap.Name, pods); err != nil {
-			fmt.Fprintf(a.Streams.Err, "warning: saving logs: %v\n", err)
-		} else {
-			fmt.Fprintf(a.Streams.Err, "logs saved under %s\n", dir)
-		}
-	}
-	var wire *bench.Wire
-	if tw != nil {
-		wire = a.wireAfter(parent, kc, tw, &sum)
-	}
-	if o.Output == "json" {
-		if err := a.writeJSON(trainJobJSON{Summary: sum, Wire: wire}); err != nil {
-			return err
-		}
-	} else {
-		a.printSummary(sum, kc)
-		a.printJobWire(wire)
-	}
-	return outcome(sum, o.RequireTransport, name, wire)
 }
 
 func pendingReasons(s jobs.Snapshot, kc *kube.Clients) string {
@@ -363,28 +333,6 @@ func gangSchedulers(kc *kube.Clients) []string {
 		names = append(names, g.Name)
 	}
 	return jobs.GangAPIs(names)
-}
-
-// outcome maps a summary to the exit status.
-// A wire finding (the counters contradict NCCL's transport) fails --require-transport too: the
-// job's logs claimed the fabric, its HCAs say otherwise.
-func outcome(sum jobs.Summary, require, name string, wire *bench.Wire) error {
-	if sum.Phase == jobs.PhaseFailed {
-		return quiet(ainerr.JobFailed)
-	}
-	if require != "" && wire != nil && len(wire.Findings) > 0 {
-		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: the RDMA port counters contradict NCCL's log: %s", require, strings.Join(wire.Findings, "; ")),
-			"see the bytes per HCA above; `ain doctor counters --node NODE` reads a node's counters")
-	}
-	if require != "" && sum.Transport != require {
-		got := sum.Transport
-		if got == "" {
-			got = "unknown (no NCCL transport lines in the logs)"
-		}
-		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: NCCL used %s", require, got),
-			"see the evidence above; `ain doctor nccl-log "+name+nsFlag(sum.Namespace)+"` explains it per rank")
-	}
-	return nil
 }
 
 // rankResult is a rank's RESULT cell: its exit code once its container ended, else its phase. A

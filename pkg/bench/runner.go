@@ -103,13 +103,6 @@ func (e *JobExistsError) Error() string {
 	return fmt.Sprintf("%s %s/%s already exists: its output would be an old run's", e.Kind, e.Namespace, e.Name)
 }
 
-// JobDeletedError says a variant's job was deleted before it finished.
-type JobDeletedError struct{ Kind, Namespace, Name string }
-
-func (e *JobDeletedError) Error() string {
-	return fmt.Sprintf("%s %s/%s was deleted before it finished", e.Kind, e.Namespace, e.Name)
-}
-
 // ClusterError is a cluster call that failed while Doing something ("watching the job").
 type ClusterError struct {
 	Doing string
@@ -270,7 +263,7 @@ func (r *Runner) runVariant(ctx context.Context, plan *Plan, i int, pinned []str
 		return vr, &ClusterError{Doing: "watching the job", Err: err}
 	}
 	if snap.Phase == jobs.PhaseDeleted {
-		return vr, &JobDeletedError{Kind: kind, Namespace: r.ShownNamespace, Name: name}
+		return vr, &jobs.DeletedError{Kind: kind, Namespace: r.ShownNamespace, Name: name}
 	}
 	raw, err := LauncherOutput(ctx, cl, be, name)
 	if err != nil {

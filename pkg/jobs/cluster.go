@@ -256,6 +256,13 @@ func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("no job (PyTorchJob, MPIJob, TrainJob) %q in namespace %s", e.Name, e.Namespace)
 }
 
+// DeletedError says a job was deleted before it finished.
+type DeletedError struct{ Kind, Namespace, Name string }
+
+func (e *DeletedError) Error() string {
+	return fmt.Sprintf("%s %s/%s was deleted before it finished", e.Kind, e.Namespace, e.Name)
+}
+
 // IsNotFound reports whether err is a NotFoundError.
 func IsNotFound(err error) bool {
 	var nf *NotFoundError

@@ -7,8 +7,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // Archived answers (course 12.3.4, "checking against archived Q&A results"): `chat test
@@ -56,7 +54,7 @@ type QAArchived struct {
 // the greedy answer to each question.
 func (s *QASuite) Archivable() error {
 	if t := s.Temperature; s.Samples > 1 || (t != nil && *t != 0) {
-		return ainerr.Usagef("archived answers are compared at temperature 0 with one sample each; this file asks for %d samples at another temperature", s.Samples)
+		return inputErrorf("archived answers are compared at temperature 0 with one sample each; this file asks for %d samples at another temperature", s.Samples)
 	}
 	return nil
 }

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/internal/testenv"
-	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
@@ -234,7 +233,7 @@ func TestBenchFailures(t *testing.T) {
 	// The first warm-up failing aborts with the explained error.
 	c := newClient(t, Options{Endpoint: url, APIKey: "wrong"})
 	_, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 3, Warmup: 1, OutputLen: 4})
-	if ainerr.CodeOf(err) != ainerr.Unauthorized {
+	if ReasonOf(err) != ReasonUnauthorized {
 		t.Fatalf("err = %v", err)
 	}
 	// Without warm-up every failure is counted and explained, none dropped.

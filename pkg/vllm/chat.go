@@ -185,7 +185,7 @@ func (d *chatDelta) reasoning() string {
 	return d.ReasoningContent
 }
 
-// Chat sends one chat completion, streamed or not. Errors are explained (*ainerr.Error); a
+// Chat sends one chat completion, streamed or not. Errors are explained (*CallError); a
 // model the server does not serve is reported with the list of those it does; a stream cut
 // before [DONE] is an error.
 func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time) (*ChatResult, error) {

@@ -19,8 +19,6 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // Options say how to reach an OpenAI-compatible server.
@@ -250,7 +248,7 @@ func (c *Client) ResolveModel(ctx context.Context, model string) (string, error)
 		return "", err
 	}
 	if len(models) == 0 {
-		return "", ainerr.New(ainerr.Failure, fmt.Errorf("%s serves no model yet", c.base),
+		return "", callError(ReasonFailure, fmt.Errorf("%s serves no model yet", c.base),
 			"the model may still be loading: try again when `ain models` lists it")
 	}
 	if model == "" {
@@ -261,7 +259,7 @@ func (c *Client) ResolveModel(ctx context.Context, model string) (string, error)
 		for i, m := range models {
 			ids[i] = m.ID
 		}
-		return "", ainerr.New(ainerr.Usage, fmt.Errorf("%s serves %d models (%s): say which", c.base, len(models), strings.Join(ids, ", ")),
+		return "", callError(ReasonInput, fmt.Errorf("%s serves %d models (%s): say which", c.base, len(models), strings.Join(ids, ", ")),
 			fmt.Sprintf("pass --model %s", ids[0]))
 	}
 	for _, m := range models {
@@ -277,7 +275,7 @@ func modelNotFound(model string, models []Model) error {
 	for i, m := range models {
 		ids[i] = m.ID
 	}
-	return ainerr.New(ainerr.Usage, fmt.Errorf("model %q is not served here; served: %s", model, strings.Join(ids, ", ")),
+	return callError(ReasonInput, fmt.Errorf("model %q is not served here; served: %s", model, strings.Join(ids, ", ")),
 		fmt.Sprintf("pass --model %s", ids[0]))
 }
 

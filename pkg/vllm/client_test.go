@@ -26,7 +26,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
@@ -95,11 +94,11 @@ func TestModels(t *testing.T) {
 	if m, err := c.ResolveModel(context.Background(), "qwen-lora"); err != nil || m != "qwen-lora" {
 		t.Fatalf("ResolveModel(qwen-lora) = %q, %v", m, err)
 	}
-	if _, err := c.ResolveModel(context.Background(), ""); ainerr.CodeOf(err) != ainerr.Usage || !strings.Contains(err.Error(), "serves 2 models (qwen, qwen-lora): say which") {
+	if _, err := c.ResolveModel(context.Background(), ""); ReasonOf(err) != ReasonInput || !strings.Contains(err.Error(), "serves 2 models (qwen, qwen-lora): say which") {
 		t.Fatalf("ResolveModel(\"\") with two served = %v", err)
 	}
 	_, err = c.ResolveModel(context.Background(), "llama")
-	if ainerr.CodeOf(err) != ainerr.Usage || !strings.Contains(err.Error(), "served: qwen, qwen-lora") {
+	if ReasonOf(err) != ReasonInput || !strings.Contains(err.Error(), "served: qwen, qwen-lora") {
 		t.Fatalf("ResolveModel(llama) = %v", err)
 	}
 }
@@ -109,14 +108,14 @@ func TestUnauthorized(t *testing.T) {
 	for _, key := range []string{"", "wrong-key"} {
 		c := newClient(t, Options{Endpoint: url, APIKey: key})
 		_, err := c.Models(context.Background())
-		if ainerr.CodeOf(err) != ainerr.Unauthorized {
+		if ReasonOf(err) != ReasonUnauthorized {
 			t.Fatalf("key %q: Models err = %v, want Unauthorized", key, err)
 		}
 		_, err = c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("hi")}, nil)
-		if ainerr.CodeOf(err) != ainerr.Unauthorized || !strings.Contains(err.Error(), "Unauthorized") {
+		if ReasonOf(err) != ReasonUnauthorized || !strings.Contains(err.Error(), "Unauthorized") {
 			t.Fatalf("key %q: Chat err = %v, want Unauthorized with vLLM's message", key, err)
 		}
-		if key != "" && strings.Contains(err.Error()+ainerr.HintOf(err), key) {
+		if key != "" && strings.Contains(err.Error()+hintOf(err), key) {
 			t.Fatalf("the API key is printed: %v", err)
 		}
 	}
@@ -131,11 +130,11 @@ func TestConnectionRefused(t *testing.T) {
 	ln.Close()
 	c := newClient(t, Options{Endpoint: "http://" + addr})
 	_, err = c.Models(context.Background())
-	if ainerr.CodeOf(err) != ainerr.Unreachable || !strings.Contains(err.Error(), "connection refused at "+addr) {
+	if ReasonOf(err) != ReasonUnreachable || !strings.Contains(err.Error(), "connection refused at "+addr) {
 		t.Fatalf("err = %v", err)
 	}
-	if !strings.Contains(ainerr.HintOf(err), "ready") {
-		t.Fatalf("hint = %q", ainerr.HintOf(err))
+	if !strings.Contains(hintOf(err), "ready") {
+		t.Fatalf("hint = %q", hintOf(err))
 	}
 }
 
@@ -147,11 +146,11 @@ func TestTLS(t *testing.T) {
 	// Unknown CA: verified by default, the error says which CAs were trusted.
 	c := newClient(t, Options{Endpoint: ts.URL})
 	_, err := c.Models(context.Background())
-	if ainerr.CodeOf(err) != ainerr.Unreachable || !strings.Contains(err.Error(), "not signed by a CA trusted here") {
+	if ReasonOf(err) != ReasonUnreachable || !strings.Contains(err.Error(), "not signed by a CA trusted here") {
 		t.Fatalf("unknown CA: err = %v", err)
 	}
-	if !strings.Contains(ainerr.HintOf(err), "--ca-file") {
-		t.Fatalf("hint = %q", ainerr.HintOf(err))
+	if !strings.Contains(hintOf(err), "--ca-file") {
+		t.Fatalf("hint = %q", hintOf(err))
 	}
 	// --ca-file with the server's CA.
 	ca := filepath.Join(t.TempDir(), "ca.pem")
@@ -250,7 +249,7 @@ func TestChatModelNotFound(t *testing.T) {
 	c := newClient(t, Options{Endpoint: url})
 	for _, stream := range []bool{false, true} {
 		_, err := c.Chat(context.Background(), ChatRequest{Model: "zzz", Messages: user("hi"), Stream: stream}, nil)
-		if ainerr.CodeOf(err) != ainerr.Usage || !strings.Contains(err.Error(), `model "zzz" is not served here; served: a, b`) {
+		if ReasonOf(err) != ReasonInput || !strings.Contains(err.Error(), `model "zzz" is not served here; served: a, b`) {
 			t.Fatalf("stream=%v: err = %v", stream, err)
 		}
 	}
@@ -318,8 +317,8 @@ func TestIngressFakeCertificateNamed(t *testing.T) {
 	ts.StartTLS()
 	defer ts.Close()
 	_, err = newClient(t, Options{Endpoint: ts.URL}).Models(context.Background())
-	if !strings.Contains(errString(err), "fake default certificate") || strings.Contains(ainerr.HintOf(err), "--ca-file") {
-		t.Fatalf("fake cert: %v (hint %q)", err, ainerr.HintOf(err))
+	if !strings.Contains(errString(err), "fake default certificate") || strings.Contains(hintOf(err), "--ca-file") {
+		t.Fatalf("fake cert: %v (hint %q)", err, hintOf(err))
 	}
 }
 
@@ -350,8 +349,8 @@ func TestChatStreamFailures(t *testing.T) {
 				t.Errorf("%s (stream %v): %q not in %v", tc.fault, tc.stream, w, err)
 			}
 		}
-		if strings.Contains(err.Error(), "before data: [DONE]") || ainerr.CodeOf(err) != ainerr.Failure {
-			t.Errorf("%s (stream %v): exit %d, %v", tc.fault, tc.stream, ainerr.CodeOf(err), err)
+		if strings.Contains(err.Error(), "before data: [DONE]") || ReasonOf(err) != ReasonFailure {
+			t.Errorf("%s (stream %v): reason %d, %v", tc.fault, tc.stream, ReasonOf(err), err)
 		}
 	}
 }
@@ -389,8 +388,8 @@ func TestChatBoundedOnWedgedEngine(t *testing.T) {
 			_, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
 			return err
 		})
-		if ainerr.CodeOf(err) != ainerr.Timeout || !strings.Contains(err.Error(), tc.want) || ainerr.HintOf(err) == "" {
-			t.Errorf("%s (stream %v): exit %d, %v", tc.fault, tc.stream, ainerr.CodeOf(err), err)
+		if ReasonOf(err) != ReasonTimeout || !strings.Contains(err.Error(), tc.want) || hintOf(err) == "" {
+			t.Errorf("%s (stream %v): reason %d, %v", tc.fault, tc.stream, ReasonOf(err), err)
 		}
 	}
 	// A healthy stream with gaps shorter than the bounds is not cut.
@@ -464,4 +463,13 @@ func TestClientSpeaksHTTP1(t *testing.T) {
 	if p := <-proto; p != "HTTP/1.1" {
 		t.Errorf("the client spoke %s", p)
 	}
+}
+
+// hintOf is the hint of the CallError in err's chain.
+func hintOf(err error) string {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.Hint
+	}
+	return ""
 }

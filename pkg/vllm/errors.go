@@ -14,8 +14,6 @@ import (
 	"syscall"
 
 	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/ain-hpc/ain/pkg/ainerr"
 )
 
 // HTTPError is a non-2xx answer from the server, whatever shape its body has (vLLM's
@@ -84,14 +82,63 @@ func asHTTPError(err error) (*HTTPError, bool) {
 	return nil, false
 }
 
-// explain turns a transport or HTTP error into a readable *ainerr.Error: which address,
+// Reason says what kind of failure a CallError is, for the caller to decide what follows (an
+// exit code, a retry).
+type Reason int
+
+// The reasons.
+const (
+	ReasonFailure      Reason = iota // the server answered with an error, or the answer is unusable
+	ReasonInput                      // the request names what is not there (a model) or is ambiguous
+	ReasonTimeout                    // no answer in time
+	ReasonCancelled                  // the caller's context ended
+	ReasonUnreachable                // no HTTP answer from the model server (TLS, DNS, refused, a proxy's 502)
+	ReasonUnauthorized               // the API key was refused or missing
+)
+
+// CallError is a call to a model endpoint that failed, explained: Err says which address, which
+// CA, which key; Hint what to do about it.
+type CallError struct {
+	Reason Reason
+	Err    error
+	Hint   string
+}
+
+func (e *CallError) Error() string { return e.Err.Error() }
+func (e *CallError) Unwrap() error { return e.Err }
+
+func callError(r Reason, err error, hint string) *CallError {
+	return &CallError{Reason: r, Err: err, Hint: hint}
+}
+
+// ReasonOf is the Reason of the CallError in err's chain; ReasonFailure when there is none.
+func ReasonOf(err error) Reason {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.Reason
+	}
+	return ReasonFailure
+}
+
+// InputError is input that cannot be used as it is (a QA file's settings, a judge that is the
+// model under test).
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Err: fmt.Errorf(format, args...)}
+}
+
+// explain turns a transport or HTTP error into a readable *CallError: which address,
 // which CA, which key, with a hint what to do. op names the call ("POST /v1/chat/completions").
 func (c *Client) explain(err error, op string) error {
 	if err == nil {
 		return nil
 	}
-	var ae *ainerr.Error
-	if errors.As(err, &ae) {
+	var ce *CallError
+	if errors.As(err, &ce) {
 		return err
 	}
 	var stall *StallError
@@ -100,20 +147,20 @@ func (c *Client) explain(err error, op string) error {
 		if !stall.FirstByte {
 			what = "the engine may have hung mid-answer (a hung NCCL group), or a proxy holds the stream"
 		}
-		return ainerr.New(ainerr.Timeout, fmt.Errorf("%s %s: %w", op, c.base, err),
+		return callError(ReasonTimeout, fmt.Errorf("%s %s: %w", op, c.base, err),
 			what+"; `ain serve status` and the pod's log say more; "+stall.Flag+" 0 waits for ever")
 	}
 	if errors.Is(err, context.Canceled) {
-		return ainerr.New(ainerr.Cancelled, fmt.Errorf("%s: cancelled", op), "")
+		return callError(ReasonCancelled, fmt.Errorf("%s: cancelled", op), "")
 	}
 	var cut *StreamCutError
 	if errors.As(err, &cut) {
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s %s: %w", op, c.base, err),
+		return callError(ReasonUnreachable, fmt.Errorf("%s %s: %w", op, c.base, err),
 			"a proxy may have cut the stream (ingress read timeouts), or the model server restarted")
 	}
 	var bad *AnswerError
 	if errors.As(err, &bad) {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("%s %s: %w", op, c.base, err), bad.hint())
+		return callError(ReasonFailure, fmt.Errorf("%s %s: %w", op, c.base, err), bad.hint())
 	}
 	if he, ok := asHTTPError(err); ok {
 		switch he.StatusCode {
@@ -124,15 +171,15 @@ func (c *Client) explain(err error, op string) error {
 				what = "wants an API key and none was given"
 				hint = "pass --api-key or set AIN_API_KEY (for `ain serve`, the key is in the Secret it references)"
 			}
-			return ainerr.New(ainerr.Unauthorized, fmt.Errorf("%s %s: %s (%s)", op, c.base, what, he.Error()), hint)
+			return callError(ReasonUnauthorized, fmt.Errorf("%s %s: %s (%s)", op, c.base, what, he.Error()), hint)
 		case http.StatusNotFound:
 			if strings.Contains(strings.ToLower(he.Message), "model") {
-				return ainerr.New(ainerr.Usage, fmt.Errorf("%s: %s", op, he.Message), "`ain models` lists the served models")
+				return callError(ReasonInput, fmt.Errorf("%s: %s", op, he.Message), "`ain models` lists the served models")
 			}
-			return ainerr.New(ainerr.Failure, fmt.Errorf("%s %s: %s", op, c.base, he.Error()),
+			return callError(ReasonFailure, fmt.Errorf("%s %s: %s", op, c.base, he.Error()),
 				"is the endpoint an OpenAI-compatible server? Its base URL should serve /v1/models")
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s %s: %s", op, c.base, he.Error()),
+			return callError(ReasonUnreachable, fmt.Errorf("%s %s: %s", op, c.base, he.Error()),
 				"the proxy in front of the model answered, the model server did not: are its pods ready (`ain serve status`)?")
 		}
 		return fmt.Errorf("%s %s: %s", op, c.base, he.Error())
@@ -148,7 +195,7 @@ func (c *Client) explain(err error, op string) error {
 		fake = hne.Certificate
 	}
 	if fake != nil {
-		return ainerr.New(ainerr.Unreachable,
+		return callError(ReasonUnreachable,
 			fmt.Errorf("TLS to %s: the ingress controller answered with its own fake default certificate (%q), not the Ingress's: its TLS Secret is missing, invalid, or not for this host", addr, fake.Subject.CommonName),
 			"`ain serve` checks and creates NAME-tls; `kubectl describe ingress` and the controller's log say why it rejected the Secret (a CA file does not help here)")
 	}
@@ -157,44 +204,44 @@ func (c *Client) explain(err error, op string) error {
 		if uae.Cert != nil {
 			issuer = fmt.Sprintf(" (issued by %q)", uae.Cert.Issuer.String())
 		}
-		return ainerr.New(ainerr.Unreachable,
+		return callError(ReasonUnreachable,
 			fmt.Errorf("TLS to %s: the server's certificate%s is not signed by a CA trusted here (%s)", addr, issuer, c.caNames),
 			"pass --ca-file with the CA that signed the ingress certificate (--insecure skips verification: never for real traffic)")
 	}
 	if errors.As(err, &hne) {
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: %v", addr, hne),
+		return callError(ReasonUnreachable, fmt.Errorf("TLS to %s: %v", addr, hne),
 			"use the host name the certificate was issued for in --endpoint")
 	}
 	var cie x509.CertificateInvalidError
 	if errors.As(err, &cie) {
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: %v", addr, cie), "renew the ingress certificate")
+		return callError(ReasonUnreachable, fmt.Errorf("TLS to %s: %v", addr, cie), "renew the ingress certificate")
 	}
 	var rhe tls.RecordHeaderError
 	if errors.As(err, &rhe) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: the server does not speak TLS", addr),
+		return callError(ReasonUnreachable, fmt.Errorf("TLS to %s: the server does not speak TLS", addr),
 			"use an http:// endpoint for a plain-HTTP server (vLLM itself serves plain HTTP on :8000)")
 	}
 	var verr *tls.CertificateVerificationError
 	if errors.As(err, &verr) {
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("TLS to %s: %v (trusted: %s)", addr, verr.Err, c.caNames),
+		return callError(ReasonUnreachable, fmt.Errorf("TLS to %s: %v (trusted: %s)", addr, verr.Err, c.caNames),
 			"pass --ca-file with the CA that signed the server's certificate")
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: connection refused at %s", op, addr),
+		return callError(ReasonUnreachable, fmt.Errorf("%s: connection refused at %s", op, addr),
 			"is the model server running and ready (`ain serve status`), and is --endpoint right? A port-forward must still be running")
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: cannot resolve %q: %v", op, dnsErr.Name, dnsErr.Err),
+		return callError(ReasonUnreachable, fmt.Errorf("%s: cannot resolve %q: %v", op, dnsErr.Name, dnsErr.Err),
 			"check the host in --endpoint (the ingress host needs a DNS record)")
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-		return ainerr.New(ainerr.Timeout, fmt.Errorf("%s: %s did not answer in time", op, addr),
+		return callError(ReasonTimeout, fmt.Errorf("%s: %s did not answer in time", op, addr),
 			"the server may be overloaded or still loading the model")
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
-		return ainerr.New(ainerr.Unreachable, fmt.Errorf("%s: %s closed the connection: %v", op, addr, err),
+		return callError(ReasonUnreachable, fmt.Errorf("%s: %s closed the connection: %v", op, addr, err),
 			"a proxy may have cut the stream (ingress read timeouts) or the model server restarted")
 	}
 	return fmt.Errorf("%s %s: %w", op, c.base, err)
@@ -213,8 +260,8 @@ func fatal(err error) bool {
 	if errors.As(err, new(*StallError)) {
 		return true // a server that stopped answering one request stops the next one too
 	}
-	switch ainerr.CodeOf(err) {
-	case ainerr.Unreachable, ainerr.Unauthorized, ainerr.Cancelled, ainerr.Usage:
+	switch ReasonOf(err) {
+	case ReasonUnreachable, ReasonUnauthorized, ReasonCancelled, ReasonInput:
 		return true
 	}
 	return false

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/strict"
 )
 
@@ -472,10 +471,10 @@ func (s *QASuite) checkJudge(model string) error {
 		if sm.Mode == SemanticEmbeddings {
 			what, flag = "embedding", "--embeddings-model"
 		}
-		return ainerr.Usagef("semantic.mode %s needs the %s model named: set semantic.model in the file or pass %s", sm.Mode, what, flag)
+		return inputErrorf("semantic.mode %s needs the %s model named: set semantic.model in the file or pass %s", sm.Mode, what, flag)
 	}
 	if sm.Mode == SemanticJudge && sm.Model == model {
-		return ainerr.Usagef("the judge %q is the model under test: a model grading its own answers agrees with itself; name another judge (semantic.model or --judge-model, and --judge-endpoint where it is served)", model)
+		return inputErrorf("the judge %q is the model under test: a model grading its own answers agrees with itself; name another judge (semantic.model or --judge-model, and --judge-endpoint where it is served)", model)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
@@ -147,7 +146,7 @@ func TestQAStopsOnFatalErrors(t *testing.T) {
 	}
 	_, url := start(t, vllmsim.Options{APIKey: "k"})
 	c := newClient(t, Options{Endpoint: url, APIKey: "bad"})
-	if _, err := c.RunQA(context.Background(), s, "test-model", 1, nil, nil); ainerr.CodeOf(err) != ainerr.Unauthorized {
+	if _, err := c.RunQA(context.Background(), s, "test-model", 1, nil, nil); ReasonOf(err) != ReasonUnauthorized {
 		t.Fatalf("err = %v", err)
 	}
 	if s.Cases[1].Name != "case-2" {

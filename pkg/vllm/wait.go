@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ain-hpc/ain/pkg/ainerr"
 	"github.com/ain-hpc/ain/pkg/kube"
 )
 
@@ -124,7 +123,7 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 					if err == nil {
 						return client, nil
 					}
-					if ainerr.CodeOf(err) == ainerr.Unauthorized {
+					if ReasonOf(err) == ReasonUnauthorized {
 						return nil, err
 					}
 					say("replicas ready; waiting for the endpoint: " + err.Error())

@@ -1,6 +1,6 @@
-// Package ainerr holds the typed errors ain's commands return and the exit code each maps to.
-// Every package returns these (wrapped with context as needed); only the command tree turns
-// them into an exit status, in one place.
+// Package ainerr holds the exit codes of ain's commands and the error that carries one with a
+// hint. Only the command tree uses it: the libraries under pkg/ return typed errors of their
+// own, which the command tree maps to these.
 package ainerr
 
 import (
