@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -15,9 +13,7 @@ import (
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/image"
-	"github.com/ain-hpc/ain/pkg/iperf"
 	"github.com/ain-hpc/ain/pkg/perftest"
-	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -212,159 +208,47 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 			fmt.Fprintf(errw, "WARNING: %s: %s\n", flag, w)
 		}
 	}
-	po := a.preflightOptions(kc, nil, p)
-	po.Progress = func(s string) { fmt.Fprintln(errw, s) }
-	// The pods' own deadline: the perftest image is large (CUDA), its first pull alone can take
-	// minutes; --timeout bounds the whole command anyway.
-	po.ProbeTimeout = o.Timeout
-	gpus := 0
-	if o.GPU {
-		gpus = 1
-	} else if f, ok := image.Known(o.Image); ok && f.NeedsGPUDriver {
-		// Its perftest links libcuda.so.1, which the GPU runtime mounts only into a container
-		// that holds a GPU; the buffers stay in host memory (no --use_cuda).
-		gpus = 1
-		fmt.Fprintf(errw, "note: %s's perftest is built with CUDA and needs the GPU driver: each pod requests one GPU; buffers stay in host memory (--gpu puts them in GPU memory; --image a perftest without CUDA needs no GPU)\n", o.Image)
+	run := &bench.RDMARun{Probe: a.preflightOptions(kc, nil, p), Now: a.Now, Progress: func(s string) { fmt.Fprintln(errw, s) }}
+	ro := bench.RDMAOptions{Profile: p, Command: pl.cmd, Server: pl.server, Client: pl.client, GIDSource: pl.gidSource,
+		Image: o.Image, GPU: o.GPU, Timeout: o.Timeout, Results: o.Results}
+	if o.TCP {
+		ro.TCP = &bench.TCPOptions{Image: o.TCPImage, Streams: o.TCPStreams, Seconds: o.TCPSeconds}
 	}
-	if pl.server == "" {
-		po.Nodes, po.GPUsPerNode = 2, gpus
-		nodes, checks := preflight.CandidateNodes(ctx, po)
-		if len(nodes) < 2 {
-			why := ""
-			for _, c := range checks {
-				if c.Status != preflight.Pass {
-					why = c.Message
-					if len(c.Evidence) > 0 {
-						why += " (" + strings.Join(c.Evidence, "; ") + ")"
-					}
-					break
-				}
-			}
-			return ainerr.New(ainerr.PreflightFailed, fmt.Errorf("two nodes with %s are needed, found %d: %s", p.Spec.RDMA.Resource, len(nodes), why),
-				"name them with --nodes SERVER,CLIENT, or check `ain preflight`")
+	res, err := run.Run(parent, ctx, ro)
+	var (
+		nn *bench.NoNodesError
+		ie *bench.RDMAInterruptedError
+		te *bench.RDMATimeoutError
+		pe *bench.PerftestError
+	)
+	switch {
+	case errors.As(err, &nn):
+		return ainerr.New(ainerr.PreflightFailed, err, "name them with --nodes SERVER,CLIENT, or check `ain preflight`")
+	case errors.As(err, &ie):
+		return ainerr.New(ainerr.Cancelled, err, "")
+	case errors.As(err, &te):
+		return ainerr.New(ainerr.Timeout, fmt.Errorf("--%v", te), "the perftest pods were deleted; `kubectl describe node` if they stayed Pending")
+	case errors.As(err, &pe):
+		for _, l := range pe.Tail {
+			fmt.Fprintf(errw, "  | %s\n", l)
 		}
-		pl.server, pl.client = nodes[0], nodes[1]
-	}
-	res := &bench.RDMAResult{Test: pl.cmd.Test, Server: pl.server, Client: pl.client, Image: o.Image, Fabric: p.Spec.Fabric,
-		ProfileLineRate: p.Spec.LineRate, ProfileGbps: p.LineRateGBps() * 8, GPUMemory: o.GPU, QPs: max(pl.cmd.QPs, 1), Started: a.Now(),
-		GIDIndexSource: pl.gidSource}
-	// The ports of both nodes: the rate the link should run at, the device, the RoCE GID.
-	fmt.Fprintf(errw, "probing the IB/RoCE ports of %s and %s (rate, state, GIDs)\n", pl.server, pl.client)
-	probed := preflight.ProbePorts(ctx, po, []string{pl.server, pl.client})
-	ports, perr := bench.PortRates(probed)
-	if parent.Err() != nil {
-		return ainerr.New(ainerr.Cancelled, errors.New("interrupted: probe pods deleted"), "")
-	}
-	res.ChoosePort(&pl.cmd, probed[0], p.Spec.Fabric == profile.FabricRoCE)
-	mem := "host memory"
-	if o.GPU {
-		mem = "GPU memory (--use_cuda=0)"
-	}
-	gid := gidText(res.GIDIndex, p.Spec.Fabric)
-	if pl.cmd.GIDFromAddress {
-		gid = "chosen in each pod from its own address"
-	}
-	fmt.Fprintf(errw, "%s: server on %s, client on %s, device %s, %d QP(s), GID index %s, %s, image %s\n",
-		pl.cmd.Test, pl.server, pl.client, orDash(pl.cmd.Device), res.QPs, gid, mem, o.Image)
-	pr := preflight.RunPair(ctx, po, preflight.PairSpec{
-		Kind: "perftest", Server: pl.server, Client: pl.client, Image: o.Image, RDMA: true, PinMemory: true, GPUs: gpus,
-		ServerScript: pl.cmd.ServerScript(),
-		ClientScript: func(ip string) string {
-			if _, err := netip.ParseAddr(ip); err != nil {
-				ip = "invalid-address"
-			}
-			return pl.cmd.ClientScript(ip)
-		},
-	})
-	res.ServerIP, res.IPSource = pr.ServerIP, pr.IPSource
-	ran := pl.cmd
-	if pl.cmd.GIDFromAddress {
-		if ch := res.UseGIDChoices(pr.ServerPod, pr.ClientPod, pr.ServerLog, pr.ClientLog); ch != nil {
-			ran = pl.cmd.Chosen(*ch)
-		}
-	}
-	res.Command = ran.Args(pr.ServerIP)
-	res.Finished = a.Now()
-	if pr.Err != nil {
-		switch {
-		case parent.Err() != nil:
-			return ainerr.New(ainerr.Cancelled, errors.New("interrupted: the perftest pods were deleted"), "")
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached: %v", o.Timeout, pr.Err), "the perftest pods were deleted; `kubectl describe node` if they stayed Pending")
-		}
-		if pr.ClientLog != nil {
-			for _, l := range bench.LastLines(pr.ClientLog, 10) {
-				fmt.Fprintf(errw, "  | %s\n", l)
-			}
-		}
-		if len(res.Problems) > 0 { // a pod found no RoCE GID of its own address
-			return ainerr.New(ainerr.Failure, fmt.Errorf("perftest did not run to the end: %w; %s", pr.Err, strings.Join(res.Problems, "; ")),
+		if len(pe.Problems) > 0 { // a pod found no RoCE GID of its own address
+			return ainerr.New(ainerr.Failure, err,
 				"give --gid-index N to name the GID (ain doctor ib-ports lists the GID tables), or attach the pods' RDMA network (the profile's networks)")
 		}
-		return ainerr.New(ainerr.Failure, fmt.Errorf("perftest did not run to the end: %w", pr.Err),
-			"the pods request "+p.Spec.RDMA.Resource+" and IPC_LOCK (Pod Security: privileged namespace) and run "+o.Image+" (--image for a mirror)")
-	}
-	res.Analyze(pr.ClientLog, pr.ServerLog)
-	res.Judge(ports, perr)
-	if o.TCP {
-		a.runTCPBaseline(ctx, po, pl, o, res)
-		if parent.Err() != nil {
-			return ainerr.New(ainerr.Cancelled, errors.New("interrupted: the iperf3 pods were deleted"), "")
-		}
-	}
-	if last, path, err := bench.LastAllreduce(o.Results); err == nil {
-		res.UseNCCL(last, path)
-	} else {
-		res.NCCLNote = err.Error()
+		return ainerr.New(ainerr.Failure, err,
+			"the pods request "+pe.Resource+" and IPC_LOCK (Pod Security: privileged namespace) and run "+pe.Image+" (--image for a mirror)")
+	case err != nil:
+		return err
 	}
 	return a.verdict(o.Output, res, func() error { a.printRDMA(res); return nil }, res.OK)
-}
-
-// runTCPBaseline runs iperf3 between the same two nodes, on the same networks (no IPC_LOCK: TCP
-// pins no memory), and puts the receiver's throughput beside the RDMA number.
-func (a *App) runTCPBaseline(ctx context.Context, po preflight.Options, pl *rdmaPlan, o *benchRDMAOptions, res *bench.RDMAResult) {
-	fmt.Fprintf(a.Streams.Err, "TCP baseline: iperf3 -P %d -t %d, server on %s, client on %s, image %s\n", o.TCPStreams, o.TCPSeconds, pl.server, pl.client, o.TCPImage)
-	pr := preflight.RunPair(ctx, po, preflight.PairSpec{
-		Kind: "iperf3", Server: pl.server, Client: pl.client, Image: o.TCPImage, RDMA: true,
-		ServerScript: iperf.ServerScript(),
-		ClientScript: func(ip string) string {
-			if _, err := netip.ParseAddr(ip); err != nil {
-				ip = "invalid-address"
-			}
-			return iperf.ClientScript(ip, o.TCPStreams, o.TCPSeconds)
-		},
-	})
-	if pr.Err != nil {
-		res.TCPNote = "the TCP baseline did not run to the end: " + pr.Err.Error()
-		return
-	}
-	rep, err := iperf.Parse(bytes.NewReader(pr.ClientLog))
-	switch {
-	case err != nil:
-		res.TCPNote = "reading iperf3's report: " + err.Error()
-	case rep.Error != "" && rep.ReceivedBps == 0:
-		res.TCPNote = "iperf3: " + rep.Error
-	default:
-		res.TCP = &bench.TCPRef{Gbps: rep.Gbps(), Streams: rep.Streams, Seconds: rep.Duration, Retransmits: rep.Retransmits,
-			CPUClient: rep.CPUHost, CPUServer: rep.CPURemote, Image: o.TCPImage, ClientLog: string(pr.ClientLog)}
-	}
-}
-
-func gidText(g *int, fabric string) string {
-	switch {
-	case g != nil:
-		return strconv.Itoa(*g)
-	case fabric == profile.FabricIB:
-		return "- (InfiniBand routes by LID)"
-	}
-	return "- (none: perftest uses GID 0)"
 }
 
 // printRDMA prints the course table (10.6.1) and the verdict.
 func (a *App) printRDMA(r *bench.RDMAResult) {
 	w := a.Streams.Out
 	fmt.Fprintf(w, "%s: %s (server) <- %s (client), device %s, %d QP(s), RoCE GID index %s, server address %s (%s)\n",
-		r.Test, r.Server, r.Client, orDash(r.Device), r.QPs, gidText(r.GIDIndex, r.Fabric), orDash(r.ServerIP), orDash(r.IPSource))
+		r.Test, r.Server, r.Client, orDash(r.Device), r.QPs, bench.GIDText(r.GIDIndex, r.Fabric), orDash(r.ServerIP), orDash(r.IPSource))
 	if r.GIDIndexSource != "" {
 		fmt.Fprintf(w, "GID index: %s\n", r.GIDIndexSource)
 	}
