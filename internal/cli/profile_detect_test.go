@@ -30,7 +30,7 @@ import (
 // is left behind.
 func TestProfileDetectSandbox(t *testing.T) {
 	sb := sandboxtest.Get(t)
-	p, out, errOut := detect(t, "--kubeconfig", sb.Kubeconfig)
+	p, out, errOut := runDetect(t, "--kubeconfig", sb.Kubeconfig)
 	if p.Spec.Fabric != "ib" || p.Spec.RDMA.Resource != "rdma/rdma_shared_device_a" || p.Spec.GPUResource != "nvidia.com/gpu" || len(p.Spec.Networks) != 0 ||
 		strings.Join(p.Spec.HCAs, ",") != "mlx5_0:1,mlx5_1:1" || p.Spec.LineRate != "200Gb" || p.Spec.GIDIndex != "auto" {
 		t.Errorf("spec %+v\n%s", p.Spec, out)
@@ -65,7 +65,7 @@ func TestProfileDetectSandbox(t *testing.T) {
 	ns := sb.Namespace(t)
 	createNADCRD(t, sb)
 	createNAD(t, sb, ns, "ib-net", `{"cniVersion":"0.3.1","type":"ipoib","master":"ibp12s0","ipam":{"type":"whereabouts","range":"192.168.50.0/24"}}`)
-	p, out, errOut = detect(t, "--kubeconfig", sb.Kubeconfig)
+	p, out, errOut = runDetect(t, "--kubeconfig", sb.Kubeconfig)
 	if strings.Join(p.Spec.Networks, ",") != ns+"/ib-net" || p.Spec.Fabric != "ib" || p.Spec.AddrRange != "" || !strings.Contains(errOut, "joins ["+ns+"/ib-net]") {
 		t.Errorf("spec %+v\n%s\n%s", p.Spec, out, errOut)
 	}
@@ -84,7 +84,7 @@ func TestProfileDetectProbeConflicts(t *testing.T) {
 	sb := sandboxtest.Get(t)
 	t.Run("label-vs-ports", func(t *testing.T) {
 		sb.UseScenario(t, "roce-ports")
-		p, out, _ := detect(t, "--kubeconfig", sb.Kubeconfig)
+		p, out, _ := runDetect(t, "--kubeconfig", sb.Kubeconfig)
 		if p.Spec.Fabric != "roce" {
 			t.Errorf("fabric %s, want the ports' roce\n%s", p.Spec.Fabric, out)
 		}
@@ -125,7 +125,7 @@ func TestProfileDetectRoCE(t *testing.T) {
 	for i := range 2 {
 		createNAD(t, sb, ns, fmt.Sprintf("roce-rail%d", i), fmt.Sprintf(`{"cniVersion":"0.3.1","type":"macvlan","master":"ens%df0np0","ipam":{"type":"whereabouts","range":"10.10.0.0/16"}}`, i+1))
 	}
-	p, out, _ := detect(t, "--kubeconfig", sb.Kubeconfig)
+	p, out, _ := runDetect(t, "--kubeconfig", sb.Kubeconfig)
 	s := p.Spec
 	if s.Fabric != "roce" || strings.Join(s.HCAs, ",") != "mlx5_0:1,mlx5_1:1" || s.GIDIndex != "3" || s.LineRate != "200Gb" || s.AddrRange != "10.10.0.0/16" ||
 		strings.Join(s.Networks, ",") != ns+"/roce-rail0,"+ns+"/roce-rail1" {
@@ -196,8 +196,8 @@ func TestProfileDetectProbeForbidden(t *testing.T) {
 	}
 }
 
-// detect runs `ain profile detect ARGS` (YAML) and parses its output as a profile.
-func detect(t *testing.T, args ...string) (p *profile.Profile, out, errOut string) {
+// runDetect runs `ain profile detect ARGS` (YAML) and parses its output as a profile.
+func runDetect(t *testing.T, args ...string) (p *profile.Profile, out, errOut string) {
 	t.Helper()
 	code, out, errOut := runBenchCLI(t, append([]string{"profile", "detect"}, args...)...)
 	if code != 0 {
