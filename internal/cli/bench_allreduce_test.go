@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
@@ -189,5 +191,43 @@ func TestBenchAllreduceSandboxSocketFallback(t *testing.T) {
 	}
 	if !strings.Contains(stdout, `"fabric": "socket"`) || !strings.Contains(stdout, "this is the baseline RDMA must beat") {
 		t.Errorf("baseline JSON:\n%.2000s", stdout)
+	}
+}
+
+// Another workload holding GPUs on the bench's nodes while it runs (on hardware it shares the
+// HCAs, halving both runs; the sandbox simulates no contention): the variant is INVALID and
+// says whose pods, on which nodes.
+func TestBenchAllreduceSandboxSharedNodes(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	other := sb.Namespace(t)
+	cs := sb.Clientset(t)
+	for _, node := range []string{"gpu-node-1", "gpu-node-2", "gpu-node-3"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "training-" + node},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "train", Image: "pytorch",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}}}}}}
+		if _, err := cs.CoreV1().Pods(other).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "shared")
+	code, stdout, stderr := runBenchCLI(t, "bench", "allreduce", "--algo", "ring", "--nodes", "2", "--gpus-per-node", "4", "--profile", benchProfile(t), "--skip-preflight",
+		"--out", out, "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+	if code != int(ainerr.CheckFailed) {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ainerr.CheckFailed, stdout, stderr)
+	}
+	res, err := bench.Load(out)
+	if err != nil || res.Valid {
+		t.Fatalf("saved result: %v valid=%v", err, res != nil && res.Valid)
+	}
+	v := res.Variants[0]
+	problems := strings.Join(v.Problems, "\n")
+	for _, n := range v.Nodes {
+		if !strings.Contains(problems, other+"/training-"+n+" on "+n) {
+			t.Errorf("the problem does not name the pod on %s:\n%s", n, problems)
+		}
+	}
+	if !strings.HasPrefix(problems, bench.ProblemSharedNodes+": ") || !strings.Contains(stdout, "shared-nodes") {
+		t.Errorf("problems:\n%s\nstdout:\n%s", problems, stdout)
 	}
 }

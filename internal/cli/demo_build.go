@@ -18,9 +18,7 @@ import (
 type demoBuild struct {
 	start time.Time
 	mu    sync.Mutex
-	done  int
-	total int
-	now   string
+	clock *buildClock
 	err   error
 	fin   chan struct{}
 }
@@ -37,14 +35,14 @@ func startDemoBuild(ctx context.Context, cache string) *demoBuild {
 	if len(missing) == 0 {
 		return nil
 	}
-	b := &demoBuild{start: time.Now(), total: len(missing), now: missing[0], fin: make(chan struct{})}
+	b := &demoBuild{start: time.Now(), clock: newBuildClock(missing, time.Now), fin: make(chan struct{})}
 	go func() {
 		defer close(b.fin)
 		// The per-component lines of EnsureBinaries are replaced by line(); a failure carries
 		// the command and its output (BuildError).
 		err := sandbox.EnsureStack(ctx, cache, sandbox.DefaultStack, io.Discard, func(done, total int, building string) {
 			b.mu.Lock()
-			b.done, b.total, b.now = done, total, building
+			b.clock.step(done, building)
 			b.mu.Unlock()
 		})
 		b.mu.Lock()
@@ -54,22 +52,55 @@ func startDemoBuild(ctx context.Context, cache string) *demoBuild {
 	return b
 }
 
-// line is the progress line: components done/total, elapsed, and an estimate from the pace of
-// the components done so far (components differ in cost, kubernetes being the largest, so the
-// estimate is rough until it is built).
+// line is the progress line: components done/total, elapsed, and the time left (buildClock).
 func (b *demoBuild) line() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	el := time.Since(b.start).Round(time.Second)
-	est := "estimate after the first component"
-	if b.done > 0 && b.done < b.total {
-		left := time.Duration(float64(time.Since(b.start)) / float64(b.done) * float64(b.total-b.done))
-		est = fmt.Sprintf("about %s left", left.Round(10*time.Second))
+	return "sandbox build: " + b.clock.line()
+}
+
+// buildClock follows a build of components (in build order) and words its progress: what is
+// building, the time spent, and the time left from the components' known cold costs scaled by
+// this machine's pace so far (sandbox.BuildEstimate).
+type buildClock struct {
+	comps    []string
+	now      func() time.Time
+	start    time.Time
+	done     int
+	building string
+	since    time.Time // when the component building now started
+}
+
+func newBuildClock(comps []string, now func() time.Time) *buildClock {
+	t := now()
+	c := &buildClock{comps: comps, now: now, start: t, since: t}
+	if len(comps) > 0 {
+		c.building = comps[0]
 	}
-	if b.done == b.total {
-		return fmt.Sprintf("sandbox build: %d/%d components done in %s", b.done, b.total, el)
+	return c
+}
+
+// step records that done components are built and building has started.
+func (c *buildClock) step(done int, building string) {
+	c.done, c.building, c.since = done, building, c.now()
+}
+
+func (c *buildClock) line() string {
+	t := c.now()
+	el := t.Sub(c.start).Round(time.Second)
+	if c.done >= len(c.comps) {
+		return fmt.Sprintf("%d/%d components done in %s", c.done, len(c.comps), el)
 	}
-	return fmt.Sprintf("sandbox build: %d/%d components done, building %s, %s elapsed, %s", b.done, b.total, b.now, el, est)
+	left := sandbox.BuildEstimate(c.comps, c.done, c.since.Sub(c.start), t.Sub(c.since))
+	return fmt.Sprintf("%d/%d components done, building %s, %s elapsed, about %s left", c.done, len(c.comps), c.building, el, roundLeft(left))
+}
+
+// roundLeft rounds an estimate to what it can promise: 10 s under two minutes, else a minute.
+func roundLeft(d time.Duration) time.Duration {
+	if d < 2*time.Minute {
+		return max(d.Round(10*time.Second), 10*time.Second)
+	}
+	return d.Round(time.Minute)
 }
 
 // wait prints the progress line every interval until the build ends, and returns its error.

@@ -44,7 +44,7 @@ func TestDemoOfflineSteps(t *testing.T) {
 }
 
 // TestDemoBuildProgress checks the progress line: nothing to build on a complete cache; done/total,
-// what is building and an estimate from the pace so far otherwise.
+// what is building and the time left from the components' cold costs at this machine's pace.
 func TestDemoBuildProgress(t *testing.T) {
 	cache := t.TempDir()
 	for _, c := range sandbox.Components() {
@@ -58,16 +58,27 @@ func TestDemoBuildProgress(t *testing.T) {
 	if b := startDemoBuild(context.Background(), cache); b != nil {
 		t.Fatal("a complete cache started a build")
 	}
-	b := &demoBuild{start: time.Now().Add(-3 * time.Minute), done: 1, total: 4, now: "kwok", fin: make(chan struct{})}
-	if got, want := b.line(), "sandbox build: 1/4 components done, building kwok, 3m0s elapsed, about 9m0s left"; got != want {
+	// A clock the test moves: etcd takes 3 minutes, twice its reference cold cost, so what is
+	// left counts twice the reference figures.
+	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	now := t0
+	clock := newBuildClock([]string{"etcd", "kwok", "jobset", "kubernetes"}, func() time.Time { return now })
+	b := &demoBuild{start: t0, clock: clock, fin: make(chan struct{})}
+	if got, want := b.line(), "sandbox build: 0/4 components done, building etcd, 0s elapsed, about 18m0s left"; got != want {
+		t.Errorf("line() before any component = %q, want %q", got, want)
+	}
+	now = t0.Add(3 * time.Minute)
+	clock.step(1, "kwok")
+	if got, want := b.line(), "sandbox build: 1/4 components done, building kwok, 3m0s elapsed, about 33m0s left"; got != want {
 		t.Errorf("line() = %q, want %q", got, want)
 	}
-	b.done = 0
-	if got := b.line(); !strings.Contains(got, "0/4") || !strings.Contains(got, "estimate after the first component") {
-		t.Errorf("line() before any component = %q", got)
+	now = t0.Add(9 * time.Minute)
+	clock.step(3, "kubernetes")
+	if got, want := b.line(), "sandbox build: 3/4 components done, building kubernetes, 9m0s elapsed, about 23m0s left"; got != want {
+		t.Errorf("line() with kubernetes left = %q, want %q", got, want)
 	}
 	close(b.fin)
-	b.done = 4
+	clock.step(4, "")
 	var w bytes.Buffer
 	if err := b.wait(context.Background(), &w, time.Hour); err != nil || !strings.Contains(w.String(), "4/4 components done") {
 		t.Errorf("wait: %v, %q", err, w.String())

@@ -84,15 +84,31 @@ func (a *App) sandboxCommand() *ucli.Command {
 						return err
 					}
 					comps := sandbox.Components()
+					var stack sandbox.Stack
 					if o.Stack != "" {
-						stack, perr := sandbox.ParseStack(o.Stack)
-						if perr != nil {
+						var perr error
+						if stack, perr = sandbox.ParseStack(o.Stack); perr != nil {
 							return ainerr.Usagef("%v", perr)
 						}
 						comps = stack.Components()
-						err = sandbox.EnsureStack(c.Context, cache, stack, a.Streams.Err, nil)
+					}
+					var missing []string
+					for _, comp := range comps {
+						if !comp.Built(cache) {
+							missing = append(missing, comp.Name)
+						}
+					}
+					clock := newBuildClock(missing, a.Now)
+					progress := func(done, total int, building string) {
+						clock.step(done, building)
+						if done < total {
+							fmt.Fprintf(a.Streams.Err, "  (%s)\n", clock.line())
+						}
+					}
+					if o.Stack != "" {
+						err = sandbox.EnsureStack(c.Context, cache, stack, a.Streams.Err, progress)
 					} else {
-						err = sandbox.EnsureBinaries(c.Context, cache, a.Streams.Err)
+						err = sandbox.EnsureBinariesProgress(c.Context, cache, a.Streams.Err, progress)
 					}
 					if err != nil {
 						return err

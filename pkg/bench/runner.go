@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sort"
 	"strings"
 	"time"
@@ -175,6 +176,32 @@ func (r *Runner) Run(parent, ctx context.Context, plan *Plan, res *Result) ([]st
 	return pinned, nil
 }
 
+// checkShared makes a variant invalid when another workload held GPUs or RDMA devices on its
+// nodes while it ran (ProblemSharedNodes). Where the check cannot run, a warning says so.
+func (r *Runner) checkShared(ctx context.Context, plan *Plan, vr *VariantResult, selector string, from, to time.Time) {
+	ns := r.Namespace
+	if ns == "" {
+		ns = r.Cluster.Namespace
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return
+	}
+	own := func(p *corev1.Pod) bool { return p.Namespace == ns && sel.Matches(labels.Set(p.Labels)) }
+	spec := plan.Profile.Spec
+	pods, note, err := sharing(ctx, r.Cluster.Kube, ns, vr.Nodes, own, []string{spec.GPUResource, spec.RDMA.Resource}, from, to)
+	switch {
+	case err != nil:
+		vr.Warnings = append(vr.Warnings, "not checked whether another workload shared the nodes: "+err.Error())
+	case len(pods) > 0:
+		vr.Problems = append(vr.Problems, sharedProblem(pods))
+		vr.Valid = false
+	}
+	if note != "" {
+		vr.Warnings = append(vr.Warnings, "shared-nodes check: "+note)
+	}
+}
+
 func (r *Runner) emit(e Event) {
 	if r.Progress != nil {
 		r.Progress(e)
@@ -270,6 +297,9 @@ func (r *Runner) runVariant(ctx context.Context, plan *Plan, i int, pinned []str
 		return vr, &ClusterError{Doing: "reading the launcher's output", Err: err}
 	}
 	Analyze(vr, raw, plan.Profile.Spec.Fabric)
+	vr.Finished = r.Now()
+	vr.Seconds = vr.Finished.Sub(start).Seconds()
+	r.checkShared(ctx, plan, vr, be.PodSelector(name), start, vr.Finished)
 	if snap.Phase == jobs.PhaseFailed {
 		vr.Problems = append(vr.Problems, ProblemJobFailed+": the "+kind+" failed: "+snap.Message)
 		vr.Valid = false
@@ -278,8 +308,6 @@ func (r *Runner) runVariant(ctx context.Context, plan *Plan, i int, pinned []str
 		r.emit(e)
 	}
 	cleanup()
-	vr.Finished = r.Now()
-	vr.Seconds = vr.Finished.Sub(start).Seconds()
 	status := "OK"
 	if !vr.Valid {
 		status = "INVALID: " + strings.Join(vr.Problems, "; ")
