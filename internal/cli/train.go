@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -447,19 +448,22 @@ func describeTransport(t string) string {
 
 // jobView prints the job's progress: a live block redrawn on a TTY, one line per change otherwise.
 type jobView struct {
-	a       *App
-	start   time.Time
-	mu      sync.Mutex
-	last    *jobs.Snapshot
-	lines   int
-	podKeys map[string]string
-	phase   string
-	done    chan struct{}
-	once    sync.Once
+	a        *App
+	start    time.Time
+	mu       sync.Mutex
+	last     *jobs.Snapshot
+	lines    int
+	podKeys  map[string]string
+	ranks    map[string]string // pod name -> its rank (replicaLabel), for every pod in the job
+	departed map[string]string // rank -> the pod that left it, until another takes its place
+	gone     []string          // what happened to pods that left the job while it ran
+	phase    string
+	done     chan struct{}
+	once     sync.Once
 }
 
 func newJobView(a *App, start time.Time) *jobView {
-	v := &jobView{a: a, start: start, podKeys: map[string]string{}, done: make(chan struct{})}
+	v := &jobView{a: a, start: start, podKeys: map[string]string{}, ranks: map[string]string{}, departed: map[string]string{}, done: make(chan struct{})}
 	if a.Streams.IsTTY {
 		go func() {
 			t := time.NewTicker(time.Second)
@@ -485,12 +489,17 @@ func (v *jobView) update(s jobs.Snapshot) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.last = &s
+	left := v.departures(s)
+	v.gone = append(v.gone, left...)
 	if v.a.Streams.IsTTY {
 		v.redraw()
 		return
 	}
 	el := clock(v.a.Now().Sub(v.start))
 	w := v.a.Streams.Err
+	for _, l := range left {
+		fmt.Fprintf(w, "%s    %s\n", el, l)
+	}
 	if s.Phase+s.Message != v.phase {
 		v.phase = s.Phase + s.Message
 		msg := ""
@@ -507,6 +516,40 @@ func (v *jobView) update(s jobs.Snapshot) {
 		v.podKeys[p.Name] = k
 		fmt.Fprintf(w, "%s    %s\n", el, podLine(p))
 	}
+}
+
+// departures says which pods seen before left the job while it ran, and which new pod took a
+// departed one's rank (the operator replaced it): a rank's pod that vanishes mid-run is worth a
+// line, not silence. Once the job has ended its pods go by design (clean-pod policy): not said.
+func (v *jobView) departures(s jobs.Snapshot) []string {
+	now := map[string]bool{}
+	for _, p := range s.Pods {
+		now[p.Name] = true
+	}
+	var out []string
+	for name, rank := range v.ranks {
+		if now[name] {
+			continue
+		}
+		delete(v.ranks, name)
+		delete(v.podKeys, name)
+		if !jobs.Terminal(s.Phase) {
+			v.departed[rank] = name
+			out = append(out, fmt.Sprintf("%s (%s) left the job: deleted or evicted", name, rank))
+		}
+	}
+	slices.Sort(out)
+	for _, p := range s.Pods {
+		rank := replicaLabel(p)
+		if _, seen := v.ranks[p.Name]; !seen {
+			if old, ok := v.departed[rank]; ok {
+				delete(v.departed, rank)
+				out = append(out, fmt.Sprintf("%s replaces %s as %s", p.Name, old, rank))
+			}
+		}
+		v.ranks[p.Name] = rank
+	}
+	return out
 }
 
 func podLine(p jobs.PodInfo) string {
@@ -555,6 +598,9 @@ func (v *jobView) redraw() {
 		if p.Why != "" {
 			fmt.Fprintf(&b, "      %s\n", p.Why)
 		}
+	}
+	for _, g := range v.gone[max(0, len(v.gone)-5):] { // the last few: the table must fit
+		fmt.Fprintf(&b, "  %s\n", g)
 	}
 	out := b.String()
 	v.lines = strings.Count(out, "\n")
