@@ -394,18 +394,33 @@ func (c *Cluster) deleteJob(ctx context.Context, b Backend, job *unstructured.Un
 	deleted := []string{job.GetKind() + "/" + job.GetName()}
 	// Pods are removed by the garbage collector through owner references; delete them here
 	// too so nothing labelled with the run is left when this returns.
+	// Every pod of the job is named: one the garbage collector took first (NotFound) is gone
+	// all the same, and one this user may not delete goes with the job through its owner
+	// reference, which is said rather than leaving it out of the list.
 	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: b.PodSelector(job.GetName())})
-	if err == nil {
-		for _, p := range pods.Items {
-			if ownedOnly && len(p.OwnerReferences) > 0 && p.OwnerReferences[0].UID != types.UID(uid) {
-				continue
-			}
-			if err := c.Kube.CoreV1().Pods(c.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err == nil {
-				deleted = append(deleted, "pod/"+p.Name)
-			}
+	if err != nil {
+		return append(deleted, fmt.Sprintf("its pods, removed with it by the garbage collector (listing them: %s)", apiReason(err))), nil
+	}
+	for _, p := range pods.Items {
+		if ownedOnly && len(p.OwnerReferences) > 0 && p.OwnerReferences[0].UID != types.UID(uid) {
+			continue
+		}
+		switch err := c.Kube.CoreV1().Pods(c.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); {
+		case err == nil || apierrors.IsNotFound(err):
+			deleted = append(deleted, "pod/"+p.Name)
+		default:
+			deleted = append(deleted, fmt.Sprintf("pod/%s, removed with the job by the garbage collector (deleting it here: %s)", p.Name, apiReason(err)))
 		}
 	}
 	return deleted, nil
+}
+
+// apiReason is an API error in a few words ("forbidden"), else the error.
+func apiReason(err error) string {
+	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
+		return strings.ToLower(string(r))
+	}
+	return err.Error()
 }
 
 // WaitGone waits until no pod of the job is left, or ctx ends: one list, then a watch from
