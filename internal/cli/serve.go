@@ -339,6 +339,18 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return ainerr.New(ainerr.Cancelled, errors.New(msg), "")
 	}
 	if err != nil {
+		// What went in before the refusal stays (a Secret with the generated key, say): named,
+		// with the command that removes it.
+		var left []string
+		if tlsCreated != "" {
+			left = append(left, "Secret "+kc.Namespace+"/"+tlsCreated)
+		}
+		for _, u := range applied {
+			left = append(left, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
+		}
+		if len(left) > 0 {
+			fmt.Fprintf(a.Streams.Err, "created before the error below: %s; `ain serve delete %s%s` removes them\n", strings.Join(left, ", "), objs.Name, nsFlag(kc.Namespace))
+		}
 		return kc.Classify(err, "applying the model server")
 	}
 	for _, u := range applied {

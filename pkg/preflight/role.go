@@ -98,7 +98,11 @@ func Role(ns string, subject rbacv1.Subject) (*rbacv1.Role, *rbacv1.RoleBinding)
 	role := &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		ObjectMeta: metav1.ObjectMeta{Name: RoleName, Namespace: ns, Labels: labels},
-		Rules:      RoleRules,
+	}
+	// A copy: a caller that edits the Role it got must not change RoleRules, which the
+	// permission checks read.
+	for _, r := range RoleRules {
+		role.Rules = append(role.Rules, *r.DeepCopy())
 	}
 	binding := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},

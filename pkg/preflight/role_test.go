@@ -1,7 +1,10 @@
 package preflight
 
 import (
+	"fmt"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 )
@@ -49,5 +52,18 @@ func TestSubject(t *testing.T) {
 		if _, err := Subject(bad, "ns"); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// The Role is the caller's to edit: changing it leaves RoleRules, which the checks read, alone.
+func TestRoleIsACopy(t *testing.T) {
+	before := fmt.Sprint(RoleRules)
+	role, _ := Role("ns", rbacv1.Subject{Kind: "User", Name: "u"})
+	for i := range role.Rules {
+		role.Rules[i].Resources[0] = "changed"
+		role.Rules[i].Verbs = role.Rules[i].Verbs[:0]
+	}
+	if fmt.Sprint(RoleRules) != before {
+		t.Fatal("editing the returned Role changed RoleRules")
 	}
 }
