@@ -13,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/train"
 )
 
@@ -44,6 +46,8 @@ type trainOptions struct {
 	SkipPreflight     bool
 	NoCounters        bool
 	API               string
+	RequireBench      string
+	BenchMaxAge       time.Duration
 }
 
 func (o *trainOptions) flags() []ucli.Flag {
@@ -59,6 +63,8 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.IntFlag{Name: "tail", Value: 20, Usage: "log lines shown for a failed replica", Destination: &o.TailLines},
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the readiness preflight before submitting (said so in the output)", Destination: &o.SkipPreflight},
 		&ucli.BoolFlag{Name: "no-counters", Usage: "do not snapshot the RDMA port counters of the job's nodes before and after it (the check that NCCL's traffic crossed the HCAs)", Destination: &o.NoCounters},
+		&ucli.StringFlag{Name: "require-bench", Usage: "run only on nodes a passing `ain bench allreduce` saved under `DIR` measured (course 12.1.5: validate the nodes first); refused when the last one is INVALID, stale, of another fabric or on too few nodes", Destination: &o.RequireBench},
+		&ucli.DurationFlag{Name: "bench-max-age", Value: 24 * time.Hour, Usage: "with --require-bench: how old the bench may be (0: any age)", Destination: &o.BenchMaxAge, Action: nonNegativeDuration("bench-max-age")},
 		apiFlag(&o.API),
 	)
 }
@@ -133,10 +139,19 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return ainerr.Usagef("recipe %s is kind Serving: deploy it with `ain serve %s`", r.Metadata.Name, r.Metadata.Name)
 	}
 	a.printWarnings(r)
+	validated, err := a.requireBench(c, o, r, p)
+	if err != nil {
+		return err
+	}
 	if o.DryRun == "client" {
 		objs, err := a.renderJob(r, p, o.API, o.Name)
 		if err != nil {
 			return err
+		}
+		if validated != nil {
+			if err := bench.PinWorkers(objs, validated.Nodes); err != nil {
+				return ainerr.New(ainerr.Usage, err, "")
+			}
 		}
 		return a.printObjects(objs, o.Output)
 	}
@@ -178,6 +193,8 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 				fmt.Fprintf(w, "server dry run: %s\n", e.Message)
 			case train.EventApplied:
 				fmt.Fprintf(w, "applied %s\n", e.Message)
+			case train.EventValidated:
+				fmt.Fprintf(w, "validated nodes: %s\n", e.Message)
 			case train.EventLogsSaved:
 				fmt.Fprintf(w, "logs saved under %s\n", e.Message)
 			case train.EventWarning:
@@ -189,7 +206,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		Recipe: r, Profile: p, Name: o.Name, Namespace: a.Global.Namespace,
 		DryRunServer: o.DryRun == "server", NoWait: o.NoWait, Timeout: o.Timeout,
 		DeleteOnInterrupt: o.DeleteOnInterrupt, SaveLogs: o.SaveLogs, RequireTransport: o.RequireTransport,
-		TailLines: o.TailLines, NoCounters: o.NoCounters,
+		TailLines: o.TailLines, NoCounters: o.NoCounters, Validated: validated,
 	})
 	switch {
 	case res != nil && res.DryRun != nil:
@@ -208,6 +225,27 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		}
 	}
 	return a.trainError(kc, err)
+}
+
+// requireBench finds the passing bench the job must run on (--require-bench, else the
+// profile's spec.requireBench); nil when neither asks for one.
+func (a *App) requireBench(c *ucli.Context, o *trainOptions, r *recipe.Recipe, p *profile.Profile) (*bench.Validation, error) {
+	dir, maxAge, from := o.RequireBench, o.BenchMaxAge, "--require-bench"
+	if rb := p.Spec.RequireBench; dir == "" && rb != nil {
+		dir, from = rb.Results, "the profile's spec.requireBench"
+		if !c.IsSet("bench-max-age") {
+			maxAge = rb.BenchMaxAge()
+		}
+	}
+	if dir == "" {
+		return nil, nil
+	}
+	v, err := bench.Validate(dir, a.Now(), maxAge, p.Spec.Fabric, r.Workload().Nodes)
+	if err != nil {
+		return nil, ainerr.New(ainerr.PreflightFailed, fmt.Errorf("%s: %w", from, err),
+			"run `ain bench allreduce --out "+dir+"` on the nodes first (with this job's node count and fabric), or drop "+from)
+	}
+	return v, nil
 }
 
 // trainError maps a run's error to its exit code and the commands that help.

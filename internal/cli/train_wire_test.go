@@ -2,17 +2,19 @@ package cli
 
 import (
 	"bytes"
-	"time"
-
 	"cmp"
 	"context"
 	"encoding/json"
-	"github.com/ain-hpc/ain/pkg/counters"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
@@ -131,5 +133,61 @@ func TestPrintJobWire(t *testing.T) {
 	a.printJobWire(nil)
 	if out.Len() != 0 {
 		t.Errorf("no check printed %q", out.String())
+	}
+}
+
+// --require-bench (course 12.1.5, validate the nodes first): a passing two-node bench pins the
+// training job's ranks to the nodes it measured; no bench, or one on fewer nodes than the job
+// needs, refuses the job before anything is applied.
+func TestTrainRequireBenchSandbox(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	if err := sandbox.EnsureSharedPVC(context.Background(), sb.REST, ns, sandbox.DefaultSharedClaim); err != nil {
+		t.Fatal(err)
+	}
+	results := t.TempDir()
+	common := []string{"--skip-preflight", "--timeout", "3m", "--kubeconfig", sb.Kubeconfig, "-n", ns}
+	code, _, errOut := runBenchCLI(t, append([]string{"train", "qlora", "--require-bench", results, "--set", "nodes=2"}, common...)...)
+	if code != int(ainerr.PreflightFailed) || !strings.Contains(errOut, "--require-bench: no allreduce bench under "+results) {
+		t.Fatalf("no bench: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut := runBenchCLI(t, append([]string{"bench", "allreduce", "--algo", "ring", "--nodes", "2", "--gpus-per-node", "1", "--out", filepath.Join(results, "b1")}, common...)...)
+	if code != 0 {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, out, errOut)
+	}
+	res, err := bench.Load(filepath.Join(results, "b1"))
+	if err != nil || len(res.Variants) != 1 || len(res.Variants[0].Nodes) != 2 {
+		t.Fatalf("bench result: %v %+v", err, res)
+	}
+	measured := res.Variants[0].Nodes
+	code, _, errOut = runBenchCLI(t, append([]string{"train", "qlora", "--require-bench", results, "--set", "nodes=3"}, common...)...)
+	if code != int(ainerr.PreflightFailed) || !strings.Contains(errOut, "it measured 2 node(s)") || !strings.Contains(errOut, "the job needs 3") {
+		t.Fatalf("too few nodes: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut = runBenchCLI(t, append([]string{"train", "qlora", "--require-bench", results, "--set", "nodes=2", "--name", "validated", "-o", "json"}, common...)...)
+	if code != 0 || !strings.Contains(errOut, "validated nodes: the ranks run only on "+strings.Join(measured, ",")) {
+		t.Fatalf("validated train: exit %d\n%.2000s\n%s", code, out, errOut)
+	}
+	var sum struct {
+		Pods []struct{ Name, Node string } `json:"pods"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || len(sum.Pods) == 0 {
+		t.Fatalf("summary: %v\n%.2000s", err, out)
+	}
+	for _, p := range sum.Pods {
+		if !slices.Contains(measured, p.Node) {
+			t.Errorf("rank %s ran on %s, not on the validated nodes %v", p.Name, p.Node, measured)
+		}
+	}
+	// The profile's spec.requireBench asks the same without the flag; its maxAge makes the
+	// bench of a minute ago stale.
+	prof := filepath.Join(t.TempDir(), "profile.yaml")
+	body := "apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nspec:\n  fabric: ib\n  requireBench:\n    results: " + results + "\n    maxAge: 1ms\n"
+	if err := os.WriteFile(prof, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runBenchCLI(t, append([]string{"train", "qlora", "--profile", prof, "--set", "nodes=2", "--name", "stale"}, common...)...)
+	if code != int(ainerr.PreflightFailed) || !strings.Contains(errOut, "the profile's spec.requireBench: the last allreduce bench") || !strings.Contains(errOut, "longer ago than 1ms allows") {
+		t.Fatalf("stale bench from the profile: exit %d\n%s", code, errOut)
 	}
 }

@@ -13,9 +13,10 @@ import (
 	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
-// PinWorkers requires the MPI worker pods of a rendered bundle (a kubeflow.org/v1 or v2beta1
-// MPIJob, or the "node" pods of a TrainJob's TrainingRuntime) to run on nodes, so that every
-// variant of a bench measures the same nodes as the first one. A node field selector takes one
+// PinWorkers requires the ranks' pods of a rendered bundle (the MPI workers of a kubeflow.org/v1
+// or v2beta1 MPIJob, the master and workers of a PyTorchJob, or the "node" pods of a TrainJob's
+// TrainingRuntime) to run on nodes: every variant of a bench measures the same nodes as the
+// first one, and a training job runs on the nodes a bench validated. A node field selector takes one
 // value per term, so each node gets its own (ORed) term: metadata.name In [node], ANDed with
 // whatever each existing term already requires.
 func PinWorkers(objs []runtime.Object, nodes []string) error {
@@ -33,6 +34,17 @@ func PinWorkers(objs []runtime.Object, nodes []string) error {
 			if w := job.Spec.MPIReplicaSpecs[mpiv2beta1.MPIReplicaTypeWorker]; w != nil {
 				spec = &w.Template.Spec
 			}
+		case *kubeflowv1.PyTorchJob:
+			// Every rank of a training job: the master is rank 0.
+			for _, t := range []kubeflowv1.ReplicaType{kubeflowv1.PyTorchJobReplicaTypeMaster, kubeflowv1.PyTorchJobReplicaTypeWorker} {
+				if r := job.Spec.PyTorchReplicaSpecs[t]; r != nil {
+					pin(&r.Template.Spec, nodes)
+					spec = &r.Template.Spec
+				}
+			}
+			if spec != nil {
+				return nil
+			}
 		case *trainer.TrainingRuntime:
 			for i, rj := range job.Spec.Template.Spec.ReplicatedJobs {
 				if rj.Name == jobs.TrainerNodeJob {
@@ -45,7 +57,7 @@ func PinWorkers(objs []runtime.Object, nodes []string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("pinning workers: no MPI worker pod template among the %d rendered object(s)", len(objs))
+	return fmt.Errorf("pinning workers: no rank pod template among the %d rendered object(s)", len(objs))
 }
 
 func pin(spec *corev1.PodSpec, nodes []string) {

@@ -47,4 +47,10 @@ spec:
   #   - key: nvidia.com/gpu
   #     operator: Exists
   #     effect: NoSchedule
+  # Train only on nodes a passing nccl-tests run measured (course 12.1.5: validate first): ain train
+  # then needs a valid, recent enough result of ain bench allreduce --out RESULTS and pins its ranks
+  # to the nodes it measured (--require-bench DIR does the same for one run).
+  # requireBench:
+  #   results: ain-results
+  #   maxAge: 24h
 `

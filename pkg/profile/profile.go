@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -91,6 +92,33 @@ type Spec struct {
 	// cluster serves), trainer (TrainJob), mpi-operator (kubeflow.org/v2beta1 MPIJob, MPI
 	// recipes) or training-operator (kubeflow.org/v1). --api overrides it.
 	JobAPI string `yaml:"jobAPI,omitempty" json:"jobAPI,omitempty"`
+	// RequireBench makes `ain train` run only on nodes that a passing `ain bench allreduce`
+	// measured (course 12.1.5: validate the nodes first); --require-bench overrides it.
+	RequireBench *RequireBench `yaml:"requireBench,omitempty" json:"requireBench,omitempty"`
+}
+
+// RequireBench names where the bench results are and how old the last one may be.
+type RequireBench struct {
+	// Results is the folder `ain bench allreduce --out` saves under (relative: to the
+	// directory ain runs in).
+	Results string `yaml:"results" json:"results"`
+	// MaxAge is how old the last bench may be (a Go duration, e.g. 24h; "0" any age; default 24h).
+	MaxAge string `yaml:"maxAge,omitempty" json:"maxAge,omitempty"`
+}
+
+// DefaultBenchMaxAge is how old a validating bench may be when nothing says otherwise.
+const DefaultBenchMaxAge = 24 * time.Hour
+
+// BenchMaxAge is MaxAge as a duration (DefaultBenchMaxAge when unset; Validate refuses a bad one).
+func (r *RequireBench) BenchMaxAge() time.Duration {
+	if r == nil || r.MaxAge == "" {
+		return DefaultBenchMaxAge
+	}
+	d, err := time.ParseDuration(r.MaxAge)
+	if err != nil {
+		return DefaultBenchMaxAge
+	}
+	return d
 }
 
 // JobAPIs are the values of spec.jobAPI (pkg/jobs.API names them).
@@ -272,6 +300,14 @@ func (p *Profile) Validate(doc *strict.Doc) error {
 			msg += fmt.Sprintf(" (did you mean %q?)", sug)
 		}
 		add("spec.jobAPI", "%s", msg)
+	}
+	if rb := s.RequireBench; rb != nil {
+		if strings.TrimSpace(rb.Results) == "" {
+			add("spec.requireBench.results", "name the folder `ain bench allreduce --out` saves under (e.g. ain-results)")
+		}
+		if d, err := time.ParseDuration(rb.MaxAge); rb.MaxAge != "" && (err != nil || d < 0) {
+			add("spec.requireBench.maxAge", "%q is not a duration of 0 or more (e.g. 24h, 90m, 0 for any age)", rb.MaxAge)
+		}
 	}
 	switch s.Fabric {
 	case FabricIB, FabricRoCE, FabricSocket:

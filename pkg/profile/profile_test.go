@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultIsTheCoursesCluster(t *testing.T) {
@@ -78,4 +79,28 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// spec.requireBench: the folder is required, maxAge is a duration of 0 or more (default 24h);
+// each mistake names its field and line.
+func TestRequireBench(t *testing.T) {
+	head := "apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nspec:\n  fabric: ib\n  requireBench:\n"
+	p, err := Parse("p.yaml", []byte(head+"    results: ain-results\n"))
+	if err != nil || p.Spec.RequireBench.Results != "ain-results" || p.Spec.RequireBench.BenchMaxAge() != 24*time.Hour {
+		t.Fatalf("%v %+v", err, p)
+	}
+	p, err = Parse("p.yaml", []byte(head+"    results: r\n    maxAge: 0s\n"))
+	if err != nil || p.Spec.RequireBench.BenchMaxAge() != 0 {
+		t.Fatalf("maxAge 0s: %v", err)
+	}
+	for body, want := range map[string]string{
+		"    maxAge: 2h\n":                  "p.yaml:5: spec.requireBench.results: name the folder",
+		"    results: r\n    maxAge: 1d\n":  `p.yaml:7: spec.requireBench.maxAge: "1d" is not a duration`,
+		"    results: r\n    maxAge: -1h\n": `spec.requireBench.maxAge: "-1h" is not a duration of 0 or more`,
+		"    results: r\n    maxage: 1h\n":  "maxage",
+	} {
+		if _, err := Parse("p.yaml", []byte(head+body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
 }

@@ -70,6 +70,9 @@ type Options struct {
 	TailLines int
 	// NoCounters skips the wire check (Runner.Counters).
 	NoCounters bool
+	// Validated, when set, is the passing bench the job relies on: its ranks run only on the
+	// nodes it measured (bench.Validate).
+	Validated *bench.Validation
 }
 
 // JobName is the job's name: the override, else the recipe's name.
@@ -94,6 +97,7 @@ const (
 	EventNoWire                         // the wire check was dropped: the job ran before the snapshot
 	EventLogsSaved                      // the logs were saved (Message: the folder)
 	EventWarning                        // something went wrong that does not change the outcome
+	EventValidated                      // the job is pinned to the nodes a passing bench measured
 )
 
 // Event is one step, worded for a person.
@@ -137,6 +141,13 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, &BuildError{Err: err}
 	}
 	r.emit(EventAPI, "%s", be.API().Describe())
+	if v := o.Validated; v != nil {
+		if err := bench.PinWorkers(b.Objects, v.Nodes); err != nil {
+			return nil, &BuildError{Err: err}
+		}
+		r.emit(EventValidated, "the ranks run only on %s, validated by the allreduce bench %s (%s, %s ago)",
+			strings.Join(v.Nodes, ","), v.Result.Name, v.Path, v.Age.Round(time.Minute))
+	}
 	res := &Result{Kind: be.Kind(), Namespace: cl.Namespace, Name: JobName(o.Recipe, o.Name)}
 	if o.Namespace != "" {
 		res.Namespace = o.Namespace
