@@ -9,23 +9,33 @@ import (
 // cheap components are done and Kubernetes starts, most of the build is still ahead.
 func TestBuildEstimate(t *testing.T) {
 	comps := []string{"etcd", "kwok", "mpi-operator", "jobset", "trainer", "kubernetes"}
-	min := func(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }
+	var all, firstFive time.Duration
+	for i, c := range comps {
+		all += ColdCost(c)
+		if i < 5 {
+			firstFive += ColdCost(c)
+		}
+	}
+	k8s := ColdCost("kubernetes")
+	if k8s < all/3 {
+		t.Fatalf("kubernetes %s of %s: the table lost its largest component", k8s, all)
+	}
 	for _, c := range []struct {
 		name          string
 		done          int
 		took, current time.Duration
-		wantMin       float64 // the estimate in minutes, within ±0.1
+		want          time.Duration
 	}{
-		{"nothing built yet: the reference figures", 0, 0, 0, 22.0},
-		{"five done at the reference pace, kubernetes starting", 5, min(9), 0, 13.0},
-		{"five done twice as slow", 5, min(18), 0, 26.0},
-		{"kubernetes half way at the reference pace", 5, min(9), min(6.5), 6.5},
-		{"kubernetes over its estimate: a tenth of it left", 5, min(9), min(20), 1.3},
-		{"everything built", 6, min(22), 0, 0},
+		{"nothing built yet: the reference figures", 0, 0, 0, all},
+		{"five done at the reference pace, kubernetes starting", 5, firstFive, 0, k8s},
+		{"five done twice as slow", 5, 2 * firstFive, 0, 2 * k8s},
+		{"kubernetes half way at the reference pace", 5, firstFive, k8s / 2, k8s / 2},
+		{"kubernetes over its estimate: a tenth of it left", 5, firstFive, 3 * k8s, k8s / 10},
+		{"everything built", 6, all, 0, 0},
 	} {
-		got := BuildEstimate(comps, c.done, c.took, c.current).Minutes()
-		if got < c.wantMin-0.1 || got > c.wantMin+0.1 {
-			t.Errorf("%s: %.2f min, want %.1f", c.name, got, c.wantMin)
+		got := BuildEstimate(comps, c.done, c.took, c.current)
+		if d := got - c.want; d < -time.Second || d > time.Second {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
 	if ColdCost("no-such") <= 0 {
