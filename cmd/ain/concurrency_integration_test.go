@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/jobs"
 )
@@ -83,7 +84,9 @@ func TestConcurrentTrainSameName(t *testing.T) {
 }
 
 // Two `ain bench allreduce` started in the same second used the same job names: one job was
-// reported as two results (one with an --iters it did not use). Each bench now has its own jobs.
+// reported as two results (one with an --iters it did not use). Each bench now has its own jobs;
+// and as they ran on the same nodes at once (on hardware each gets part of the HCAs), each
+// result is INVALID and names the other's pods (issue 32: both used to report valid results).
 func TestConcurrentBench(t *testing.T) {
 	c := newCluster(t)
 	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
@@ -92,11 +95,11 @@ func TestConcurrentBench(t *testing.T) {
 		c.start(t, "bench", "allreduce", "--algo", "ring", "--skip-preflight", "--out", dirs[1], "--timeout", "4m", "--iters", "5"),
 	}
 	var names []string
+	var problems []string
 	for i, p := range procs {
 		code, stderr := p.wait(t, 5*time.Minute)
-		if code != 0 {
-			t.Errorf("bench %d: exit %d\n%s", i, code, stderr)
-			continue
+		if code != int(ainerr.CheckFailed) {
+			t.Errorf("bench %d: exit %d, want %d (shared nodes)\n%s", i, code, ainerr.CheckFailed, stderr)
 		}
 		raw, err := os.ReadFile(filepath.Join(dirs[i], bench.ResultJSON))
 		if err != nil {
@@ -110,9 +113,16 @@ func TestConcurrentBench(t *testing.T) {
 			t.Fatalf("bench %d: %d variant(s)", i, len(res.Variants))
 		}
 		names = append(names, res.Variants[0].Job)
+		problems = append(problems, strings.Join(res.Variants[0].Problems, "; "))
 	}
 	if len(names) == 2 && names[0] == names[1] {
 		t.Errorf("two benches at once shared MPIJob %s", names[0])
+	}
+	for i, p := range problems {
+		other := names[1-i]
+		if !strings.HasPrefix(p, bench.ProblemSharedNodes+": ") || !strings.Contains(p, other+"-worker-") {
+			t.Errorf("bench %d (%s) does not say that %s shared its nodes: %s", i, names[i], other, p)
+		}
 	}
 	t.Logf("concurrent benches ran as %v", names)
 }
