@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -286,8 +287,12 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 	if err != nil {
 		return err
 	}
+	token, err := a.serviceAccountToken(ctx, pod)
+	if err != nil {
+		return err
+	}
 	spec := podrun.Spec{Pod: pod, Secrets: secrets, ConfigMaps: configMaps, IP: ip, Network: n,
-		Hosts: a.hostEntries(pod), Image: podrunImage(img, a.real.dir)}
+		Hosts: a.hostEntries(pod), Image: podrunImage(img, a.real.dir), ServiceAccountToken: token}
 	p, err := podrun.Start(spec)
 	if err != nil {
 		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: err.Error()}, err.Error()+"\n")
@@ -351,7 +356,7 @@ func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result,
 	if len(pod.Spec.Containers) > 0 {
 		msg = terminationMessage(&pod.Spec.Containers[0], msg, log, r.ExitCode)
 	}
-	fmt.Fprintf(a.log, "sandbox agent: %s/%s: exited %d (%s)\n", pod.Namespace, pod.Name, r.ExitCode, r.Reason)
+	fmt.Fprintf(a.log, "sandbox agent: %s/%s: exited %d (%s), %d bytes of log in %s\n", pod.Namespace, pod.Name, r.ExitCode, r.Reason, len(log), file)
 	return a.annotate(ctx, pod, map[string]string{
 		AnnoLogs: file, AnnoOutcome: outcome, AnnoExitCode: strconv.Itoa(r.ExitCode),
 		AnnoTerminationMessage: msg, AnnoRealExit: r.Reason,
@@ -417,6 +422,43 @@ func (a *agent) podSources(ctx context.Context, pod *corev1.Pod) (map[string]*co
 		cms[name] = c
 	}
 	return secrets, cms, nil
+}
+
+// serviceAccountToken asks the API server for a token of the pod's service account bound to
+// the pod, as the kubelet does for a projected serviceAccountToken source; "" when the pod has
+// none.
+func (a *agent) serviceAccountToken(ctx context.Context, pod *corev1.Pod) (string, error) {
+	var src *corev1.ServiceAccountTokenProjection
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.ServiceAccountToken != nil {
+				src = s.ServiceAccountToken
+			}
+		}
+	}
+	if src == nil {
+		return "", nil
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		Audiences:         nil,
+		ExpirationSeconds: src.ExpirationSeconds,
+		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if src.Audience != "" {
+		tr.Spec.Audiences = []string{src.Audience}
+	}
+	out, err := a.cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("service account token for %s: %w", sa, err)
+	}
+	return out.Status.Token, nil
 }
 
 // hostEntries are the other pods of pod's namespace that have an IP, as /etc/hosts entries
