@@ -47,9 +47,10 @@ var realImages = map[string]realImage{
 	// ain's default nccl-tests image (recipes/allreduce.yaml): sshd on 22, Debian/Ubuntu's
 	// default; ain's worker readiness probe and the coreweave image's own docs use 22.
 	"ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22.04-nccl2.21.5-1-85f9143": {SSHPort: 22},
-	// The mpi-operator's base images (kubeflow/mpi-operator v0.8.0 build/base/Dockerfile:
-	// `sed -i "s/[ #]\(.*Port \).*/ \12222/g" /etc/ssh/sshd_config`, so sshd listens on 2222;
-	// the openmpi and intel images build FROM it).
+	// The mpi-operator's base images (kubeflow/mpi-operator build/base/Dockerfile: `ARG
+	// port=2222`, then `sed -i "s/[ #]\(.*Port \).*/ \1$port/g" /etc/ssh/ssh_config` and
+	// `sed -i "s/#\(Port \).*/\1$port/g" /etc/ssh/sshd_config`: sshd listens on 2222 and ssh
+	// connects to 2222; the openmpi images build FROM it).
 	"mpioperator/base":            {SSHPort: 2222},
 	"mpioperator/openmpi":         {SSHPort: 2222},
 	"mpioperator/openmpi-builder": {SSHPort: 2222},
@@ -104,6 +105,7 @@ func (l Layout) realPodsDir() string { return filepath.Join(l.Dir, "realpods") }
 // prepareRealPods builds the all_reduce_perf stand-in with mpicc, makes the images' sshd host
 // key and writes their ssh settings into dir, unless they are there already.
 func prepareRealPods(ctx context.Context, dir string) error {
+	// all_reduce_perf is made last (renamed into place): with it, the rest is there.
 	if _, err := os.Stat(filepath.Join(dir, "all_reduce_perf")); err == nil {
 		return nil
 	}
@@ -128,9 +130,10 @@ func prepareRealPods(ctx context.Context, dir string) error {
 		// The mpi-operator base image's ssh settings (build/base/Dockerfile:
 		// StrictHostKeyChecking no, UserKnownHostsFile /dev/null in ssh_config; StrictModes no
 		// in sshd_config), assumed for the coreweave image too (docs/sandbox-real-pods.md).
-		"ssh_config":     "Host *\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n",
-		"sshd_config":    "StrictModes no\nHostKey /etc/ssh/ssh_host_ed25519_key\n",
-		"port-2222.conf": "Port 2222\n",
+		"ssh_config":      "Host *\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n",
+		"sshd_config":     "StrictModes no\nHostKey /etc/ssh/ssh_host_ed25519_key\n",
+		"port-2222.conf":  "Port 2222\n",
+		"ssh_config-2222": "Host *\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n    Port 2222\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -165,6 +168,7 @@ func podrunImage(r realImage, dir string) podrun.Image {
 	}
 	if r.SSHPort == 2222 {
 		img.Files["/etc/ssh/sshd_config.d/port.conf"] = filepath.Join(dir, "port-2222.conf")
+		img.Files["/etc/ssh/ssh_config.d/image.conf"] = filepath.Join(dir, "ssh_config-2222")
 	}
 	return img
 }

@@ -51,9 +51,9 @@ func needReal(t *testing.T) *sandboxtest.Sandbox {
 
 // renderMPIJob renders the allreduce recipe for the mpi-operator (kubeflow.org/v2beta1) the
 // way `ain render allreduce --api mpi-operator` does, with edit applied to the MPIJob.
-func renderMPIJob(t *testing.T, ns, name string, edit func(*mpiv2.MPIJob)) (jobs.Backend, []runtime.Object) {
+func renderMPIJob(t *testing.T, ns, name string, edit func(*mpiv2.MPIJob), sets ...string) (jobs.Backend, []runtime.Object) {
 	t.Helper()
-	r, err := recipe.Load("allreduce", []string{"nodes=2"})
+	r, err := recipe.Load("allreduce", append([]string{"nodes=2"}, sets...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,5 +229,28 @@ func TestIntegrationRealWorkerDiesBeforeReady(t *testing.T) {
 		if strings.Contains(p.Name, "launcher") {
 			t.Errorf("a launcher %s exists though a worker never became Ready", p.Name)
 		}
+	}
+}
+
+// TestIntegrationRealMPIOperatorImage (issue 27 item 6): on the mpi-operator's own image, whose
+// sshd and ssh use port 2222 (build/base/Dockerfile), the MPIJob ain renders with sshPort=2222
+// probes 2222, its workers become Ready and the job Succeeds with the ranks' lines in the log.
+// Checked to fail with real mode off (AIN_REALTEST_OFF=1: the log is the recorded sample) and,
+// by design, with the probe left at 22: the workers never become Ready (podrun's
+// TestWorkerReadinessFollowsSSHPort shows that half on its own).
+func TestIntegrationRealMPIOperatorImage(t *testing.T) {
+	sb := needReal(t)
+	ns := sb.Namespace(t)
+	b, objs := renderMPIJob(t, ns, "mpiop", nil, "image=mpioperator/openmpi:v0.8.0", "sshPort=2222")
+	c, snap, err := runMPIJob(t, sb, ns, "mpiop", b, objs, 180*time.Second)
+	if err != nil {
+		t.Fatalf("watch: %v\nagent:\n%s", err, sb.ComponentLog("agent", 40))
+	}
+	if snap.Phase != "Succeeded" {
+		t.Fatalf("MPIJob %s, want Succeeded\nagent:\n%s", snap.Phase, sb.ComponentLog("agent", 40))
+	}
+	log := launcherLog(t, c, b, "mpiop")
+	if !strings.Contains(log, "podrun-allreduce rank 1 of 2 on mpiop-worker-1: sum 3") {
+		t.Errorf("launcher log lacks rank 1's line:\n%s", log)
 	}
 }
