@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
@@ -21,8 +22,8 @@ const nccltestsImage = "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22
 // TestIntegrationRealBadInputAndDelete: bad input never crashes the agent and a deleted pod
 // leaves nothing behind. A command that is not found ends the pod Failed with a StartError
 // (exit 128, runc's message); a process that exits at once ends it Failed with its code; a
-// running pod deleted mid-run is stopped: its network namespace is gone. Each step also checks
-// that the agent still runs. Checked to fail with real mode off (AIN_REALTEST_OFF=1: the
+// running pod deleted mid-run is stopped: its network namespace is gone; an image outside the
+// table stays simulated. At the end the agent still runs. Checked to fail with real mode off (AIN_REALTEST_OFF=1: the
 // simulated pods never fail).
 func TestIntegrationRealBadInputAndDelete(t *testing.T) {
 	sb := needReal(t)
@@ -87,6 +88,30 @@ func TestIntegrationRealBadInputAndDelete(t *testing.T) {
 	}
 	if _, ok := sandboxtest.Poll(30*time.Second, 200*time.Millisecond, func() bool { return !netnsExists(m[1]) }); !ok {
 		t.Errorf("netns %s still there after the pod was deleted", m[1])
+	}
+	// An image outside the table keeps the simulation: kwok's stages make it Ready, no process.
+	sim := pod("simulated", "sleep", "300")
+	sim.Spec.Containers[0].Image = "busybox:1.36"
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, sim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var simulated *corev1.Pod
+	sandboxtest.Poll(60*time.Second, 200*time.Millisecond, func() bool {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "simulated", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				simulated = p
+			}
+		}
+		return simulated != nil
+	})
+	if simulated == nil {
+		t.Errorf("the busybox pod never became Ready (simulated)")
+	} else if _, real := simulated.Annotations[sandbox.AnnoReal]; real {
+		t.Errorf("the busybox pod, not in the image table, was run for real")
 	}
 	if p := sb.State.Proc("agent"); p == nil || syscall.Kill(p.PID, 0) != nil {
 		t.Errorf("the agent is not running any more:\n%s", sb.ComponentLog("agent", 30))
