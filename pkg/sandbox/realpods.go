@@ -212,7 +212,7 @@ func (r *realPods) network() (*podrun.Network, error) {
 	return n, nil
 }
 
-// runs reports whether the pod is handled as a real pod already.
+// has reports whether the pod of key was started as a real pod already.
 func (r *realPods) has(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -451,7 +451,6 @@ func (a *agent) serviceAccountToken(ctx context.Context, pod *corev1.Pod) (strin
 		sa = "default"
 	}
 	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
-		Audiences:         nil,
 		ExpirationSeconds: src.ExpirationSeconds,
 		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 	}}

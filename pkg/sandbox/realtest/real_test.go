@@ -207,7 +207,8 @@ func TestIntegrationRealLauncherFailsOnce(t *testing.T) {
 // once (a bad option), before it was ever Ready; the mpi-operator neither recreates it nor
 // fails the MPIJob and creates no launcher, and ain's Watch ends with its StuckError instead
 // of waiting for ever. Checked to fail with real mode off (AIN_REALTEST_OFF=1: the simulated
-// workers become Ready and the job Succeeds).
+// workers become Ready and the job Succeeds) and with the fix reverted (jobs.stuckWorker made to
+// return "": the watch was still waiting at its 40 s bound).
 func TestIntegrationRealWorkerDiesBeforeReady(t *testing.T) {
 	sb := needReal(t)
 	ns := sb.Namespace(t)
