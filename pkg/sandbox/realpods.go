@@ -204,6 +204,13 @@ func (r *realPods) network() (*podrun.Network, error) {
 	if r.net != nil {
 		return r.net, nil
 	}
+	// One bridge per machine can hold the subnet: a second one's route would lose to the
+	// first, and probes would go to the wrong pods. A bridge left by an agent that was killed
+	// (or another real-mode sandbox) is named, not removed: it may be in use.
+	if out, _ := exec.Command("ip", "-o", "addr", "show", "to", realPodGateway+"/32").Output(); len(strings.TrimSpace(string(out))) > 0 {
+		dev := strings.TrimSuffix(strings.Fields(string(out) + " ? ?")[1], ":")
+		return nil, fmt.Errorf("%s already holds the real pods' address %s (another real-mode sandbox, or one that was killed: `ip link del %s`)", dev, realPodGateway, dev)
+	}
 	n, err := podrun.NewNetworkGateway(realPodCIDR, net.ParseIP(realPodGateway))
 	if err != nil {
 		return nil, err
