@@ -327,6 +327,13 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 		case <-rctx.Done():
 		}
 	}()
+	// The log is served while the process runs, as a kubelet's is: the Logs object now, the
+	// file rewritten each second while it grows (kwok reads it on each request).
+	if file, err := a.writeLogFile(ctx, pod, p.Log()); err != nil {
+		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
+	} else {
+		go a.refreshLog(rctx, pod, p, file)
+	}
 	if p.WaitReady(rctx) {
 		if err := a.annotate(ctx, pod, map[string]string{AnnoRealReady: "true"}); err != nil {
 			fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
@@ -350,6 +357,29 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 	// sandbox until deletion, but nothing here reads them afterwards).
 	if err := p.Stop(time.Second); err != nil {
 		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
+	}
+}
+
+// refreshLog rewrites pod's CRI log file from p's log every second while it grows, until ctx
+// ends (realEnded writes the final one).
+func (a *agent) refreshLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod, file string) {
+	start := time.Now().UTC()
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.UTC()
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	last := -1
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if log := p.Log(); len(log) != last {
+			last = len(log)
+			_ = os.WriteFile(file, CRILog(log, start), 0o644)
+		}
 	}
 }
 

@@ -22,7 +22,7 @@ const nccltestsImage = "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22
 // TestIntegrationRealBadInputAndDelete: bad input never crashes the agent and a deleted pod
 // leaves nothing behind. A command that is not found ends the pod Failed with a StartError
 // (exit 128, runc's message); a process that exits at once ends it Failed with its code; a
-// running pod deleted mid-run is stopped: its network namespace is gone; an image outside the
+// running pod's log is served while it runs; deleted mid-run it is stopped: its network namespace is gone; an image outside the
 // table stays simulated. At the end the agent still runs. Checked to fail with real mode off (AIN_REALTEST_OFF=1: the
 // simulated pods never fail).
 func TestIntegrationRealBadInputAndDelete(t *testing.T) {
@@ -37,7 +37,7 @@ func TestIntegrationRealBadInputAndDelete(t *testing.T) {
 			Containers:                   []corev1.Container{{Name: "c", Image: nccltestsImage, Command: cmd}},
 		}}
 	}
-	for _, p := range []*corev1.Pod{pod("notfound", "/no/such/program"), pod("exits", "/bin/sh", "-c", "echo bye; exit 7"), pod("sleeps", "sleep", "300")} {
+	for _, p := range []*corev1.Pod{pod("notfound", "/no/such/program"), pod("exits", "/bin/sh", "-c", "echo bye; exit 7"), pod("sleeps", "/bin/sh", "-c", "echo started at $(hostname); exec sleep 300")} {
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -82,6 +82,13 @@ func TestIntegrationRealBadInputAndDelete(t *testing.T) {
 	}
 	if !netnsExists(m[1]) {
 		t.Fatalf("netns %s of the running pod is not there", m[1])
+	}
+	// Its log is served while it runs.
+	if _, ok := sandboxtest.Poll(10*time.Second, 300*time.Millisecond, func() bool {
+		b, err := cs.CoreV1().Pods(ns).GetLogs("sleeps", &corev1.PodLogOptions{}).DoRaw(ctx)
+		return err == nil && strings.Contains(string(b), "started at sleeps")
+	}); !ok {
+		t.Errorf("the running pod's log never showed its output")
 	}
 	if err := cs.CoreV1().Pods(ns).Delete(ctx, "sleeps", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
