@@ -30,6 +30,7 @@ type sandboxOptions struct {
 	Timeout      time.Duration
 	Stack        string
 	StackSet     bool // --stack given: a sandbox of another stack in the state folder is an error
+	RealPods     bool
 	// status
 	Output string
 	// down
@@ -67,6 +68,7 @@ func (a *App) sandboxCommand() *ucli.Command {
 					&ucli.IntFlag{Name: "rdma-count", Value: sandbox.DefaultRDMACount, Usage: "allocatable RDMA resource per node", Destination: &o.RDMACount, Action: intBetween("rdma-count", 1, sandbox.MaxRDMACount)},
 					&ucli.StringSliceFlag{Name: "forward", Usage: "PODPORT=HOST:PORT: port-forwards to any sandbox pod's PODPORT reach this local address (repeatable)", Destination: &o.Forwards},
 					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
+					&ucli.BoolFlag{Name: "real-pods", Usage: "run the nccl-tests images' pods as real processes (sshd, mpirun; needs root and scripts/debian-packages.sh); see docs/sandbox-real-pods.md", Destination: &o.RealPods},
 					stackFlag(&o.Stack, string(sandbox.DefaultStack), "the job controllers to run: current (mpi-operator, JobSet, Trainer v2) or legacy (training-operator v1); without it, a sandbox already in the state folder keeps its own"),
 				},
 				Action: func(c *ucli.Context) error {
@@ -180,7 +182,7 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 		stack = old.Stack()
 	}
 	cfg := sandbox.Config{Nodes: o.Nodes, GPUsPerNode: o.GPUs, Fabric: o.Fabric, Scenario: o.Scenario,
-		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount, Stack: stack}
+		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount, Stack: stack, RealPods: o.RealPods}
 	for _, f := range o.Forwards.Value() {
 		pf, err := sandbox.ParsePortForward(f)
 		if err != nil {
@@ -245,7 +247,7 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 
 func differs(a, b sandbox.Config) bool {
 	return a.Nodes != b.Nodes || a.GPUsPerNode != b.GPUsPerNode || a.Fabric != b.Fabric || a.Scenario != b.Scenario ||
-		a.RDMAResource != b.RDMAResource || a.RDMACount != b.RDMACount || a.Stack != b.Stack
+		a.RDMAResource != b.RDMAResource || a.RDMACount != b.RDMACount || a.Stack != b.Stack || a.RealPods != b.RealPods
 }
 
 // stackFlag is --stack.
@@ -283,6 +285,9 @@ func (a *App) runSandboxStatus(ctx context.Context, o *sandboxOptions) error {
 	fmt.Fprintf(w, "  stack:      %s (%s)\n", s.Stack, strings.Join(s.APIs, ", "))
 	fmt.Fprintf(w, "  scenario:   %s (%s)\n", s.Config.Scenario, s.Scenario)
 	fmt.Fprintf(w, "  fabric:     %s, %d nodes x %d GPUs, %s: %d\n", s.Config.Fabric, s.Config.Nodes, s.Config.GPUsPerNode, s.Config.RDMAResource, s.Config.RDMACount)
+	if s.Config.RealPods {
+		fmt.Fprintf(w, "  real pods:  on (the nccl-tests images' pods run as real processes; others are simulated)\n")
+	}
 	fmt.Fprintf(w, "  server:     %s\n  kubeconfig: %s\n", s.Server, s.Kubeconfig)
 	if len(s.Webhooks) > 0 {
 		for _, wh := range s.Webhooks {

@@ -138,6 +138,12 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return err
 	}
+	if st.Config.RealPods {
+		a.real = newRealPods(Layout{stateDir}.realPodsDir(), log)
+		// After the workers below are done (deferred calls run last in, first out: this one
+		// after wg.Wait returned): every real pod is stopped and the bridge removed.
+		defer a.real.close()
+	}
 	inf := coreinformers.NewPodInformer(cs, metav1.NamespaceAll, 10*time.Minute, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	a.lister = corelisters.NewPodLister(inf.GetIndexer())
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
@@ -149,6 +155,12 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, o any) { enqueue(o) },
+		// A deleted pod's real process is stopped (sync finds the pod gone).
+		DeleteFunc: func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				q.Add(key)
+			}
+		},
 	}); err != nil {
 		return err
 	}
@@ -199,6 +211,9 @@ type agent struct {
 	stMod    time.Time
 	dir      string
 	log      io.Writer
+	// real runs the pods of the real-image table as real processes (Config.RealPods); nil
+	// when the mode is off.
+	real *realPods
 	// traffic is what the simulated collectives sent over each node's RDMA ports: node ->
 	// "mlx5_0:1" -> bytes (sent and received alike). The counter probes read it (SampleData.Traffic).
 	traffic map[string]map[string]uint64
@@ -229,15 +244,25 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	pod, err := a.lister.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		if a.real != nil {
+			a.real.stop(key)
+		}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	if a.real != nil && (pod.DeletionTimestamp != nil || !a.real.startedFor(key, string(pod.UID))) {
+		// Deleted, or a new pod under the name of one that ran: its process goes.
+		a.real.stop(key)
+	}
 	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil {
 		return nil
 	}
 	ann := pod.Annotations
+	if img, ok := a.realImageOf(pod); ok {
+		return a.syncReal(ctx, pod, img)
+	}
 	if _, ok := ann[AnnoStartAfter]; !ok {
 		a.mu.Lock()
 		a.reload()
@@ -282,6 +307,26 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		ann[AnnoTerminationMessage] = msg
 	}
 	return a.annotate(ctx, pod, ann)
+}
+
+// syncReal plays pod as a real process: the start stage makes it Running with an IP (its
+// readiness and end left to the process), then the process starts at that IP.
+func (a *agent) syncReal(ctx context.Context, pod *corev1.Pod, img realImage) error {
+	ann := pod.Annotations
+	if _, ok := ann[AnnoStartAfter]; !ok {
+		// ready-after other than 0s takes the start stage that leaves the pod unready
+		// (ain-pod-start-unready); the stages that would make it Ready or end it on a timer
+		// skip real pods.
+		want := map[string]string{AnnoStartAfter: "0s", AnnoReadyAfter: "real", AnnoReal: "true"}
+		if st := networkStatus(pod); st != "" && ann[annoNetworkStatus] == "" {
+			want[annoNetworkStatus] = st
+		}
+		return a.annotate(ctx, pod, want)
+	}
+	if _, ended := ann[AnnoRealExit]; ended || pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning {
+		return nil
+	}
+	return a.startReal(ctx, pod, img)
 }
 
 // plan turns a rule into the annotations the stages read, keeping those already set.
@@ -357,13 +402,24 @@ func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (
 		code, _ := strconv.Atoi(pod.Annotations[AnnoExitCode])
 		msg = terminationMessage(&pod.Spec.Containers[0], msg, text, code)
 	}
-	file = filepath.Join(dir, "0.log")
+	file, err = a.writeLogFile(ctx, pod, text)
+	return file, msg, err
+}
+
+// writeLogFile writes text as pod's CRI log file and points a kwok Logs object at it, so the
+// API server serves it (`kubectl logs`).
+func (a *agent) writeLogFile(ctx context.Context, pod *corev1.Pod, text string) (string, error) {
+	dir := filepath.Join(a.dir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "0.log")
 	start := time.Now().UTC()
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.UTC()
 	}
 	if err := os.WriteFile(file, CRILog(text, start), 0o644); err != nil {
-		return "", "", err
+		return "", err
 	}
 	var containers []string
 	for _, c := range pod.Spec.Containers {
@@ -386,9 +442,9 @@ func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (
 		}}},
 	}}
 	if err := a.kube.apply(ctx, logs); err != nil {
-		return "", "", err
+		return "", err
 	}
-	return file, msg, nil
+	return file, nil
 }
 
 func toAny(ss []string) []any {

@@ -27,6 +27,10 @@ type Config struct {
 	// Stack is the set of job controllers (DefaultStack when empty). A state written before
 	// stacks existed has none and ran the legacy stack (LoadState says so).
 	Stack Stack `json:"stack,omitempty"`
+	// RealPods runs the pods whose image is in the real-image table (realpods.go) as real
+	// processes (pkg/sandbox/podrun) instead of playing a recorded sample: off by default. Needs
+	// root, iproute2, util-linux, openssh-server and Open MPI (scripts/debian-packages.sh).
+	RealPods bool `json:"realPods,omitempty"`
 }
 
 // PortForward sends a pod port, for every simulated pod, to Target (host:port on this machine).

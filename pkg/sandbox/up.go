@@ -346,6 +346,12 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	}
 
 	// agent
+	if cfg.RealPods {
+		// Built once per sandbox, before the agent needs it.
+		if err := prepareRealPods(ctx, l.realPodsDir()); err != nil {
+			return st, false, fmt.Errorf("real pods: %w", err)
+		}
+	}
 	if err := saveState(st); err != nil {
 		return st, false, err
 	}

@@ -37,7 +37,12 @@ func randomID() string {
 
 // NewNetwork makes a bridge for the pods of cidr (for example "10.231.7.0/24") and gives the
 // host the subnet's first address on it. Close removes it.
-func NewNetwork(cidr string) (*Network, error) {
+func NewNetwork(cidr string) (*Network, error) { return NewNetworkGateway(cidr, nil) }
+
+// NewNetworkGateway is NewNetwork with the host's address on the bridge given (nil: the
+// subnet's first address): the sandbox's agent puts it where its IP allocator (kwok's) does not
+// hand out pod IPs.
+func NewNetworkGateway(cidr string, gw net.IP) (*Network, error) {
 	_, subnet, err := net.ParseCIDR(cidr)
 	if err != nil {
 		return nil, err
@@ -45,9 +50,13 @@ func NewNetwork(cidr string) (*Network, error) {
 	if subnet.IP.To4() == nil {
 		return nil, fmt.Errorf("%s: only IPv4 pod subnets for now", cidr)
 	}
-	gw := make(net.IP, 4)
-	copy(gw, subnet.IP.To4())
-	gw[3]++
+	if gw == nil {
+		gw = make(net.IP, 4)
+		copy(gw, subnet.IP.To4())
+		gw[3]++
+	} else if gw = gw.To4(); gw == nil || !subnet.Contains(gw) {
+		return nil, fmt.Errorf("gateway outside %s", cidr)
+	}
 	n := &Network{Bridge: "ainbr" + randomID(), Gateway: gw, Subnet: subnet}
 	ones, _ := subnet.Mask.Size()
 	steps := [][]string{

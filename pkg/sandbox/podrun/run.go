@@ -63,6 +63,9 @@ type Spec struct {
 	// network's gateway, where nothing answers on port 53 yet, so that a name outside /etc/hosts
 	// fails at once rather than after resolver timeouts.
 	Nameserver string
+	// ServiceAccountToken is what a projected serviceAccountToken source holds (the caller
+	// asks the API server for it: TokenRequest).
+	ServiceAccountToken string
 }
 
 // Result is how the container's process ended, in the terms of a container status's
@@ -118,7 +121,7 @@ func Start(spec Spec) (*Pod, error) {
 	}
 	uid, gid, groups := identity(pod, c)
 	hostname := hostnameOf(pod)
-	src := sources{secrets: spec.Secrets, configMaps: spec.ConfigMaps}
+	src := sources{secrets: spec.Secrets, configMaps: spec.ConfigMaps, token: spec.ServiceAccountToken, podIP: spec.IP.String()}
 	env, err := containerEnv(pod, c, spec.Image, spec.IP.String(), hostname, uid, src)
 	if err != nil {
 		return nil, err

@@ -162,6 +162,12 @@ func makeVolumes(dir string, pod *corev1.Pod, src sources) (map[string]*volume, 
 				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 			vol.readOnly = true
+		case v.Projected != nil:
+			var err error
+			if files, err = projected(pod, v.Projected, src); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			vol.readOnly = true
 		case v.EmptyDir != nil:
 			if v.EmptyDir.Medium == corev1.StorageMediumMemory {
 				vol.tmpfs = "mode=1777"
@@ -172,7 +178,7 @@ func makeVolumes(dir string, pod *corev1.Pod, src sources) (map[string]*volume, 
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("volume %q: only secret, configMap and emptyDir volumes run for real so far", v.Name)
+			return nil, fmt.Errorf("volume %q: only secret, configMap, projected and emptyDir volumes run for real so far", v.Name)
 		}
 		if files != nil {
 			if err := os.Chmod(vd, os.ModeSticky|0o777); err != nil {
@@ -193,10 +199,69 @@ func makeVolumes(dir string, pod *corev1.Pod, src sources) (map[string]*volume, 
 	return out, nil
 }
 
-// sources are the Secrets and ConfigMaps a pod references, by name.
+// sources are the Secrets and ConfigMaps a pod references, by name, its service account
+// token and its IP (for the downward API).
 type sources struct {
 	secrets    map[string]*corev1.Secret
 	configMaps map[string]*corev1.ConfigMap
+	token      string
+	podIP      string
+}
+
+// projected is a projected volume's files, as the kubelet's projected plugin makes them
+// (pkg/volume/projected/projected.go collectData): each source's items with the volume's
+// defaultMode (0644 unset) or their own mode; the service account token at its path (the
+// token the caller got, Spec.ServiceAccountToken); downward-API items by fieldRef.
+func projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, src sources) (map[string]projection, error) {
+	mode := os.FileMode(corev1.ProjectedVolumeSourceDefaultMode)
+	if pv.DefaultMode != nil {
+		mode = os.FileMode(*pv.DefaultMode)
+	}
+	dm := int32(mode)
+	out := map[string]projection{}
+	add := func(files map[string]projection) {
+		for k, v := range files {
+			out[k] = v
+		}
+	}
+	for _, ps := range pv.Sources {
+		switch {
+		case ps.Secret != nil || ps.ConfigMap != nil:
+			kind, name, items, optional := "secret", "", []corev1.KeyToPath(nil), (*bool)(nil)
+			if s := ps.Secret; s != nil {
+				name, items, optional = s.Name, s.Items, s.Optional
+			} else {
+				kind, name, items, optional = "configmap", ps.ConfigMap.Name, ps.ConfigMap.Items, ps.ConfigMap.Optional
+			}
+			data, err := src.get(kind, name, optional)
+			if err != nil {
+				return nil, err
+			}
+			files, err := payload(kind, name, data, items, &dm, optional != nil && *optional)
+			if err != nil {
+				return nil, err
+			}
+			add(files)
+		case ps.ServiceAccountToken != nil:
+			out[filepath.Clean(ps.ServiceAccountToken.Path)] = projection{data: []byte(src.token), mode: mode}
+		case ps.DownwardAPI != nil:
+			for _, it := range ps.DownwardAPI.Items {
+				if it.FieldRef == nil {
+					return nil, fmt.Errorf("downward API item %q: only fieldRef runs for real so far", it.Path)
+				}
+				v, err := fieldValue(pod, src.podIP, it.FieldRef.FieldPath)
+				if err != nil {
+					return nil, err
+				}
+				m := mode
+				if it.Mode != nil {
+					m = os.FileMode(*it.Mode)
+				}
+				out[filepath.Clean(it.Path)] = projection{data: []byte(v), mode: m}
+			}
+		}
+	}
+	return out, nil
 }
 
 // get is the data of the Secret (kind "secret") or ConfigMap named name; an absent one is an

@@ -1,0 +1,519 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ain-hpc/ain/pkg/sandbox/podrun"
+)
+
+// Annotations of a pod that runs as a real process (Config.RealPods). The agent sets AnnoReal
+// with the plan instead of a sample; the kwok stages then leave Ready and the end to the
+// process: AnnoRealReady when podrun's readiness probe passes (at start without a probe),
+// AnnoRealExit (the terminated reason: Completed, Error or StartError) with AnnoOutcome,
+// AnnoExitCode, AnnoTerminationMessage and AnnoLogs when it ends (data/stages/pod.yaml,
+// ain-pod-real-ready and ain-pod-real-exit).
+const (
+	AnnoReal      = AnnoPrefix + "real"
+	AnnoRealReady = AnnoPrefix + "real-ready"
+	AnnoRealExit  = AnnoPrefix + "real-exit"
+)
+
+// realImage is how one container image runs on this machine: Debian's programs stand for the
+// image's (the host's / is every image's root, podrun.Image), with the image's own settings.
+type realImage struct {
+	// SSHPort is the port the image's sshd listens on (its Dockerfile's sshd_config).
+	SSHPort int
+}
+
+// realImages is the one table of images the sandbox runs for real; any other image keeps the
+// simulation. Each row says where its fact comes from.
+var realImages = map[string]realImage{
+	// ain's default nccl-tests image (recipes/allreduce.yaml): sshd on 22, Debian/Ubuntu's
+	// default; ain's worker readiness probe and the coreweave image's own docs use 22.
+	"ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22.04-nccl2.21.5-1-85f9143": {SSHPort: 22},
+	// The mpi-operator's base images (kubeflow/mpi-operator build/base/Dockerfile: `ARG
+	// port=2222`, then `sed -i "s/[ #]\(.*Port \).*/ \1$port/g" /etc/ssh/ssh_config` and
+	// `sed -i "s/#\(Port \).*/\1$port/g" /etc/ssh/sshd_config`: sshd listens on 2222 and ssh
+	// connects to 2222; the openmpi images build FROM it).
+	"mpioperator/base":            {SSHPort: 2222},
+	"mpioperator/openmpi":         {SSHPort: 2222},
+	"mpioperator/openmpi-builder": {SSHPort: 2222},
+}
+
+// lookupRealImage finds image in realImages, by its full reference or by its name without
+// tag or digest (the mpi-operator's images are tagged per release).
+func lookupRealImage(image string) (realImage, bool) {
+	if r, ok := realImages[image]; ok {
+		return r, true
+	}
+	name := image
+	if i := strings.IndexByte(name, '@'); i >= 0 {
+		name = name[:i]
+	}
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name = name[:i]
+	}
+	name = strings.TrimPrefix(name, "docker.io/")
+	r, ok := realImages[name]
+	return r, ok
+}
+
+// ncclTestsBinary is where ain's image has all_reduce_perf (recipes/allreduce.yaml
+// ncclTests.binary); the stand-in is bind-mounted there.
+const ncclTestsBinary = "/opt/nccl_tests/build/all_reduce_perf"
+
+// allreduceStandIn stands for nccl-tests' all_reduce_perf: a real MPI_Allreduce over the ranks
+// (Open MPI's TCP BTL between the pods' network namespaces), one line per rank. It exits 1
+// when the sum is wrong.
+const allreduceStandIn = `#include <mpi.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	int rank, size, one, sum = 0;
+	char host[256];
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	gethostname(host, sizeof host);
+	one = rank + 1;
+	MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	printf("podrun-allreduce rank %d of %d on %s: sum %d\n", rank, size, host, sum);
+	MPI_Finalize();
+	return sum == size * (size + 1) / 2 ? 0 : 1;
+}
+`
+
+// realPodsDir holds what the real images need, made once per sandbox (prepareRealPods).
+func (l Layout) realPodsDir() string { return filepath.Join(l.Dir, "realpods") }
+
+// prepareRealPods builds the all_reduce_perf stand-in with mpicc, makes the images' sshd host
+// key and writes their ssh settings into dir, unless they are there already.
+func prepareRealPods(ctx context.Context, dir string) error {
+	// all_reduce_perf is made last (renamed into place): with it, the rest is there.
+	if _, err := os.Stat(filepath.Join(dir, "all_reduce_perf")); err == nil {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("real pods need root (network and mount namespaces)")
+	}
+	for _, prog := range []string{"mpicc", "mpirun", "orted", "sshd", "ssh", "ssh-keygen", "ip", "nsenter", "unshare"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			if prog == "sshd" {
+				if _, err := os.Stat("/usr/sbin/sshd"); err == nil {
+					continue
+				}
+			}
+			return fmt.Errorf("real pods need %s: run scripts/debian-packages.sh as root", prog)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"allreduce.c": allreduceStandIn,
+		// The mpi-operator base image's ssh settings (build/base/Dockerfile:
+		// StrictHostKeyChecking no, UserKnownHostsFile /dev/null in ssh_config; StrictModes no
+		// in sshd_config), assumed for the coreweave image too (docs/sandbox-real-pods.md).
+		"ssh_config":      "Host *\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n",
+		"sshd_config":     "StrictModes no\nHostKey /etc/ssh/ssh_host_ed25519_key\n",
+		"port-2222.conf":  "Port 2222\n",
+		"ssh_config-2222": "Host *\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n    Port 2222\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	key := filepath.Join(dir, "ssh_host_ed25519_key")
+	_ = os.Remove(key)
+	_ = os.Remove(key + ".pub")
+	steps := [][]string{
+		{"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key},
+		{"mpicc", "-O1", "-o", filepath.Join(dir, "all_reduce_perf.tmp"), filepath.Join(dir, "allreduce.c")},
+	}
+	for _, s := range steps {
+		if out, err := exec.CommandContext(ctx, s[0], s[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+		}
+	}
+	return os.Rename(filepath.Join(dir, "all_reduce_perf.tmp"), filepath.Join(dir, "all_reduce_perf"))
+}
+
+// podrunImage maps r onto this machine with the files prepareRealPods made in dir.
+func podrunImage(r realImage, dir string) podrun.Image {
+	img := podrun.Image{
+		Files: map[string]string{
+			ncclTestsBinary:                     filepath.Join(dir, "all_reduce_perf"),
+			"/etc/ssh/ssh_host_ed25519_key":     filepath.Join(dir, "ssh_host_ed25519_key"),
+			"/etc/ssh/ssh_config.d/image.conf":  filepath.Join(dir, "ssh_config"),
+			"/etc/ssh/sshd_config.d/image.conf": filepath.Join(dir, "sshd_config"),
+		},
+		Dirs: []string{"/run/sshd"},
+	}
+	if r.SSHPort == 2222 {
+		img.Files["/etc/ssh/sshd_config.d/port.conf"] = filepath.Join(dir, "port-2222.conf")
+		img.Files["/etc/ssh/ssh_config.d/image.conf"] = filepath.Join(dir, "ssh_config-2222")
+	}
+	return img
+}
+
+// kwok gives pod IPs from --cidr (up.go: 10.244.0.0/16) counting up from the subnet's first
+// address (sigs.k8s.io/kwok v0.8.0 pkg/kwok/controllers/utils.go ipPool.new: index++ from the
+// network address), as the sandbox's nodes have no podCIDR. The pods' bridge is that subnet;
+// the host's address on it is the subnet's last usable one, which kwok reaches last.
+const (
+	realPodCIDR    = "10.244.0.0/16"
+	realPodGateway = "10.244.255.254"
+)
+
+// realPods runs the agent's real pods: one podrun.Pod per pod UID on one bridge.
+type realPods struct {
+	dir string
+	log io.Writer
+
+	mu   sync.Mutex
+	net  *podrun.Network
+	pods map[string]*podrun.Pod // by pod key (namespace/name)
+	uids map[string]string      // pod key -> the UID it was started for
+}
+
+func newRealPods(dir string, log io.Writer) *realPods {
+	return &realPods{dir: dir, log: log, pods: map[string]*podrun.Pod{}, uids: map[string]string{}}
+}
+
+// network makes the bridge on first use.
+func (r *realPods) network() (*podrun.Network, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.net != nil {
+		return r.net, nil
+	}
+	// One bridge per machine can hold the subnet: a second one's route would lose to the
+	// first, and probes would go to the wrong pods. A bridge left by an agent that was killed
+	// (or another real-mode sandbox) is named, not removed: it may be in use.
+	if out, _ := exec.Command("ip", "-o", "addr", "show", "to", realPodGateway+"/32").Output(); len(strings.TrimSpace(string(out))) > 0 {
+		dev := strings.TrimSuffix(strings.Fields(string(out) + " ? ?")[1], ":")
+		return nil, fmt.Errorf("%s already holds the real pods' address %s (another real-mode sandbox, or one that was killed: `ip link del %s`)", dev, realPodGateway, dev)
+	}
+	n, err := podrun.NewNetworkGateway(realPodCIDR, net.ParseIP(realPodGateway))
+	if err != nil {
+		return nil, err
+	}
+	r.net = n
+	return n, nil
+}
+
+// has reports whether the pod of key was started as a real pod already.
+func (r *realPods) has(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.pods[key]
+	return ok
+}
+
+// startedFor reports whether key's real pod, if any, was started for the pod with uid.
+func (r *realPods) startedFor(key, uid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u, ok := r.uids[key]
+	return !ok || u == uid
+}
+
+// stop ends the real pod of key, if any, and forgets it.
+func (r *realPods) stop(key string) {
+	r.mu.Lock()
+	p := r.pods[key]
+	delete(r.pods, key)
+	delete(r.uids, key)
+	r.mu.Unlock()
+	if p != nil {
+		if err := p.Stop(5 * time.Second); err != nil {
+			fmt.Fprintf(r.log, "sandbox agent: %s: stopping the real pod: %v\n", key, err)
+		}
+	}
+}
+
+// close stops every real pod and removes the bridge.
+func (r *realPods) close() {
+	r.mu.Lock()
+	keys := make([]string, 0, len(r.pods))
+	for k := range r.pods {
+		keys = append(keys, k)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Go(func() { r.stop(k) })
+	}
+	wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.net != nil {
+		_ = r.net.Close()
+		r.net = nil
+	}
+}
+
+// realImageOf is the table's row for pod's first container, when the agent runs it for real.
+func (a *agent) realImageOf(pod *corev1.Pod) (realImage, bool) {
+	if a.real == nil || len(pod.Spec.Containers) == 0 || pod.Spec.HostNetwork {
+		return realImage{}, false
+	}
+	return lookupRealImage(pod.Spec.Containers[0].Image)
+}
+
+// startReal starts pod as a real process at its IP and follows it: Ready when its probe passes,
+// its end, its log. Errors are the pod's (a StartError), never the agent's.
+func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) error {
+	key := pod.Namespace + "/" + pod.Name
+	if a.real.has(key) {
+		return nil
+	}
+	n, err := a.real.network()
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(pod.Status.PodIP).To4()
+	if ip == nil || !n.Subnet.Contains(ip) {
+		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError",
+			Message: fmt.Sprintf("pod IP %q is outside the real pods' network %s", pod.Status.PodIP, n.Subnet)}, "")
+	}
+	secrets, configMaps, err := a.podSources(ctx, pod)
+	if err != nil {
+		return err
+	}
+	token, err := a.serviceAccountToken(ctx, pod)
+	if err != nil {
+		return err
+	}
+	spec := podrun.Spec{Pod: pod, Secrets: secrets, ConfigMaps: configMaps, IP: ip, Network: n,
+		Hosts: a.hostEntries(pod), Image: podrunImage(img, a.real.dir), ServiceAccountToken: token}
+	p, err := podrun.Start(spec)
+	if err != nil {
+		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: err.Error()}, err.Error()+"\n")
+	}
+	a.real.mu.Lock()
+	a.real.pods[key], a.real.uids[key] = p, string(pod.UID)
+	a.real.mu.Unlock()
+	fmt.Fprintf(a.log, "sandbox agent: %s: running %q for real at %s (netns %s)\n", key, pod.Spec.Containers[0].Image, ip, p.NetNS())
+	go a.followReal(ctx, pod.DeepCopy(), p)
+	return nil
+}
+
+// followReal reports p's readiness and end into pod's annotations.
+func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) {
+	key := pod.Namespace + "/" + pod.Name
+	rctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-p.Done():
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	// The log is served while the process runs, as a kubelet's is: the Logs object now, the
+	// file rewritten each second while it grows (kwok reads it on each request).
+	if file, err := a.writeLogFile(ctx, pod, p.Log()); err != nil {
+		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
+	} else {
+		go a.refreshLog(rctx, pod, p, file)
+	}
+	if p.WaitReady(rctx) {
+		if err := a.annotate(ctx, pod, map[string]string{AnnoRealReady: "true"}); err != nil {
+			fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
+		}
+	}
+	r, err := p.Wait(ctx)
+	cancel()
+	if err != nil {
+		return // the agent stops: close() ends the pod
+	}
+	a.real.mu.Lock()
+	current := a.real.pods[key] == p
+	a.real.mu.Unlock()
+	if !current {
+		return // deleted meanwhile
+	}
+	if err := a.realEnded(ctx, pod, r, p.Log()); err != nil {
+		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
+	}
+	// The container ended: its namespaces, mounts and folder go now (a kubelet keeps the
+	// sandbox until deletion, but nothing here reads them afterwards).
+	if err := p.Stop(time.Second); err != nil {
+		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
+	}
+}
+
+// refreshLog rewrites pod's CRI log file from p's log every second while it grows, until ctx
+// ends (realEnded writes the final one).
+func (a *agent) refreshLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod, file string) {
+	start := time.Now().UTC()
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.UTC()
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	last := -1
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if log := p.Log(); len(log) != last {
+			last = len(log)
+			_ = os.WriteFile(file, CRILog(log, start), 0o644)
+		}
+	}
+}
+
+// realEnded writes the real log as the pod's CRI log, and the end for the stages.
+func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result, log string) error {
+	file, err := a.writeLogFile(ctx, pod, log)
+	if err != nil {
+		return err
+	}
+	outcome := "Succeeded"
+	if r.ExitCode != 0 {
+		outcome = "Failed"
+	}
+	msg := r.Message
+	if len(pod.Spec.Containers) > 0 {
+		msg = terminationMessage(&pod.Spec.Containers[0], msg, log, r.ExitCode)
+	}
+	fmt.Fprintf(a.log, "sandbox agent: %s/%s: exited %d (%s), %d bytes of log in %s\n", pod.Namespace, pod.Name, r.ExitCode, r.Reason, len(log), file)
+	return a.annotate(ctx, pod, map[string]string{
+		AnnoLogs: file, AnnoOutcome: outcome, AnnoExitCode: strconv.Itoa(r.ExitCode),
+		AnnoTerminationMessage: msg, AnnoRealExit: r.Reason,
+	})
+}
+
+// podSources reads the Secrets and ConfigMaps pod's volumes, env and envFrom name.
+func (a *agent) podSources(ctx context.Context, pod *corev1.Pod) (map[string]*corev1.Secret, map[string]*corev1.ConfigMap, error) {
+	secretNames, cmNames := map[string]bool{}, map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			secretNames[v.Secret.SecretName] = true
+		case v.ConfigMap != nil:
+			cmNames[v.ConfigMap.Name] = true
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil {
+					secretNames[s.Secret.Name] = true
+				}
+				if s.ConfigMap != nil {
+					cmNames[s.ConfigMap.Name] = true
+				}
+			}
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil {
+				secretNames[e.SecretRef.Name] = true
+			}
+			if e.ConfigMapRef != nil {
+				cmNames[e.ConfigMapRef.Name] = true
+			}
+		}
+		for _, e := range c.Env {
+			if f := e.ValueFrom; f != nil && f.SecretKeyRef != nil {
+				secretNames[f.SecretKeyRef.Name] = true
+			} else if f != nil && f.ConfigMapKeyRef != nil {
+				cmNames[f.ConfigMapKeyRef.Name] = true
+			}
+		}
+	}
+	secrets, cms := map[string]*corev1.Secret{}, map[string]*corev1.ConfigMap{}
+	for name := range secretNames {
+		s, err := a.cs.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // podrun says so as a kubelet would (or skips it when optional)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		secrets[name] = s
+	}
+	for name := range cmNames {
+		c, err := a.cs.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		cms[name] = c
+	}
+	return secrets, cms, nil
+}
+
+// serviceAccountToken asks the API server for a token of the pod's service account bound to
+// the pod, as the kubelet does for a projected serviceAccountToken source; "" when the pod has
+// none.
+func (a *agent) serviceAccountToken(ctx context.Context, pod *corev1.Pod) (string, error) {
+	var src *corev1.ServiceAccountTokenProjection
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.ServiceAccountToken != nil {
+				src = s.ServiceAccountToken
+			}
+		}
+	}
+	if src == nil {
+		return "", nil
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		ExpirationSeconds: src.ExpirationSeconds,
+		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if src.Audience != "" {
+		tr.Spec.Audiences = []string{src.Audience}
+	}
+	out, err := a.cs.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("service account token for %s: %w", sa, err)
+	}
+	return out.Status.Token, nil
+}
+
+// hostEntries are the other pods of pod's namespace that have an IP, as /etc/hosts entries
+// under the names their hostname and subdomain give them (headless Services' pod DNS names).
+func (a *agent) hostEntries(pod *corev1.Pod) []podrun.HostEntry {
+	pods, err := a.lister.Pods(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []podrun.HostEntry
+	for _, p := range pods {
+		if p.UID == pod.UID || p.Status.PodIP == "" || p.Spec.HostNetwork || p.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, podrun.PodHostEntry(p, p.Status.PodIP))
+	}
+	return out
+}
