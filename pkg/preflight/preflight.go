@@ -206,6 +206,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.Progress("listing nodes")
 	nodeChecks, candidates := checkNodes(ctx, o)
 	res.Checks = append(res.Checks, nodeChecks...)
+	o.Progress("checking the GPU Operator's device plugin, driver and dcgm-exporter")
+	res.Checks = append(res.Checks, checkGPUOperator(ctx, o, candidates)...)
 	res.Checks = append(res.Checks, checkVolumes(ctx, o)...)
 	res.Checks = append(res.Checks, checkNetworks(ctx, o)...)
 	res.Checks = append(res.Checks, checkPodSecurity(ctx, o)...)
