@@ -226,7 +226,7 @@ func judgeOperand(op operand, n *corev1.Node, gpus int64, pod *corev1.Pod, anyPo
 		}
 		return finding{sev, op.app + "-absent",
 			fmt.Sprintf("%s: %s=true but no %s pod (app=%s) on it (%s allocatable %d): %s", n.Name, op.label, op.what, op.app, gpuResource, gpus, op.missing),
-			fmt.Sprintf("kubectl -n %s get ds %s; kubectl -n %s get pods -o wide -l app=%s (a taint the DaemonSet does not tolerate, or a pod stuck on another node's image pull)", ns, op.app, ns, op.app)}, false
+			fmt.Sprintf("kubectl -n %s get ds %s; kubectl -n %s get pods -o wide -l app=%s (a taint the DaemonSet does not tolerate, or its pod on this node deleted and not yet recreated)", ns, op.app, ns, op.app)}, false
 	case has:
 		// Turned off on this node ("false" or anything else).
 		if op.required && gpus == 0 {
