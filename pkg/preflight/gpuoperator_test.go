@@ -147,6 +147,20 @@ func TestGPUOperatorForbiddenFallsBackToNamespace(t *testing.T) {
 	}
 }
 
+// A node the nodes check left out for 0 allocatable GPUs is still looked at: its device plugin
+// pod not ready is why.
+func TestGPUOperatorExplainsGPULessNode(t *testing.T) {
+	g2 := operatorNode("g2", 0, nil)
+	objs := append(append([]runtime.Object{operatorNode("g1", 8, nil), g2}, allOperands("g1")...),
+		operandPod("nvidia-driver-daemonset", "g2", true), operandPod("nvidia-device-plugin-daemonset", "g2", false), operandPod("nvidia-dcgm-exporter", "g2", true))
+	o := Options{Kube: fake.NewClientset(objs...), Profile: profile.Default(), Nodes: 2, GPUsPerNode: 8}
+	o.defaults()
+	checks := checkGPUOperator(context.Background(), o, []corev1.Node{*operatorNode("g1", 8, nil)})
+	if len(checks) != 1 || checks[0].Status != Fail || !strings.HasPrefix(checks[0].Message, "g2: gpu-operator/nvidia-device-plugin-daemonset-g2 (device plugin) not ready") {
+		t.Fatalf("%+v", checks)
+	}
+}
+
 func TestGPUOperatorCPUJobSkipped(t *testing.T) {
 	o := Options{Kube: fake.NewClientset(), Profile: profile.Default(), Nodes: 1, GPUsPerNode: 0}
 	if c := checkGPUOperator(context.Background(), o, []corev1.Node{*node("c1", 0, 0, true)}); c != nil {
