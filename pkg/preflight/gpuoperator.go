@@ -94,6 +94,9 @@ func checkGPUOperator(ctx context.Context, o Options, nodes []corev1.Node) []Che
 	if o.Nodes > 0 && o.GPUsPerNode == 0 {
 		return nil // a CPU job
 	}
+	if r := o.Profile.Spec.GPUResource; r != "" && !strings.HasPrefix(r, "nvidia.com/") {
+		return nil // another vendor's GPUs (amd.com/gpu): not the NVIDIA GPU Operator's
+	}
 	nodes = append(nodes, gpuLess(ctx, o, nodes)...)
 	if len(nodes) == 0 {
 		return nil // the nodes check already failed

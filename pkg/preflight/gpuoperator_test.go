@@ -166,4 +166,10 @@ func TestGPUOperatorCPUJobSkipped(t *testing.T) {
 	if c := checkGPUOperator(context.Background(), o, []corev1.Node{*node("c1", 0, 0, true)}); c != nil {
 		t.Fatalf("%+v", c)
 	}
+	p := profile.Default()
+	p.Spec.GPUResource = "amd.com/gpu"
+	o = Options{Kube: fake.NewClientset(), Profile: p}
+	if c := checkGPUOperator(context.Background(), o, []corev1.Node{*node("a1", 0, 0, true)}); c != nil {
+		t.Fatalf("AMD GPUs: %+v", c)
+	}
 }
