@@ -213,8 +213,10 @@ func Parse(r io.Reader) (*Snapshot, error) {
 			section, sectionKind = m[1]+":"+m[2], "listing"
 			continue
 		}
-		if m := pairRe().FindStringSubmatch(line); m != nil && section == "" {
-			// No header: ethtool -S piped through grep, or grep -H run inside the counters directory.
+		if m := pairRe().FindStringSubmatch(line); m != nil && section == "" && isKnown(m[1]) {
+			// No header: ethtool -S piped through grep, or grep -H run inside the counters
+			// directory. Only a counter ain knows opens such a section, so that "epoch 3" in some
+			// other file is not read as a counter.
 			if ethtoolName().MatchString(m[1]) {
 				section, sectionKind = "ethtool"+strconv.Itoa(len(s.Ports)), "ethtool"
 			} else {
@@ -263,6 +265,6 @@ func (s *Snapshot) PortNames() []string {
 
 // isKnown reports whether name is a counter ain knows (a loop's banner may name just the file).
 func isKnown(name string) bool {
-	_, ok := known[name]
+	_, ok := Describe(name)
 	return ok
 }

@@ -174,6 +174,9 @@ func TestPastedShapes(t *testing.T) {
 	if err != nil || s.Ports[UnnamedPort]["port_rcv_data"] != 7 || s.Ports["ens1f0"]["rx_prio3_pause"] != 2 {
 		t.Errorf("%v %v", s, err)
 	}
+	if s, _ := Parse(strings.NewReader("epoch 3\nstep: 100\n")); len(s.Ports) != 0 {
+		t.Errorf("job output read as counters: %v", s.Ports)
+	}
 	if s := parseFile(t, "no-counters.txt"); len(s.Ports) != 0 {
 		t.Errorf("no-counters.txt: %v", s.Ports)
 	}
