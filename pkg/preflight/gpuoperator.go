@@ -90,49 +90,23 @@ func listOperandPods(ctx context.Context, o Options) ([]corev1.Pod, string, erro
 }
 
 // checkGPUOperator checks the GPU Operator's operands on the nodes a GPU job would use.
-func checkGPUOperator(ctx context.Context, o Options, nodes []corev1.Node) []Check {
+// nodes are the candidates of the nodes check; gpuShort the nodes it left out only for too few
+// allocatable GPUs (a device plugin or driver that stopped is the usual reason, and the operand
+// pods say which).
+func checkGPUOperator(ctx context.Context, o Options, nodes, gpuShort []corev1.Node) []Check {
 	if o.Nodes > 0 && o.GPUsPerNode == 0 {
 		return nil // a CPU job
 	}
 	if r := o.Profile.Spec.GPUResource; r != "" && !strings.HasPrefix(r, "nvidia.com/") {
 		return nil // another vendor's GPUs (amd.com/gpu): not the NVIDIA GPU Operator's
 	}
-	nodes = append(nodes, gpuLess(ctx, o, nodes)...)
+	nodes = append(nodes[:len(nodes):len(nodes)], gpuShort...)
 	if len(nodes) == 0 {
 		return nil // the nodes check already failed
 	}
 	in := gpuOperatorInputs{nodes: nodes}
 	in.pods, in.where, in.listErr = listOperandPods(ctx, o)
 	return judgeGPUOperator(in, o.Profile.Spec.GPUResource)
-}
-
-// gpuLess are the selected GPU nodes (nvidia.com/gpu.present=true, Ready, schedulable) the nodes
-// check left out for too few allocatable GPUs: a device plugin or driver that stopped is the
-// usual reason, and the operand pods say which.
-func gpuLess(ctx context.Context, o Options, cands []corev1.Node) []corev1.Node {
-	sel, err := nodeSelector(o)
-	if err != nil {
-		return nil
-	}
-	all, err := listNodes(ctx, o, sel)
-	if err != nil {
-		return nil // the nodes check said why
-	}
-	in := map[string]bool{}
-	for _, n := range cands {
-		in[n.Name] = true
-	}
-	need := int64(max(o.GPUsPerNode, 1))
-	var out []corev1.Node
-	for _, n := range all {
-		if in[n.Name] || n.Labels[gpuPresentLabel] != "true" || !nodeReady(&n) || n.Spec.Unschedulable {
-			continue
-		}
-		if alloc(&n, corev1.ResourceName(o.Profile.Spec.GPUResource)) < need {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // finding is one node's problem with one operand.

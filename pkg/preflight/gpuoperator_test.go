@@ -67,7 +67,7 @@ func runGPUOperator(t *testing.T, objs ...runtime.Object) []Check {
 	}
 	o := Options{Kube: cs, Profile: profile.Default(), Nodes: len(nodes), GPUsPerNode: 8}
 	o.defaults()
-	return checkGPUOperator(context.Background(), o, nodes)
+	return checkGPUOperator(context.Background(), o, nodes, nil)
 }
 
 func allOperands(nodeName string) []runtime.Object {
@@ -141,7 +141,7 @@ func TestGPUOperatorForbiddenFallsBackToNamespace(t *testing.T) {
 	})
 	o := Options{Kube: cs, Profile: profile.Default()}
 	o.defaults()
-	checks := checkGPUOperator(context.Background(), o, []corev1.Node{*operatorNode("g1", 8, nil)})
+	checks := checkGPUOperator(context.Background(), o, []corev1.Node{*operatorNode("g1", 8, nil)}, nil)
 	if len(checks) != 1 || checks[0].Status != Pass || !strings.Contains(checks[0].Message, "namespace gpu-operator") {
 		t.Fatalf("%+v", checks)
 	}
@@ -153,9 +153,13 @@ func TestGPUOperatorExplainsGPULessNode(t *testing.T) {
 	g2 := operatorNode("g2", 0, nil)
 	objs := append(append([]runtime.Object{operatorNode("g1", 8, nil), g2}, allOperands("g1")...),
 		operandPod("nvidia-driver-daemonset", "g2", true), operandPod("nvidia-device-plugin-daemonset", "g2", false), operandPod("nvidia-dcgm-exporter", "g2", true))
-	o := Options{Kube: fake.NewClientset(objs...), Profile: profile.Default(), Nodes: 2, GPUsPerNode: 8}
+	o := Options{Kube: fake.NewClientset(objs...), Profile: profile.Default(), Nodes: 1, GPUsPerNode: 8} // one node: no RDMA needed
 	o.defaults()
-	checks := checkGPUOperator(context.Background(), o, []corev1.Node{*operatorNode("g1", 8, nil)})
+	_, cands, short := checkNodesGPUShort(context.Background(), o)
+	if len(cands) != 1 || len(short) != 1 || short[0].Name != "g2" {
+		t.Fatalf("candidates %v, left out for GPUs %v", names(cands), names(short))
+	}
+	checks := checkGPUOperator(context.Background(), o, cands, short)
 	if len(checks) != 1 || checks[0].Status != Fail || !strings.HasPrefix(checks[0].Message, "g2: gpu-operator/nvidia-device-plugin-daemonset-g2 (device plugin) not ready") {
 		t.Fatalf("%+v", checks)
 	}
@@ -163,13 +167,13 @@ func TestGPUOperatorExplainsGPULessNode(t *testing.T) {
 
 func TestGPUOperatorCPUJobSkipped(t *testing.T) {
 	o := Options{Kube: fake.NewClientset(), Profile: profile.Default(), Nodes: 1, GPUsPerNode: 0}
-	if c := checkGPUOperator(context.Background(), o, []corev1.Node{*node("c1", 0, 0, true)}); c != nil {
+	if c := checkGPUOperator(context.Background(), o, []corev1.Node{*node("c1", 0, 0, true)}, nil); c != nil {
 		t.Fatalf("%+v", c)
 	}
 	p := profile.Default()
 	p.Spec.GPUResource = "amd.com/gpu"
 	o = Options{Kube: fake.NewClientset(), Profile: p}
-	if c := checkGPUOperator(context.Background(), o, []corev1.Node{*node("a1", 0, 0, true)}); c != nil {
+	if c := checkGPUOperator(context.Background(), o, []corev1.Node{*node("a1", 0, 0, true)}, nil); c != nil {
 		t.Fatalf("AMD GPUs: %+v", c)
 	}
 }
