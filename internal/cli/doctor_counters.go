@@ -81,8 +81,8 @@ func (a *App) runDoctorCounters(ctx context.Context, o *doctorCountersOptions) e
 		if err != nil {
 			return err
 		}
-		if len(s.Ports) == 0 {
-			return ainerr.New(ainerr.Failure, fmt.Errorf("%s: no counters found", inputName(name)),
+		if err := s.NoCounters(inputName(name)); err != nil {
+			return ainerr.New(ainerr.Failure, err,
 				"take a snapshot with: "+counters.SnapshotCommand+" (and ethtool -S <netdev> for PFC pause counters)")
 		}
 		snaps = append(snaps, s)

@@ -57,7 +57,7 @@ func TestDoctorCounters(t *testing.T) {
 		t.Errorf("one file with --expect-bytes: exit %d %s", code, errOut)
 	}
 	code, _, errOut = runDoctorCLI(t, "nothing here\n", "doctor", "counters", "-")
-	if code != int(ainerr.Failure) || !strings.Contains(errOut, "no counters found") {
+	if code != int(ainerr.Failure) || !strings.Contains(errOut, "no counters in 1 line(s); expected grep -H") {
 		t.Errorf("empty: exit %d %s", code, errOut)
 	}
 }

@@ -51,6 +51,15 @@ type Snapshot struct {
 	// Ports maps "mlx5_1:1" (RDMA ports) or a netdev name (ethtool) to counter values.
 	Ports   map[string]map[string]uint64 `json:"ports"`
 	Formats []string                     `json:"formats"`
+	lines   int
+}
+
+// NoCounters is a *NoCountersError naming file when the snapshot holds no counter, else nil.
+func (s *Snapshot) NoCounters(file string) error {
+	if len(s.Ports) > 0 {
+		return nil
+	}
+	return &NoCountersError{Name: file, Lines: s.lines}
 }
 
 var (
@@ -65,7 +74,34 @@ var (
 	// efa_0, rxe0, siw0, hfi1_0, qedr0), to tell "mlx5_0:1" (a port header) from "name: 1" (a counter).
 	rdmaDevRe = lazyre.New(`^(mlx\d_\w+|[a-z]+\d*_\d+|rocep\w+|ibp\w+|irdma\d+|bnxt_re\d+|rxe\d+|siw\d+|qedr\d+)$`)
 	pairRe    = lazyre.New(`^\s*([A-Za-z][A-Za-z0-9_]*)\s*(?::\s*|\s+)(\d+)\s*$`)
+	// relFileRe: grep -H run below the port's directory (counters/port_xmit_data:123).
+	relFileRe = lazyre.New(`^\s*(?:\S*/)?(?:counters|hw_counters)/([A-Za-z0-9_]+)(?::|\s+)\s*(\d+)\s*$`)
+	// fileBannerRe: a for/cat loop's banner naming the counter file (=== counters/port_xmit_data ===).
+	fileBannerRe = lazyre.New(`^\s*[=#\-*]+\s*((?:\S*/)?)([A-Za-z][A-Za-z0-9_]*)\s*[=#\-*]+\s*$`)
+	bareValueRe  = lazyre.New(`^\s*(\d+)\s*$`)
+	// ethtoolName: names only ethtool -S prints (the PFC, physical-port and vport counters), to
+	// tell an ethtool line pasted without its header from an RDMA counter.
+	ethtoolName = lazyre.New(`_prio\d|pause|_phy$|vport|^(rx|tx)_(bytes|packets|dropped|errors)$`)
 )
+
+// UnnamedPort keys the counters of an RDMA port a paste does not name (grep -H run inside the
+// port's directory, a loop over counters/*).
+const UnnamedPort = "unnamed-port"
+
+// Shapes says what Parse reads, for the message when a file holds no counters.
+const Shapes = `grep -H . /sys/class/infiniband/*/ports/*/counters/* (path:value), "path value" lines, ` +
+	`a for/cat loop (=== counters/NAME === then the value), ethtool -S [| grep prio], ` +
+	`rdma statistic show, or a "mlx5_0 port 1" header followed by "name value" lines`
+
+// NoCountersError is a file in which Parse found no counter.
+type NoCountersError struct {
+	Name  string // the file, "-" for stdin
+	Lines int
+}
+
+func (e *NoCountersError) Error() string {
+	return fmt.Sprintf("%s: no counters in %d line(s); expected %s", e.Name, e.Lines, Shapes)
+}
 
 // maxLine bounds a line of a snapshot (counter lines are under 100 bytes).
 const maxLine = 1 << 20
@@ -87,6 +123,8 @@ func Parse(r io.Reader) (*Snapshot, error) {
 		sectionKind string
 		pendingDev  string // a netdev named by an ethtool command line, waiting for "NIC statistics:"
 		lineNo      int
+		// a loop's banner named a counter file; its value is the next bare number.
+		pendingPort, pendingName string
 	)
 	set := func(port, name, val string, fmtName string) error {
 		v, err := strconv.ParseUint(val, 10, 64)
@@ -112,6 +150,31 @@ func Parse(r io.Reader) (*Snapshot, error) {
 			if err := set(m[1]+":"+m[2], m[4], m[5], "sysfs"); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		if pendingName != "" {
+			name, port := pendingName, pendingPort
+			pendingName = ""
+			if m := bareValueRe().FindStringSubmatch(line); m != nil {
+				if err := set(port, name, m[1], "loop"); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if m := relFileRe().FindStringSubmatch(line); m != nil {
+			if err := set(portOr(section, sectionKind), m[1], m[2], "grep-relative"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if m := fileBannerRe().FindStringSubmatch(line); m != nil && (strings.HasSuffix(m[1], "counters/") || isKnown(m[2])) {
+			// for f in counters/*; do echo "=== $f ==="; cat $f; done
+			port := portOr(section, sectionKind)
+			if d := sysfsDirRe().FindStringSubmatch(strings.TrimSuffix(m[1], "/")); d != nil {
+				port = d[1] + ":" + d[2]
+			}
+			pendingName, pendingPort = m[2], port
 			continue
 		}
 		if m := sysfsDirRe().FindStringSubmatch(line); m != nil {
@@ -150,6 +213,16 @@ func Parse(r io.Reader) (*Snapshot, error) {
 			section, sectionKind = m[1]+":"+m[2], "listing"
 			continue
 		}
+		if m := pairRe().FindStringSubmatch(line); m != nil && section == "" && isKnown(m[1]) {
+			// No header: ethtool -S piped through grep, or grep -H run inside the counters
+			// directory. Only a counter ain knows opens such a section, so that "epoch 3" in some
+			// other file is not read as a counter.
+			if ethtoolName().MatchString(m[1]) {
+				section, sectionKind = "ethtool"+strconv.Itoa(len(s.Ports)), "ethtool"
+			} else {
+				section, sectionKind = UnnamedPort, "listing"
+			}
+		}
 		if m := pairRe().FindStringSubmatch(line); m != nil && section != "" {
 			kind := sectionKind
 			if kind == "banner" {
@@ -168,7 +241,16 @@ func Parse(r io.Reader) (*Snapshot, error) {
 	if err := sc.Err(); err != nil {
 		return nil, input.ScanError(err, lineNo+1, maxLine)
 	}
+	s.lines = lineNo
 	return s, nil
+}
+
+// portOr is the port a relative counter path belongs to: the section a header named, or UnnamedPort.
+func portOr(section, kind string) string {
+	if kind == "listing" && section != "" {
+		return section
+	}
+	return UnnamedPort
 }
 
 // PortNames lists the snapshot's ports, sorted.
@@ -179,4 +261,10 @@ func (s *Snapshot) PortNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// isKnown reports whether name is a counter ain knows (a loop's banner may name just the file).
+func isKnown(name string) bool {
+	_, ok := Describe(name)
+	return ok
 }

@@ -148,3 +148,42 @@ func TestCompareSwapped(t *testing.T) {
 		}
 	}
 }
+
+// TestPastedShapes: the shapes people's shell loops print (testdata/README.md, issue 31).
+func TestPastedShapes(t *testing.T) {
+	cases := []struct {
+		file, port, counter string
+		want                uint64
+	}{
+		{"paste-for-cat-loop.txt", "mlx5_0:1", "port_xmit_data", 2473871120},
+		{"paste-ethtool-grep-prio.txt", "eth0", "rx_prio3_pause", 1250},
+		{"paste-ethtool-grep-prio-nocmd.txt", "ethtool0", "rx_prio3_pause", 1250},
+		{"paste-grep-h-relative.txt", UnnamedPort, "np_cnp_sent", 42},
+		{"paste-grep-h-bare.txt", UnnamedPort, "port_xmit_data", 2473871120},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			s := parseFile(t, c.file)
+			if got, ok := s.Ports[c.port][c.counter]; !ok || got != c.want {
+				t.Errorf("%s %s = %d (%v); ports %v", c.port, c.counter, got, ok, s.Ports)
+			}
+		})
+	}
+	// A loop over a directory without a port header: the value belongs to the unnamed port.
+	s, err := Parse(strings.NewReader("=== counters/port_rcv_data ===\n7\n=== ens1f0 ===\nNIC statistics:\n     rx_prio3_pause: 2\n"))
+	if err != nil || s.Ports[UnnamedPort]["port_rcv_data"] != 7 || s.Ports["ens1f0"]["rx_prio3_pause"] != 2 {
+		t.Errorf("%v %v", s, err)
+	}
+	if s, _ := Parse(strings.NewReader("epoch 3\nstep: 100\n")); len(s.Ports) != 0 {
+		t.Errorf("job output read as counters: %v", s.Ports)
+	}
+	if s := parseFile(t, "no-counters.txt"); len(s.Ports) != 0 {
+		t.Errorf("no-counters.txt: %v", s.Ports)
+	}
+	e := parseFile(t, "no-counters.txt").NoCounters("no-counters.txt").Error()
+	for _, w := range []string{"no-counters.txt: no counters in 2 line(s)", "grep -H", "=== counters/NAME ===", "ethtool -S"} {
+		if !strings.Contains(e, w) {
+			t.Errorf("%q not in %q", w, e)
+		}
+	}
+}

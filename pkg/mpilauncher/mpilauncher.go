@@ -90,6 +90,7 @@ const (
 	kindHostSlots  = "host-slots"
 	kindThrottled  = "ssh-throttled"
 	kindSSHClosed  = "ssh-closed"
+	kindSSHReset   = "ssh-reset"
 	kindJobStarted = "job-started"
 )
 
@@ -138,6 +139,14 @@ func sshPort22(prefix string) func(s, lower string) bool {
 var signatures = []signature{
 	// sshd dropping a connection before its banner: throttling, not a worker that is not up.
 	{kindThrottled, true, all("exchange_identification", "Connection closed by remote host")},
+	// The same drop seen as a reset: sshd writes "Not allowed at this time" and closes the socket
+	// with the client's banner unread (OpenSSH sshd.c drop_connection), so the client's read gets
+	// ECONNRESET: "kex_exchange_identification: read: Connection reset by peer" (kex.c, OpenSSH
+	// 8.0+) or "ssh_exchange_identification: read: ..." (sshconnect.c before 8.0).
+	// A reset can also be sshd dying or a filter; it counts as throttling only when other
+	// connections of the same launch got through (a "Permanently added" note): load, not a
+	// worker that is not up.
+	{kindSSHReset, true, all("exchange_identification: read: ", "Connection reset by peer")},
 	{"dns", true, contains("Could not resolve hostname")},
 	{"dns", true, all("ssh:", "Name or service not known")},
 	{"dns", true, all("ssh:", "Temporary failure in name resolution")},
@@ -146,7 +155,9 @@ var signatures = []signature{
 	{"ssh-refused", true, all("ssh:", "connect to host", "No route to host")},
 	{"ssh-refused", true, all("ssh:", "connect to host", "Connection timed out")},
 	{kindSSHClosed, true, sshPort22("Connection closed by ")},
-	{"ssh-refused", true, sshPort22("Connection reset by ")},
+	// ssh's last line after a reset during the banner exchange: weighed like a close (the
+	// exchange_identification line before it says whether sshd was throttling).
+	{kindSSHClosed, true, sshPort22("Connection reset by ")},
 	// The kubeflow.org/v1 launcher reaches workers with kubexec.sh (`kubectl exec POD -- orted ...`,
 	// training-operator v1.8.1 newConfigMap); the API server refuses an exec into a worker whose
 	// container is not running yet with this line.
@@ -187,6 +198,8 @@ func Analyze(r io.Reader) (*Report, error) {
 	perKind := map[string]int{}
 	var (
 		strong, closed, throttled, slots, daemons, other int
+		resets                                           int  // kindSSHReset lines
+		reached                                          bool // ssh got through to some host
 		lost, lostAfterOutput                            bool
 		firstOutput                                      *Evidence
 		inHelp                                           bool // inside a "-----" help block of mpirun
@@ -218,6 +231,7 @@ func Analyze(r io.Reader) (*Report, error) {
 		}
 		lower := strings.ToLower(s)
 		launched = launched || launchLine(s, lower)
+		reached = reached || strings.HasPrefix(s, "Warning: Permanently added")
 		if lost && inHelp {
 			// "Remote daemon: [[43015,0],20] on node <pod>" / "hostname:  <host>" name the lost worker.
 			if h := lostHost(s); h != "" && len(lostHosts) < maxHostsKept && !has(lostHosts, h) {
@@ -236,6 +250,8 @@ func Analyze(r io.Reader) (*Report, error) {
 				throttled++
 			case kind == kindSSHClosed:
 				closed++
+			case kind == kindSSHReset:
+				resets++
 			case kind == "dns" && isHostSlots(s):
 				kind = kindHostSlots
 				slots++
@@ -266,6 +282,11 @@ func Analyze(r io.Reader) (*Report, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, input.ScanError(err, rep.Lines+1, maxLineBytes)
+	}
+	if reached {
+		throttled += resets
+	} else {
+		strong += resets
 	}
 	switch {
 	case nonBlank == 0:
@@ -400,7 +421,7 @@ const FixHostSlots = "ssh was given a host name with a slot count (\"host:N\"): 
 	"where Open MPI expects `host slots=N`. Waiting or retrying does not help"
 
 // FixSSHThrottled is the advice for the ssh-throttled verdict.
-const FixSSHThrottled = "sshd on a worker accepted the connection and closed it before its banner: it is throttling " +
+const FixSSHThrottled = "sshd on a worker accepted the connection and closed (or reset) it before its banner: it is throttling " +
 	"concurrent unauthenticated connections (MaxStartups, default 10:30:100; OpenSSH 9.8+ also PerSourcePenalties), which " +
 	"mpirun's many simultaneous ssh starts trigger on large jobs. Raise MaxStartups (e.g. `MaxStartups 1024:30:1024`) and, on " +
 	"OpenSSH 9.8+, set `PerSourcePenalties no` in the workers' sshd_config, or launch with tree spawn/fewer concurrent ssh " +

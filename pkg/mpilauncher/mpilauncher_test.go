@@ -26,7 +26,9 @@ func TestVerdicts(t *testing.T) {
 	}{
 		{"ompi-dns-before-workers.log", VerdictLauncherBeforeWorkers, []string{"dns", "dns", "orte-daemons"},
 			[]string{"nccl-tests-worker-0.nccl-tests.default.svc", "nccl-tests-worker-1.nccl-tests.default.svc"}},
-		{"ompi-ssh-refused.log", VerdictLauncherBeforeWorkers, []string{"ssh-refused", "ssh-refused", "ssh-refused", "orte-daemons"},
+		// A reset during the banner exchange is throttling, but the refused connection after it
+		// says one worker's sshd was not up yet.
+		{"ompi-ssh-refused.log", VerdictLauncherBeforeWorkers, []string{"ssh-reset", "ssh-closed", "ssh-refused", "orte-daemons"},
 			[]string{"llm-worker-1.llm-worker.team-a.svc"}},
 		{"prrte-lost-daemon.log", VerdictLauncherBeforeWorkers, []string{"dns", "prrte-daemons"}, []string{"job-worker-1.job.default.svc"}},
 		{"hydra-no-route.log", VerdictLauncherBeforeWorkers, []string{"hydra", "hydra"}, nil},
@@ -37,6 +39,11 @@ func TestVerdicts(t *testing.T) {
 		{"horovod-host-slots-to-ssh-horovod951.log", VerdictConfigError, []string{"host-slots", "orte-daemons"}, nil},
 		{"prrte-ssh-throttled-prrte1493.log", VerdictSSHThrottled, []string{"ssh-throttled", "prrte-daemons"}, nil},
 		{"ompi-kex-throttled-written.log", VerdictSSHThrottled, []string{"ssh-throttled", "ssh-closed", "orte-daemons"}, nil},
+		// Written from the messages' sources (testdata/README.md, issue 31).
+		{"ompi-host-slots-fqdn-written.log", VerdictConfigError, []string{"host-slots", "orte-daemons"}, nil},
+		{"ompi-lost-after-output-written.log", VerdictWorkerLost, []string{"job-started", "orte-daemons"}, []string{"pt-worker-1.pt-worker"}},
+		{"ssh-exchange-reset-written.log", VerdictSSHThrottled, []string{"ssh-reset", "orte-daemons"}, nil},
+		{"kex-reset-written.log", VerdictSSHThrottled, []string{"ssh-reset", "ssh-closed", "orte-daemons"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -154,6 +161,9 @@ func TestNeighbours(t *testing.T) {
 		{"throttled", "ssh_exchange_identification: Connection closed by remote host\n", VerdictSSHThrottled},
 		{"throttled and refused", "kex_exchange_identification: Connection closed by remote host\nssh: connect to host w-1 port 22: Connection refused\n", VerdictLauncherBeforeWorkers},
 		{"reset is not throttling", "kex_exchange_identification: read: Connection reset by peer\n", VerdictLauncherBeforeWorkers},
+		// ...unless other connections of the launch got through: sshd dropping under load.
+		{"reset under load", "Warning: Permanently added 'w-0' (ED25519) to the list of known hosts.\nkex_exchange_identification: read: Connection reset by peer\nConnection reset by 10.0.0.9 port 22\n", VerdictSSHThrottled},
+		{"old ssh reset under load", "Warning: Permanently added 'w-0' (ECDSA) to the list of known hosts.\nssh_exchange_identification: read: Connection reset by peer\n", VerdictSSHThrottled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Analyze(strings.NewReader(tc.in))

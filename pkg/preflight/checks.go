@@ -234,24 +234,31 @@ func listNodes(ctx context.Context, o Options, sel string) ([]corev1.Node, error
 
 // checkNodes finds the nodes a rank can run on and says whether they are enough.
 func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
+	checks, cands, _ := checkNodesGPUShort(ctx, o)
+	return checks, cands
+}
+
+// checkNodesGPUShort is checkNodes that also returns the nodes left out only for too few
+// allocatable GPUs, for the GPU Operator check to say why (one node list for both).
+func checkNodesGPUShort(ctx context.Context, o Options) ([]Check, []corev1.Node, []corev1.Node) {
 	p := o.Profile
 	sel, err := nodeSelector(o)
 	if err != nil {
-		return []Check{{Name: CheckNodes, Status: Fail, Message: err.Error(), Fix: "use a label selector such as nvidia.com/gpu.present=true or pool=a100"}}, nil
+		return []Check{{Name: CheckNodes, Status: Fail, Message: err.Error(), Fix: "use a label selector such as nvidia.com/gpu.present=true or pool=a100"}}, nil, nil
 	}
 	nodes, err := listNodes(ctx, o, sel)
 	if err != nil {
 		if apierrors.IsForbidden(err) {
-			return []Check{{Name: CheckNodes, Status: Warn, Message: "cannot list nodes: GPU/RDMA allocatable and IB ports not checked", Evidence: []string{err.Error()}, Fix: "ask for a ClusterRole with list on nodes"}}, nil
+			return []Check{{Name: CheckNodes, Status: Warn, Message: "cannot list nodes: GPU/RDMA allocatable and IB ports not checked", Evidence: []string{err.Error()}, Fix: "ask for a ClusterRole with list on nodes"}}, nil, nil
 		}
-		return []Check{{Name: CheckNodes, Status: Fail, Message: "listing nodes: " + err.Error()}}, nil
+		return []Check{{Name: CheckNodes, Status: Fail, Message: "listing nodes: " + err.Error()}}, nil, nil
 	}
 	where := "in the cluster"
 	if sel != "" {
 		where = "matching " + sel
 	}
 	if len(nodes) == 0 {
-		return []Check{{Name: CheckNodes, Status: Fail, Message: "no node " + where, Fix: "check the selector (--nodes, the profile's nodeSelector) against kubectl get nodes --show-labels"}}, nil
+		return []Check{{Name: CheckNodes, Status: Fail, Message: "no node " + where, Fix: "check the selector (--nodes, the profile's nodeSelector) against kubectl get nodes --show-labels"}}, nil, nil
 	}
 	gpuNeed := int64(max(o.GPUsPerNode, 1))
 	if o.Nodes > 0 {
@@ -262,7 +269,7 @@ func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
 	rdmaRes := corev1.ResourceName(p.Spec.RDMA.Resource)
 	rdmaNeed := int64(p.Spec.RDMA.Count)
 	tol := tolerations(p)
-	var cands []corev1.Node
+	var cands, short []corev1.Node
 	problems := map[string][]string{} // kind -> evidence
 	for _, n := range nodes {
 		var why []string
@@ -290,6 +297,9 @@ func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
 		if len(why) == 0 {
 			cands = append(cands, n)
 			continue
+		}
+		if len(kinds) == 1 && kinds["gpu"] {
+			short = append(short, n)
 		}
 		for k := range kinds {
 			problems[k] = append(problems[k], n.Name+": "+strings.Join(why, ", "))
@@ -330,7 +340,7 @@ func checkNodes(ctx context.Context, o Options) ([]Check, []corev1.Node) {
 		out = append(out, Check{Name: CheckNodes, Target: k, Status: Warn,
 			Message: fmt.Sprintf("%d node(s) %s", len(problems[k]), labelsOf[k]), Evidence: limit(problems[k]), Fix: fixes[k]})
 	}
-	return out, cands
+	return out, cands, short
 }
 
 func alloc(n *corev1.Node, r corev1.ResourceName) int64 {
