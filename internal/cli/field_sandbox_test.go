@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,4 +143,36 @@ func TestFieldSandboxRoCEGIDOnPodInterface(t *testing.T) {
 	if !failed {
 		t.Errorf("ib-ports checks: %+v", res.Checks)
 	}
+}
+
+// The sandbox runs the GPU Operator's operand DaemonSets (driver, device plugin, dcgm-exporter)
+// through its real DaemonSet controller, so the gpu-operator check sees a healthy operator:
+// PASS on every GPU node, and no WARN about missing metrics.
+func TestFieldSandboxGPUOperatorHealthy(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	var res preflight.Result
+	var stdout, stderr string
+	// The DaemonSet controller and kwok bring the operand pods up within seconds of the sandbox.
+	for i := 0; ; i++ {
+		var code int
+		code, stdout, stderr = runBenchCLI(t, "preflight", "qlora", "-o", "json", "--kubeconfig", sb.Kubeconfig, "-n", ns)
+		if err := json.NewDecoder(strings.NewReader(stdout)).Decode(&res); err != nil {
+			t.Fatalf("exit %d: %v\n%s\n%s", code, err, stdout, stderr)
+		}
+		pass := false
+		for _, c := range res.Checks {
+			if c.Name == preflight.CheckGPUOperator {
+				pass = c.Status == preflight.Pass
+			}
+		}
+		if pass {
+			return
+		}
+		if i == 30 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("the gpu-operator check does not pass on the sandbox:\n%s\n%s", stdout, stderr)
 }

@@ -407,6 +407,7 @@ func simulatedNode(c Config, i int, rdma bool) *corev1.Node {
 		"nvidia.com/gpu.deploy.device-plugin":            "true",
 		"nvidia.com/gpu.deploy.driver":                   "true",
 		"nvidia.com/gpu.deploy.gpu-feature-discovery":    "true",
+		"nvidia.com/gpu.deploy.dcgm-exporter":            "true",
 		"nvidia.com/mig.capable":                         "true",
 		"nvidia.com/mig.config":                          "all-disabled",
 		"feature.node.kubernetes.io/pci-10de.present":    "true",

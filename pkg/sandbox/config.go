@@ -31,6 +31,10 @@ type Config struct {
 	// processes (pkg/sandbox/podrun) instead of playing a recorded sample: off by default. Needs
 	// root, iproute2, util-linux, openssh-server and Open MPI (scripts/debian-packages.sh).
 	RealPods bool `json:"realPods,omitempty"`
+	// NoGPUOperator leaves out the GPU Operator's operand DaemonSets (gpuoperator.go), which
+	// the sandbox otherwise runs as a cluster with the GPU Operator does: large sandboxes for
+	// scale tests, and tests of a cluster without them.
+	NoGPUOperator bool `json:"noGPUOperator,omitempty"`
 }
 
 // PortForward sends a pod port, for every simulated pod, to Target (host:port on this machine).

@@ -247,6 +247,11 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	if err := k.ensurePortForwards(ctx, cfg.PortForwards); err != nil {
 		return st, false, err
 	}
+	if !cfg.NoGPUOperator {
+		if err := k.ensureGPUOperator(ctx); err != nil {
+			return st, false, err
+		}
+	}
 	step("CRDs and %d nodes created", cfg.Nodes)
 
 	var wc *webhookCerts

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		}
 		nodes = n
 	}
-	sandboxtest.Main(m, sandbox.Config{Nodes: nodes, Stack: sandbox.StackLegacy})
+	sandboxtest.Main(m, sandbox.Config{Nodes: nodes, Stack: sandbox.StackLegacy, NoGPUOperator: true})
 }
 
 // counts are one run's audited requests.

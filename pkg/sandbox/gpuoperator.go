@@ -1,0 +1,55 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GPUOperatorNamespace is where the GPU Operator runs its operands (its README installs with
+// helm -n gpu-operator).
+const GPUOperatorNamespace = "gpu-operator"
+
+// gpuOperands are the GPU Operator's operand DaemonSets a GPU job depends on, as its manifests
+// name them (NVIDIA/gpu-operator assets/state-driver, state-device-plugin and
+// state-dcgm-exporter 0500/0800_daemonset.yaml: DaemonSet name = app label; each selects the
+// nodes by its nvidia.com/gpu.deploy.* label, which simulatedNode sets). The sandbox's kube-
+// controller-manager runs them as it runs any DaemonSet, one pod per GPU node, and kwok plays
+// the pods (Running, Ready); their images are never pulled, hence the tag.
+var gpuOperands = []struct{ name, deployLabel, image string }{
+	{"nvidia-driver-daemonset", "nvidia.com/gpu.deploy.driver", "nvcr.io/nvidia/driver:simulated"},
+	{"nvidia-device-plugin-daemonset", "nvidia.com/gpu.deploy.device-plugin", "nvcr.io/nvidia/k8s-device-plugin:simulated"},
+	{"nvidia-dcgm-exporter", "nvidia.com/gpu.deploy.dcgm-exporter", "nvcr.io/nvidia/k8s/dcgm-exporter:simulated"},
+}
+
+// ensureGPUOperator creates the operator's namespace and its operand DaemonSets.
+func (k *kube) ensureGPUOperator(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: GPUOperatorNamespace}}
+	if _, err := k.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for _, o := range gpuOperands {
+		labels := map[string]string{"app": o.name, LabelSimulated: "true"}
+		ds := &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: GPUOperatorNamespace, Labels: labels},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": o.name}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{
+						NodeSelector: map[string]string{o.deployLabel: "true"},
+						Containers:   []corev1.Container{{Name: o.name, Image: o.image}},
+					},
+				},
+			},
+		}
+		if _, err := k.cs.AppsV1().DaemonSets(GPUOperatorNamespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("GPU Operator DaemonSet %s: %w", o.name, err)
+		}
+	}
+	return nil
+}
