@@ -1,4 +1,4 @@
-package vllm
+package servebench
 
 import (
 	"io"
@@ -14,9 +14,9 @@ import (
 // SweepPoint is one run of a request-rate or concurrency sweep.
 type SweepPoint struct {
 	// X is the swept setting: requests/s (0 for inf) or the concurrency.
-	X      float64      `json:"x"`
-	Label  string       `json:"label"`
-	Result *BenchResult `json:"result"`
+	X      float64 `json:"x"`
+	Label  string  `json:"label"`
+	Result *Result `json:"result"`
 }
 
 // Knee is the index of the last point before the serving stops keeping up: with goodput
@@ -58,11 +58,11 @@ func PlotSweep(w io.Writer, points []SweepPoint, xName, format string) error {
 	}
 	series := []struct {
 		name string
-		get  func(*BenchResult) (float64, bool)
+		get  func(*Result) (float64, bool)
 	}{
-		{"TTFT p99 (ms)", func(r *BenchResult) (float64, bool) { return r.TTFTMs.P99, true }},
-		{"ITL p99 (ms)", func(r *BenchResult) (float64, bool) { return r.ITLMs.P99, true }},
-		{"goodput (req/s)", func(r *BenchResult) (float64, bool) {
+		{"TTFT p99 (ms)", func(r *Result) (float64, bool) { return r.TTFTMs.P99, true }},
+		{"ITL p99 (ms)", func(r *Result) (float64, bool) { return r.ITLMs.P99, true }},
+		{"goodput (req/s)", func(r *Result) (float64, bool) {
 			if r.RequestGoodput == nil {
 				return 0, false
 			}

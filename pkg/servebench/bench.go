@@ -1,4 +1,7 @@
-package vllm
+// Package servebench is the serving benchmark (`ain bench serve`): a load generator for
+// OpenAI-compatible servers that sends requests on vLLM's arrival schedule and reports vLLM's
+// metrics (TTFT, TPOT, ITL, E2EL, goodput) in vLLM's result format, with load sweeps.
+package servebench
 
 import (
 	"bufio"
@@ -18,11 +21,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// BenchConfig is one serving benchmark (`ain bench serve`), modelled on `vllm bench serve`.
-type BenchConfig struct {
+// Config is one serving benchmark (`ain bench serve`), modelled on `vllm bench serve`.
+type Config struct {
 	Model    string
 	Requests int // number of measured requests
 	// RequestRate is the mean arrival rate (requests/s); +Inf (or 0) sends all at t=0.
@@ -45,7 +49,7 @@ type BenchConfig struct {
 	Prompts []string
 	// Dataset, when set, are the requests, used in turn, each with its own output length
 	// (a ShareGPT file); it takes precedence over Prompts.
-	Dataset []BenchRequest
+	Dataset []Request
 	// API is "chat" (/v1/chat/completions, the default) or "completions" (/v1/completions,
 	// vllm bench serve's default endpoint). Random prompts on completions are token IDs of
 	// exactly InputLen tokens; on chat they are InputLen words (about a token each).
@@ -66,14 +70,14 @@ type BenchConfig struct {
 	Progress func(done, failed int)
 }
 
-// BenchRequest is one request of a dataset.
-type BenchRequest struct {
+// Request is one request of a dataset.
+type Request struct {
 	Prompt string
 	// PromptIDs, when set, is the prompt as token IDs (/v1/completions only).
 	PromptIDs []int
 	// PromptLen is the prompt length in tokens when known (else counted by the server).
 	PromptLen int
-	// OutputLen is this request's max tokens (0: BenchConfig.OutputLen).
+	// OutputLen is this request's max tokens (0: Config.OutputLen).
 	OutputLen int
 }
 
@@ -114,14 +118,14 @@ func ParseSLO(s string) (SLO, error) {
 	return slo, nil
 }
 
-// BenchResult is the outcome, with vLLM's metric definitions:
+// Result is the outcome, with vLLM's metric definitions:
 //   - TTFT: request sent to the first chunk with non-empty choices (vLLM's role-only first
 //     chunk counts, as in vllm bench serve; NVIDIA's tools wait for text instead).
 //   - ITL: gaps between consecutive chunks with choices, pooled over all requests.
 //   - E2EL: request sent to the last chunk before [DONE] (the usage chunk included).
 //   - TPOT per request: (E2EL - TTFT) / (output tokens - 1), for requests with > 1 token.
 //   - Throughputs and goodput: over the benchmark's duration, first send to last completion.
-type BenchResult struct {
+type Result struct {
 	Completed             int      `json:"completed"`
 	Failed                int      `json:"failed"`
 	DurationS             float64  `json:"durationS"`
@@ -143,7 +147,7 @@ type BenchResult struct {
 	MaxConcurrentRequests int       `json:"maxConcurrentRequests"`
 	PeakInFlight          int       `json:"peakInFlight"`
 	Failures              []Failure `json:"failures,omitempty"`
-	Config                BenchEcho `json:"config"`
+	Config                Echo      `json:"config"`
 
 	records []reqRecord
 	runID   string
@@ -163,8 +167,8 @@ type Failure struct {
 	First  int    `json:"firstRequest"`
 }
 
-// BenchEcho repeats the settings a result was measured with.
-type BenchEcho struct {
+// Echo repeats the settings a result was measured with.
+type Echo struct {
 	Endpoint       string `json:"endpoint"`
 	Model          string `json:"model"`
 	Requests       int    `json:"requests"`
@@ -194,7 +198,7 @@ func (s Shape) MarshalJSON() ([]byte, error) {
 }
 
 // RequestRateValue is RequestRate as a number (+Inf for "inf").
-func (e BenchEcho) RequestRateValue() float64 {
+func (e Echo) RequestRateValue() float64 {
 	v, err := strconv.ParseFloat(e.RequestRate, 64)
 	if err != nil {
 		return math.Inf(1)
@@ -216,9 +220,9 @@ type reqRecord struct {
 	queued       time.Duration // waiting for a --max-concurrency slot before being sent
 }
 
-// RunBench runs the benchmark. A failing first warm-up request aborts it with the explained
+// Run runs the benchmark. A failing first warm-up request aborts it with the explained
 // error (wrong key, unreachable, model not served); later failures are counted per reason.
-func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
+func Run(ctx context.Context, c *openaiclient.Client, cfg Config) (*Result, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -245,16 +249,16 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	bodies := make([][]byte, cfg.Requests)
 	outLens := make([]int, cfg.Requests)
 	for i := range bodies {
-		bodies[i], outLens[i] = c.benchBody(cfg, reqs[i])
+		bodies[i], outLens[i] = benchBody(cfg, reqs[i])
 	}
-	target := c.benchTarget(cfg.API)
+	target := newBenchTarget(c, cfg.API)
 	// Warm-up, not measured: the requests one at a time, the first of which must succeed (a
 	// wrong key or model stops here, explained; vLLM's "initial test run" does the same, then
 	// sends its --num-warmups concurrently); then as many connections as the run keeps in
 	// flight are opened, so that no measured TTFT pays a TCP or TLS handshake.
 	for i := 0; i < cfg.Warmup; i++ {
 		var rec reqRecord
-		c.benchRequest(ctx, cfg.Now, target, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, outLens[i%len(bodies)])
+		benchRequest(ctx, c, cfg.Now, target, bodies[i%len(bodies)], runID+"-warmup-"+strconv.Itoa(i), &rec, outLens[i%len(bodies)])
 		if !rec.ok && i == 0 {
 			return nil, fmt.Errorf("warm-up request failed, nothing measured: %w", rec.err)
 		}
@@ -263,9 +267,9 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	if cfg.MaxConcurrency > 0 && cfg.MaxConcurrency < inFlight {
 		inFlight = cfg.MaxConcurrency
 	}
-	c.warmPool(ctx, inFlight)
+	warmPool(ctx, c, inFlight)
 	if err := ctx.Err(); err != nil {
-		return nil, c.explain(err, "bench")
+		return nil, c.Explain(err, "bench")
 	}
 	offsets := arrivals(cfg.Requests, cfg.RequestRate, cfg.Burstiness, rng)
 	recs := make([]reqRecord, cfg.Requests)
@@ -275,7 +279,7 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 		done, failed int
 	)
 	run := func(i int) {
-		c.benchRequest(ctx, cfg.Now, target, bodies[i], requestID(runID, i), &recs[i], outLens[i])
+		benchRequest(ctx, c, cfg.Now, target, bodies[i], requestID(runID, i), &recs[i], outLens[i])
 		if cfg.Progress != nil {
 			mu.Lock()
 			done++
@@ -335,11 +339,11 @@ func (c *Client) RunBench(ctx context.Context, cfg BenchConfig) (*BenchResult, e
 	wg.Wait()
 	dur := cfg.Now().Sub(begin)
 	if err := ctx.Err(); err != nil {
-		return nil, c.explain(err, "bench")
+		return nil, c.Explain(err, "bench")
 	}
-	res := c.metrics(recs, dur, cfg.SLO, cfg.Percentiles)
+	res := metrics(recs, dur, cfg.SLO, cfg.Percentiles)
 	res.runID, res.begin, res.started = runID, begin, time.Now().Add(-dur)
-	res.Config = BenchEcho{Endpoint: c.Endpoint(), Model: cfg.Model, Requests: cfg.Requests, RequestRate: "inf",
+	res.Config = Echo{Endpoint: c.Endpoint(), Model: cfg.Model, Requests: cfg.Requests, RequestRate: "inf",
 		Burstiness: Shape(cfg.Burstiness), MaxConcurrency: cfg.MaxConcurrency, InputLen: cfg.InputLen, OutputLen: cfg.OutputLen, Prompts: "random", API: cfg.API}
 	if !math.IsInf(cfg.RequestRate, 1) && cfg.RequestRate > 0 {
 		res.Config.RequestRate = strconv.FormatFloat(cfg.RequestRate, 'g', -1, 64)
@@ -398,9 +402,9 @@ func arrivals(n int, rate, burstiness float64, rng *rand.Rand) []time.Duration {
 
 // warmPool opens n connections to the server (concurrent GET /v1/models, released together)
 // and leaves them idle in the pool for the measured requests.
-func (c *Client) warmPool(ctx context.Context, n int) {
-	if n > c.opts.MaxConns && c.opts.MaxConns > 0 {
-		n = c.opts.MaxConns
+func warmPool(ctx context.Context, c *openaiclient.Client, n int) {
+	if n > c.MaxConns() && c.MaxConns() > 0 {
+		n = c.MaxConns()
 	}
 	if n <= 1 {
 		return
@@ -412,14 +416,14 @@ func (c *Client) warmPool(ctx context.Context, n int) {
 		go func() {
 			defer wg.Done()
 			<-start
-			wctx, wrap, done := c.watch(ctx)
+			wctx, wrap, done := c.Watch(ctx)
 			defer done()
-			req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.base.String()+"/models", nil)
+			req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.Endpoint()+"/models", nil)
 			if err != nil {
 				return
 			}
-			c.authorize(req)
-			if resp, err := c.http.Do(req); err == nil {
+			c.Authorize(req)
+			if resp, err := c.HTTPClient().Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, wrap(resp.Body))
 				resp.Body.Close()
 			}
@@ -445,7 +449,7 @@ func (s SLO) String() string {
 // benchBody is the request vllm bench serve sends: to /v1/chat/completions a user message
 // and max_completion_tokens, to /v1/completions a prompt (text or token IDs) and max_tokens;
 // both streamed with include_usage. It returns the body and the request's output length.
-func (c *Client) benchBody(cfg BenchConfig, r BenchRequest) ([]byte, int) {
+func benchBody(cfg Config, r Request) ([]byte, int) {
 	out := r.OutputLen
 	if out <= 0 {
 		out = cfg.OutputLen
@@ -477,19 +481,19 @@ func (c *Client) benchBody(cfg BenchConfig, r BenchRequest) ([]byte, int) {
 // rather than per request.
 type benchTarget struct{ op, url string }
 
-func (c *Client) benchTarget(api string) benchTarget {
+func newBenchTarget(c *openaiclient.Client, api string) benchTarget {
 	if api == APICompletions {
-		return benchTarget{"POST /v1/completions", c.base.String() + "/completions"}
+		return benchTarget{"POST /v1/completions", c.Endpoint() + "/completions"}
 	}
-	return benchTarget{"POST /v1/chat/completions", c.base.String() + "/chat/completions"}
+	return benchTarget{"POST /v1/chat/completions", c.Endpoint() + "/chat/completions"}
 }
 
 // benchRequest sends one streaming request and records its timings. Only this function
 // and the SSE reader run per token; neither allocates per chunk (the ITL slice is sized for
 // the expected output up front).
-func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t benchTarget, body []byte, id string, rec *reqRecord, outputLen int) {
+func benchRequest(ctx context.Context, c *openaiclient.Client, now func() time.Time, t benchTarget, body []byte, id string, rec *reqRecord, outputLen int) {
 	op := t.op
-	wctx, wrap, done := c.watch(ctx)
+	wctx, wrap, done := c.Watch(ctx)
 	defer done()
 	req, err := http.NewRequestWithContext(wctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
@@ -499,35 +503,35 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("X-Request-Id", id)
-	c.authorize(req)
+	c.Authorize(req)
 	rec.itl = make([]time.Duration, 0, outputLen+4)
 	rec.start = now()
-	resp, err := c.http.Do(req)
+	resp, err := c.HTTPClient().Do(req)
 	if err != nil {
-		rec.err = c.explain(stalled(wctx, err), op)
+		rec.err = c.Explain(openaiclient.Stalled(wctx, err), op)
 		return
 	}
 	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		rec.err = c.explain(statusError(resp), op)
+		rec.err = c.Explain(openaiclient.StatusError(resp), op)
 		return
 	}
-	if err := checkEventStream(resp); err != nil {
-		rec.err = c.explain(err, op)
+	if err := openaiclient.CheckEventStream(resp); err != nil {
+		rec.err = c.Explain(err, op)
 		return
 	}
-	sse := newSSEReader(resp.Body, make([]byte, 0, 8<<10), now)
+	sse := openaiclient.NewSSEReader(resp.Body, make([]byte, 0, 8<<10), now)
 	var last time.Time
 	usage, texts, chunksSeen := -1, 0, 0
 	for {
-		p, at, err := sse.next()
+		p, at, err := sse.Next()
 		if err != nil {
-			err = stalled(wctx, err)
+			err = openaiclient.Stalled(wctx, err)
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				err = &StreamCutError{Received: rec.chunks}
+				err = &openaiclient.StreamCutError{Received: rec.chunks}
 			}
-			rec.err = c.explain(err, op)
+			rec.err = c.Explain(err, op)
 			return
 		}
 		if string(p) == "[DONE]" {
@@ -538,12 +542,12 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 		// request (vllm/benchmarks/lib/endpoint_request_func.py): a proxy's text in the
 		// stream is not an answer. json.Valid allocates nothing.
 		if !json.Valid(p) {
-			rec.err = c.explain(notJSON(fmt.Sprintf("chunk %d", chunksSeen), p), op)
+			rec.err = c.Explain(openaiclient.NotJSON(fmt.Sprintf("chunk %d", chunksSeen), p), op)
 			return
 		}
 		ci := classify(p)
 		if ci.isError {
-			rec.err = c.explain(&AnswerError{Fault: FaultReported, Detail: errorMessage(p)}, op)
+			rec.err = c.Explain(&openaiclient.AnswerError{Fault: openaiclient.FaultReported, Detail: openaiclient.ErrorMessage(p)}, op)
 			return
 		}
 		if ci.choices {
@@ -566,7 +570,7 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 		}
 	}
 	if rec.chunks == 0 {
-		rec.err = c.explain(noAnswer(chunksSeen), op)
+		rec.err = c.Explain(openaiclient.NoAnswer(chunksSeen), op)
 		return
 	}
 	rec.latency = last.Sub(rec.start)
@@ -579,8 +583,8 @@ func (c *Client) benchRequest(ctx context.Context, now func() time.Time, t bench
 }
 
 // metrics computes vLLM's figures from the records.
-func (c *Client) metrics(recs []reqRecord, dur time.Duration, slo SLO, pcts []float64) *BenchResult {
-	res := &BenchResult{DurationS: dur.Seconds(), records: recs, pcts: pcts, slo: slo}
+func metrics(recs []reqRecord, dur time.Duration, slo SLO, pcts []float64) *Result {
+	res := &Result{DurationS: dur.Seconds(), records: recs, pcts: pcts, slo: slo}
 	var ttfts, tpots, allTPOTs, itls, e2els []float64
 	byReason := map[string]*Failure{}
 	for i := range recs {
@@ -652,8 +656,8 @@ any day same right look think also around another came come work three word must
 // without a tokenizer here (vLLM accepts a list of token IDs as the prompt); on chat it is
 // words of about one token each (the chat template adds a few). Lengths vary uniformly by
 // RangeRatio around InputLen and OutputLen, after PrefixLen shared tokens.
-func benchRequests(cfg BenchConfig, rng *rand.Rand) []BenchRequest {
-	out := make([]BenchRequest, cfg.Requests)
+func benchRequests(cfg Config, rng *rand.Rand) []Request {
+	out := make([]Request, cfg.Requests)
 	switch {
 	case len(cfg.Dataset) > 0:
 		for i := range out {
@@ -662,7 +666,7 @@ func benchRequests(cfg BenchConfig, rng *rand.Rand) []BenchRequest {
 		return out
 	case len(cfg.Prompts) > 0:
 		for i := range out {
-			out[i] = BenchRequest{Prompt: cfg.Prompts[i%len(cfg.Prompts)]}
+			out[i] = Request{Prompt: cfg.Prompts[i%len(cfg.Prompts)]}
 		}
 		return out
 	}
@@ -687,7 +691,7 @@ func benchRequests(cfg BenchConfig, rng *rand.Rand) []BenchRequest {
 	}
 	for i := range out {
 		in := span(cfg.InputLen)
-		r := BenchRequest{OutputLen: span(cfg.OutputLen), PromptLen: cfg.PrefixLen + in}
+		r := Request{OutputLen: span(cfg.OutputLen), PromptLen: cfg.PrefixLen + in}
 		if cfg.API == APICompletions {
 			r.PromptIDs = append(append(make([]int, 0, cfg.PrefixLen+in), prefixIDs...), make([]int, in)...)
 			for k := cfg.PrefixLen; k < len(r.PromptIDs); k++ {
@@ -816,7 +820,7 @@ func peaks(recs []reqRecord) (tokPerS float64, perSecond, inFlight int) {
 // plot tools read it: its key names, the per-request arrays (seconds), mean/median/std and
 // p{N}_{metric}_ms for every reported percentile of ttft, tpot, itl and e2el. ain does not
 // keep the generated texts on its hot path: generated_texts holds empty strings.
-func (r *BenchResult) VLLMResult(label string) map[string]any {
+func (r *Result) VLLMResult(label string) map[string]any {
 	out := map[string]any{
 		"date":                    r.started.Format("20060102-150405"),
 		"endpoint_type":           "openai-chat",
@@ -916,7 +920,7 @@ func (r *BenchResult) VLLMResult(label string) map[string]any {
 // outputLen is not given). Lengths are estimated at 4 characters a token: ain has no tokenizer,
 // where vLLM counts with the model's. skipped counts the conversations the filter left out
 // (one-turn and blank-prompt ones are not counted).
-func LoadShareGPT(path string, outputLen int, seed uint64) (reqs []BenchRequest, skipped int, err error) {
+func LoadShareGPT(path string, outputLen int, seed uint64) (reqs []Request, skipped int, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, 0, err
@@ -958,7 +962,7 @@ func LoadShareGPT(path string, outputLen int, seed uint64) (reqs []BenchRequest,
 			skipped++
 			continue
 		}
-		reqs = append(reqs, BenchRequest{Prompt: c.Conversations[0].Value, OutputLen: ol})
+		reqs = append(reqs, Request{Prompt: c.Conversations[0].Value, OutputLen: ol})
 	}
 	if len(reqs) == 0 {
 		return nil, skipped, fmt.Errorf("%s: no conversation with a prompt and a reply within vLLM's length filter (%d skipped: prompt and reply of %d to %d tokens, %d in all)",
