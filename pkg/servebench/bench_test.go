@@ -546,7 +546,7 @@ func TestPeaksAndKnee(t *testing.T) {
 	if k := Knee(pts); k != 1 {
 		t.Fatalf("knee %d, want 1", k)
 	}
-	// The sweep plot (rates 1, 2, inf) is drawn by bench.Render: a PNG or SVG, other formats refused.
+	// The sweep plot (rates 1, 2, inf) is drawn by figure.Render: a PNG or SVG, other formats refused.
 	pts[0].X, pts[1].X, pts[2].X = 1, 2, 0
 	for _, f := range []struct{ format, magic string }{{"png", "\x89PNG"}, {"svg", "<?xml"}} {
 		var buf bytes.Buffer
