@@ -16,6 +16,7 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/figure"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
@@ -136,7 +137,7 @@ func TestBenchAllreduceSandboxAlgoAll(t *testing.T) {
 	}
 	img, err := png.Decode(f)
 	f.Close()
-	if err != nil || img.Bounds().Dx() != bench.DefaultPlotWidth || img.Bounds().Dy() != bench.DefaultPlotHeight {
+	if err != nil || img.Bounds().Dx() != figure.DefaultWidth || img.Bounds().Dy() != figure.DefaultHeight {
 		t.Errorf("png: %v %v", err, img)
 	}
 	for _, name := range []string{bench.PlotSVG, "auto.log", "ring.log", "tree.log"} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/figure"
 )
 
 // benchPlotOptions are the flags of `ain bench plot`.
@@ -32,8 +33,8 @@ func (a *App) benchPlotCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the plot file, `FILE`.png or FILE.svg", Required: true, Destination: &o.Out},
 			&ucli.StringFlag{Name: "title", Usage: "plot title", Destination: &o.Title},
-			&ucli.IntFlag{Name: "width", Value: bench.DefaultPlotWidth, Usage: "width in pixels (SVG: x 0.75 points)", Destination: &o.Width},
-			&ucli.IntFlag{Name: "height", Value: bench.DefaultPlotHeight, Usage: "height in pixels", Destination: &o.Height},
+			&ucli.IntFlag{Name: "width", Value: figure.DefaultWidth, Usage: "width in pixels (SVG: x 0.75 points)", Destination: &o.Width},
+			&ucli.IntFlag{Name: "height", Value: figure.DefaultHeight, Usage: "height in pixels", Destination: &o.Height},
 		},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
@@ -59,7 +60,7 @@ func (a *App) runBenchPlot(o *benchPlotOptions) error {
 	}
 	series := bench.SeriesOf(results, o.Files)
 	var buf bytes.Buffer
-	if err := bench.Plot(&buf, series, bench.PlotOptions{Format: format, Width: o.Width, Height: o.Height, Title: o.Title}); err != nil {
+	if err := bench.Plot(&buf, series, figure.Options{Format: format, Width: o.Width, Height: o.Height, Title: o.Title}); err != nil {
 		return ainerr.New(ainerr.Failure, err, "")
 	}
 	if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {

@@ -15,7 +15,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/vllm"
+	"github.com/ain-hpc/ain/pkg/servebench"
 )
 
 type benchServeOptions struct {
@@ -80,7 +80,7 @@ func (a *App) benchServeCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "request-rate", Value: "inf", Usage: "mean arrivals per second; inf sends every request at once; a list (1,2,4) sweeps", Destination: &o.RequestRate},
 			&ucli.Float64Flag{Name: "burstiness", Value: 1, Usage: "Gamma shape of the arrival gaps: 1 is Poisson, <1 burstier, >1 more regular, inf constant gaps of 1/rate", Destination: &o.Burstiness},
 			&ucli.IntFlag{Name: "warmup", Aliases: []string{"num-warmups"}, Value: 1, Usage: "unmeasured requests first (the first must succeed)", Destination: &o.Warmup},
-			&ucli.StringFlag{Name: "api", Value: vllm.APIChat, Usage: "chat (/v1/chat/completions) or completions (/v1/completions, where random prompts are token IDs of exact length)", Destination: &o.API},
+			&ucli.StringFlag{Name: "api", Value: servebench.APIChat, Usage: "chat (/v1/chat/completions) or completions (/v1/completions, where random prompts are token IDs of exact length)", Destination: &o.API},
 			&ucli.StringFlag{Name: "dataset-name", Aliases: []string{"dataset"}, Value: "random", Usage: "random, sharegpt (--dataset-path: a ShareGPT JSON file) or prompts (--dataset-path: JSON Lines with \"prompt\", or one per line)", Destination: &o.Dataset},
 			&ucli.StringFlag{Name: "dataset-path", Usage: "the dataset file of --dataset-name sharegpt or prompts", Destination: &o.DatasetPath},
 			&ucli.IntFlag{Name: "input-len", Aliases: []string{"random-input-len"}, Value: 256, Usage: "random prompt length: tokens with --api completions, words (about a token each) with chat", Destination: &o.InputLen},
@@ -131,8 +131,8 @@ func sweepList(flag, s string, inf bool) ([]float64, error) {
 	return out, nil
 }
 
-func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
-	cfg := vllm.BenchConfig{Model: o.Model, Requests: o.Requests, Burstiness: o.Burstiness, Warmup: o.Warmup, InputLen: o.InputLen,
+func (o *benchServeOptions) config() (servebench.Config, error) {
+	cfg := servebench.Config{Model: o.Model, Requests: o.Requests, Burstiness: o.Burstiness, Warmup: o.Warmup, InputLen: o.InputLen,
 		OutputLen: o.OutputLen, IgnoreEOS: o.IgnoreEOS, Seed: uint64(o.Seed), API: o.API, RangeRatio: o.RangeRatio, PrefixLen: o.PrefixLen}
 	switch {
 	case o.Requests < 1:
@@ -149,13 +149,13 @@ func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
 		return cfg, ainerr.Usagef("--random-range-ratio %g: want 0 <= r < 1", o.RangeRatio)
 	case o.PrefixLen < 0:
 		return cfg, ainerr.Usagef("--random-prefix-len must be >= 0")
-	case o.API != vllm.APIChat && o.API != vllm.APICompletions:
+	case o.API != servebench.APIChat && o.API != servebench.APICompletions:
 		return cfg, ainerr.Usagef("--api %s: use chat or completions", o.API)
 	case o.Output != "table" && o.Output != "json" && o.Output != "vllm-json":
 		return cfg, ainerr.Usagef("-o %s: use table, json or vllm-json", o.Output)
 	}
 	goodput := strings.TrimSpace(strings.Join(append(o.Goodput.Value(), o.SLO), " "))
-	slo, err := vllm.ParseSLO(goodput)
+	slo, err := servebench.ParseSLO(goodput)
 	if err != nil {
 		return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("--goodput: %w", err), "e.g. --goodput ttft:500 --goodput tpot:50 (milliseconds; ttft, tpot, e2el)")
 	}
@@ -185,10 +185,10 @@ func (o *benchServeOptions) config() (vllm.BenchConfig, error) {
 			if o.outputLenSet {
 				out = o.OutputLen // set explicitly: it overrides the replies' lengths
 			}
-			if cfg.Dataset, o.shareGPTSkipped, err = vllm.LoadShareGPT(path, out, uint64(o.Seed)); err != nil {
+			if cfg.Dataset, o.shareGPTSkipped, err = servebench.LoadShareGPT(path, out, uint64(o.Seed)); err != nil {
 				return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("%s: %w", pathFlag, err), "")
 			}
-		} else if cfg.Prompts, err = vllm.LoadPrompts(path); err != nil {
+		} else if cfg.Prompts, err = servebench.LoadPrompts(path); err != nil {
 			return cfg, ainerr.New(ainerr.Usage, fmt.Errorf("%s: %w", pathFlag, err), "")
 		}
 	default:
@@ -227,7 +227,7 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 	if n := len(cfg.Prompts); n > 0 && n < cfg.Requests {
 		fmt.Fprintf(a.Streams.Err, "note: %d prompts for %d requests: repeats are served from vLLM's prefix cache (automatic prefix caching is on by default), which lowers TTFT; use more prompts, or the random dataset\n", n, cfg.Requests)
 	}
-	if cfg.API == vllm.APIChat && len(cfg.Prompts) == 0 && len(cfg.Dataset) == 0 {
+	if cfg.API == servebench.APIChat && len(cfg.Prompts) == 0 && len(cfg.Dataset) == 0 {
 		fmt.Fprintln(a.Streams.Err, "note: random chat prompts are words, about one token each (plus the chat template); --api completions sends exact token counts")
 	}
 	maxConc := 0
@@ -249,7 +249,7 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 		return err
 	}
 	cfg.Now = a.Now
-	var points []vllm.SweepPoint
+	var points []servebench.SweepPoint
 	for i := 0; i < max(len(rates), len(concs)); i++ {
 		pc := cfg
 		pc.RequestRate, pc.MaxConcurrency = rates[min(i, len(rates)-1)], int(concs[min(i, len(concs)-1)])
@@ -262,7 +262,7 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 				}
 			}
 		}
-		res, err := c.RunBench(ctx, pc)
+		res, err := servebench.Run(ctx, c, pc)
 		if err != nil {
 			return err
 		}
@@ -274,7 +274,7 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 		if math.IsInf(x, 1) {
 			x = 0
 		}
-		points = append(points, vllm.SweepPoint{X: x, Label: label, Result: res})
+		points = append(points, servebench.SweepPoint{X: x, Label: label, Result: res})
 		if o.SaveResult != "" {
 			file := o.SaveResult
 			if sweeping {
@@ -320,7 +320,7 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 		if len(concs) > 1 {
 			xName = "max concurrency"
 		}
-		if err := vllm.PlotSweep(&buf, points, xName, strings.TrimPrefix(filepath.Ext(o.Plot), ".")); err != nil {
+		if err := servebench.PlotSweep(&buf, points, xName, strings.TrimPrefix(filepath.Ext(o.Plot), ".")); err != nil {
 			return ainerr.New(ainerr.Usage, fmt.Errorf("--plot: %w", err), "")
 		}
 		if err := os.WriteFile(o.Plot, buf.Bytes(), 0o644); err != nil {
@@ -351,9 +351,9 @@ func concName(c int) string {
 }
 
 // printSweep is one row per setting and the knee.
-func (a *App) printSweep(points []vllm.SweepPoint) {
+func (a *App) printSweep(points []servebench.SweepPoint) {
 	var rows [][]string
-	knee := vllm.Knee(points)
+	knee := servebench.Knee(points)
 	for i, p := range points {
 		r := p.Result
 		good := "-"
@@ -376,7 +376,7 @@ func (a *App) printSweep(points []vllm.SweepPoint) {
 
 // printServeBench prints the result block with vllm bench serve's headings, so figures can be
 // compared line by line.
-func printServeBench(w io.Writer, r *vllm.BenchResult) {
+func printServeBench(w io.Writer, r *servebench.Result) {
 	line := func(k string, v any) {
 		switch x := v.(type) {
 		case float64:
@@ -420,7 +420,7 @@ func printServeBench(w io.Writer, r *vllm.BenchResult) {
 	line("Total token throughput (tok/s):", r.TotalTokenThroughput)
 	for _, m := range []struct {
 		title, short string
-		s            vllm.Stats
+		s            servebench.Stats
 	}{
 		{"Time to First Token", "TTFT", r.TTFTMs},
 		{"Time per Output Token (excl. 1st token)", "TPOT", r.TPOTMs},

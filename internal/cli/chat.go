@@ -10,7 +10,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/vllm"
+	"github.com/ain-hpc/ain/pkg/answers"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 )
 
 type chatOptions struct {
@@ -99,13 +100,13 @@ func (a *App) runChat(ctx context.Context, o *chatOptions, args []string) error 
 	if err != nil {
 		return err
 	}
-	var history []vllm.Message
+	var history []openaiclient.Message
 	if o.System != "" {
-		history = append(history, vllm.Message{Role: "system", Content: o.System})
+		history = append(history, openaiclient.Message{Role: "system", Content: o.System})
 	}
 	question := strings.TrimSpace(strings.Join(args, " "))
 	if question != "" {
-		_, err := a.ask(ctx, c, o, model, append(history, vllm.Message{Role: "user", Content: question}))
+		_, err := a.ask(ctx, c, o, model, append(history, openaiclient.Message{Role: "user", Content: question}))
 		return err
 	}
 	if !a.Streams.InTTY {
@@ -116,14 +117,14 @@ func (a *App) runChat(ctx context.Context, o *chatOptions, args []string) error 
 		if question = strings.TrimSpace(string(b)); question == "" {
 			return ainerr.Usagef("no question: give one as an argument or on stdin")
 		}
-		_, err = a.ask(ctx, c, o, model, append(history, vllm.Message{Role: "user", Content: question}))
+		_, err = a.ask(ctx, c, o, model, append(history, openaiclient.Message{Role: "user", Content: question}))
 		return err
 	}
 	return a.converse(ctx, c, o, model, history)
 }
 
 // converse is the interactive mode: a conversation kept in history.
-func (a *App) converse(ctx context.Context, c *vllm.Client, o *chatOptions, model string, history []vllm.Message) error {
+func (a *App) converse(ctx context.Context, c *openaiclient.Client, o *chatOptions, model string, history []openaiclient.Message) error {
 	fmt.Fprintf(a.Streams.Err, "Chatting with %s at %s. /exit or Ctrl-D to end, /reset to forget the conversation.\n", model, c.Endpoint())
 	base := len(history)
 	in := bufio.NewScanner(a.Streams.In)
@@ -145,7 +146,7 @@ func (a *App) converse(ctx context.Context, c *vllm.Client, o *chatOptions, mode
 			fmt.Fprintln(a.Streams.Err, "(conversation forgotten)")
 			continue
 		}
-		history = append(history, vllm.Message{Role: "user", Content: line})
+		history = append(history, openaiclient.Message{Role: "user", Content: line})
 		answer, err := a.ask(ctx, c, o, model, history)
 		if err != nil {
 			err = exitError(err)
@@ -160,14 +161,14 @@ func (a *App) converse(ctx context.Context, c *vllm.Client, o *chatOptions, mode
 			}
 			continue
 		}
-		history = append(history, vllm.Message{Role: "assistant", Content: answer})
+		history = append(history, openaiclient.Message{Role: "assistant", Content: answer})
 	}
 }
 
 // ask sends the messages, prints the answer (as it streams) on stdout and the timing on
 // stderr, and returns the answer.
-func (a *App) ask(ctx context.Context, c *vllm.Client, o *chatOptions, model string, msgs []vllm.Message) (string, error) {
-	req := vllm.ChatRequest{Model: model, Messages: msgs, MaxTokens: o.MaxTokens, Stream: !o.NoStream}
+func (a *App) ask(ctx context.Context, c *openaiclient.Client, o *chatOptions, model string, msgs []openaiclient.Message) (string, error) {
+	req := openaiclient.ChatRequest{Model: model, Messages: msgs, MaxTokens: o.MaxTokens, Stream: !o.NoStream}
 	if o.Temperature >= 0 {
 		t := o.Temperature
 		req.Temperature = &t
@@ -233,26 +234,26 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 	if o.MinPass < 0 || o.MinPass > 1 {
 		return ainerr.Usagef("--min-pass %g: want a fraction between 0 and 1", o.MinPass)
 	}
-	suite, err := vllm.LoadQA(o.Golden)
+	suite, err := answers.LoadQA(o.Golden)
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
-	var archive *vllm.QAArchive
+	var archive *answers.QAArchive
 	if o.Save != "" || o.Compare != "" {
 		if err := suite.Archivable(); err != nil {
 			return err
 		}
 	}
 	if o.Compare != "" {
-		if archive, err = vllm.LoadQAArchive(o.Compare); err != nil {
+		if archive, err = answers.LoadQAArchive(o.Compare); err != nil {
 			return ainerr.New(ainerr.Usage, err, "")
 		}
 	}
 	if sm := suite.Semantic; sm != nil {
-		if sm.Mode == vllm.SemanticJudge && o.JudgeModel != "" {
+		if sm.Mode == answers.SemanticJudge && o.JudgeModel != "" {
 			sm.Model = o.JudgeModel
 		}
-		if sm.Mode == vllm.SemanticEmbeddings && o.EmbeddingsModel != "" {
+		if sm.Mode == answers.SemanticEmbeddings && o.EmbeddingsModel != "" {
 			sm.Model = o.EmbeddingsModel
 		}
 	} else if o.JudgeModel != "" || o.EmbeddingsModel != "" || o.JudgeEndpoint != "" {
@@ -263,7 +264,7 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 		return err
 	}
 	if o.JudgeEndpoint != "" {
-		jc, err := vllm.NewClient(judgeOptions(&o.endpointOptions, o.JudgeEndpoint, a.Getenv("AIN_JUDGE_API_KEY")))
+		jc, err := openaiclient.New(judgeOptions(&o.endpointOptions, o.JudgeEndpoint, a.Getenv("AIN_JUDGE_API_KEY")))
 		if err != nil {
 			return endpointError(err)
 		}
@@ -277,29 +278,29 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 	if err != nil {
 		return err
 	}
-	var progress func(vllm.QAResult)
+	var progress func(answers.QAResult)
 	if o.Output == "text" {
-		progress = func(r vllm.QAResult) { a.printQAResult(r) }
+		progress = func(r answers.QAResult) { a.printQAResult(r) }
 	}
-	rep, err := c.RunQA(ctx, suite, model, o.MinPass, a.Now, progress)
+	rep, err := answers.Run(ctx, c, suite, model, o.MinPass, a.Now, progress)
 	if err != nil {
 		return err
 	}
-	var cmp *vllm.QAComparison
+	var cmp *answers.QAComparison
 	if archive != nil {
-		if cmp, err = c.CompareQA(ctx, suite, rep, archive, o.Compare, a.Now); err != nil {
+		if cmp, err = answers.Compare(ctx, c, suite, rep, archive, o.Compare, a.Now); err != nil {
 			return err
 		}
 	}
 	if o.Save != "" {
-		if err := vllm.NewQAArchive(suite, rep, o.Golden, a.Now()).Save(o.Save); err != nil {
+		if err := answers.NewQAArchive(suite, rep, o.Golden, a.Now()).Save(o.Save); err != nil {
 			return err
 		}
 	}
 	if o.Output == "json" {
 		out := struct {
-			*vllm.QAReport
-			Comparison *vllm.QAComparison `json:"comparison,omitempty"`
+			*answers.QAReport
+			Comparison *answers.QAComparison `json:"comparison,omitempty"`
 		}{rep, cmp}
 		if err := a.writeJSON(out); err != nil {
 			return err
@@ -315,9 +316,9 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 		if !rep.OK {
 			verdict = "FAILED"
 		}
-		sampling := fmt.Sprintf("temperature %g, seed %d", rep.Temperature, vllm.QASeed)
+		sampling := fmt.Sprintf("temperature %g, seed %d", rep.Temperature, answers.QASeed)
 		if rep.Samples > 1 {
-			sampling = fmt.Sprintf("%d samples at temperature %g (seeds %d..%d), a case passes with %.0f%% of them", rep.Samples, rep.Temperature, vllm.QASeed, vllm.QASeed+rep.Samples-1, rep.PassThreshold*100)
+			sampling = fmt.Sprintf("%d samples at temperature %g (seeds %d..%d), a case passes with %.0f%% of them", rep.Samples, rep.Temperature, answers.QASeed, answers.QASeed+rep.Samples-1, rep.PassThreshold*100)
 		}
 		if rep.Judge != "" {
 			sampling += fmt.Sprintf(", %s %s", rep.Semantic, rep.Judge)
@@ -344,12 +345,12 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 }
 
 // printQAComparison lists, answer by answer, what changed since the archive.
-func (a *App) printQAComparison(cmp *vllm.QAComparison) {
+func (a *App) printQAComparison(cmp *answers.QAComparison) {
 	w := a.Streams.Out
 	fmt.Fprintf(w, "\ncompared with %s (model %s, %s): %d of %d answers differ, %d changed\n", cmp.Archive, cmp.ModelBefore,
 		cmp.ArchiveDate.Format("2006-01-02 15:04 MST"), cmp.Changed, len(cmp.Changes), cmp.Regressions)
 	for _, ch := range cmp.Changes {
-		if ch.Status == vllm.ChangeSame {
+		if ch.Status == answers.ChangeSame {
 			continue
 		}
 		mark := "  "
@@ -371,7 +372,7 @@ func (a *App) printQAComparison(cmp *vllm.QAComparison) {
 
 // printQAResult prints a case's verdict and, per check, what it found: the excerpt that
 // matched, or the failure with its evidence.
-func (a *App) printQAResult(r vllm.QAResult) {
+func (a *App) printQAResult(r answers.QAResult) {
 	w := a.Streams.Out
 	verdict := "PASS"
 	if !r.Pass {
@@ -416,6 +417,6 @@ func oneLine(s string, n int) string {
 // endpoint under test (its self-signed ingress, its controller's address) and must not send
 // AIN_JUDGE_API_KEY to an unverified server or to the ingress; --ca-file only adds trust and the
 // timeouts bound any server, so those carry over.
-func judgeOptions(o *endpointOptions, endpoint, key string) vllm.Options {
-	return vllm.Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout}
+func judgeOptions(o *endpointOptions, endpoint, key string) openaiclient.Options {
+	return openaiclient.Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout}
 }

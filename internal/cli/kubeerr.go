@@ -4,18 +4,19 @@ import (
 	"errors"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/answers"
 	"github.com/ain-hpc/ain/pkg/kube"
-	"github.com/ain-hpc/ain/pkg/vllm"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 )
 
 // endpointCodes are the exit codes of a model endpoint's failures.
-var endpointCodes = map[vllm.Reason]ainerr.Code{
-	vllm.ReasonFailure:      ainerr.Failure,
-	vllm.ReasonInput:        ainerr.Usage,
-	vllm.ReasonTimeout:      ainerr.Timeout,
-	vllm.ReasonCancelled:    ainerr.Cancelled,
-	vllm.ReasonUnreachable:  ainerr.Unreachable,
-	vllm.ReasonUnauthorized: ainerr.Unauthorized,
+var endpointCodes = map[openaiclient.Reason]ainerr.Code{
+	openaiclient.ReasonFailure:      ainerr.Failure,
+	openaiclient.ReasonInput:        ainerr.Usage,
+	openaiclient.ReasonTimeout:      ainerr.Timeout,
+	openaiclient.ReasonCancelled:    ainerr.Cancelled,
+	openaiclient.ReasonUnreachable:  ainerr.Unreachable,
+	openaiclient.ReasonUnauthorized: ainerr.Unauthorized,
 }
 
 // exitError gives a cluster error (pkg/kube's *CallError, anywhere in err's chain) or a model
@@ -23,8 +24,8 @@ var endpointCodes = map[vllm.Reason]ainerr.Code{
 // both (an *ainerr.Error wraps it).
 func exitError(err error) error {
 	var ce *kube.CallError
-	var ve *vllm.CallError
-	var vi *vllm.InputError
+	var ve *openaiclient.CallError
+	var vi *answers.InputError
 	switch {
 	case err == nil || isAinErr(err):
 		return err

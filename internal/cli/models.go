@@ -12,6 +12,7 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
@@ -24,7 +25,7 @@ type endpointOptions struct {
 	Insecure    bool
 	ConnectTo   string
 	PortForward bool
-	// TTFBTimeout and IdleTimeout bound each request (vllm.Options.FirstByteTimeout and
+	// TTFBTimeout and IdleTimeout bound each request (openaiclient.Options.FirstByteTimeout and
 	// IdleTimeout); zero where a command has no such flags.
 	TTFBTimeout time.Duration
 	IdleTimeout time.Duration
@@ -69,7 +70,7 @@ func (o *endpointOptions) timeoutFlags(ttfb, idle time.Duration) []ucli.Flag {
 
 // modelClient builds the client from flags and environment; the endpoint comes from
 // --endpoint, else AIN_ENDPOINT, else what `ain serve` deployed (discoverEndpoint).
-func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*vllm.Client, error) {
+func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*openaiclient.Client, error) {
 	ep := vllm.Endpoint{URL: o.Endpoint, Via: "endpoint"}
 	if ep.URL == "" {
 		ep.URL = a.Getenv("AIN_ENDPOINT")
@@ -89,7 +90,7 @@ func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*
 
 // endpointClient is the client for ep with the flags' TLS settings and the API key of
 // --api-key, else AIN_API_KEY.
-func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*vllm.Client, error) {
+func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*openaiclient.Client, error) {
 	key := o.APIKey
 	if key == "" {
 		key = a.Getenv("AIN_API_KEY")
@@ -97,7 +98,7 @@ func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*
 	if key == "" {
 		key = o.serverKey
 	}
-	c, err := vllm.NewClient(o.clientOptions(ep, key, conns))
+	c, err := openaiclient.New(o.clientOptions(ep, key, conns))
 	if err != nil {
 		return nil, endpointError(err)
 	}
@@ -107,19 +108,19 @@ func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*
 	return c, nil
 }
 
-func (o *endpointOptions) clientOptions(ep vllm.Endpoint, key string, conns int) vllm.Options {
+func (o *endpointOptions) clientOptions(ep vllm.Endpoint, key string, conns int) openaiclient.Options {
 	connect := o.ConnectTo
 	if connect == "" || ep.Via == "port-forward" {
 		connect = ep.ConnectTo // a port-forward is local: --connect-to is for the ingress
 	}
-	return vllm.Options{Endpoint: ep.URL, APIKey: key, CAFile: o.CAFile, CAPEM: ep.CAPEM, CAName: ep.CAName,
+	return openaiclient.Options{Endpoint: ep.URL, APIKey: key, CAFile: o.CAFile, CAPEM: ep.CAPEM, CAName: ep.CAName,
 		Insecure: o.Insecure, ConnectTo: connect, MaxConns: conns, FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout}
 }
 
 // endpointError maps the client library's typed errors to usage errors naming the flag.
 func endpointError(err error) error {
-	var cf *vllm.CAFileError
-	var ee *vllm.EndpointError
+	var cf *openaiclient.CAFileError
+	var ee *openaiclient.EndpointError
 	switch {
 	case err == nil:
 		return nil
@@ -198,7 +199,7 @@ func discoveryError(kc *kube.Clients, err error, what string) error {
 // reachable checks that an endpoint answers GET /health from here, with the TLS settings given.
 func (a *App) reachable(o *endpointOptions) func(context.Context, vllm.Endpoint) error {
 	return func(ctx context.Context, ep vllm.Endpoint) error {
-		c, err := vllm.NewClient(o.clientOptions(ep, "", 0))
+		c, err := openaiclient.New(o.clientOptions(ep, "", 0))
 		if err != nil {
 			return err
 		}
@@ -241,7 +242,7 @@ func (a *App) runModels(ctx context.Context, o *modelsOptions) error {
 	}
 	if o.Output == "json" {
 		if models == nil {
-			models = []vllm.Model{}
+			models = []openaiclient.Model{}
 		}
 		return a.writeJSON(map[string]any{"endpoint": c.Endpoint(), "models": models})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
@@ -513,7 +514,7 @@ func (a *App) waitServing(ctx context.Context, kc *kube.Clients, cl *vllm.Cluste
 		Progress: func(el time.Duration, line string) {
 			fmt.Fprintf(a.Streams.Err, "[%s] %s\n", fmtElapsed(el), line)
 		},
-		Connect: func(ctx context.Context, st *vllm.ServingStatus) (*vllm.Client, error) {
+		Connect: func(ctx context.Context, st *vllm.ServingStatus) (*openaiclient.Client, error) {
 			ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
 			if ep.URL == "" {
 				ep.URL = a.Getenv("AIN_ENDPOINT")
@@ -530,7 +531,7 @@ func (a *App) waitServing(ctx context.Context, kc *kube.Clients, cl *vllm.Cluste
 			if key == "" {
 				key = a.Getenv("AIN_API_KEY")
 			}
-			c, err := vllm.NewClient(eo.clientOptions(ep, key, 0))
+			c, err := openaiclient.New(eo.clientOptions(ep, key, 0))
 			return c, endpointError(err)
 		},
 	})
@@ -671,7 +672,7 @@ func (a *App) probeModels(ctx context.Context, eo *endpointOptions, ep vllm.Endp
 	if err == nil {
 		p.Endpoint = c.Endpoint()
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var models []vllm.Model
+		var models []openaiclient.Model
 		models, err = c.Models(pctx)
 		cancel()
 		for _, m := range models {

@@ -12,7 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/figure"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/trainlog"
 )
@@ -115,7 +115,7 @@ func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error
 	c := trainlog.Compare(runs[0], runs[1], o.Tolerance)
 	if o.Plot != "" {
 		var buf bytes.Buffer
-		if err := trainlog.Plot(&buf, c, bench.PlotOptions{Format: format}); err != nil {
+		if err := trainlog.Plot(&buf, c, figure.Options{Format: format}); err != nil {
 			return ainerr.New(ainerr.Failure, err, "")
 		}
 		if err := os.WriteFile(o.Plot, buf.Bytes(), 0o644); err != nil {

@@ -7,51 +7,20 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
+	"github.com/ain-hpc/ain/pkg/figure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
-
-// PlotOptions size and format the busbw plot.
-type PlotOptions struct {
-	Format string // png or svg
-	// Width and Height in pixels at 96 dpi (SVG sizes are written in points: pixels x 0.75).
-	Width, Height int
-	Title         string
-}
-
-// Default plot size in pixels.
-const (
-	DefaultPlotWidth  = 1000
-	DefaultPlotHeight = 600
-	plotDPI           = 96
-)
-
-// Palette is the colour of series i (cycled); the line rate is drawn in LineRateColor.
-var Palette = []color.RGBA{
-	{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
-	{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
-	{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
-	{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
-	{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
-	{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
-	{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
-	{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
-	{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, // olive
-}
 
 // LineRateColor draws the line-rate reference.
 var LineRateColor = color.RGBA{R: 0x50, G: 0x50, B: 0x50, A: 0xff}
 
 // Plot draws busbw against message size (log x) with one line per series and a dashed line at
 // each distinct line rate, and writes it as PNG or SVG.
-func Plot(w io.Writer, series []Series, o PlotOptions) error {
-	o, err := o.sized()
+func Plot(w io.Writer, series []Series, o figure.Options) error {
+	o, err := o.Sized()
 	if err != nil {
 		return err
 	}
@@ -91,7 +60,7 @@ func Plot(w io.Writer, series []Series, o PlotOptions) error {
 		if err != nil {
 			return err
 		}
-		l.Color = Palette[i%len(Palette)]
+		l.Color = figure.Palette[i%len(figure.Palette)]
 		l.Width = vg.Points(2)
 		p.Add(l)
 		label := s.Label
@@ -135,49 +104,9 @@ func Plot(w io.Writer, series []Series, o PlotOptions) error {
 	if p.Y.Max == 0 {
 		p.Y.Max = 1
 	}
-	hpt := vg.Length(float64(o.Height) * 72 / plotDPI)
+	hpt := vg.Length(float64(o.Height) * 72 / figure.DPI)
 	p.Legend.YOffs = hpt * 0.2 // above the TCP baseline's plateau, below the RDMA curves
-	return Render(w, p, o)
-}
-
-// Render draws a plot as PNG or SVG (o.Format) of o.Width x o.Height pixels at 96 dpi; other
-// commands' plots (train compare's loss curves) use it so every ain plot looks the same.
-func Render(w io.Writer, p *plot.Plot, o PlotOptions) error {
-	o, err := o.sized()
-	if err != nil {
-		return err
-	}
-	wpt := vg.Length(float64(o.Width) * 72 / plotDPI)
-	hpt := vg.Length(float64(o.Height) * 72 / plotDPI)
-	var c interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	switch strings.ToLower(o.Format) {
-	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(wpt, hpt), vgimg.UseDPI(plotDPI))}
-	case "svg":
-		c = vgsvg.New(wpt, hpt)
-	default:
-		return fmt.Errorf("plot format %q: use png or svg", o.Format)
-	}
-	p.Draw(draw.New(c))
-	_, err = c.WriteTo(w)
-	return err
-}
-
-// sized fills in the default size and checks the limit.
-func (o PlotOptions) sized() (PlotOptions, error) {
-	if o.Width <= 0 {
-		o.Width = DefaultPlotWidth
-	}
-	if o.Height <= 0 {
-		o.Height = DefaultPlotHeight
-	}
-	if o.Width > 10000 || o.Height > 10000 {
-		return o, fmt.Errorf("plot size %dx%d: at most 10000 pixels a side", o.Width, o.Height)
-	}
-	return o, nil
+	return figure.Render(w, p, o)
 }
 
 // sizeTicks labels powers of two on a log axis in binary units (8 B, 1 KiB, 1 MiB, 1 GiB),

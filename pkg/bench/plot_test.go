@@ -10,13 +10,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/pkg/figure"
 )
 
 func TestPlotPNG(t *testing.T) {
 	res := threeVariants(t, 25)
 	series := SeriesOf([]*Result{res}, nil)
 	var buf bytes.Buffer
-	if err := Plot(&buf, series, PlotOptions{Format: "png", Width: 900, Height: 500, Title: "test"}); err != nil {
+	if err := Plot(&buf, series, figure.Options{Format: "png", Width: 900, Height: 500, Title: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	img, err := png.Decode(&buf)
@@ -37,11 +39,11 @@ func TestPlotPNG(t *testing.T) {
 		}
 	}
 	for i := range series {
-		if count[Palette[i]] < 200 {
-			t.Errorf("series %d (%s): %d pixels of its colour %v", i, series[i].Label, count[Palette[i]], Palette[i])
+		if count[figure.Palette[i]] < 200 {
+			t.Errorf("series %d (%s): %d pixels of its colour %v", i, series[i].Label, count[figure.Palette[i]], figure.Palette[i])
 		}
 	}
-	if n := count[Palette[len(series)]]; n != 0 {
+	if n := count[figure.Palette[len(series)]]; n != 0 {
 		t.Errorf("%d pixels of an unused series colour", n)
 	}
 	if count[LineRateColor] < 100 {
@@ -54,7 +56,7 @@ func TestPlotSVG(t *testing.T) {
 	s := synthetic("socket", 0.1)
 	series := SeriesOf([]*Result{a, s}, nil)
 	var buf bytes.Buffer
-	if err := Plot(&buf, series, PlotOptions{Format: "svg"}); err != nil {
+	if err := Plot(&buf, series, figure.Options{Format: "svg"}); err != nil {
 		t.Fatal(err)
 	}
 	// Valid XML with the right size: 1000x600 px at 96 dpi = 750x450 pt.
@@ -100,11 +102,11 @@ func TestPlotSVG(t *testing.T) {
 	}
 	hex := func(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 	for i, s := range series {
-		if !strokes[hex(Palette[i])] {
-			t.Errorf("series %s: no stroke %s (strokes %v)", s.Label, hex(Palette[i]), strokes)
+		if !strokes[hex(figure.Palette[i])] {
+			t.Errorf("series %s: no stroke %s (strokes %v)", s.Label, hex(figure.Palette[i]), strokes)
 		}
 	}
-	if strokes[hex(Palette[len(series)])] {
+	if strokes[hex(figure.Palette[len(series)])] {
 		t.Error("an extra series is drawn")
 	}
 	legend := strings.Join(texts, "|")
@@ -116,11 +118,11 @@ func TestPlotSVG(t *testing.T) {
 }
 
 func TestPlotErrors(t *testing.T) {
-	if err := Plot(io.Discard, nil, PlotOptions{Format: "png"}); err == nil {
+	if err := Plot(io.Discard, nil, figure.Options{Format: "png"}); err == nil {
 		t.Error("empty plot accepted")
 	}
 	series := SeriesOf([]*Result{synthetic("ib", 0.9)}, nil)
-	if err := Plot(io.Discard, series, PlotOptions{Format: "gif"}); err == nil {
+	if err := Plot(io.Discard, series, figure.Options{Format: "gif"}); err == nil {
 		t.Error("gif accepted")
 	}
 }

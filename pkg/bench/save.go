@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/figure"
 	"github.com/ain-hpc/ain/pkg/nccl"
 )
 
@@ -115,7 +116,7 @@ func Save(res *Result, dir string) ([]string, error) {
 	title := fmt.Sprintf("all_reduce_perf busbw, %d ranks (%d nodes x %d GPU), %s", res.Ranks, res.Nodes, res.GPUsPerNode, res.Fabric)
 	for _, f := range []struct{ name, format string }{{PlotPNG, "png"}, {PlotSVG, "svg"}} {
 		if err := write(f.name, func(w io.Writer) error {
-			return Plot(w, series, PlotOptions{Format: f.format, Title: title})
+			return Plot(w, series, figure.Options{Format: f.format, Title: title})
 		}); err != nil {
 			return written, err
 		}

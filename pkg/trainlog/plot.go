@@ -4,17 +4,16 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ain-hpc/ain/pkg/figure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/ain-hpc/ain/pkg/bench"
 )
 
 // Plot draws training loss against step for both runs (solid lines) and their evaluation loss
-// (points), as PNG or SVG (o.Format), drawn like ain's other plots (bench.Render).
-func Plot(w io.Writer, c *Comparison, o bench.PlotOptions) error {
+// (points), as PNG or SVG (o.Format), drawn like ain's other plots (figure.Render).
+func Plot(w io.Writer, c *Comparison, o figure.Options) error {
 	p := plot.New()
 	p.Title.Text = o.Title
 	if p.Title.Text == "" {
@@ -31,7 +30,7 @@ func Plot(w io.Writer, c *Comparison, o bench.PlotOptions) error {
 			if err != nil {
 				return err
 			}
-			l.Color = bench.Palette[i]
+			l.Color = figure.Palette[i]
 			l.Width = vg.Points(2)
 			if i == 1 {
 				l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
@@ -45,7 +44,7 @@ func Plot(w io.Writer, c *Comparison, o bench.PlotOptions) error {
 			if err != nil {
 				return err
 			}
-			s.Color = bench.Palette[i]
+			s.Color = figure.Palette[i]
 			s.Shape = draw.CircleGlyph{}
 			s.Radius = vg.Points(3)
 			p.Add(s)
@@ -58,7 +57,7 @@ func Plot(w io.Writer, c *Comparison, o bench.PlotOptions) error {
 	p.X.Min = 0
 	p.Legend.Top = true
 	p.Legend.Left = false
-	return bench.Render(w, p, o)
+	return figure.Render(w, p, o)
 }
 
 // finitePoints: the (step, value) of each record whose value is there and finite (a NaN loss is

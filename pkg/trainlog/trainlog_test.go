@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
-	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/figure"
 )
 
 func parseFile(t *testing.T, name string, o ParseOptions) *Run {
@@ -121,14 +121,14 @@ func TestPlot(t *testing.T) {
 	c := Compare(parseFile(t, "run-qlora-console.log", ParseOptions{}), parseFile(t, "archive-full-trainer_state.json", ParseOptions{}), 0.1)
 	for _, f := range []string{"png", "svg"} {
 		var buf bytes.Buffer
-		if err := Plot(&buf, c, bench.PlotOptions{Format: f, Width: 600, Height: 400}); err != nil {
+		if err := Plot(&buf, c, figure.Options{Format: f, Width: 600, Height: 400}); err != nil {
 			t.Fatal(err)
 		}
 		if (f == "png" && !bytes.HasPrefix(buf.Bytes(), []byte("\x89PNG"))) || (f == "svg" && !bytes.Contains(buf.Bytes()[:200], []byte("<svg"))) {
 			t.Errorf("%s output starts %q", f, buf.Bytes()[:16])
 		}
 	}
-	if err := Plot(&bytes.Buffer{}, &Comparison{Run: &Run{}, Archive: &Run{}}, bench.PlotOptions{Format: "png"}); err == nil {
+	if err := Plot(&bytes.Buffer{}, &Comparison{Run: &Run{}, Archive: &Run{}}, figure.Options{Format: "png"}); err == nil {
 		t.Error("empty runs plotted")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -373,7 +374,10 @@ func TestWaitRouteRefused(t *testing.T) {
 	cl.Kube = kube
 	connected := false
 	_, err := cl.WaitReady(context.Background(), WaitOptions{Name: "qwen", Model: "m", Timeout: time.Minute, Poll: time.Millisecond,
-		Connect: func(context.Context, *ServingStatus) (*Client, error) { connected = true; return nil, errors.New("no") }})
+		Connect: func(context.Context, *ServingStatus) (*openaiclient.Client, error) {
+			connected = true
+			return nil, errors.New("no")
+		}})
 	var re *RouteError
 	if !errors.As(err, &re) || connected || !strings.Contains(err.Error(), "not accepted by Gateway llm/qwen (listener https): NoMatchingListenerHostname: no listener matches llm.course.example") ||
 		!strings.Contains(re.Hint(), "hostname") {

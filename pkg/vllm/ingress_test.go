@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/ain-hpc/ain/pkg/openaiclient"
+	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
@@ -56,7 +58,7 @@ func TestIngressExposesOnlyTheAPI(t *testing.T) {
 	if err == nil {
 		t.Fatalf("no Deployments applied, yet a status: %+v", st)
 	}
-	c := newClient(t, Options{Endpoint: "https://llm.ain.test", ConnectTo: addr, CAPEM: tlsOut.CA, CAName: "ca.crt", APIKey: "k"})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: "https://llm.ain.test", ConnectTo: addr, CAPEM: tlsOut.CA, CAName: "ca.crt", APIKey: "k"})
 	if _, err := c.Models(ctx); err != nil {
 		t.Fatalf("/v1/models through the ingress: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 )
 
 // StalledError is a replica whose rollout passed its progress deadline.
@@ -44,7 +45,7 @@ type WaitOptions struct {
 	Timeout time.Duration
 	// Connect opens a client to the deployment once every replica is ready (through its
 	// ingress, or what the caller allows); it is called once.
-	Connect func(ctx context.Context, st *ServingStatus) (*Client, error)
+	Connect func(ctx context.Context, st *ServingStatus) (*openaiclient.Client, error)
 	// Progress receives each change of state with the time since the start.
 	Progress func(elapsed time.Duration, line string)
 	Now      func() time.Time
@@ -55,7 +56,7 @@ type WaitOptions struct {
 // WaitReady follows the replicas until every pod is ready (the kubelet's /health probes),
 // then until the endpoint's /v1/models lists the model: /health turns true before vLLM can
 // answer. It returns the client that answered.
-func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, error) {
+func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*openaiclient.Client, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -71,7 +72,7 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 		}
 		last = line
 	}
-	var client *Client
+	var client *openaiclient.Client
 	var refused time.Time // when the route was first seen refused
 	tick := time.NewTicker(o.Poll)
 	defer tick.Stop()
@@ -123,7 +124,7 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 					if err == nil {
 						return client, nil
 					}
-					if ReasonOf(err) == ReasonUnauthorized {
+					if openaiclient.ReasonOf(err) == openaiclient.ReasonUnauthorized {
 						return nil, err
 					}
 					say("replicas ready; waiting for the endpoint: " + err.Error())
@@ -145,7 +146,7 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*Client, err
 // replicas still load.
 const routeGrace = 30 * time.Second
 
-func modelListed(ctx context.Context, c *Client, model string) error {
+func modelListed(ctx context.Context, c *openaiclient.Client, model string) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	models, err := c.Models(pctx)

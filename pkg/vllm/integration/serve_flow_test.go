@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/internal/cli"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 	"github.com/ain-hpc/ain/pkg/vllm"
@@ -114,7 +115,7 @@ func TestIntegrationServeFlow(t *testing.T) {
 		}
 	}
 	// Through the ingress, what vLLM leaves unauthenticated outside /v1 is not reachable.
-	ic, err := vllm.NewClient(vllm.Options{Endpoint: "https://llm.ain-sandbox.test", ConnectTo: addr, CAPEM: sec.Data["ca.crt"]})
+	ic, err := openaiclient.New(openaiclient.Options{Endpoint: "https://llm.ain-sandbox.test", ConnectTo: addr, CAPEM: sec.Data["ca.crt"]})
 	if err != nil {
 		t.Fatal(err)
 	}

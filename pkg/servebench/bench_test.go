@@ -1,4 +1,4 @@
-package vllm
+package servebench
 
 import (
 	"bufio"
@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/internal/testenv"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
+	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
@@ -67,57 +69,19 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// slowReader returns its input a few bytes at a time, splitting lines across Reads.
-type slowReader struct {
-	s string
-	n int
-}
-
-func (r *slowReader) Read(p []byte) (int, error) {
-	if r.s == "" {
-		return 0, io.EOF
-	}
-	k := min(r.n, len(p), len(r.s))
-	copy(p, r.s[:k])
-	r.s = r.s[k:]
-	return k, nil
-}
-
-func TestSSEReader(t *testing.T) {
-	stream := ": ping\n\ndata: {\"a\":1}\r\n\r\nevent: x\ndata:{\"b\":2}\n\n" + "data: " + strings.Repeat("x", 100) + "\n\ndata: [DONE]\n\n"
-	tick := 0
-	now := func() time.Time { tick++; return time.Unix(0, int64(tick)) }
-	r := newSSEReader(&slowReader{s: stream, n: 7}, make([]byte, 0, 16), now)
-	var got []string
-	for {
-		p, _, err := r.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(p))
-	}
-	want := []string{`{"a":1}`, `{"b":2}`, strings.Repeat("x", 100), "[DONE]"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("got %q", got)
-	}
-}
-
 // TestHotPathAllocations: reading (through the watchdog), checking and classifying chunks
 // allocates nothing per chunk.
 func TestHotPathAllocations(t *testing.T) {
 	chunk := "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
 	src := strings.NewReader("")
 	// Through the watchdog that bounds every answer, as benchRequest reads it.
-	c := newClient(t, Options{Endpoint: "http://127.0.0.1:1", FirstByteTimeout: time.Hour, IdleTimeout: time.Hour})
-	_, wrap, done := c.watch(context.Background())
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: "http://127.0.0.1:1", FirstByteTimeout: time.Hour, IdleTimeout: time.Hour})
+	_, wrap, done := c.Watch(context.Background())
 	defer done()
-	r := newSSEReader(wrap(io.NopCloser(src)), make([]byte, 0, 8<<10), time.Now)
+	r := openaiclient.NewSSEReader(wrap(io.NopCloser(src)), make([]byte, 0, 8<<10), time.Now)
 	allocs := testing.AllocsPerRun(1000, func() {
 		src.Reset(chunk)
-		p, _, err := r.next()
+		p, _, err := r.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,10 +140,10 @@ func TestParseSLO(t *testing.T) {
 
 func TestBenchAgainstSchedule(t *testing.T) {
 	const first, step, out = 30 * time.Millisecond, 5 * time.Millisecond, 16
-	_, url := start(t, vllmsim.Options{FirstTokenDelay: first, TokenInterval: step})
-	c := newClient(t, Options{Endpoint: url, MaxConns: 8})
+	_, url := clienttest.Start(t, vllmsim.Options{FirstTokenDelay: first, TokenInterval: step})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, MaxConns: 8})
 	var progress int
-	res, err := c.RunBench(context.Background(), BenchConfig{
+	res, err := Run(context.Background(), c, Config{
 		Model: "test-model", Requests: 24, MaxConcurrency: 8, Warmup: 1, InputLen: 32, OutputLen: out, IgnoreEOS: true,
 		SLO: SLO{TTFT: time.Nanosecond, TPOT: time.Hour}, Progress: func(int, int) { progress++ },
 	})
@@ -229,15 +193,15 @@ func TestBenchAgainstSchedule(t *testing.T) {
 }
 
 func TestBenchFailures(t *testing.T) {
-	_, url := start(t, vllmsim.Options{APIKey: "k"})
+	_, url := clienttest.Start(t, vllmsim.Options{APIKey: "k"})
 	// The first warm-up failing aborts with the explained error.
-	c := newClient(t, Options{Endpoint: url, APIKey: "wrong"})
-	_, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 3, Warmup: 1, OutputLen: 4})
-	if ReasonOf(err) != ReasonUnauthorized {
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, APIKey: "wrong"})
+	_, err := Run(context.Background(), c, Config{Model: "test-model", Requests: 3, Warmup: 1, OutputLen: 4})
+	if openaiclient.ReasonOf(err) != openaiclient.ReasonUnauthorized {
 		t.Fatalf("err = %v", err)
 	}
 	// Without warm-up every failure is counted and explained, none dropped.
-	res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 5, OutputLen: 4})
+	res, err := Run(context.Background(), c, Config{Model: "test-model", Requests: 5, OutputLen: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,12 +331,12 @@ func cpuTime() time.Duration {
 // every chunk (client arrival - server flush, seconds), the absolute ITL error per gap, and
 // the client process's CPU time during the run.
 func timingError(tb testing.TB, url string, streams, tokens int) (lag, itlErr []float64, cpu time.Duration) {
-	c, err := NewClient(Options{Endpoint: url, MaxConns: streams})
+	c, err := openaiclient.New(openaiclient.Options{Endpoint: url, MaxConns: streams})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	cpu0 := cpuTime()
-	res, err := c.RunBench(context.Background(), BenchConfig{
+	res, err := Run(context.Background(), c, Config{
 		Model: "test-model", Requests: streams, InputLen: 8, OutputLen: tokens, IgnoreEOS: true,
 	})
 	cpu = cpuTime() - cpu0
@@ -414,8 +378,7 @@ func TestMetricsDefinitions(t *testing.T) {
 		{ok: true, ttft: 200 * ms, latency: 200 * ms, outputTokens: 1, promptTokens: 10},
 		{err: fmt.Errorf("HTTP 503")},
 	}
-	c := &Client{}
-	res := c.metrics(recs, 2*time.Second, SLO{TTFT: 150 * ms, TPOT: 150 * ms}, nil)
+	res := metrics(recs, 2*time.Second, SLO{TTFT: 150 * ms, TPOT: 150 * ms}, nil)
 	if res.Completed != 2 || res.Failed != 1 || res.RequestThroughput != 1 || res.OutputTokenThroughput != 3 ||
 		res.TotalInputTokens != 20 || res.TotalTokenThroughput != 13 {
 		t.Fatalf("%+v", res)
@@ -452,9 +415,9 @@ func TestLoadPromptsAndFilePrompts(t *testing.T) {
 	if _, err := LoadPrompts(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2:") {
 		t.Fatalf("err = %v", err)
 	}
-	srv, url := start(t, vllmsim.Options{})
-	c := newClient(t, Options{Endpoint: url})
-	res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 4, OutputLen: 32, Prompts: ps})
+	srv, url := clienttest.Start(t, vllmsim.Options{})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url})
+	res, err := Run(context.Background(), c, Config{Model: "test-model", Requests: 4, OutputLen: 32, Prompts: ps})
 	if err != nil || res.Completed != 4 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -538,14 +501,14 @@ func TestPeaksAndKnee(t *testing.T) {
 	}
 	g := func(v float64) *float64 { return &v }
 	pts := []SweepPoint{
-		{Result: &BenchResult{RequestThroughput: 1, RequestGoodput: g(1)}},
-		{Result: &BenchResult{RequestThroughput: 2, RequestGoodput: g(1.9)}},
-		{Result: &BenchResult{RequestThroughput: 4, RequestGoodput: g(2)}},
+		{Result: &Result{RequestThroughput: 1, RequestGoodput: g(1)}},
+		{Result: &Result{RequestThroughput: 2, RequestGoodput: g(1.9)}},
+		{Result: &Result{RequestThroughput: 4, RequestGoodput: g(2)}},
 	}
 	if k := Knee(pts); k != 1 {
 		t.Fatalf("knee %d, want 1", k)
 	}
-	// The sweep plot (rates 1, 2, inf) is drawn by bench.Render: a PNG or SVG, other formats refused.
+	// The sweep plot (rates 1, 2, inf) is drawn by figure.Render: a PNG or SVG, other formats refused.
 	pts[0].X, pts[1].X, pts[2].X = 1, 2, 0
 	for _, f := range []struct{ format, magic string }{{"png", "\x89PNG"}, {"svg", "<?xml"}} {
 		var buf bytes.Buffer
@@ -566,9 +529,9 @@ func TestBenchFailsGarbageAndNonStream(t *testing.T) {
 		vllmsim.FaultHTML:         "not an event stream (Content-Type text/html",
 		vllmsim.FaultErrorChunk:   "reported an error in the answer: CUDA error",
 	} {
-		_, url := start(t, vllmsim.Options{Fault: fault})
-		c := newClient(t, Options{Endpoint: url})
-		res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 4, OutputLen: 4})
+		_, url := clienttest.Start(t, vllmsim.Options{Fault: fault})
+		c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url})
+		res, err := Run(context.Background(), c, Config{Model: "test-model", Requests: 4, OutputLen: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -585,11 +548,11 @@ func TestBenchBoundedOnWedgedEngine(t *testing.T) {
 		vllmsim.FaultHang:  "(--ttfb-timeout)",
 		vllmsim.FaultStall: "no byte for 300ms (--idle-timeout)",
 	} {
-		_, url := start(t, vllmsim.Options{Fault: fault})
-		c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
-		var res *BenchResult
-		err := bounded(t, func() (err error) {
-			res, err = c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: 3, OutputLen: 4})
+		_, url := clienttest.Start(t, vllmsim.Options{Fault: fault})
+		c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, FirstByteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+		var res *Result
+		err := clienttest.Bounded(t, func() (err error) {
+			res, err = Run(context.Background(), c, Config{Model: "test-model", Requests: 3, OutputLen: 4})
 			return err
 		})
 		if err != nil {
@@ -606,7 +569,7 @@ func TestBenchBoundedOnWedgedEngine(t *testing.T) {
 // everything at 0. gonum's Gamma sampler never returned for an infinite shape.
 func TestArrivalsInfiniteBurstiness(t *testing.T) {
 	var got []time.Duration
-	err := bounded(t, func() error {
+	err := clienttest.Bounded(t, func() error {
 		got = arrivals(4, 2, math.Inf(1), rand.New(rand.NewPCG(0, 0x61696e)))
 		return nil
 	})
@@ -617,7 +580,7 @@ func TestArrivalsInfiniteBurstiness(t *testing.T) {
 	if a := arrivals(3, math.Inf(1), math.Inf(1), nil); !reflect.DeepEqual(a, make([]time.Duration, 3)) {
 		t.Fatalf("rate inf, burstiness inf: %v", a)
 	}
-	b, err := json.Marshal(BenchEcho{Burstiness: Shape(math.Inf(1))})
+	b, err := json.Marshal(Echo{Burstiness: Shape(math.Inf(1))})
 	if err != nil || !strings.Contains(string(b), `"burstiness":"inf"`) {
 		t.Fatalf("echo %s, %v", b, err)
 	}
@@ -639,9 +602,9 @@ func TestBenchConcurrencyFIFO(t *testing.T) {
 		sim.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	c := newClient(t, Options{Endpoint: srv.URL, MaxConns: 4})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: srv.URL, MaxConns: 4})
 	const n = 40
-	res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: n, MaxConcurrency: 1, InputLen: 8, OutputLen: 2, IgnoreEOS: true})
+	res, err := Run(context.Background(), c, Config{Model: "test-model", Requests: n, MaxConcurrency: 1, InputLen: 8, OutputLen: 2, IgnoreEOS: true})
 	if err != nil || res.Completed != n {
 		t.Fatalf("%v %+v", err, res)
 	}

@@ -1,4 +1,4 @@
-package vllm
+package answers
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 )
 
 // Archived answers (course 12.3.4, "checking against archived Q&A results"): `chat test
@@ -150,9 +152,9 @@ type QAComparison struct {
 	Changes     []QAChange `json:"changes"`
 }
 
-// CompareQA compares a run's answers with archived ones, answer by answer; a changed
+// Compare compares a run's answers with archived ones, answer by answer; a changed
 // free-form answer is judged against the archived one when the suite names a judge.
-func (c *Client) CompareQA(ctx context.Context, s *QASuite, rep *QAReport, a *QAArchive, path string, now func() time.Time) (*QAComparison, error) {
+func Compare(ctx context.Context, c *openaiclient.Client, s *QASuite, rep *QAReport, a *QAArchive, path string, now func() time.Time) (*QAComparison, error) {
 	cmp := &QAComparison{Archive: path, ArchiveDate: a.Date, ModelBefore: a.Model, ModelAfter: rep.Model}
 	judge := s.judge
 	if judge == nil {
@@ -187,9 +189,9 @@ func (c *Client) CompareQA(ctx context.Context, s *QASuite, rep *QAReport, a *QA
 					ch.Verdict = fmt.Sprintf("picked %s, archived %s", orDash(now), orDash(x.Choice))
 				}
 			case judged && x.Answer != "" && r.Answer != "":
-				v, err := judge.Judge(ctx, s.Semantic.Model, r.Question, x.Answer, r.Answer, now)
+				v, err := Judge(ctx, judge, s.Semantic.Model, r.Question, x.Answer, r.Answer, now)
 				if err != nil {
-					if fatal(err) {
+					if openaiclient.Fatal(err) {
 						return nil, err
 					}
 					ch.Status, ch.Regression, ch.Verdict = ChangeNotJudged, true, "the judge failed: "+err.Error()

@@ -1,4 +1,4 @@
-package vllm
+package answers
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ain-hpc/ain/pkg/openaiclient"
+	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 
@@ -24,10 +26,10 @@ func TestCourseQAAgainstSimulation(t *testing.T) {
 	if len(s.Cases) < 8 {
 		t.Fatalf("%d cases", len(s.Cases))
 	}
-	srv, url := start(t, vllmsim.Options{})
-	c := newClient(t, Options{Endpoint: url})
+	srv, url := clienttest.Start(t, vllmsim.Options{})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url})
 	var seen int
-	rep, err := c.RunQA(context.Background(), s, "test-model", 0.9, nil, func(QAResult) { seen++ })
+	rep, err := Run(context.Background(), c, s, "test-model", 0.9, nil, func(QAResult) { seen++ })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,9 +146,9 @@ func TestQAStopsOnFatalErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, url := start(t, vllmsim.Options{APIKey: "k"})
-	c := newClient(t, Options{Endpoint: url, APIKey: "bad"})
-	if _, err := c.RunQA(context.Background(), s, "test-model", 1, nil, nil); ReasonOf(err) != ReasonUnauthorized {
+	_, url := clienttest.Start(t, vllmsim.Options{APIKey: "k"})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, APIKey: "bad"})
+	if _, err := Run(context.Background(), c, s, "test-model", 1, nil, nil); openaiclient.ReasonOf(err) != openaiclient.ReasonUnauthorized {
 		t.Fatalf("err = %v", err)
 	}
 	if s.Cases[1].Name != "case-2" {
@@ -195,9 +197,9 @@ cases:
 	}
 	for verdict, pass := range map[string]bool{"(C)\nIt states port 4791.": true, "(A) A subset.": true, "The answer is (E).": true,
 		"(D)\nWrong port.": false, `{"category": "D", "reason": "wrong port"}`: false, "Maybe.": false} {
-		_, url := start(t, vllmsim.Options{Models: []string{"test-model", "judge"}, Judges: []string{},
+		_, url := clienttest.Start(t, vllmsim.Options{Models: []string{"test-model", "judge"}, Judges: []string{},
 			Answers: append([]vllmsim.Answer{{Match: "[submission]", Reply: verdict}}, vllmsim.DefaultAnswers()...)})
-		rep, err := newClient(t, Options{Endpoint: url}).RunQA(context.Background(), judge, "test-model", 1, nil, nil)
+		rep, err := Run(context.Background(), clienttest.NewClient(t, openaiclient.Options{Endpoint: url}), judge, "test-model", 1, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,8 +221,8 @@ func runSuite(t *testing.T, suite string) (*QAReport, *vllmsim.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, url := start(t, vllmsim.Options{})
-	rep, err := newClient(t, Options{Endpoint: url}).RunQA(context.Background(), s, "test-model", 0.5, nil, nil)
+	srv, url := clienttest.Start(t, vllmsim.Options{})
+	rep, err := Run(context.Background(), clienttest.NewClient(t, openaiclient.Options{Endpoint: url}), s, "test-model", 0.5, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

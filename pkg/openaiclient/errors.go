@@ -1,4 +1,4 @@
-package vllm
+package openaiclient
 
 import (
 	"context"
@@ -32,14 +32,14 @@ func (e *HTTPError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Status, e.Message)
 }
 
-// statusError reads a non-2xx response into an *HTTPError.
-func statusError(resp *http.Response) *HTTPError {
+// StatusError reads a non-2xx response into an *HTTPError.
+func StatusError(resp *http.Response) *HTTPError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	return &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Message: errorMessage(body)}
+	return &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Message: ErrorMessage(body)}
 }
 
-// errorMessage digs the message out of the error bodies OpenAI-compatible servers send.
-func errorMessage(body []byte) string {
+// ErrorMessage digs the message out of the error bodies OpenAI-compatible servers send.
+func ErrorMessage(body []byte) string {
 	var shapes struct {
 		Error   any    `json:"error"`
 		Message string `json:"message"`
@@ -77,7 +77,7 @@ func asHTTPError(err error) (*HTTPError, bool) {
 	}
 	var re *openai.RequestError
 	if errors.As(err, &re) && re.HTTPStatusCode > 0 {
-		return &HTTPError{StatusCode: re.HTTPStatusCode, Status: re.HTTPStatus, Message: errorMessage(re.Body)}, true
+		return &HTTPError{StatusCode: re.HTTPStatusCode, Status: re.HTTPStatus, Message: ErrorMessage(re.Body)}, true
 	}
 	return nil, false
 }
@@ -120,20 +120,9 @@ func ReasonOf(err error) Reason {
 	return ReasonFailure
 }
 
-// InputError is input that cannot be used as it is (a QA file's settings, a judge that is the
-// model under test).
-type InputError struct{ Err error }
-
-func (e *InputError) Error() string { return e.Err.Error() }
-func (e *InputError) Unwrap() error { return e.Err }
-
-func inputErrorf(format string, args ...any) error {
-	return &InputError{Err: fmt.Errorf(format, args...)}
-}
-
-// explain turns a transport or HTTP error into a readable *CallError: which address,
+// Explain turns a transport or HTTP error into a readable *CallError: which address,
 // which CA, which key, with a hint what to do. op names the call ("POST /v1/chat/completions").
-func (c *Client) explain(err error, op string) error {
+func (c *Client) Explain(err error, op string) error {
 	if err == nil {
 		return nil
 	}
@@ -255,8 +244,8 @@ func isIngressFakeCert(c *x509.Certificate) bool {
 	return c.Subject.CommonName == ingressNginxFakeCN || c.Issuer.CommonName == ingressNginxFakeCN
 }
 
-// fatal reports whether err would fail every further request too.
-func fatal(err error) bool {
+// Fatal reports whether err would fail every further request too.
+func Fatal(err error) bool {
 	if errors.As(err, new(*StallError)) {
 		return true // a server that stopped answering one request stops the next one too
 	}

@@ -1,4 +1,4 @@
-package vllm
+package openaiclient
 
 import (
 	"context"
@@ -47,10 +47,10 @@ type watchdog struct {
 	started atomic.Bool // a byte of the answer arrived
 }
 
-// watch returns the context to send a request with and a function that wraps the response
+// Watch returns the context to send a request with and a function that wraps the response
 // body; done stops the watch and must be called when the request is over. Without bounds the
 // context is ctx and the body is left as it is.
-func (c *Client) watch(ctx context.Context) (wctx context.Context, body func(io.ReadCloser) io.ReadCloser, done func()) {
+func (c *Client) Watch(ctx context.Context) (wctx context.Context, body func(io.ReadCloser) io.ReadCloser, done func()) {
 	ttfb, idle := c.opts.FirstByteTimeout, c.opts.IdleTimeout
 	if ttfb <= 0 && idle <= 0 {
 		return ctx, func(r io.ReadCloser) io.ReadCloser { return r }, func() {}
@@ -95,8 +95,8 @@ func (w *watchdog) Read(p []byte) (int, error) {
 
 func (w *watchdog) Close() error { return w.r.Close() }
 
-// stalled returns the *StallError that ended wctx, or err itself.
-func stalled(wctx context.Context, err error) error {
+// Stalled returns the *StallError that ended wctx, or err itself.
+func Stalled(wctx context.Context, err error) error {
 	var se *StallError
 	if cause := context.Cause(wctx); errors.As(cause, &se) {
 		return se

@@ -1,16 +1,14 @@
-package vllm
+package answers
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 )
 
 // FactualityRubric is the judge's instruction: OpenAI evals' fact-comparison template
@@ -61,11 +59,11 @@ var judgeCategory = lazyre.New(`"category"\s*:\s*"([A-E])"`)
 
 // Judge asks model (greedily) to classify answer against reference by the fact-comparison
 // rubric.
-func (c *Client) Judge(ctx context.Context, model, question, reference, answer string, now func() time.Time) (Verdict, error) {
+func Judge(ctx context.Context, c *openaiclient.Client, model, question, reference, answer string, now func() time.Time) (Verdict, error) {
 	zero, seed := 0.0, QASeed
 	prompt := fmt.Sprintf(FactualityRubric, question, reference, answer)
-	res, err := c.Chat(ctx, ChatRequest{Model: model, MaxTokens: 128, Temperature: &zero, Seed: &seed, Extra: map[string]any{"top_p": 1, "top_k": -1},
-		Messages: []Message{{Role: "user", Content: prompt}}}, now)
+	res, err := c.Chat(ctx, openaiclient.ChatRequest{Model: model, MaxTokens: 128, Temperature: &zero, Seed: &seed, Extra: map[string]any{"top_p": 1, "top_k": -1},
+		Messages: []openaiclient.Message{{Role: "user", Content: prompt}}}, now)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -81,7 +79,7 @@ func (c *Client) Judge(ctx context.Context, model, question, reference, answer s
 
 // semanticCheck compares answer with the reference answer as the suite says; c is the
 // judge's (or embedding model's) server.
-func (c *Client) semanticCheck(ctx context.Context, sm *QASemantic, question, reference, answer string, now func() time.Time) (QACheck, error) {
+func semanticCheck(ctx context.Context, c *openaiclient.Client, sm *QASemantic, question, reference, answer string, now func() time.Time) (QACheck, error) {
 	ck := QACheck{Kind: "semantic", Expect: fmt.Sprintf("%s like %q", sm.Mode, oneLineText(reference, 80))}
 	switch sm.Mode {
 	case SemanticEmbeddings:
@@ -96,7 +94,7 @@ func (c *Client) semanticCheck(ctx context.Context, sm *QASemantic, question, re
 		return ck, nil
 	default:
 		ck.Expect = fmt.Sprintf("judged against %q", oneLineText(reference, 80))
-		v, err := c.Judge(ctx, sm.Model, question, reference, answer, now)
+		v, err := Judge(ctx, c, sm.Model, question, reference, answer, now)
 		if err != nil {
 			ck.Evidence = "the judge failed: " + err.Error()
 			return ck, err
@@ -105,47 +103,6 @@ func (c *Client) semanticCheck(ctx context.Context, sm *QASemantic, question, re
 		ck.Evidence = fmt.Sprintf("judge %s: %s", sm.Model, v)
 		return ck, nil
 	}
-}
-
-// Embeddings returns the embedding of each input from POST /v1/embeddings.
-func (c *Client) Embeddings(ctx context.Context, model string, inputs []string) ([][]float64, error) {
-	const op = "POST /v1/embeddings"
-	b, _ := json.Marshal(map[string]any{"model": model, "input": inputs})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.String()+"/embeddings", bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	c.authorize(req)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, c.explain(err, op)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, c.explain(statusError(resp), op)
-	}
-	var out struct {
-		Data []struct {
-			Index     int       `json:"index"`
-			Embedding []float64 `json:"embedding"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	vs := make([][]float64, len(inputs))
-	for _, d := range out.Data {
-		if d.Index >= 0 && d.Index < len(vs) {
-			vs[d.Index] = d.Embedding
-		}
-	}
-	for i, v := range vs {
-		if len(v) == 0 {
-			return nil, fmt.Errorf("%s: no embedding for input %d", op, i)
-		}
-	}
-	return vs, nil
 }
 
 func cosine(a, b []float64) float64 {

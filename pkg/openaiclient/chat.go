@@ -1,4 +1,4 @@
-package vllm
+package openaiclient
 
 import (
 	"bytes"
@@ -124,21 +124,21 @@ func (e *AnswerError) hint() string {
 	return "something in front of the model server answered instead of it (a login or error page of a proxy): check --endpoint"
 }
 
-// notJSON is the error for a chunk or answer that does not parse; what names it.
-func notJSON(what string, p []byte) *AnswerError {
+// NotJSON is the error for a chunk or answer that does not parse; what names it.
+func NotJSON(what string, p []byte) *AnswerError {
 	start := strings.Join(strings.Fields(string(p[:min(len(p), 200)])), " ")
 	return &AnswerError{Fault: FaultNotJSON, Detail: fmt.Sprintf("%s is not JSON: %q", what, start)}
 }
 
-// noAnswer is the error for a stream that carried no choices in its chunks.
-func noAnswer(chunks int) *AnswerError {
+// NoAnswer is the error for a stream that carried no choices in its chunks.
+func NoAnswer(chunks int) *AnswerError {
 	return &AnswerError{Fault: FaultNoAnswer, Detail: fmt.Sprintf("%d chunk(s), none with choices", chunks)}
 }
 
-// checkEventStream returns an *AnswerError when resp says it is something other than
+// CheckEventStream returns an *AnswerError when resp says it is something other than
 // an event stream (vLLM's StreamingResponse is media_type "text/event-stream"). A missing
 // Content-Type is let through: the chunks themselves are checked.
-func checkEventStream(resp *http.Response) error {
+func CheckEventStream(resp *http.Response) error {
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" {
 		return nil
@@ -214,39 +214,39 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 	if err != nil {
 		return nil, err
 	}
-	wctx, wrap, done := c.watch(ctx)
+	wctx, wrap, done := c.Watch(ctx)
 	defer done()
 	hreq, err := http.NewRequestWithContext(wctx, http.MethodPost, c.base.String()+"/chat/completions", bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	c.authorize(hreq)
+	c.Authorize(hreq)
 	start := now()
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return nil, c.explain(stalled(wctx, err), op)
+		return nil, c.Explain(Stalled(wctx, err), op)
 	}
 	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, c.chatError(ctx, statusError(resp), req.Model, op)
+		return nil, c.chatError(ctx, StatusError(resp), req.Model, op)
 	}
 	res := &ChatResult{}
 	if !req.Stream {
 		var ch chatChunk
 		body, err := io.ReadAll(resp.Body)
 		if err != nil {
-			return nil, c.explain(stalled(wctx, err), op)
+			return nil, c.Explain(Stalled(wctx, err), op)
 		}
 		if err := json.Unmarshal(body, &ch); err != nil {
-			return nil, c.explain(notJSON("the answer (Content-Type "+resp.Header.Get("Content-Type")+")", body), op)
+			return nil, c.Explain(NotJSON("the answer (Content-Type "+resp.Header.Get("Content-Type")+")", body), op)
 		}
 		if ch.failed() {
-			return nil, c.explain(&AnswerError{Fault: FaultReported, Detail: errorMessage(body)}, op)
+			return nil, c.Explain(&AnswerError{Fault: FaultReported, Detail: ErrorMessage(body)}, op)
 		}
 		if len(ch.Choices) == 0 {
-			return nil, c.explain(noAnswer(0), op)
+			return nil, c.Explain(NoAnswer(0), op)
 		}
 		res.Duration = now().Sub(start)
 		if len(ch.Choices) > 0 && ch.Choices[0].Message != nil {
@@ -260,23 +260,23 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 		}
 		return res, nil
 	}
-	if err := checkEventStream(resp); err != nil {
-		return nil, c.explain(err, op)
+	if err := CheckEventStream(resp); err != nil {
+		return nil, c.Explain(err, op)
 	}
-	sse := newSSEReader(resp.Body, make([]byte, 0, 4<<10), now)
+	sse := NewSSEReader(resp.Body, make([]byte, 0, 4<<10), now)
 	var text, thought []byte
 	chunks, pieces, answered := 0, 0, false
 	for {
-		p, at, err := sse.next()
+		p, at, err := sse.Next()
 		if err != nil {
-			err = stalled(wctx, err)
+			err = Stalled(wctx, err)
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// Clean EOF or a connection closed mid-chunk: either way no [DONE].
-			return nil, c.explain(&StreamCutError{Received: chunks}, op)
+			return nil, c.Explain(&StreamCutError{Received: chunks}, op)
 		}
 		if err != nil {
-			return nil, c.explain(err, op)
+			return nil, c.Explain(err, op)
 		}
 		if string(p) == "[DONE]" {
 			break
@@ -284,10 +284,10 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 		chunks++
 		var ch chatChunk
 		if err := json.Unmarshal(p, &ch); err != nil {
-			return nil, c.explain(notJSON(fmt.Sprintf("chunk %d", chunks), p), op)
+			return nil, c.Explain(NotJSON(fmt.Sprintf("chunk %d", chunks), p), op)
 		}
 		if ch.failed() {
-			return nil, c.explain(&AnswerError{Fault: FaultReported, Detail: errorMessage(p)}, op)
+			return nil, c.Explain(&AnswerError{Fault: FaultReported, Detail: ErrorMessage(p)}, op)
 		}
 		if ch.Usage != nil {
 			res.PromptTokens, res.CompletionTokens = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
@@ -323,7 +323,7 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, now func() time.Time
 		}
 	}
 	if !answered {
-		return nil, c.explain(noAnswer(chunks), op)
+		return nil, c.Explain(NoAnswer(chunks), op)
 	}
 	res.Duration = now().Sub(start)
 	res.Text, res.Reasoning = string(text), string(thought)
@@ -346,5 +346,5 @@ func (c *Client) chatError(ctx context.Context, err error, model, op string) err
 			}
 		}
 	}
-	return c.explain(err, op)
+	return c.Explain(err, op)
 }

@@ -1,7 +1,8 @@
-// Package vllm is ain's side of model serving: an OpenAI-compatible client for vLLM (built on
-// github.com/sashabaranov/go-openai), answer checks against golden files, and the serving
-// benchmark (`ain bench serve`) with vLLM's metric definitions.
-package vllm
+// Package openaiclient is a client for OpenAI-compatible model servers such as vLLM (built on
+// github.com/sashabaranov/go-openai): models, chat, embeddings, and the streaming primitives the
+// serving benchmark reads with; its errors say which address, CA and key were used and why a
+// call failed (CallError and its Reason).
+package openaiclient
 
 import (
 	"context"
@@ -58,9 +59,9 @@ type Client struct {
 	caNames string // for TLS error messages
 }
 
-// NewClient checks the options and builds the client. TLS is verified against the system roots
+// New checks the options and builds the client. TLS is verified against the system roots
 // plus Options.CAFile unless Options.Insecure.
-func NewClient(opts Options) (*Client, error) {
+func New(opts Options) (*Client, error) {
 	base, err := ParseEndpoint(opts.Endpoint)
 	if err != nil {
 		return nil, err
@@ -173,6 +174,9 @@ func ParseEndpoint(s string) (*url.URL, error) {
 // Endpoint is the base URL requests go to (ending in /v1).
 func (c *Client) Endpoint() string { return c.base.String() }
 
+// MaxConns is the size of the connection pool asked for (Options.MaxConns; 0: the default).
+func (c *Client) MaxConns() int { return c.opts.MaxConns }
+
 // HTTPClient is the client's HTTP client (TLS settings, connection pool).
 func (c *Client) HTTPClient() *http.Client { return c.http }
 
@@ -191,28 +195,28 @@ type Model struct {
 // Models lists the served models. go-openai's model type drops vLLM's root and max_model_len,
 // so this reads /v1/models itself.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
-	wctx, wrap, done := c.watch(ctx)
+	wctx, wrap, done := c.Watch(ctx)
 	defer done()
 	req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.base.String()+"/models", nil)
 	if err != nil {
 		return nil, err
 	}
-	c.authorize(req)
+	c.Authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, c.explain(stalled(wctx, err), "GET /v1/models")
+		return nil, c.Explain(Stalled(wctx, err), "GET /v1/models")
 	}
 	resp.Body = wrap(resp.Body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, c.explain(statusError(resp), "GET /v1/models")
+		return nil, c.Explain(StatusError(resp), "GET /v1/models")
 	}
 	var list struct {
 		Data []Model `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		if err = stalled(wctx, err); errors.As(err, new(*StallError)) {
-			return nil, c.explain(err, "GET /v1/models")
+		if err = Stalled(wctx, err); errors.As(err, new(*StallError)) {
+			return nil, c.Explain(err, "GET /v1/models")
 		}
 		return nil, fmt.Errorf("GET %s/models: not an OpenAI model list: %w", c.base, err)
 	}
@@ -230,7 +234,7 @@ func (c *Client) Health(ctx context.Context) error {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return c.explain(err, "GET /health")
+		return c.Explain(err, "GET /health")
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -279,7 +283,7 @@ func modelNotFound(model string, models []Model) error {
 		fmt.Sprintf("pass --model %s", ids[0]))
 }
 
-func (c *Client) authorize(req *http.Request) {
+func (c *Client) Authorize(req *http.Request) {
 	if c.opts.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}

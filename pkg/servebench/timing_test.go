@@ -1,4 +1,4 @@
-package vllm
+package servebench
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 	openai "github.com/sashabaranov/go-openai"
 )
 
 // BenchmarkTimingAinVsBareLoop measures, side by side in one run against one simulated server
 // with a known schedule (a child process flushing a token every 20 ms after a 50 ms first
 // token, recording when it flushed each chunk), how far the timestamps of two clients are from
-// the server's: ain's benchmark (RunBench) and a bare go-openai streaming loop with a warm
+// the server's: ain's benchmark (Run) and a bare go-openai streaming loop with a warm
 // connection pool (one goroutine per stream, Recv until EOF, time.Now() per chunk). For each
 // client and 16, 256 and 1024 concurrent streams it reports
 //
@@ -110,11 +111,11 @@ func errorsOf(tb testing.TB, got, sent []int64, ttft, itl *[]float64) {
 }
 
 func ainTimingErrors(tb testing.TB, url string, streams, tokens int) (ttft, itl []float64) {
-	c, err := NewClient(Options{Endpoint: url, MaxConns: streams})
+	c, err := openaiclient.New(openaiclient.Options{Endpoint: url, MaxConns: streams})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	res, err := c.RunBench(context.Background(), BenchConfig{Model: "test-model", Requests: streams, InputLen: 8, OutputLen: tokens, IgnoreEOS: true, Warmup: 1})
+	res, err := Run(context.Background(), c, Config{Model: "test-model", Requests: streams, InputLen: 8, OutputLen: tokens, IgnoreEOS: true, Warmup: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,4 +1,6 @@
-package vllm
+// Package answers checks a model's answers against a QA file (keywords, numbers, multiple
+// choice, a judge model or embeddings) and archives them, to compare a later run with.
+package answers
 
 import (
 	"context"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/strict"
 )
 
@@ -51,7 +54,7 @@ type QASuite struct {
 	Semantic *QASemantic `yaml:"semantic,omitempty" json:"semantic,omitempty"`
 	Cases    []QACase    `yaml:"cases" json:"cases"`
 
-	judge *Client // where semantic checks go; nil: the server under test
+	judge *openaiclient.Client // where semantic checks go; nil: the server under test
 }
 
 // Semantic check modes.
@@ -449,7 +452,7 @@ func (c *QACase) Hash() string {
 
 // SetJudge sends the semantic checks (judge or embeddings) to c instead of the server under
 // test; model, when set, names the judge or embedding model instead of the file's.
-func (s *QASuite) SetJudge(c *Client, model string) {
+func (s *QASuite) SetJudge(c *openaiclient.Client, model string) {
 	if s.Semantic == nil {
 		return
 	}
@@ -540,12 +543,12 @@ func describeAlts(alts []string) string {
 // QASeed is the seed of the first sample; sample k uses QASeed+k.
 const QASeed = 0
 
-// RunQA asks every case Samples times and checks the answers. Sampling is sent per request
+// Run asks every case Samples times and checks the answers. Sampling is sent per request
 // (temperature, top_p 1, top_k -1, seed), so the server's own defaults
 // (--generation-config auto) do not change what is checked. A case whose request fails
 // counts as failed with its error; an error that would fail every case (unreachable,
 // unauthorized) stops the run and is returned.
-func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass float64, now func() time.Time, progress func(QAResult)) (*QAReport, error) {
+func Run(ctx context.Context, c *openaiclient.Client, s *QASuite, model string, minPass float64, now func() time.Time, progress func(QAResult)) (*QAReport, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -571,20 +574,20 @@ func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass fl
 	}
 	for i := range s.Cases {
 		qc := &s.Cases[i]
-		var msgs []Message
+		var msgs []openaiclient.Message
 		if qc.System != "" {
-			msgs = append(msgs, Message{Role: "system", Content: qc.System})
+			msgs = append(msgs, openaiclient.Message{Role: "system", Content: qc.System})
 		}
-		msgs = append(msgs, Message{Role: "user", Content: qc.Prompt()})
+		msgs = append(msgs, openaiclient.Message{Role: "user", Content: qc.Prompt()})
 		r := QAResult{Name: qc.Name, Question: qc.Question, Method: qc.Method(s), Hash: qc.Hash()}
 		for k := 0; k < samples; k++ {
 			seed := QASeed + k
 			t0 := now()
-			res, err := c.Chat(ctx, ChatRequest{Model: model, Messages: msgs, MaxTokens: qc.MaxTokens, Temperature: &temp, Seed: &seed,
+			res, err := c.Chat(ctx, openaiclient.ChatRequest{Model: model, Messages: msgs, MaxTokens: qc.MaxTokens, Temperature: &temp, Seed: &seed,
 				Extra: map[string]any{"top_p": 1, "top_k": -1}}, now)
 			smp := QASample{Seconds: now().Sub(t0).Seconds()}
 			if err != nil {
-				if fatal(err) {
+				if openaiclient.Fatal(err) {
 					return nil, err
 				}
 				smp.Error = err.Error()
@@ -593,8 +596,8 @@ func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass fl
 				smp.Answer = strings.TrimSpace(res.Text)
 				smp.Checks = qc.Check(res.Text)
 				if qc.Reference != "" && s.Semantic != nil {
-					ck, err := judge.semanticCheck(ctx, s.Semantic, qc.Question, qc.Reference, smp.Answer, now)
-					if err != nil && fatal(err) {
+					ck, err := semanticCheck(ctx, judge, s.Semantic, qc.Question, qc.Reference, smp.Answer, now)
+					if err != nil && openaiclient.Fatal(err) {
 						return nil, err
 					}
 					smp.Checks = append(smp.Checks, ck)
@@ -634,4 +637,15 @@ func (c *Client) RunQA(ctx context.Context, s *QASuite, model string, minPass fl
 	}
 	rep.OK = rep.PassRate >= minPass
 	return rep, nil
+}
+
+// InputError is input that cannot be used as it is (a QA file's settings, a judge that is the
+// model under test).
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Err: fmt.Errorf(format, args...)}
 }

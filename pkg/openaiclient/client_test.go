@@ -1,4 +1,4 @@
-package vllm
+package openaiclient_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"math/big"
@@ -24,28 +25,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
+	"github.com/ain-hpc/ain/pkg/openaiclient"
+	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
-
-// start serves a simulated vLLM on 127.0.0.1 for the test's duration.
-func start(t *testing.T, opts vllmsim.Options) (*vllmsim.Server, string) {
-	t.Helper()
-	s := vllmsim.NewServer(opts)
-	ts := httptest.NewServer(s) // httptest listens on 127.0.0.1
-	t.Cleanup(ts.Close)
-	return s, ts.URL
-}
-
-func newClient(t *testing.T, opts Options) *Client {
-	t.Helper()
-	c, err := NewClient(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 func TestParseEndpoint(t *testing.T) {
 	for in, want := range map[string]string{
@@ -54,33 +37,26 @@ func TestParseEndpoint(t *testing.T) {
 		"https://llm.example.com/v1": "https://llm.example.com/v1",
 		"https://h/prefix/v1/":       "https://h/prefix/v1",
 	} {
-		u, err := ParseEndpoint(in)
+		u, err := openaiclient.ParseEndpoint(in)
 		if err != nil || u.String() != want {
 			t.Errorf("ParseEndpoint(%q) = %v, %v; want %s", in, u, err, want)
 		}
 	}
 	for _, bad := range []string{"", "127.0.0.1:8000", "ftp://h", "https://user:secret@h"} {
-		_, err := ParseEndpoint(bad)
-		var ee *EndpointError
+		_, err := openaiclient.ParseEndpoint(bad)
+		var ee *openaiclient.EndpointError
 		if !errors.As(err, &ee) {
-			t.Errorf("ParseEndpoint(%q) = %v, want an *EndpointError", bad, err)
+			t.Errorf("ParseEndpoint(%q) = %v, want an *openaiclient.EndpointError", bad, err)
 		}
-		if strings.Contains(errString(err), "secret") {
+		if strings.Contains(fmt.Sprint(err), "secret") {
 			t.Errorf("error prints the password: %v", err)
 		}
 	}
 }
 
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
 func TestModels(t *testing.T) {
-	_, url := start(t, vllmsim.Options{Models: []string{"qwen", "qwen-lora"}, Root: "/models/Qwen2.5-7B-Instruct", MaxModelLen: 32768, APIKey: "k"})
-	c := newClient(t, Options{Endpoint: url, APIKey: "k"})
+	_, url := clienttest.Start(t, vllmsim.Options{Models: []string{"qwen", "qwen-lora"}, Root: "/models/Qwen2.5-7B-Instruct", MaxModelLen: 32768, APIKey: "k"})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, APIKey: "k"})
 	ms, err := c.Models(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -94,25 +70,25 @@ func TestModels(t *testing.T) {
 	if m, err := c.ResolveModel(context.Background(), "qwen-lora"); err != nil || m != "qwen-lora" {
 		t.Fatalf("ResolveModel(qwen-lora) = %q, %v", m, err)
 	}
-	if _, err := c.ResolveModel(context.Background(), ""); ReasonOf(err) != ReasonInput || !strings.Contains(err.Error(), "serves 2 models (qwen, qwen-lora): say which") {
+	if _, err := c.ResolveModel(context.Background(), ""); openaiclient.ReasonOf(err) != openaiclient.ReasonInput || !strings.Contains(err.Error(), "serves 2 models (qwen, qwen-lora): say which") {
 		t.Fatalf("ResolveModel(\"\") with two served = %v", err)
 	}
 	_, err = c.ResolveModel(context.Background(), "llama")
-	if ReasonOf(err) != ReasonInput || !strings.Contains(err.Error(), "served: qwen, qwen-lora") {
+	if openaiclient.ReasonOf(err) != openaiclient.ReasonInput || !strings.Contains(err.Error(), "served: qwen, qwen-lora") {
 		t.Fatalf("ResolveModel(llama) = %v", err)
 	}
 }
 
 func TestUnauthorized(t *testing.T) {
-	_, url := start(t, vllmsim.Options{APIKey: "right-key"})
+	_, url := clienttest.Start(t, vllmsim.Options{APIKey: "right-key"})
 	for _, key := range []string{"", "wrong-key"} {
-		c := newClient(t, Options{Endpoint: url, APIKey: key})
+		c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, APIKey: key})
 		_, err := c.Models(context.Background())
-		if ReasonOf(err) != ReasonUnauthorized {
+		if openaiclient.ReasonOf(err) != openaiclient.ReasonUnauthorized {
 			t.Fatalf("key %q: Models err = %v, want Unauthorized", key, err)
 		}
-		_, err = c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("hi")}, nil)
-		if ReasonOf(err) != ReasonUnauthorized || !strings.Contains(err.Error(), "Unauthorized") {
+		_, err = c.Chat(context.Background(), openaiclient.ChatRequest{Model: "test-model", Messages: user("hi")}, nil)
+		if openaiclient.ReasonOf(err) != openaiclient.ReasonUnauthorized || !strings.Contains(err.Error(), "Unauthorized") {
 			t.Fatalf("key %q: Chat err = %v, want Unauthorized with vLLM's message", key, err)
 		}
 		if key != "" && strings.Contains(err.Error()+hintOf(err), key) {
@@ -128,9 +104,9 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := newClient(t, Options{Endpoint: "http://" + addr})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: "http://" + addr})
 	_, err = c.Models(context.Background())
-	if ReasonOf(err) != ReasonUnreachable || !strings.Contains(err.Error(), "connection refused at "+addr) {
+	if openaiclient.ReasonOf(err) != openaiclient.ReasonUnreachable || !strings.Contains(err.Error(), "connection refused at "+addr) {
 		t.Fatalf("err = %v", err)
 	}
 	if !strings.Contains(hintOf(err), "ready") {
@@ -144,9 +120,9 @@ func TestTLS(t *testing.T) {
 	ts.StartTLS()
 	defer ts.Close()
 	// Unknown CA: verified by default, the error says which CAs were trusted.
-	c := newClient(t, Options{Endpoint: ts.URL})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: ts.URL})
 	_, err := c.Models(context.Background())
-	if ReasonOf(err) != ReasonUnreachable || !strings.Contains(err.Error(), "not signed by a CA trusted here") {
+	if openaiclient.ReasonOf(err) != openaiclient.ReasonUnreachable || !strings.Contains(err.Error(), "not signed by a CA trusted here") {
 		t.Fatalf("unknown CA: err = %v", err)
 	}
 	if !strings.Contains(hintOf(err), "--ca-file") {
@@ -159,39 +135,39 @@ func TestTLS(t *testing.T) {
 	if err := os.WriteFile(ca, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c = newClient(t, Options{Endpoint: ts.URL, CAFile: ca})
+	c = clienttest.NewClient(t, openaiclient.Options{Endpoint: ts.URL, CAFile: ca})
 	if _, err := c.Models(context.Background()); err != nil {
 		t.Fatalf("with --ca-file: %v", err)
 	}
 	// --insecure.
-	c = newClient(t, Options{Endpoint: ts.URL, Insecure: true})
+	c = clienttest.NewClient(t, openaiclient.Options{Endpoint: ts.URL, Insecure: true})
 	if _, err := c.Models(context.Background()); err != nil {
 		t.Fatalf("insecure: %v", err)
 	}
 	// A CA file without certificates is a usage error.
 	bad := filepath.Join(t.TempDir(), "bad.pem")
 	_ = os.WriteFile(bad, []byte("not pem"), 0o600)
-	var cfe *CAFileError
-	if _, err := NewClient(Options{Endpoint: ts.URL, CAFile: bad}); !errors.As(err, &cfe) || cfe.Path != bad {
+	var cfe *openaiclient.CAFileError
+	if _, err := openaiclient.New(openaiclient.Options{Endpoint: ts.URL, CAFile: bad}); !errors.As(err, &cfe) || cfe.Path != bad {
 		t.Fatalf("bad CA file: %v", err)
 	}
 	// Plain HTTP server, https endpoint.
-	_, url := start(t, vllmsim.Options{})
-	c = newClient(t, Options{Endpoint: strings.Replace(url, "http://", "https://", 1)})
+	_, url := clienttest.Start(t, vllmsim.Options{})
+	c = clienttest.NewClient(t, openaiclient.Options{Endpoint: strings.Replace(url, "http://", "https://", 1)})
 	_, err = c.Models(context.Background())
-	if !strings.Contains(errString(err), "does not speak TLS") {
+	if !strings.Contains(fmt.Sprint(err), "does not speak TLS") {
 		t.Fatalf("https to http server: %v", err)
 	}
 }
 
-func user(q string) []Message { return []Message{{Role: "user", Content: q}} }
+func user(q string) []openaiclient.Message { return []openaiclient.Message{{Role: "user", Content: q}} }
 
 func TestChatStreamAndTemperatureZero(t *testing.T) {
-	srv, url := start(t, vllmsim.Options{Models: []string{"m"}})
-	c := newClient(t, Options{Endpoint: url})
+	srv, url := clienttest.Start(t, vllmsim.Options{Models: []string{"m"}})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url})
 	var deltas []string
 	zero, seed := 0.0, 7
-	res, err := c.Chat(context.Background(), ChatRequest{
+	res, err := c.Chat(context.Background(), openaiclient.ChatRequest{
 		Model: "m", Messages: user("Which UDP port does RoCEv2 use?"), MaxTokens: 64,
 		Temperature: &zero, Seed: &seed, Stream: true,
 		OnDelta: func(s string) { deltas = append(deltas, s) },
@@ -223,7 +199,7 @@ func TestChatStreamAndTemperatureZero(t *testing.T) {
 		t.Fatalf("wire body = %s", bodies[len(bodies)-1])
 	}
 	// Without Temperature the field stays absent (the server's default applies).
-	if _, err := c.Chat(context.Background(), ChatRequest{Model: "m", Messages: user("hi")}, nil); err != nil {
+	if _, err := c.Chat(context.Background(), openaiclient.ChatRequest{Model: "m", Messages: user("hi")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	bodies = srv.Bodies()
@@ -233,9 +209,9 @@ func TestChatStreamAndTemperatureZero(t *testing.T) {
 }
 
 func TestChatNoStreamAndMaxTokens(t *testing.T) {
-	_, url := start(t, vllmsim.Options{})
-	c := newClient(t, Options{Endpoint: url})
-	res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), MaxTokens: 3}, nil)
+	_, url := clienttest.Start(t, vllmsim.Options{})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url})
+	res, err := c.Chat(context.Background(), openaiclient.ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), MaxTokens: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,59 +221,13 @@ func TestChatNoStreamAndMaxTokens(t *testing.T) {
 }
 
 func TestChatModelNotFound(t *testing.T) {
-	_, url := start(t, vllmsim.Options{Models: []string{"a", "b"}})
-	c := newClient(t, Options{Endpoint: url})
+	_, url := clienttest.Start(t, vllmsim.Options{Models: []string{"a", "b"}})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url})
 	for _, stream := range []bool{false, true} {
-		_, err := c.Chat(context.Background(), ChatRequest{Model: "zzz", Messages: user("hi"), Stream: stream}, nil)
-		if ReasonOf(err) != ReasonInput || !strings.Contains(err.Error(), `model "zzz" is not served here; served: a, b`) {
+		_, err := c.Chat(context.Background(), openaiclient.ChatRequest{Model: "zzz", Messages: user("hi"), Stream: stream}, nil)
+		if openaiclient.ReasonOf(err) != openaiclient.ReasonInput || !strings.Contains(err.Error(), `model "zzz" is not served here; served: a, b`) {
 			t.Fatalf("stream=%v: err = %v", stream, err)
 		}
-	}
-}
-
-// The self-signed certificate `ain serve` puts in NAME-tls serves HTTPS for the host, a client
-// trusting the Secret's ca.crt verifies it, and --connect-to reaches the server by address
-// while verifying the host name (an ingress whose DNS record is not there yet).
-func TestSelfSignedTLSAndConnectTo(t *testing.T) {
-	now := time.Now()
-	sec, err := SelfSignedTLS("qwen-tls", "llm", "llm.ain.test", nil, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := CheckTLSSecret(sec, "llm.ain.test", now); err != nil {
-		t.Fatal(err)
-	}
-	var tp *TLSProblem
-	if _, err := CheckTLSSecret(sec, "other.example", now); !errors.As(err, &tp) || !strings.Contains(err.Error(), "does not cover host other.example") {
-		t.Fatalf("wrong host: %v", err)
-	}
-	if _, err := CheckTLSSecret(sec, "llm.ain.test", now.Add(400*24*time.Hour)); err == nil || !strings.Contains(err.Error(), "expires") {
-		t.Fatalf("expired: %v", err)
-	}
-	opaque := sec.DeepCopy()
-	opaque.Type = corev1.SecretTypeOpaque
-	if _, err := CheckTLSSecret(opaque, "", now); err == nil || !strings.Contains(err.Error(), "kubernetes.io/tls") {
-		t.Fatalf("opaque: %v", err)
-	}
-	cert, err := tls.X509KeyPair(sec.Data["tls.crt"], sec.Data["tls.key"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(vllmsim.NewServer(vllmsim.Options{}))
-	ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
-	ts.StartTLS()
-	defer ts.Close()
-	addr := strings.TrimPrefix(ts.URL, "https://")
-	_, port, _ := net.SplitHostPort(addr)
-	c := newClient(t, Options{Endpoint: "https://llm.ain.test:" + port, ConnectTo: addr, CAPEM: sec.Data["ca.crt"], CAName: "the ca.crt of Secret qwen-tls"})
-	if _, err := c.Models(context.Background()); err != nil {
-		t.Fatalf("self-signed via connect-to: %v", err)
-	}
-	// Without the CA: an unknown authority, explained with the CAs that were trusted.
-	c = newClient(t, Options{Endpoint: "https://llm.ain.test:" + port, ConnectTo: addr})
-	if _, err := c.Models(context.Background()); !strings.Contains(errString(err), "not signed by a CA trusted here") || !strings.Contains(errString(err), "--connect-to") {
-		t.Fatalf("no CA: %v", err)
 	}
 }
 
@@ -316,8 +246,8 @@ func TestIngressFakeCertificateNamed(t *testing.T) {
 	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
 	ts.StartTLS()
 	defer ts.Close()
-	_, err = newClient(t, Options{Endpoint: ts.URL}).Models(context.Background())
-	if !strings.Contains(errString(err), "fake default certificate") || strings.Contains(hintOf(err), "--ca-file") {
+	_, err = clienttest.NewClient(t, openaiclient.Options{Endpoint: ts.URL}).Models(context.Background())
+	if !strings.Contains(fmt.Sprint(err), "fake default certificate") || strings.Contains(hintOf(err), "--ca-file") {
 		t.Fatalf("fake cert: %v (hint %q)", err, hintOf(err))
 	}
 }
@@ -337,9 +267,9 @@ func TestChatStreamFailures(t *testing.T) {
 		{vllmsim.FaultHTML, false, []string{"the answer (Content-Type text/html; charset=utf-8) is not JSON", "Please sign in."}},
 		{vllmsim.FaultOnlyDone, true, []string{"carried no answer (0 chunk(s), none with choices)"}},
 	} {
-		_, url := start(t, vllmsim.Options{Fault: tc.fault})
-		c := newClient(t, Options{Endpoint: url})
-		res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
+		_, url := clienttest.Start(t, vllmsim.Options{Fault: tc.fault})
+		c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url})
+		res, err := c.Chat(context.Background(), openaiclient.ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
 		if err == nil {
 			t.Errorf("%s (stream %v): no error, answer %+v", tc.fault, tc.stream, res)
 			continue
@@ -349,24 +279,9 @@ func TestChatStreamFailures(t *testing.T) {
 				t.Errorf("%s (stream %v): %q not in %v", tc.fault, tc.stream, w, err)
 			}
 		}
-		if strings.Contains(err.Error(), "before data: [DONE]") || ReasonOf(err) != ReasonFailure {
-			t.Errorf("%s (stream %v): reason %d, %v", tc.fault, tc.stream, ReasonOf(err), err)
+		if strings.Contains(err.Error(), "before data: [DONE]") || openaiclient.ReasonOf(err) != openaiclient.ReasonFailure {
+			t.Errorf("%s (stream %v): reason %d, %v", tc.fault, tc.stream, openaiclient.ReasonOf(err), err)
 		}
-	}
-}
-
-// bounded fails the test when f has not returned after a generous guard: what it tests would
-// otherwise wait for ever (the bounds under test are a hundred times shorter).
-func bounded(t *testing.T, f func() error) error {
-	t.Helper()
-	ch := make(chan error, 1)
-	go func() { ch <- f() }()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatal("still waiting after 30 s: the request is not bounded")
-		return nil
 	}
 }
 
@@ -382,20 +297,20 @@ func TestChatBoundedOnWedgedEngine(t *testing.T) {
 		{vllmsim.FaultHang, false, "no byte of the answer within 200ms of sending the request (--ttfb-timeout)"},
 		{vllmsim.FaultStall, true, "the answer stopped: no byte for 300ms (--idle-timeout)"},
 	} {
-		_, url := start(t, vllmsim.Options{Fault: tc.fault})
-		c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
-		err := bounded(t, func() error {
-			_, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
+		_, url := clienttest.Start(t, vllmsim.Options{Fault: tc.fault})
+		c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, FirstByteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+		err := clienttest.Bounded(t, func() error {
+			_, err := c.Chat(context.Background(), openaiclient.ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: tc.stream}, nil)
 			return err
 		})
-		if ReasonOf(err) != ReasonTimeout || !strings.Contains(err.Error(), tc.want) || hintOf(err) == "" {
-			t.Errorf("%s (stream %v): reason %d, %v", tc.fault, tc.stream, ReasonOf(err), err)
+		if openaiclient.ReasonOf(err) != openaiclient.ReasonTimeout || !strings.Contains(err.Error(), tc.want) || hintOf(err) == "" {
+			t.Errorf("%s (stream %v): reason %d, %v", tc.fault, tc.stream, openaiclient.ReasonOf(err), err)
 		}
 	}
 	// A healthy stream with gaps shorter than the bounds is not cut.
-	_, url := start(t, vllmsim.Options{FirstTokenDelay: 20 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
-	c := newClient(t, Options{Endpoint: url, FirstByteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second})
-	if res, err := c.Chat(context.Background(), ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: true}, nil); err != nil || !strings.Contains(res.Text, "routable") {
+	_, url := clienttest.Start(t, vllmsim.Options{FirstTokenDelay: 20 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, FirstByteTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second})
+	if res, err := c.Chat(context.Background(), openaiclient.ChatRequest{Model: "test-model", Messages: user("What is RoCEv2?"), Stream: true}, nil); err != nil || !strings.Contains(res.Text, "routable") {
 		t.Fatalf("healthy stream: %v", err)
 	}
 }
@@ -404,20 +319,20 @@ func TestChatBoundedOnWedgedEngine(t *testing.T) {
 // --connect-to address when there is one); never without a key, over https://, or to loopback.
 func TestClearTextKeyTo(t *testing.T) {
 	for _, tc := range []struct {
-		opts Options
+		opts openaiclient.Options
 		want string
 	}{
-		{Options{Endpoint: "http://10.0.0.5:8000", APIKey: "k"}, "10.0.0.5:8000"},
-		{Options{Endpoint: "http://llm.example.com", APIKey: "k"}, "llm.example.com"},
-		{Options{Endpoint: "http://127.0.0.1:8000", APIKey: "k", ConnectTo: "10.0.0.9:80"}, "10.0.0.9:80"},
-		{Options{Endpoint: "http://10.0.0.5:8000"}, ""},
-		{Options{Endpoint: "https://llm.example.com", APIKey: "k"}, ""},
-		{Options{Endpoint: "http://127.0.0.1:8000", APIKey: "k"}, ""},
-		{Options{Endpoint: "http://[::1]:8000", APIKey: "k"}, ""},
-		{Options{Endpoint: "http://localhost:8000", APIKey: "k"}, ""},
-		{Options{Endpoint: "http://llm.example.com", APIKey: "k", ConnectTo: "127.0.0.1:8080"}, ""},
+		{openaiclient.Options{Endpoint: "http://10.0.0.5:8000", APIKey: "k"}, "10.0.0.5:8000"},
+		{openaiclient.Options{Endpoint: "http://llm.example.com", APIKey: "k"}, "llm.example.com"},
+		{openaiclient.Options{Endpoint: "http://127.0.0.1:8000", APIKey: "k", ConnectTo: "10.0.0.9:80"}, "10.0.0.9:80"},
+		{openaiclient.Options{Endpoint: "http://10.0.0.5:8000"}, ""},
+		{openaiclient.Options{Endpoint: "https://llm.example.com", APIKey: "k"}, ""},
+		{openaiclient.Options{Endpoint: "http://127.0.0.1:8000", APIKey: "k"}, ""},
+		{openaiclient.Options{Endpoint: "http://[::1]:8000", APIKey: "k"}, ""},
+		{openaiclient.Options{Endpoint: "http://localhost:8000", APIKey: "k"}, ""},
+		{openaiclient.Options{Endpoint: "http://llm.example.com", APIKey: "k", ConnectTo: "127.0.0.1:8080"}, ""},
 	} {
-		if got := newClient(t, tc.opts).ClearTextKeyTo(); got != tc.want {
+		if got := clienttest.NewClient(t, tc.opts).ClearTextKeyTo(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.opts, got, tc.want)
 		}
 	}
@@ -427,13 +342,13 @@ func TestClearTextKeyTo(t *testing.T) {
 // "127.0.0.1:", which would dial port 0.
 func TestConnectToNeedsPort(t *testing.T) {
 	for _, bad := range []string{"127.0.0.1:", "127.0.0.1", ":443", "127.0.0.1:0", "127.0.0.1:https", "127.0.0.1:70000"} {
-		_, err := NewClient(Options{Endpoint: "https://llm.example.com", ConnectTo: bad})
-		var ee *EndpointError
+		_, err := openaiclient.New(openaiclient.Options{Endpoint: "https://llm.example.com", ConnectTo: bad})
+		var ee *openaiclient.EndpointError
 		if !errors.As(err, &ee) || !ee.ConnectTo || ee.Endpoint != bad {
 			t.Errorf("--connect-to %q: %v", bad, err)
 		}
 	}
-	if _, err := NewClient(Options{Endpoint: "https://llm.example.com", ConnectTo: "[::1]:443"}); err != nil {
+	if _, err := openaiclient.New(openaiclient.Options{Endpoint: "https://llm.example.com", ConnectTo: "[::1]:443"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -453,7 +368,7 @@ func TestClientSpeaksHTTP1(t *testing.T) {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	c, err := NewClient(Options{Endpoint: srv.URL, Insecure: true})
+	c, err := openaiclient.New(openaiclient.Options{Endpoint: srv.URL, Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +382,7 @@ func TestClientSpeaksHTTP1(t *testing.T) {
 
 // hintOf is the hint of the CallError in err's chain.
 func hintOf(err error) string {
-	var ce *CallError
+	var ce *openaiclient.CallError
 	if errors.As(err, &ce) {
 		return ce.Hint
 	}

@@ -1,22 +1,21 @@
-package vllm
+package servebench
 
 import (
 	"io"
 
+	"github.com/ain-hpc/ain/pkg/figure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/ain-hpc/ain/pkg/bench"
 )
 
 // SweepPoint is one run of a request-rate or concurrency sweep.
 type SweepPoint struct {
 	// X is the swept setting: requests/s (0 for inf) or the concurrency.
-	X      float64      `json:"x"`
-	Label  string       `json:"label"`
-	Result *BenchResult `json:"result"`
+	X      float64 `json:"x"`
+	Label  string  `json:"label"`
+	Result *Result `json:"result"`
 }
 
 // Knee is the index of the last point before the serving stops keeping up: with goodput
@@ -43,7 +42,7 @@ func Knee(points []SweepPoint) int {
 }
 
 // PlotSweep draws TTFT p99 and ITL p99 (ms) against the swept setting, and goodput (req/s)
-// when targets were given, marking the knee; format "png" or "svg", drawn by bench.Render
+// when targets were given, marking the knee; format "png" or "svg", drawn by figure.Render
 // like ain's other plots. An infinite rate (X 0) is placed after the others, by its index.
 func PlotSweep(w io.Writer, points []SweepPoint, xName, format string) error {
 	p := plot.New()
@@ -58,11 +57,11 @@ func PlotSweep(w io.Writer, points []SweepPoint, xName, format string) error {
 	}
 	series := []struct {
 		name string
-		get  func(*BenchResult) (float64, bool)
+		get  func(*Result) (float64, bool)
 	}{
-		{"TTFT p99 (ms)", func(r *BenchResult) (float64, bool) { return r.TTFTMs.P99, true }},
-		{"ITL p99 (ms)", func(r *BenchResult) (float64, bool) { return r.ITLMs.P99, true }},
-		{"goodput (req/s)", func(r *BenchResult) (float64, bool) {
+		{"TTFT p99 (ms)", func(r *Result) (float64, bool) { return r.TTFTMs.P99, true }},
+		{"ITL p99 (ms)", func(r *Result) (float64, bool) { return r.ITLMs.P99, true }},
+		{"goodput (req/s)", func(r *Result) (float64, bool) {
 			if r.RequestGoodput == nil {
 				return 0, false
 			}
@@ -83,7 +82,7 @@ func PlotSweep(w io.Writer, points []SweepPoint, xName, format string) error {
 		if err != nil {
 			return err
 		}
-		l.Color, pts.Color = bench.Palette[si], bench.Palette[si]
+		l.Color, pts.Color = figure.Palette[si], figure.Palette[si]
 		p.Add(l, pts)
 		p.Legend.Add(s.name, l)
 	}
@@ -95,5 +94,5 @@ func PlotSweep(w io.Writer, points []SweepPoint, xName, format string) error {
 		p.Legend.Add("knee: "+points[k].Label, knee)
 	}
 	p.Legend.Top = true
-	return bench.Render(w, p, bench.PlotOptions{Format: format})
+	return figure.Render(w, p, figure.Options{Format: format})
 }
