@@ -78,27 +78,6 @@ func lookupRealImage(image string) (realImage, bool) {
 // ncclTests.binary); the stand-in is bind-mounted there.
 const ncclTestsBinary = "/opt/nccl_tests/build/all_reduce_perf"
 
-// allreduceStandIn stands for nccl-tests' all_reduce_perf: a real MPI_Allreduce over the ranks
-// (Open MPI's TCP BTL between the pods' network namespaces), one line per rank. It exits 1
-// when the sum is wrong.
-const allreduceStandIn = `#include <mpi.h>
-#include <stdio.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-	int rank, size, one, sum = 0;
-	char host[256];
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	gethostname(host, sizeof host);
-	one = rank + 1;
-	MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-	printf("podrun-allreduce rank %d of %d on %s: sum %d\n", rank, size, host, sum);
-	MPI_Finalize();
-	return sum == size * (size + 1) / 2 ? 0 : 1;
-}
-`
-
 // realPodsDir holds what the real images need, made once per sandbox (prepareRealPods).
 func (l Layout) realPodsDir() string { return filepath.Join(l.Dir, "realpods") }
 
@@ -126,7 +105,7 @@ func prepareRealPods(ctx context.Context, dir string) error {
 		return err
 	}
 	files := map[string]string{
-		"allreduce.c": allreduceStandIn,
+		"allreduce.c": podrun.AllreduceStandIn,
 		// The mpi-operator base image's ssh settings (build/base/Dockerfile:
 		// StrictHostKeyChecking no, UserKnownHostsFile /dev/null in ssh_config; StrictModes no
 		// in sshd_config), assumed for the coreweave image too (docs/sandbox-real-pods.md).

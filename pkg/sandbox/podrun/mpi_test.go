@@ -23,26 +23,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/sandbox/podrun"
 )
 
-// allreduceProgram stands for nccl-tests' all_reduce_perf: a real MPI_Allreduce over the
-// ranks (Open MPI's TCP BTL between the pods' namespaces), one line per rank.
-const allreduceProgram = `#include <mpi.h>
-#include <stdio.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-	int rank, size, one, sum = 0;
-	char host[256];
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	gethostname(host, sizeof host);
-	one = rank + 1;
-	MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-	printf("podrun-allreduce rank %d of %d on %s: sum %d\n", rank, size, host, sum);
-	MPI_Finalize();
-	return sum == size * (size + 1) / 2 ? 0 : 1;
-}
-`
-
 // The path of the nccl-tests binary in ain's image (recipes/allreduce.yaml ncclTests.binary).
 const ncclTestsBinary = "/opt/nccl_tests/build/all_reduce_perf"
 
@@ -171,7 +151,7 @@ func newMPIJob(t *testing.T, rt *trainer.TrainingRuntime, nodes int) *mpiJob {
 }
 
 // nccltestsImage maps ain's nccl-tests image onto this machine: Debian's sshd, ssh and Open
-// MPI; all_reduce_perf as allreduceProgram built with mpicc, bind-mounted at the image's path
+// MPI; all_reduce_perf as podrun.AllreduceStandIn built with mpicc, bind-mounted at the image's path
 // (the launcher's command is left as rendered); an sshd host key (the image's, which Debian's
 // package makes at install: here one made for the test, so that no host key of this machine is
 // used); and the ssh client and server settings of the mpi-operator's base image
@@ -181,7 +161,7 @@ func newMPIJob(t *testing.T, rt *trainer.TrainingRuntime, nodes int) *mpiJob {
 func nccltestsImage(t *testing.T, progs map[string]string, dir string) podrun.Image {
 	t.Helper()
 	src := filepath.Join(dir, "allreduce.c")
-	if err := os.WriteFile(src, []byte(allreduceProgram), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(podrun.AllreduceStandIn), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "all_reduce_perf")
