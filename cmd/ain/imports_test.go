@@ -12,7 +12,7 @@ import (
 
 // TestOwnPackagesCompileNoExpressionAtInit: no package of ain's own that the binary links
 // compiles a regular expression in a package-level variable (regexp.MustCompile runs in the
-// package's init, in every process); internal/lazyre compiles on first use. hcaName's
+// package's init, in every process); pkg/lazyre compiles on first use. hcaName's
 // {0,63} repetition alone was 860 allocations a start-up (GODEBUG=inittrace=1, pkg/profile).
 func TestOwnPackagesCompileNoExpressionAtInit(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", `{{if .Module}}{{if eq .Module.Path "github.com/ain-hpc/ain"}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}{{end}}`, ".").CombinedOutput()

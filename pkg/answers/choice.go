@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
 // Multiple-choice cases, scored as lm-evaluation-harness scores its generative multiple-choice

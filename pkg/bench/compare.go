@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 // Series is one variant of one saved run: what a plot draws and a comparison puts in a column.

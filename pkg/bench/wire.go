@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/lazyre"
 	"github.com/ain-hpc/ain/pkg/counters"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 	"github.com/ain-hpc/ain/pkg/nccl"
 )
 

@@ -34,8 +34,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/input"
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/input"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
 // SnapshotCommand prints the sysfs part of a snapshot (busybox sh and grep are enough).

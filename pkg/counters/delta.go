@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
 // Counter classes.

@@ -40,7 +40,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 // MaxInput bounds one input: an 8-GPU node's page with pod labels is about 100 KiB, and a

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ain-hpc/ain/internal/golden"
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 // TestSamples: every sample parses to 8 GPUs with the key fields read, and its report matches

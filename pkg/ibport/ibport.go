@@ -51,7 +51,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 // SysfsDumpCommand prints the sysfs dump this package parses (see the package doc). It needs

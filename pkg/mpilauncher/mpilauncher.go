@@ -36,7 +36,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 // Verdicts.

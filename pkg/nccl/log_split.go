@@ -17,7 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 // refLines is the analyser's historical line reader (bufio.ReadSlice, long lines cut to

@@ -26,8 +26,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/input"
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/input"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
 // Run is one perftest invocation's report.

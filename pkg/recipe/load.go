@@ -10,7 +10,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 	"github.com/ain-hpc/ain/pkg/strict"
 	"github.com/ain-hpc/ain/recipes"
 )

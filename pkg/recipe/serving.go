@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 	"github.com/ain-hpc/ain/pkg/strict"
 )
 

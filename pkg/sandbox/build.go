@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 	"github.com/ain-hpc/ain/pkg/sandbox/bincache"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
 // Problem is one thing wrong with a document.

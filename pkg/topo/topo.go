@@ -32,7 +32,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/input"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 // Path classes, nearest first.

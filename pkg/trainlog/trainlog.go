@@ -25,8 +25,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/input"
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/input"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
 // Step sources.

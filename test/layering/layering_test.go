@@ -16,13 +16,6 @@ import (
 
 const module = "github.com/ain-hpc/ain/"
 
-// internalDebt are the internal packages pkg/ still imports, by importing folder; a move to
-// pkg/ takes an entry out, and nothing may be added.
-var internalDebt = map[string]bool{
-	module + "internal/lazyre": true,
-	module + "internal/input":  true,
-}
-
 func root(t *testing.T) string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
@@ -74,7 +67,7 @@ func TestLibrariesImportNoExitCodesNorInternal(t *testing.T) {
 				t.Errorf("%s imports the exit codes (%s): return a typed error and map it in internal/cli", rel, p)
 			case p == module+"internal/testenv" && strings.HasPrefix(rel, "pkg/sandbox/sandboxtest/"):
 				// Test support itself: it isolates the test's environment as every test does.
-			case strings.HasPrefix(p, module+"internal/") && !internalDebt[p]:
+			case strings.HasPrefix(p, module+"internal/"):
 				t.Errorf("%s imports %s: pkg/ imports nothing under internal/", rel, p)
 			}
 		}

@@ -3,7 +3,7 @@ package vllmsim
 import (
 	"strings"
 
-	"github.com/ain-hpc/ain/internal/lazyre"
+	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
 // CourseJudge is the judge model the course's answer checks name (recipes/qa/course-qa.yaml);
