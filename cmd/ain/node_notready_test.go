@@ -203,4 +203,28 @@ func TestNodeNotReadyExplained(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("node %s Ready and untainted %s after the mark was removed", node, time.Since(tb).Round(100*time.Millisecond))
+	// Its long-lived pods (the GPU Operator's DaemonSet pods) were marked not Ready while it was
+	// down; back up, they are Ready again, as a kubelet reports them (a later preflight found
+	// them not Ready for good).
+	for {
+		pods, err := c.cs.CoreV1().Pods(sandbox.GPUOperatorNamespace).List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var unready []string
+		for _, p := range pods.Items {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status != corev1.ConditionTrue {
+					unready = append(unready, p.Name)
+				}
+			}
+		}
+		if len(pods.Items) > 0 && len(unready) == 0 {
+			break
+		}
+		if time.Since(tb) > 90*time.Second {
+			t.Fatalf("pods on %s not Ready again within 90 s of its return: %v (of %d)", node, unready, len(pods.Items))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

@@ -55,8 +55,10 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 		}, a.cs),
 		&corev1.Node{}, cache.SharedIndexInformerOptions{ResyncPeriod: nodeDownResync})
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	// Both ways: a node marked down gets its pods marked not Ready; a node back up gets them
+	// Ready again, as its kubelet would report them once it posts status again.
 	enqueue := func(obj any) {
-		if n, ok := obj.(*corev1.Node); ok && nodeIsDown(n) {
+		if n, ok := obj.(*corev1.Node); ok {
 			q.Add(n.Name)
 		}
 	}
@@ -77,8 +79,17 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 		if quit {
 			return
 		}
-		if err := a.markPodsNotReady(ctx, name); err != nil {
-			fmt.Fprintf(a.log, "sandbox agent: node %s is down: %v\n", name, err)
+		var err error
+		obj, exists, _ := inf.GetStore().GetByKey(name)
+		if n, ok := obj.(*corev1.Node); exists && ok {
+			if nodeIsDown(n) {
+				err = a.markPodsNotReady(ctx, name)
+			} else if nodeReady(n) {
+				err = a.markPodsReadyAgain(ctx, name)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(a.log, "sandbox agent: node %s: %v\n", name, err)
 			q.AddRateLimited(name)
 		} else {
 			q.Forget(name)
@@ -104,6 +115,7 @@ func (a *agent) markPodsNotReady(ctx context.Context, node string) error {
 			}
 			p = p.DeepCopy()
 			p.Status.Conditions[i].Status = corev1.ConditionFalse
+			p.Status.Conditions[i].Reason = reasonNodeDown
 			p.Status.Conditions[i].LastTransitionTime = metav1.Now()
 			_, err := a.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 			switch {
@@ -111,6 +123,46 @@ func (a *agent) markPodsNotReady(ctx context.Context, node string) error {
 				fmt.Fprintf(a.log, "sandbox agent: node %s is down: pod %s/%s not Ready\n", node, p.Namespace, p.Name)
 			case !apierrors.IsNotFound(err) && firstErr == nil:
 				firstErr = fmt.Errorf("mark pod %s/%s not Ready: %w", p.Namespace, p.Name, err)
+			}
+			break
+		}
+	}
+	return firstErr
+}
+
+// reasonNodeDown marks the Ready condition of a pod the agent made not Ready because its node
+// went down (the node lifecycle controller sets no reason), so that only those are made Ready
+// again when the node is back.
+const reasonNodeDown = "NodeDown"
+
+// markPodsReadyAgain makes the pods that markPodsNotReady took out Ready again, now that their
+// node posts status again: a kubelet back from a silence reports its running containers'
+// readiness anew (without a readiness probe, Ready as soon as they run), which kwok's stages,
+// having made these pods Ready once, do not do a second time.
+func (a *agent) markPodsReadyAgain(ctx context.Context, node string) error {
+	pods, err := a.lister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var firstErr error
+	for _, p := range pods {
+		if p.Spec.NodeName != node || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		for i, c := range p.Status.Conditions {
+			if c.Type != corev1.PodReady || c.Status == corev1.ConditionTrue || c.Reason != reasonNodeDown {
+				continue
+			}
+			p = p.DeepCopy()
+			p.Status.Conditions[i].Status = corev1.ConditionTrue
+			p.Status.Conditions[i].Reason = ""
+			p.Status.Conditions[i].LastTransitionTime = metav1.Now()
+			_, err := a.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			switch {
+			case err == nil:
+				fmt.Fprintf(a.log, "sandbox agent: node %s is back: pod %s/%s Ready again\n", node, p.Namespace, p.Name)
+			case !apierrors.IsNotFound(err) && firstErr == nil:
+				firstErr = fmt.Errorf("mark pod %s/%s Ready again: %w", p.Namespace, p.Name, err)
 			}
 			break
 		}
