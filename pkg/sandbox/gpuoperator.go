@@ -2,7 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,4 +55,27 @@ func (k *kube) ensureGPUOperator(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// waitGPUOperator waits until every operand DaemonSet has a Ready pod on each node it selects.
+func (k *kube) waitGPUOperator(ctx context.Context, timeout time.Duration) error {
+	var waiting []string
+	err := poll(ctx, timeout, func() (bool, error) {
+		waiting = waiting[:0]
+		for _, o := range gpuOperands {
+			ds, err := k.cs.AppsV1().DaemonSets(GPUOperatorNamespace).Get(ctx, o.name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			st := ds.Status
+			if st.ObservedGeneration < ds.Generation || st.DesiredNumberScheduled == 0 || st.NumberReady < st.DesiredNumberScheduled {
+				waiting = append(waiting, fmt.Sprintf("%s %d/%d ready", o.name, st.NumberReady, st.DesiredNumberScheduled))
+			}
+		}
+		return len(waiting) == 0, nil
+	})
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("the GPU Operator's DaemonSets not ready after %s: %s", timeout, strings.Join(waiting, ", "))
+	}
+	return err
 }

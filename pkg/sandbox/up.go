@@ -399,6 +399,14 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		}
 		step("mpi-operator, jobset, trainer + webhooks ready")
 	}
+	if !cfg.NoGPUOperator {
+		// A cluster with the GPU Operator has its operands running before GPU jobs come (a
+		// preflight right after `sandbox up` found them still Pending).
+		if err := k.waitGPUOperator(ctx, 90*time.Second); err != nil {
+			return st, false, err
+		}
+		step("GPU Operator's driver, device plugin and dcgm-exporter ready")
+	}
 	if !alive(*agentProc) {
 		return st, false, fmt.Errorf("sandbox agent exited:\n%s", tailFile(agentProc.Log, 20))
 	}
