@@ -84,9 +84,10 @@ func TestConcurrentTrainSameName(t *testing.T) {
 }
 
 // Two `ain bench allreduce` started in the same second used the same job names: one job was
-// reported as two results (one with an --iters it did not use). Each bench now has its own jobs;
-// and as they ran on the same nodes at once (on hardware each gets part of the HCAs), each
-// result is INVALID and names the other's pods (issue 32: both used to report valid results).
+// reported as two results (one with an --iters it did not use). Each bench now has its own jobs.
+// Whether their pods overlapped depends on timing; where a bench says another workload shared
+// its nodes (issue 32), that workload is the other bench's workers, and nothing else makes it
+// INVALID (TestBenchAllreduceSandboxSharedNodes covers the detection itself).
 func TestConcurrentBench(t *testing.T) {
 	c := newCluster(t)
 	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
@@ -94,12 +95,11 @@ func TestConcurrentBench(t *testing.T) {
 		c.start(t, "bench", "allreduce", "--algo", "ring", "--skip-preflight", "--out", dirs[0], "--timeout", "4m"),
 		c.start(t, "bench", "allreduce", "--algo", "ring", "--skip-preflight", "--out", dirs[1], "--timeout", "4m", "--iters", "5"),
 	}
-	var names []string
-	var problems []string
+	var names, problems []string
 	for i, p := range procs {
 		code, stderr := p.wait(t, 5*time.Minute)
-		if code != int(ainerr.CheckFailed) {
-			t.Errorf("bench %d: exit %d, want %d (shared nodes)\n%s", i, code, ainerr.CheckFailed, stderr)
+		if code != 0 && code != int(ainerr.CheckFailed) {
+			t.Errorf("bench %d: exit %d\n%s", i, code, stderr)
 		}
 		raw, err := os.ReadFile(filepath.Join(dirs[i], bench.ResultJSON))
 		if err != nil {
@@ -112,6 +112,9 @@ func TestConcurrentBench(t *testing.T) {
 		if len(res.Variants) != 1 || res.Variants[0].Perf == nil {
 			t.Fatalf("bench %d: %d variant(s)", i, len(res.Variants))
 		}
+		if (code == 0) != res.Valid {
+			t.Errorf("bench %d: exit %d but valid=%v", i, code, res.Valid)
+		}
 		names = append(names, res.Variants[0].Job)
 		problems = append(problems, strings.Join(res.Variants[0].Problems, "; "))
 	}
@@ -119,10 +122,9 @@ func TestConcurrentBench(t *testing.T) {
 		t.Errorf("two benches at once shared MPIJob %s", names[0])
 	}
 	for i, p := range problems {
-		other := names[1-i]
-		if !strings.HasPrefix(p, bench.ProblemSharedNodes+": ") || !strings.Contains(p, other+"-worker-") {
-			t.Errorf("bench %d (%s) does not say that %s shared its nodes: %s", i, names[i], other, p)
+		if p != "" && (!strings.HasPrefix(p, bench.ProblemSharedNodes+": ") || !strings.Contains(p, names[1-i]+"-worker-")) {
+			t.Errorf("bench %d (%s) is INVALID for another reason than %s sharing its nodes: %s", i, names[i], names[1-i], p)
 		}
 	}
-	t.Logf("concurrent benches ran as %v", names)
+	t.Logf("concurrent benches ran as %v; problems %q", names, problems)
 }

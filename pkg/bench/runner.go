@@ -299,7 +299,19 @@ func (r *Runner) runVariant(ctx context.Context, plan *Plan, i int, pinned []str
 	Analyze(vr, raw, plan.Profile.Spec.Fabric)
 	vr.Finished = r.Now()
 	vr.Seconds = vr.Finished.Sub(start).Seconds()
-	r.checkShared(ctx, plan, vr, be.PodSelector(name), start, vr.Finished)
+	// The window is the variant's pods' run, by the cluster's clock: from its first pod's start
+	// (not its submission: a job whose pods ended before ours ran did not share the link) to
+	// the job's completion (not the end of reading its logs).
+	from, to := start, vr.Finished
+	for _, p := range snap.Pods {
+		if !p.Started.IsZero() && (from == start || p.Started.Before(from)) {
+			from = p.Started
+		}
+	}
+	if !snap.Finished.IsZero() {
+		to = snap.Finished
+	}
+	r.checkShared(ctx, plan, vr, be.PodSelector(name), from, to)
 	if snap.Phase == jobs.PhaseFailed {
 		vr.Problems = append(vr.Problems, ProblemJobFailed+": the "+kind+" failed: "+snap.Message)
 		vr.Valid = false

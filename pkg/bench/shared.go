@@ -19,7 +19,8 @@ import (
 // ProblemSharedNodes: another workload held GPUs or RDMA devices on the variant's nodes while it
 // ran. On hardware two jobs on the same HCAs each get a share of the link, so the numbers say
 // less than the fabric gives; the sandbox simulates no such contention, so only this check
-// tells.
+// tells. It reads the nodes' pods once the variant has ended: a workload whose pods were
+// deleted before that is not seen.
 const ProblemSharedNodes = "shared-nodes"
 
 // sharing lists the pods, other than own ones, that held any of resources on nodes at some time
