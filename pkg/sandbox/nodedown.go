@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,9 +84,9 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 		obj, exists, _ := inf.GetStore().GetByKey(name)
 		if n, ok := obj.(*corev1.Node); exists && ok {
 			if nodeIsDown(n) {
-				err = a.markPodsNotReady(ctx, name)
+				err = a.setPodsReady(ctx, name, false)
 			} else if nodeReady(n) {
-				err = a.markPodsReadyAgain(ctx, name)
+				err = a.setPodsReady(ctx, name, true)
 			}
 		}
 		if err != nil {
@@ -98,73 +99,42 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 	}
 }
 
-// markPodsNotReady sets the Ready condition of the node's running pods False.
-func (a *agent) markPodsNotReady(ctx context.Context, node string) error {
-	pods, err := a.lister.List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	var firstErr error
-	for _, p := range pods {
-		if p.Spec.NodeName != node || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-			continue
-		}
-		for i, c := range p.Status.Conditions {
-			if c.Type != corev1.PodReady || c.Status != corev1.ConditionTrue {
-				continue
-			}
-			p = p.DeepCopy()
-			p.Status.Conditions[i].Status = corev1.ConditionFalse
-			p.Status.Conditions[i].Reason = reasonNodeDown
-			p.Status.Conditions[i].LastTransitionTime = metav1.Now()
-			_, err := a.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-			switch {
-			case err == nil:
-				fmt.Fprintf(a.log, "sandbox agent: node %s is down: pod %s/%s not Ready\n", node, p.Namespace, p.Name)
-			case !apierrors.IsNotFound(err) && firstErr == nil:
-				firstErr = fmt.Errorf("mark pod %s/%s not Ready: %w", p.Namespace, p.Name, err)
-			}
-			break
-		}
-	}
-	return firstErr
-}
-
 // reasonNodeDown marks the Ready condition of a pod the agent made not Ready because its node
 // went down (the node lifecycle controller sets no reason), so that only those are made Ready
 // again when the node is back.
 const reasonNodeDown = "NodeDown"
 
-// markPodsReadyAgain makes the pods that markPodsNotReady took out Ready again, now that their
-// node posts status again: a kubelet back from a silence reports its running containers'
-// readiness anew (without a readiness probe, Ready as soon as they run), which kwok's stages,
-// having made these pods Ready once, do not do a second time.
-func (a *agent) markPodsReadyAgain(ctx context.Context, node string) error {
+// setPodsReady follows a node's state in its running pods' Ready condition. Down (ready false):
+// every Ready pod goes not Ready, marked reasonNodeDown. Back (ready true): the pods so marked
+// are Ready again, as a kubelet back from a silence reports its running containers anew, which
+// kwok's stages, having made these pods Ready once, do not do a second time.
+func (a *agent) setPodsReady(ctx context.Context, node string, ready bool) error {
 	pods, err := a.lister.List(labels.Everything())
 	if err != nil {
 		return err
+	}
+	status, reason, what := corev1.ConditionFalse, reasonNodeDown, "is down: pod %s/%s not Ready"
+	if ready {
+		status, reason, what = corev1.ConditionTrue, "", "is back: pod %s/%s Ready again"
 	}
 	var firstErr error
 	for _, p := range pods {
 		if p.Spec.NodeName != node || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		for i, c := range p.Status.Conditions {
-			if c.Type != corev1.PodReady || c.Status == corev1.ConditionTrue || c.Reason != reasonNodeDown {
-				continue
-			}
-			p = p.DeepCopy()
-			p.Status.Conditions[i].Status = corev1.ConditionTrue
-			p.Status.Conditions[i].Reason = ""
-			p.Status.Conditions[i].LastTransitionTime = metav1.Now()
-			_, err := a.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-			switch {
-			case err == nil:
-				fmt.Fprintf(a.log, "sandbox agent: node %s is back: pod %s/%s Ready again\n", node, p.Namespace, p.Name)
-			case !apierrors.IsNotFound(err) && firstErr == nil:
-				firstErr = fmt.Errorf("mark pod %s/%s Ready again: %w", p.Namespace, p.Name, err)
-			}
-			break
+		i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+		if i < 0 || p.Status.Conditions[i].Status == status || ready && p.Status.Conditions[i].Reason != reasonNodeDown {
+			continue
+		}
+		p = p.DeepCopy()
+		p.Status.Conditions[i].Status, p.Status.Conditions[i].Reason = status, reason
+		p.Status.Conditions[i].LastTransitionTime = metav1.Now()
+		_, err := a.cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			fmt.Fprintf(a.log, "sandbox agent: node %s "+what+"\n", node, p.Namespace, p.Name)
+		case !apierrors.IsNotFound(err) && firstErr == nil:
+			firstErr = fmt.Errorf("pod %s/%s: Ready %s: %w", p.Namespace, p.Name, status, err)
 		}
 	}
 	return firstErr
