@@ -85,6 +85,25 @@ type Result struct {
 	InterruptedNote string `json:"interruptedNote,omitempty"`
 }
 
+// Judged is what the verdict judges a run by: its best peak, and the busbw, size and % of line
+// rate it is judged at (the reference size when the peak reaches it); ok is false with no peak.
+func (res *Result) Judged() (best Peak, ref float64, refSize int64, pct *float64, ok bool) {
+	if len(res.Peaks) == 0 {
+		return Peak{}, 0, 0, nil, false
+	}
+	best = res.Peaks[0]
+	for _, p := range res.Peaks[1:] {
+		if p.Busbw > best.Busbw {
+			best = p
+		}
+	}
+	ref, refSize, pct = best.Busbw, best.Size, best.PctLineRate
+	if best.AtRef != nil {
+		ref, refSize, pct = *best.AtRef, RefBytes, best.AtRefPct
+	}
+	return best, ref, refSize, pct, true
+}
+
 // SizeRow is one message size with a cell per variant (in Variants order; nil where the
 // variant has no row for it).
 type SizeRow struct {
@@ -446,17 +465,7 @@ func (res *Result) verdict() string {
 			s = append(s, fmt.Sprintf("Tree wins below %s, ring from %s on (%s).", SizeLabel(*c.Measured), SizeLabel(*c.Measured), pred))
 		}
 	}
-	if len(res.Peaks) > 0 {
-		best := res.Peaks[0]
-		for _, p := range res.Peaks[1:] {
-			if p.Busbw > best.Busbw {
-				best = p
-			}
-		}
-		ref, refSize, pct := best.Busbw, best.Size, best.PctLineRate
-		if best.AtRef != nil {
-			ref, refSize, pct = *best.AtRef, RefBytes, best.AtRefPct
-		}
+	if best, ref, refSize, pct, ok := res.Judged(); ok {
 		line := fmt.Sprintf("Peak busbw %.2f GB/s at %s (%s)", best.Busbw, SizeLabel(best.Size), best.Variant)
 		switch {
 		case pct == nil:

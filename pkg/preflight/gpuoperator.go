@@ -63,10 +63,14 @@ var gpuOperands = []operand{
 // gpuOperatorInputs is what the check reads: the candidate nodes and the operand pods found
 // (namespace searched, whether the search was cluster-wide).
 type gpuOperatorInputs struct {
-	nodes   []corev1.Node
-	pods    []corev1.Pod
-	where   string // "any namespace" or "namespace gpu-operator"
-	listErr error
+	// nodes are the job's candidate nodes (the first candidates of them), then those left out
+	// only for too few GPUs; need is how many nodes the job needs (0: unknown).
+	nodes      []corev1.Node
+	candidates int
+	need       int
+	pods       []corev1.Pod
+	where      string // "any namespace" or "namespace gpu-operator"
+	listErr    error
 }
 
 func listOperandPods(ctx context.Context, o Options) ([]corev1.Pod, string, error) {
@@ -100,11 +104,10 @@ func checkGPUOperator(ctx context.Context, o Options, nodes, gpuShort []corev1.N
 	if r := o.Profile.Spec.GPUResource; r != "" && !strings.HasPrefix(r, "nvidia.com/") {
 		return nil // another vendor's GPUs (amd.com/gpu): not the NVIDIA GPU Operator's
 	}
-	nodes = append(nodes[:len(nodes):len(nodes)], gpuShort...)
-	if len(nodes) == 0 {
+	in := gpuOperatorInputs{nodes: append(nodes[:len(nodes):len(nodes)], gpuShort...), candidates: len(nodes), need: o.Nodes}
+	if len(in.nodes) == 0 {
 		return nil // the nodes check already failed
 	}
-	in := gpuOperatorInputs{nodes: nodes}
 	in.pods, in.where, in.listErr = listOperandPods(ctx, o)
 	return judgeGPUOperator(in, o.Profile.Spec.GPUResource)
 }
@@ -145,6 +148,7 @@ func judgeGPUOperator(in gpuOperatorInputs, gpuResource string) []Check {
 	}
 	var fs []finding
 	var okNodes []string
+	okCandidates := 0
 	for i := range in.nodes {
 		n := &in.nodes[i]
 		gpus := alloc(n, corev1.ResourceName(gpuResource))
@@ -188,6 +192,20 @@ func judgeGPUOperator(in gpuOperatorInputs, gpuResource string) []Check {
 		}
 		if !bad {
 			okNodes = append(okNodes, n.Name)
+			if i < in.candidates {
+				okCandidates++
+			}
+		}
+	}
+	if in.need > 0 && okCandidates >= in.need {
+		// Enough healthy nodes remain for the job: a broken node is worth a WARN (a rank the
+		// scheduler puts there fails), not a refusal; on a large cluster some node is always
+		// restarting a driver.
+		for i := range fs {
+			if fs[i].status == Fail {
+				fs[i].status = Warn
+				fs[i].line += fmt.Sprintf(" (%d healthy node(s) are enough for the job's %d)", okCandidates, in.need)
+			}
 		}
 	}
 	return gpuOperatorChecks(fs, okNodes, in.where)
@@ -234,6 +252,13 @@ func judgeOperand(op operand, n *corev1.Node, gpus int64, pod *corev1.Pod, anyPo
 		return finding{sev, op.app + "-absent",
 			fmt.Sprintf("%s: %s=true but no %s pod (app=%s) on it (%s allocatable %d): %s", n.Name, op.label, op.what, op.app, gpuResource, gpus, op.missing),
 			fmt.Sprintf("kubectl -n %s get ds %s; kubectl -n %s get pods -o wide -l app=%s (a taint the DaemonSet does not tolerate, or its pod on this node deleted and not yet recreated)", ns, op.app, ns, op.app)}, false
+	case has && strings.HasPrefix(val, "paused-for-"):
+		// The operator's upgrade controller pauses an operand while it upgrades the driver
+		// (gpu-operator controllers/nodelabeling_controller.go: paused-for-driver-upgrade);
+		// relabelling it would fight the upgrade.
+		return finding{Warn, op.app + "-paused",
+			fmt.Sprintf("%s: %s=%s: the GPU Operator is upgrading the driver here; %s until it is done", n.Name, op.label, val, op.missing),
+			"wait for the upgrade: kubectl get node " + n.Name + " -L nvidia.com/gpu-driver-upgrade-state (do not relabel it)"}, false
 	case has:
 		// Turned off on this node ("false" or anything else).
 		if op.required && gpus == 0 {

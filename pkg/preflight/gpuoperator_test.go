@@ -148,7 +148,8 @@ func TestGPUOperatorForbiddenFallsBackToNamespace(t *testing.T) {
 }
 
 // A node the nodes check left out for 0 allocatable GPUs is still looked at: its device plugin
-// pod not ready is why.
+// pod not ready is why. It FAILs the job when the healthy nodes are too few for it, and is a
+// WARN when enough remain (a broken node elsewhere does not block every job).
 func TestGPUOperatorExplainsGPULessNode(t *testing.T) {
 	g2 := operatorNode("g2", 0, nil)
 	objs := append(append([]runtime.Object{operatorNode("g1", 8, nil), g2}, allOperands("g1")...),
@@ -159,8 +160,28 @@ func TestGPUOperatorExplainsGPULessNode(t *testing.T) {
 	if len(cands) != 1 || len(short) != 1 || short[0].Name != "g2" {
 		t.Fatalf("candidates %v, left out for GPUs %v", names(cands), names(short))
 	}
-	checks := checkGPUOperator(context.Background(), o, cands, short)
-	if len(checks) != 1 || checks[0].Status != Fail || !strings.HasPrefix(checks[0].Message, "g2: gpu-operator/nvidia-device-plugin-daemonset-g2 (device plugin) not ready") {
+	for _, c := range []struct {
+		nodes  int
+		status Status
+		note   string
+	}{
+		{2, Fail, ""},
+		{1, Warn, " (1 healthy node(s) are enough for the job's 1)"},
+	} {
+		o.Nodes = c.nodes
+		checks := checkGPUOperator(context.Background(), o, cands, short)
+		if len(checks) != 1 || checks[0].Status != c.status || !strings.HasPrefix(checks[0].Message, "g2: gpu-operator/nvidia-device-plugin-daemonset-g2 (device plugin) not ready") ||
+			!strings.HasSuffix(checks[0].Message, "on that node"+c.note) {
+			t.Fatalf("job of %d node(s): %+v", c.nodes, checks)
+		}
+	}
+}
+
+// An operand the operator paused for a driver upgrade is said as such, never "relabel it".
+func TestGPUOperatorPausedForUpgrade(t *testing.T) {
+	n := operatorNode("g1", 8, map[string]string{"nvidia.com/gpu.deploy.dcgm-exporter": "paused-for-driver-upgrade"})
+	checks := runGPUOperator(t, n, operandPod("nvidia-driver-daemonset", "g1", true), operandPod("nvidia-device-plugin-daemonset", "g1", true))
+	if len(checks) != 1 || checks[0].Status != Warn || !strings.Contains(checks[0].Message, "upgrading the driver") || strings.Contains(checks[0].Fix, "--overwrite") {
 		t.Fatalf("%+v", checks)
 	}
 }
