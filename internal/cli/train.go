@@ -240,10 +240,12 @@ func (a *App) requireBench(c *ucli.Context, o *trainOptions, r *recipe.Recipe, p
 	if dir == "" {
 		return nil, nil
 	}
-	v, err := bench.Validate(dir, a.Now(), maxAge, p.Spec.Fabric, r.Workload().Nodes)
+	w := r.Workload()
+	v, err := bench.Validate(dir, a.Now(), maxAge, p.Spec.Fabric, w.Nodes, w.GPUsPerNode)
 	if err != nil {
 		return nil, ainerr.New(ainerr.PreflightFailed, fmt.Errorf("%s: %w", from, err),
-			"run `ain bench allreduce --out "+dir+"` on the nodes first (with this job's node count and fabric), or drop "+from)
+			fmt.Sprintf("validate the nodes first: ain bench allreduce --nodes %d --gpus-per-node %d --fabric %s --out %s/NAME (a new NAME each run), or drop %s",
+				w.Nodes, w.GPUsPerNode, p.Spec.Fabric, dir, from))
 	}
 	return v, nil
 }

@@ -323,18 +323,25 @@ func (r *RDMAResult) UseNCCL(res *Result, path string) {
 // ErrNoAllreduce: no saved allreduce bench under the results folder.
 var ErrNoAllreduce = errors.New("no allreduce result yet")
 
-// LastAllreduce finds the most recent allreduce bench saved under dir (dir/*/result.json, the
-// layout of --out's default ./ain-results/<timestamp>-<name>/), by its finish time.
+// LastAllreduce finds the most recent allreduce bench with measurements saved under dir
+// (dir/*/result.json, the layout of --out's default ./ain-results/<timestamp>-<name>/, or
+// dir/result.json), by its finish time.
 func LastAllreduce(dir string) (*Result, string, error) {
+	return newestAllreduce(dir, func(r *Result) bool { return len(r.Peaks) > 0 })
+}
+
+// newestAllreduce is the most recent allreduce result under dir that keep accepts.
+func newestAllreduce(dir string, keep func(*Result) bool) (*Result, string, error) {
 	matches, err := filepath.Glob(filepath.Join(dir, "*", ResultJSON))
 	if err != nil {
 		return nil, "", err
 	}
+	matches = append(matches, filepath.Join(dir, ResultJSON))
 	var best *Result
 	bestPath := ""
 	for _, m := range matches {
 		res, err := Load(m) // other kinds (an rdma result) and unreadable files are not candidates
-		if err != nil || len(res.Peaks) == 0 {
+		if err != nil || !keep(res) {
 			continue
 		}
 		if best == nil || res.Finished.After(best.Finished) {

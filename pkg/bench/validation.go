@@ -28,6 +28,8 @@ const (
 	GateStale    GateReason = "stale"     // older than the bound
 	GateFabric   GateReason = "fabric"    // measured another fabric than the job's
 	GateTooSmall GateReason = "nodes"     // fewer nodes than the job needs
+	GateGPUs     GateReason = "gpus"      // fewer GPUs (so NICs) per node than the job uses
+	GateSlow     GateReason = "slow"      // measured, but below a healthy fabric's busbw
 )
 
 // GateError says why the last bench under Dir does not validate the job.
@@ -45,11 +47,14 @@ func (e *GateError) Error() string {
 	return fmt.Sprintf("the last allreduce bench (%s) does not validate the job: %s", e.Path, e.Detail)
 }
 
-// Validate reads the newest allreduce bench saved under dir and says whether it validates a
-// job of nodes nodes on fabric: valid, at most maxAge old at now (0: any age), on the same
-// fabric, on at least as many nodes. The job then runs on nodes it measured (PinWorkers).
-func Validate(dir string, now time.Time, maxAge time.Duration, fabric string, nodes int) (*Validation, error) {
-	res, path, err := LastAllreduce(dir)
+// Validate reads the newest allreduce bench saved under dir, whatever its outcome (a newer failed
+// bench is not skipped for an older pass), and says whether it validates a job of nodes nodes x
+// gpusPerNode GPUs on fabric: valid, healthy (busbw at HealthyPct of line rate or more), at
+// most maxAge old at now (0: any age), on the same fabric, on at least as many nodes and GPUs
+// per node (one GPU per node tests one NIC of a rail-optimised node). The job then runs on
+// nodes it measured (PinWorkers).
+func Validate(dir string, now time.Time, maxAge time.Duration, fabric string, nodes, gpusPerNode int) (*Validation, error) {
+	res, path, err := newestAllreduce(dir, func(*Result) bool { return true })
 	if errors.Is(err, ErrNoAllreduce) {
 		return nil, &GateError{Reason: GateNoResult, Dir: dir, Detail: err.Error()}
 	}
@@ -67,6 +72,13 @@ func Validate(dir string, now time.Time, maxAge time.Duration, fabric string, no
 		}
 		return fail(GateInvalid, "it is INVALID%s", why)
 	}
+	if _, _, size, pct, ok := res.Judged(); !ok || pct == nil || *pct < HealthyPct {
+		got := "no measurement to judge"
+		if ok && pct != nil {
+			got = fmt.Sprintf("%.0f%% of line rate at %s", *pct, SizeLabel(size))
+		}
+		return fail(GateSlow, "its busbw is not a healthy fabric's (%s; at least %.0f%% needed)", got, HealthyPct)
+	}
 	if maxAge > 0 && v.Age > maxAge {
 		return fail(GateStale, "it finished %s ago, %s, longer ago than %s allows", v.Age.Round(time.Minute), res.Finished.UTC().Format(time.RFC3339), maxAge)
 	}
@@ -80,6 +92,9 @@ func Validate(dir string, now time.Time, maxAge time.Duration, fabric string, no
 	v.Nodes = slices.Compact(v.Nodes)
 	if len(v.Nodes) < nodes {
 		return fail(GateTooSmall, "it measured %d node(s) (%s), the job needs %d", len(v.Nodes), strings.Join(v.Nodes, ","), nodes)
+	}
+	if res.GPUsPerNode < gpusPerNode {
+		return fail(GateGPUs, "it ran %d GPU(s) per node, the job uses %d: NICs of those nodes it did not test would carry the job's traffic", res.GPUsPerNode, gpusPerNode)
 	}
 	return v, nil
 }

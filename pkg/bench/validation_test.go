@@ -16,10 +16,11 @@ import (
 
 func TestValidate(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	healthy, slow := 90.0, 9.6
 	save := func(t *testing.T, dir, name string, mod func(*Result)) {
 		t.Helper()
 		res := &Result{Kind: Kind, Name: name, Fabric: "ib", Valid: true, Finished: now.Add(-time.Hour), Problems: []string{},
-			Peaks:    []Peak{{Variant: "ring", Busbw: 20}},
+			GPUsPerNode: 8, Peaks: []Peak{{Variant: "ring", Busbw: 45, Size: 8 << 30, PctLineRate: &healthy}},
 			Variants: []*VariantResult{{Nodes: []string{"gpu-node-1", "gpu-node-2", "gpu-node-3"}}}}
 		if mod != nil {
 			mod(res)
@@ -42,6 +43,7 @@ func TestValidate(t *testing.T) {
 		maxAge time.Duration
 		fabric string
 		nodes  int
+		gpus   int
 		reason GateReason
 		detail string
 	}{
@@ -51,12 +53,16 @@ func TestValidate(t *testing.T) {
 		{name: "stale", mod: func(r *Result) { r.Finished = now.Add(-49 * time.Hour) }, maxAge: 24 * time.Hour, fabric: "ib", nodes: 3, reason: GateStale, detail: "it finished 49h0m0s ago, 2026-12-03T11:00:00Z, longer ago than 24h0m0s allows"},
 		{name: "fabric", fabric: "roce", nodes: 3, reason: GateFabric, detail: "it measured fabric ib, the job runs on roce"},
 		{name: "too few", fabric: "ib", nodes: 4, reason: GateTooSmall, detail: "it measured 3 node(s) (gpu-node-1,gpu-node-2,gpu-node-3), the job needs 4"},
+		{name: "valid but slow", mod: func(r *Result) { r.Peaks[0].PctLineRate = &slow }, fabric: "ib", nodes: 3, reason: GateSlow, detail: "its busbw is not a healthy fabric's (10% of line rate at 8 GiB; at least 80% needed)"},
+		{name: "newer failed bench", mod: func(r *Result) { r.Valid, r.Peaks, r.Problems = false, nil, []string{"ring: job-failed"} }, fabric: "ib", nodes: 3, reason: GateInvalid, detail: "it is INVALID (ring: job-failed)"},
+		{name: "fewer GPUs per node", mod: func(r *Result) { r.GPUsPerNode = 1 }, fabric: "ib", nodes: 3, gpus: 8, reason: GateGPUs, detail: "it ran 1 GPU(s) per node, the job uses 8"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			save(t, dir, "older", func(r *Result) { r.Finished = now.Add(-1000 * 24 * time.Hour); r.Valid = false })
+			// An older healthy pass is there too: the newest bench is judged, whatever it says.
+			save(t, dir, "older", func(r *Result) { r.Finished = now.Add(-1000 * 24 * time.Hour) })
 			save(t, dir, "newest", c.mod)
-			v, err := Validate(dir, now, c.maxAge, c.fabric, c.nodes)
+			v, err := Validate(dir, now, c.maxAge, c.fabric, c.nodes, c.gpus)
 			var ge *GateError
 			switch {
 			case c.reason == "":
@@ -68,7 +74,13 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	_, err := Validate(t.TempDir(), now, 0, "ib", 2)
+	// `--out DIR` itself (DIR/result.json), as the refusal's hint says, is read too.
+	dir := t.TempDir()
+	save(t, dir, ".", nil)
+	if v, err := Validate(dir, now, 0, "ib", 3, 8); err != nil || v.Path != filepath.Join(dir, ResultJSON) {
+		t.Fatalf("DIR/result.json: %v %+v", err, v)
+	}
+	_, err := Validate(t.TempDir(), now, 0, "ib", 2, 1)
 	var ge *GateError
 	if !errors.As(err, &ge) || ge.Reason != GateNoResult {
 		t.Fatalf("empty folder: %v", err)
