@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/claims"
+	"github.com/ain-hpc/ain/pkg/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

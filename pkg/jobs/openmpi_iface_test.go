@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ain-hpc/ain/internal/testenv"
+	"github.com/ain-hpc/ain/pkg/testenv"
 )
 
 // launcherNetns is a launcher pod's network as mpirun sees it: loopback and the pod network's

@@ -11,8 +11,8 @@ import (
 	mpiv2beta1 "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
-	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/testenv"
 )
 
 // trainerLauncher renders the allreduce recipe as a TrainJob and returns its launcher container's

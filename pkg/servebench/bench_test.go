@@ -22,9 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
+	"github.com/ain-hpc/ain/pkg/testenv"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
 

@@ -3,7 +3,7 @@ package userdir_test
 import (
 	"testing"
 
-	"github.com/ain-hpc/ain/internal/testenv"
+	"github.com/ain-hpc/ain/pkg/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

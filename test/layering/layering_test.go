@@ -65,8 +65,6 @@ func TestLibrariesImportNoExitCodesNorInternal(t *testing.T) {
 			switch {
 			case p == module+"internal/ainerr":
 				t.Errorf("%s imports the exit codes (%s): return a typed error and map it in internal/cli", rel, p)
-			case p == module+"internal/testenv" && strings.HasPrefix(rel, "pkg/sandbox/sandboxtest/"):
-				// Test support itself: it isolates the test's environment as every test does.
 			case strings.HasPrefix(p, module+"internal/"):
 				t.Errorf("%s imports %s: pkg/ imports nothing under internal/", rel, p)
 			}

@@ -3,7 +3,7 @@ package layering
 import (
 	"testing"
 
-	"github.com/ain-hpc/ain/internal/testenv"
+	"github.com/ain-hpc/ain/pkg/testenv"
 )
 
 // TestMain runs the tests isolated from the machine (own HOME and XDG folders; see testenv).

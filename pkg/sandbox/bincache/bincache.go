@@ -1,5 +1,5 @@
 // Package bincache locates the sandbox's binary cache (etcd, kube-apiserver, ... built from
-// source). It is its own leaf package so that internal/testenv, which pkg/kube's tests use and
+// source). It is its own leaf package so that pkg/testenv, which pkg/kube's tests use and
 // which therefore cannot import pkg/sandbox (pkg/sandbox imports pkg/kube), resolves the folder
 // by the same rule as sandbox.CacheDir instead of a copy of it.
 package bincache

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/sandbox/bincache"
+	"github.com/ain-hpc/ain/pkg/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/sandbox/podrun"
+	"github.com/ain-hpc/ain/pkg/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -43,8 +43,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/ain-hpc/ain/internal/testenv"
 	"github.com/ain-hpc/ain/pkg/sandbox"
+	"github.com/ain-hpc/ain/pkg/testenv"
 )
 
 // Sandbox is the running shared sandbox.
