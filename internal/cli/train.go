@@ -63,7 +63,7 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.IntFlag{Name: "tail", Value: 20, Usage: "log lines shown for a failed replica", Destination: &o.TailLines},
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the readiness preflight before submitting (said so in the output)", Destination: &o.SkipPreflight},
 		&ucli.BoolFlag{Name: "no-counters", Usage: "do not snapshot the RDMA port counters of the job's nodes before and after it (the check that NCCL's traffic crossed the HCAs)", Destination: &o.NoCounters},
-		&ucli.StringFlag{Name: "require-bench", Usage: "run only on nodes a passing `ain bench allreduce` saved under `DIR` measured (course 12.1.5: validate the nodes first); refused when the last one is INVALID, stale, of another fabric or on too few nodes", Destination: &o.RequireBench},
+		&ucli.StringFlag{Name: "require-bench", Usage: "run only on nodes that a passing ain bench allreduce, saved under `DIR`, measured (course 12.1.5: validate the nodes first); refused when the last one is INVALID, stale, of another fabric or on too few nodes", Destination: &o.RequireBench},
 		&ucli.DurationFlag{Name: "bench-max-age", Value: 24 * time.Hour, Usage: "with --require-bench: how old the bench may be (0: any age)", Destination: &o.BenchMaxAge, Action: nonNegativeDuration("bench-max-age")},
 		apiFlag(&o.API),
 	)
