@@ -45,6 +45,7 @@ const (
 type operand struct {
 	label    string // nvidia.com/gpu.deploy.* on the node
 	app      string // the pods' app label (= the DaemonSet's name)
+	selector string // the label selector that finds its pods, for messages and fixes
 	what     string // for messages
 	required bool   // a GPU job cannot run without it (else: WARN)
 	missing  string // what its absence means
@@ -52,11 +53,11 @@ type operand struct {
 }
 
 var gpuOperands = []operand{
-	{label: "nvidia.com/gpu.deploy.driver", app: "nvidia-driver-daemonset", what: "driver", required: true,
+	{label: "nvidia.com/gpu.deploy.driver", app: "nvidia-driver-daemonset", selector: driverComponent, what: "driver", required: true,
 		missing: "GPU pods cannot start", fix: "kubectl -n NS logs POD -c nvidia-driver-ctr (a kernel without headers, a Secure Boot key, a driver still compiling)"},
-	{label: "nvidia.com/gpu.deploy.device-plugin", app: "nvidia-device-plugin-daemonset", what: "device plugin", required: true,
+	{label: "nvidia.com/gpu.deploy.device-plugin", app: "nvidia-device-plugin-daemonset", selector: "app=nvidia-device-plugin-daemonset", what: "device plugin", required: true,
 		missing: "no pod gets a GPU on that node", fix: "kubectl -n NS describe pod POD; it waits for the toolkit and driver validations (nvidia-operator-validator)"},
-	{label: "nvidia.com/gpu.deploy.dcgm-exporter", app: "nvidia-dcgm-exporter", what: "dcgm-exporter", required: false,
+	{label: "nvidia.com/gpu.deploy.dcgm-exporter", app: "nvidia-dcgm-exporter", selector: "app=nvidia-dcgm-exporter", what: "dcgm-exporter", required: false,
 		missing: "no GPU metrics (jobs run)", fix: "enable dcgmExporter in the ClusterPolicy, or kubectl -n NS describe pod POD"},
 }
 
@@ -73,24 +74,71 @@ type gpuOperatorInputs struct {
 	listErr    error
 }
 
+// driverComponent is the label every driver pod of the GPU Operator carries, whichever way it was
+// deployed: the ClusterPolicy's nvidia-driver-daemonset (assets/state-driver/0500_daemonset.yaml)
+// and an NVIDIADriver resource's nvidia-<type>-driver-<os>-<hash> DaemonSets, whose app label is
+// generated (manifests/state-driver/0500_daemonset.yaml, internal/state/driver.go AppName). Older
+// releases label the ClusterPolicy's pods with app only, so both are read.
+const driverComponent = "app.kubernetes.io/component=nvidia-driver"
+
+// operandApp is the operand a pod belongs to, by gpuOperands' app names ("" for none).
+func operandApp(p *corev1.Pod) string {
+	if p.Labels["app.kubernetes.io/component"] == "nvidia-driver" {
+		return gpuOperands[0].app
+	}
+	return p.Labels["app"]
+}
+
+// listOperandPods lists the operand pods cluster-wide, or in the operator's default namespace
+// when that is forbidden: the pods selected by app, then the driver pods selected by component
+// (a label selector cannot OR two keys), without repeats.
 func listOperandPods(ctx context.Context, o Options) ([]corev1.Pod, string, error) {
 	apps := make([]string, len(gpuOperands))
 	for i, op := range gpuOperands {
 		apps[i] = op.app
 	}
-	lo := metav1.ListOptions{LabelSelector: "app in (" + strings.Join(apps, ",") + ")"}
-	pl, err := o.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, lo)
+	list := func(ns string) ([]corev1.Pod, error) {
+		var out []corev1.Pod
+		seen := map[string]bool{}
+		for _, sel := range []string{"app in (" + strings.Join(apps, ",") + ")", driverComponent} {
+			pl, err := o.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range pl.Items {
+				if k := p.Namespace + "/" + p.Name; !seen[k] {
+					seen[k] = true
+					out = append(out, p)
+				}
+			}
+		}
+		return out, nil
+	}
+	pods, err := list(metav1.NamespaceAll)
 	if err == nil {
-		return pl.Items, "any namespace", nil
+		return pods, "any namespace", nil
 	}
 	if !apierrors.IsForbidden(err) {
 		return nil, "", err
 	}
-	pl, err = o.Kube.CoreV1().Pods(gpuOperatorDefault).List(ctx, lo)
+	pods, err = list(gpuOperatorDefault)
 	if err != nil {
 		return nil, "namespace " + gpuOperatorDefault, err
 	}
-	return pl.Items, "namespace " + gpuOperatorDefault, nil
+	return pods, "namespace " + gpuOperatorDefault, nil
+}
+
+// podRank orders the pods of one operand on one node, to judge the one that counts: a Ready pod,
+// then one still running or starting, then a finished one (an evicted copy the DaemonSet
+// controller has already replaced is listed until it is garbage-collected).
+func podRank(p *corev1.Pod) int {
+	if ok, _ := podIsReady(p); ok {
+		return 2
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+		return 0
+	}
+	return 1
 }
 
 // checkGPUOperator checks the GPU Operator's operands on the nodes a GPU job would use.
@@ -136,11 +184,11 @@ func judgeGPUOperator(in gpuOperatorInputs, gpuResource string) []Check {
 	ns := gpuOperatorDefault
 	for i := range in.pods {
 		p := &in.pods[i]
-		app := p.Labels["app"]
+		app := operandApp(p)
 		if byApp[app] == nil {
 			byApp[app] = map[string]*corev1.Pod{}
 		}
-		if p.Spec.NodeName != "" {
+		if cur := byApp[app][p.Spec.NodeName]; p.Spec.NodeName != "" && (cur == nil || podRank(p) > podRank(cur)) {
 			byApp[app][p.Spec.NodeName] = p
 		}
 		seen[app] = true
@@ -241,17 +289,17 @@ func judgeOperand(op operand, n *corev1.Node, gpus int64, pod *corev1.Pod, anyPo
 		}
 		if !op.required {
 			return finding{Warn, op.app + "-absent",
-				fmt.Sprintf("%s: %s=true but no %s pod (app=%s): %s", n.Name, op.label, op.what, op.app, op.missing),
-				strings.ReplaceAll(fix, "POD", "-l app="+op.app)}, false
+				fmt.Sprintf("%s: %s=true but no %s pod (%s): %s", n.Name, op.label, op.what, op.selector, op.missing),
+				strings.ReplaceAll(fix, "POD", "-l "+op.selector)}, false
 		}
 		if gpus > 0 && !anyPod {
 			return finding{Warn, op.app + "-disagree",
-				fmt.Sprintf("%s: %s=true but no %s pod (app=%s) in the cluster, while %s allocatable is %d: the labels say GPU Operator, the pods say a %s installed some other way (or a simulated node)", n.Name, op.label, op.what, op.app, gpuResource, gpus, op.what),
+				fmt.Sprintf("%s: %s=true but no %s pod (%s) in the cluster, while %s allocatable is %d: the labels say GPU Operator, the pods say a %s installed some other way (or a simulated node)", n.Name, op.label, op.what, op.selector, gpuResource, gpus, op.what),
 				"nothing to do if GPU pods run; otherwise check how the " + op.what + " was installed (kubectl get ds -A | grep -i nvidia)"}, false
 		}
 		return finding{sev, op.app + "-absent",
-			fmt.Sprintf("%s: %s=true but no %s pod (app=%s) on it (%s allocatable %d): %s", n.Name, op.label, op.what, op.app, gpuResource, gpus, op.missing),
-			fmt.Sprintf("kubectl -n %s get ds %s; kubectl -n %s get pods -o wide -l app=%s (a taint the DaemonSet does not tolerate, or its pod on this node deleted and not yet recreated)", ns, op.app, ns, op.app)}, false
+			fmt.Sprintf("%s: %s=true but no %s pod (%s) on it (%s allocatable %d): %s", n.Name, op.label, op.what, op.selector, gpuResource, gpus, op.missing),
+			fmt.Sprintf("kubectl -n %s get ds,pods -o wide -l %s (a taint the DaemonSet does not tolerate, or its pod on this node deleted and not yet recreated)", ns, op.selector)}, false
 	case has && strings.HasPrefix(val, "paused-for-"):
 		// The operator's upgrade controller pauses an operand while it upgrades the driver
 		// (gpu-operator controllers/nodelabeling_controller.go: paused-for-driver-upgrade);

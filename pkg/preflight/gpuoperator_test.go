@@ -97,7 +97,7 @@ func TestGPUOperator(t *testing.T) {
 			Fail, []string{"(driver) not ready", "nvidia-driver-ctr"}},
 		{"device plugin missing on one node", append(append([]runtime.Object{operatorNode("g1", 8, nil), operatorNode("g2", 8, nil)}, allOperands("g1")...),
 			operandPod("nvidia-driver-daemonset", "g2", true), operandPod("nvidia-dcgm-exporter", "g2", true)),
-			Fail, []string{"g2: nvidia.com/gpu.deploy.device-plugin=true but no device plugin pod", "get ds nvidia-device-plugin-daemonset"}},
+			Fail, []string{"g2: nvidia.com/gpu.deploy.device-plugin=true but no device plugin pod", "get ds,pods -o wide -l app=nvidia-device-plugin-daemonset"}},
 		{"plugin without operator", []runtime.Object{node("g1", 8, 0, true)},
 			Warn, []string{"no nvidia.com/gpu.deploy.* label", "installed by hand"}},
 		{"labels without pods", []runtime.Object{operatorNode("g1", 8, nil)},
@@ -196,5 +196,61 @@ func TestGPUOperatorCPUJobSkipped(t *testing.T) {
 	o = Options{Kube: fake.NewClientset(), Profile: p}
 	if c := checkGPUOperator(context.Background(), o, []corev1.Node{*node("a1", 0, 0, true)}, nil); c != nil {
 		t.Fatalf("AMD GPUs: %+v", c)
+	}
+}
+
+// Driver pods of an NVIDIADriver resource have a generated app label
+// (nvidia-gpu-driver-<os>-<hash>, gpu-operator internal/state/driver.go) and are found by
+// app.kubernetes.io/component=nvidia-driver; without that the node read "labels without pods"
+// (a WARN) and a not-ready driver went unseen.
+func TestGPUOperatorNVIDIADriverResource(t *testing.T) {
+	driver := func(ready bool) *corev1.Pod {
+		p := operandPod("nvidia-gpu-driver-ubuntu22.04-646cdfdb96", "g1", ready)
+		p.Labels["app.kubernetes.io/component"] = "nvidia-driver"
+		return p
+	}
+	for _, c := range []struct {
+		ready  bool
+		status Status
+		want   string
+	}{
+		{true, Pass, "1 node(s)"},
+		{false, Fail, "g1: gpu-operator/nvidia-gpu-driver-ubuntu22.04-646cdfdb96-g1 (driver) not ready"},
+	} {
+		checks := runGPUOperator(t, operatorNode("g1", 8, nil), driver(c.ready),
+			operandPod("nvidia-device-plugin-daemonset", "g1", true), operandPod("nvidia-dcgm-exporter", "g1", true))
+		if len(checks) != 1 || checks[0].Status != c.status || !strings.Contains(checks[0].Message, c.want) {
+			t.Fatalf("driver ready=%v: %+v", c.ready, checks)
+		}
+	}
+	// No driver pod where the label says one belongs: the fix selects by component.
+	checks := runGPUOperator(t, operatorNode("g1", 8, nil), operatorNode("g2", 8, nil), driver(true),
+		operandPod("nvidia-device-plugin-daemonset", "g1", true), operandPod("nvidia-dcgm-exporter", "g1", true),
+		operandPod("nvidia-device-plugin-daemonset", "g2", true), operandPod("nvidia-dcgm-exporter", "g2", true))
+	if len(checks) != 1 || checks[0].Status != Fail || !strings.Contains(checks[0].Message, "g2:") ||
+		!strings.Contains(checks[0].Fix, "-l app.kubernetes.io/component=nvidia-driver") {
+		t.Fatalf("driver missing on g2: %+v", checks)
+	}
+}
+
+// An evicted copy listed beside the DaemonSet's live replacement does not decide the node,
+// whichever order the list returns them in.
+func TestGPUOperatorEvictedCopyIgnored(t *testing.T) {
+	evicted := operandPod("nvidia-device-plugin-daemonset", "g1", false)
+	evicted.Name += "-old"
+	evicted.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}
+	for _, order := range [][]runtime.Object{
+		{evicted, operandPod("nvidia-device-plugin-daemonset", "g1", true)},
+		{operandPod("nvidia-device-plugin-daemonset", "g1", true), evicted},
+	} {
+		objs := append([]runtime.Object{operatorNode("g1", 8, nil), operandPod("nvidia-driver-daemonset", "g1", true), operandPod("nvidia-dcgm-exporter", "g1", true)}, order...)
+		if checks := runGPUOperator(t, objs...); len(checks) != 1 || checks[0].Status != Pass {
+			t.Fatalf("%+v", checks)
+		}
+	}
+	// Only the evicted copy: the node has no working device plugin.
+	checks := runGPUOperator(t, operatorNode("g1", 8, nil), operandPod("nvidia-driver-daemonset", "g1", true), operandPod("nvidia-dcgm-exporter", "g1", true), evicted)
+	if len(checks) != 1 || checks[0].Status != Fail || !strings.Contains(checks[0].Message, "phase Failed") {
+		t.Fatalf("%+v", checks)
 	}
 }

@@ -37,6 +37,10 @@ func (k *kube) ensureGPUOperator(ctx context.Context) error {
 	}
 	for _, o := range gpuOperands {
 		labels := map[string]string{"app": o.name, LabelSimulated: "true"}
+		if o.deployLabel == "nvidia.com/gpu.deploy.driver" {
+			// as the operator labels its driver pods (assets/state-driver/0500_daemonset.yaml)
+			labels["app.kubernetes.io/component"] = "nvidia-driver"
+		}
 		ds := &appsv1.DaemonSet{
 			ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: GPUOperatorNamespace, Labels: labels},
 			Spec: appsv1.DaemonSetSpec{
