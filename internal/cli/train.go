@@ -267,12 +267,16 @@ func (a *App) trainError(kc *kube.Clients, err error) error {
 		immutable *jobs.ImmutableError
 		stuck     *jobs.StuckError
 		stalled   *jobs.ControllerStalledError
+		pinned    *train.PinnedNodesError
 	)
 	switch {
 	case errors.As(err, &be):
 		return ainerr.New(ainerr.Usage, be.Err, "")
 	case errors.As(err, &immutable):
 		return ainerr.New(ainerr.Usage, err, fmt.Sprintf("run it under another name (--name %s-2), or remove the old one first: ain delete %s%s", immutable.Name, immutable.Name, nsFlag(immutable.Namespace)))
+	case errors.As(err, &pinned):
+		return ainerr.New(ainerr.PreflightFailed, err,
+			"nothing was applied; bring the node back (kubectl uncordon NODE, or repair it), or validate nodes that are up with a new `ain bench allreduce --out DIR/NAME` run, or drop --require-bench")
 	case errors.As(err, &ie):
 		a.printInterrupted(ie)
 		if ie.Stage == train.StageBeforeApply {

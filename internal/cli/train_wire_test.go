@@ -5,12 +5,20 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
@@ -179,6 +187,26 @@ func TestTrainRequireBenchSandbox(t *testing.T) {
 			t.Errorf("rank %s ran on %s, not on the validated nodes %v", p.Name, p.Node, measured)
 		}
 	}
+	// A measured node cordoned since the bench: refused before anything is applied (the pinned
+	// ranks would stay Pending with only "didn't match Pod's node affinity/selector").
+	cs := kubernetes.NewForConfigOrDie(sb.REST)
+	cordon := func(off bool) {
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, off)
+		if _, err := cs.CoreV1().Nodes().Patch(context.Background(), measured[0], types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cordon(true)
+	t.Cleanup(func() { cordon(false) })
+	code, _, errOut = runBenchCLI(t, append([]string{"train", "qlora", "--require-bench", results, "--set", "nodes=2", "--name", "cordoned"}, common...)...)
+	if code != int(ainerr.PreflightFailed) || !strings.Contains(errOut, measured[0]+": cordoned (spec.unschedulable)") || !strings.Contains(errOut, "nothing was applied") {
+		t.Fatalf("cordoned validated node: exit %d\n%s", code, errOut)
+	}
+	tj := schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"}
+	if _, err := dynamic.NewForConfigOrDie(sb.REST).Resource(tj).Namespace(ns).Get(context.Background(), "cordoned", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the refused job was applied: %v", err)
+	}
+	cordon(false)
 	// The profile's spec.requireBench asks the same without the flag; its maxAge makes the
 	// bench of a minute ago stale.
 	prof := filepath.Join(t.TempDir(), "profile.yaml")

@@ -147,6 +147,13 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		r.emit(EventValidated, "the ranks run only on %s, validated by the allreduce bench %s (%s, %s ago)",
 			strings.Join(v.Nodes, ","), v.Result.Name, v.Path, v.Age.Round(time.Minute))
+		notChecked, err := checkPinned(ctx, cl.Kube, v.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		if len(notChecked) > 0 {
+			r.emit(EventWarning, "may not read node(s) %s: not checked whether they can take the pinned ranks", strings.Join(notChecked, ","))
+		}
 	}
 	res := &Result{Kind: be.Kind(), Namespace: cl.Namespace, Name: JobName(o.Recipe, o.Name)}
 	if o.Namespace != "" {
