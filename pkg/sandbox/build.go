@@ -34,15 +34,26 @@ const (
 
 // Component is one cached build: a folder of binaries (and manifests copied from its module).
 type Component struct {
-	Name     string
-	Version  string
+	Name    string
+	Version string
+	// Rev names a revision of ain's own build of that version (a wrapper main that changed):
+	// the cache keeps each under its own folder, so a changed wrapper is rebuilt. "": none.
+	Rev      string
 	Binaries []string
 	build    func(ctx context.Context, b *builder, dir string) error
 }
 
 // Dir is where this component's binaries live under the cache root.
 func (c Component) Dir(cache string) string {
-	return filepath.Join(cache, c.Name+"-"+c.Version)
+	return filepath.Join(cache, c.key())
+}
+
+// key names the component's build in the cache: name-version[-rev].
+func (c Component) key() string {
+	if c.Rev != "" {
+		return c.Name + "-" + c.Version + "-" + c.Rev
+	}
+	return c.Name + "-" + c.Version
 }
 
 // Bin is the path of one of the component's binaries.
@@ -60,7 +71,8 @@ func Components() []Component {
 		{Name: "etcd", Version: EtcdVersion, Binaries: []string{"etcd"}, build: buildEtcd},
 		{Name: "kwok", Version: KwokVersion, Binaries: []string{"kwok"}, build: buildKwok},
 		{Name: "training-operator", Version: TrainingOperatorVersion, Binaries: []string{"training-operator.v1"}, build: buildTrainingOperator},
-		{Name: "mpi-operator", Version: MPIOperatorVersion, Binaries: []string{"mpi-operator"}, build: buildMPIOperator},
+		// Rev le: the wrapper main elects a leader as app.Run does (data/wrappers/mpi-operator.go.txt).
+		{Name: "mpi-operator", Version: MPIOperatorVersion, Rev: "le", Binaries: []string{"mpi-operator"}, build: buildMPIOperator},
 		{Name: "jobset", Version: JobSetVersion, Binaries: []string{"jobset"}, build: buildJobSet},
 		{Name: "trainer", Version: TrainerVersion, Binaries: []string{"trainer-controller-manager"}, build: buildTrainer},
 		{Name: "kubernetes", Version: KubernetesVersion, Binaries: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}, build: buildKubernetes},
@@ -150,7 +162,7 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 		t0 := time.Now()
 		// Another process (a parallel test binary, a user's `ain sandbox up`) may be building the
 		// same component: wait for it rather than build twice.
-		unlock, err := lockFile(filepath.Join(cache, c.Name+"-"+c.Version+".lock"), 0o600)
+		unlock, err := lockFile(filepath.Join(cache, c.key()+".lock"), 0o600)
 		if err != nil {
 			return err
 		}

@@ -322,8 +322,10 @@ func (k *kube) applyDir(ctx context.Context, dir, kind string) error {
 }
 
 // electing are the Leases the current stack's controllers elect their leader with (see
-// jobsetConfig, trainerConfig), by namespace.
-var electing = map[string]string{"jobset-system": "6d4f6a47.jobset.x-k8s.io", "kubeflow-system": "trainer.kubeflow.org"}
+// jobsetConfig, trainerConfig; the mpi-operator's is its controller name in its
+// --lock-namespace, default mpi-operator: cmd/mpi-operator/app/server.go and options.go), by
+// namespace.
+var electing = map[string]string{"jobset-system": "6d4f6a47.jobset.x-k8s.io", "kubeflow-system": "trainer.kubeflow.org", "mpi-operator": "mpi-operator"}
 
 // leaseNamespaces creates the namespaces the controllers' Leases live in, and deletes a Lease a
 // previous start left: its holder is gone, and the new process would wait out its duration (15 s)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -439,6 +440,32 @@ func TestCurrentStackLoopbackOnly(t *testing.T) {
 			if !strings.HasPrefix(l, "0100007F:") {
 				t.Errorf("%s (pid %d) listens on %s, not 127.0.0.1", name, p.PID, l)
 			}
+		}
+	}
+}
+
+// TestCurrentStackControllersLead checks that each controller holds the leader Lease a real
+// install holds (name, namespace), which ain preflight's operator check reads: without the
+// mpi-operator's, a healthy sandbox WARNed that the operator may not run.
+func TestCurrentStackControllersLead(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	cs := kubernetes.NewForConfigOrDie(sb.REST)
+	for _, l := range []struct{ ns, name string }{
+		{"mpi-operator", "mpi-operator"},
+		{"kubeflow-system", "trainer.kubeflow.org"},
+		{"jobset-system", "6d4f6a47.jobset.x-k8s.io"},
+	} {
+		var holder string
+		for i := 0; i < 20 && holder == ""; i++ {
+			lease, err := cs.CoordinationV1().Leases(l.ns).Get(context.Background(), l.name, metav1.GetOptions{})
+			if err == nil && lease.Spec.HolderIdentity != nil {
+				holder = *lease.Spec.HolderIdentity
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if holder == "" {
+			t.Errorf("no holder of Lease %s/%s", l.ns, l.name)
 		}
 	}
 }
