@@ -86,7 +86,7 @@ func (a *App) benchRDMACommand() *ucli.Command {
 			&ucli.StringFlag{Name: "size", Usage: "one message size, perftest -s (64K, 1M); default: every size from 2 B to 8 MiB (-a)", Destination: &o.Size},
 			&ucli.IntFlag{Name: "iters", Usage: "iterations per size, perftest -n (at least 100)", DefaultText: "perftest's", Destination: &o.Iters},
 			&ucli.StringFlag{Name: "image", Value: DefaultPerftestImage, Usage: "image with sh and the perftest binaries on PATH (and CUDA support for --gpu)", Destination: &o.Image, Action: imageReference("image")},
-			&ucli.StringFlag{Name: "results", Value: "ain-results", Usage: "folder of saved `ain bench allreduce` results: the last one gives the NCCL column", Destination: &o.Results},
+			&ucli.StringFlag{Name: "results", Value: "ain-results", Usage: "`DIR` of saved ain bench allreduce results: the last one gives the NCCL column", Destination: &o.Results},
 			&ucli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up after this long (exit 6); the pods are deleted", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 			&ucli.StringFlag{Name: "profile", Usage: "fabric profile file (default: $AIN_PROFILE, $XDG_CONFIG_HOME/ain/profile.yaml, else built-in)", Destination: &o.Profile},
 			&ucli.StringFlag{Name: "fabric", Usage: "override the profile's fabric: ib or roce", Destination: &o.Fabric},
