@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +115,9 @@ type rdmaPlan struct {
 	gidSource      string // where a fixed -x came from ("" : none fixed)
 }
 
+// perftestFlags are the flags of perftest.Command's fields.
+var perftestFlags = map[string]string{"Test": "--test", "QPs": "--qps", "CUDA": "--gpu", "Iters": "--iters", "Size": "--size", "Device": "--device"}
+
 func (a *App) planRDMA(o *benchRDMAOptions) (*rdmaPlan, error) {
 	in := recipeInput{Profile: o.Profile, Fabric: o.Fabric}
 	p, err := in.loadProfile(a.Getenv)
@@ -164,15 +168,9 @@ func (a *App) planRDMA(o *benchRDMAOptions) (*rdmaPlan, error) {
 	}
 	if err := pl.cmd.Validate(); err != nil {
 		flag := "--test"
-		switch {
-		case strings.Contains(err.Error(), "queue pairs"):
-			flag = "--qps"
-		case strings.Contains(err.Error(), "iterations"):
-			flag = "--iters"
-		case strings.Contains(err.Error(), "size"):
-			flag = "--size"
-		case strings.Contains(err.Error(), "device"):
-			flag = "--device"
+		var fe *perftest.FieldError
+		if errors.As(err, &fe) {
+			flag = cmp.Or(perftestFlags[fe.Field], flag)
 		}
 		return nil, ainerr.Usagef("%s: %v", flag, err)
 	}

@@ -49,34 +49,48 @@ func (c Command) Kind() string {
 	return "bw"
 }
 
-// Validate checks the command before any pod runs it.
+// FieldError is a Command field Validate refused: Field is the field's name (Test, QPs, CUDA,
+// Iters, Size, Device), so a caller can name its own flag for it.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// Validate checks the command before any pod runs it; its errors are *FieldError.
 func (c Command) Validate() error {
 	known := false
 	for _, t := range Tests {
 		known = known || t == c.Test
 	}
 	if !known {
-		return fmt.Errorf("perftest test %q: one of %s", c.Test, strings.Join(Tests, ", "))
+		return fieldErr("Test", "perftest test %q: one of %s", c.Test, strings.Join(Tests, ", "))
 	}
 	if c.QPs < 0 || c.QPs > 1024 {
-		return fmt.Errorf("queue pairs %d: 1 to 1024", c.QPs)
+		return fieldErr("QPs", "queue pairs %d: 1 to 1024", c.QPs)
 	}
 	if c.QPs > 1 && c.Kind() == "lat" {
-		return fmt.Errorf("%s measures one queue pair's latency: -q (queue pairs) is for the bandwidth tests", c.Test)
+		return fieldErr("QPs", "%s measures one queue pair's latency: -q (queue pairs) is for the bandwidth tests", c.Test)
 	}
 	// perftest's own rule (src/perftest_parameters.c: "Perftest supports CUDA latency tests with
 	// read/send verbs only"): it exits 1 on ib_write_lat --use_cuda.
 	if c.CUDA != nil && c.Test == "ib_write_lat" {
-		return fmt.Errorf("%s with GPU memory: perftest supports CUDA latency tests with read/send verbs only; drop --gpu, or measure bandwidth", c.Test)
+		return fieldErr("CUDA", "%s with GPU memory: perftest supports CUDA latency tests with read/send verbs only; drop --gpu, or measure bandwidth", c.Test)
 	}
 	if c.Iters != 0 && c.Iters < 100 {
-		return fmt.Errorf("iterations %d: perftest needs at least 100", c.Iters)
+		return fieldErr("Iters", "iterations %d: perftest needs at least 100", c.Iters)
 	}
 	if c.Size < 0 || c.Size > 1<<30 {
-		return fmt.Errorf("message size %d: 1 byte to 1 GiB", c.Size)
+		return fieldErr("Size", "message size %d: 1 byte to 1 GiB", c.Size)
 	}
 	if c.Device != "" && strings.ContainsAny(c.Device, " \t\n'\"$`;|&<>\\") {
-		return fmt.Errorf("device %q: a device name such as mlx5_0", c.Device)
+		return fieldErr("Device", "device %q: a device name such as mlx5_0", c.Device)
 	}
 	return nil
 }
