@@ -102,7 +102,7 @@ func TestGPUOperator(t *testing.T) {
 	}
 	got = gpuOperatorChecks(t, sb, ns)
 	if got[0].Status != preflight.Fail || !strings.Contains(got[0].Message, names[0]+": nvidia.com/gpu.deploy.device-plugin=true but no device plugin pod") ||
-		!strings.Contains(got[0].Fix, "get ds nvidia-device-plugin-daemonset") {
+		!strings.Contains(got[0].Fix, "get ds,pods -o wide -l app=nvidia-device-plugin-daemonset") {
 		t.Errorf("device plugin missing on %s: %+v", names[0], got)
 	}
 
