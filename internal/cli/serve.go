@@ -483,14 +483,6 @@ func fmtElapsed(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-// servingProbe is what `ain serve status` found at the endpoint.
-type servingProbe struct {
-	Endpoint string   `json:"endpoint"`
-	At       string   `json:"at"`
-	Models   []string `json:"models,omitempty"`
-	Error    string   `json:"error,omitempty"`
-}
-
 func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptions, out string) error {
 	if out != "text" && out != "json" {
 		return ainerr.Usagef("-o %s: use text or json", out)
@@ -499,38 +491,25 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 	if err != nil {
 		return err
 	}
-	all, err := cl.List(ctx, name)
-	if err != nil {
-		return kc.Classify(err, "listing model servers")
-	}
-	if len(all) == 0 {
-		if name != "" {
-			return ainerr.New(ainerr.Failure, &vllm.NotFoundError{Name: name, Namespace: kc.Namespace}, "ain serve status lists what runs in the namespace; -n picks another")
-		}
+	entries, err := cl.Reports(ctx, vllm.ReportOptions{
+		Name: name, Endpoint: eo.Endpoint, Now: a.Now,
+		// The ingress as clients find it: its CA from the Secret ain created, its published
+		// address when the host has no DNS record.
+		Discovery: &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: a.reachable(eo)},
+		Client:    func(ep vllm.Endpoint) (*openaiclient.Client, error) { return a.endpointClient(eo, ep, 0) },
+	})
+	var nf *vllm.NotFoundError
+	var ce *vllm.ClusterError
+	switch {
+	case errors.As(err, &nf):
+		return ainerr.New(ainerr.Failure, err, "ain serve status lists what runs in the namespace; -n picks another")
+	case errors.As(err, &ce):
+		return kc.Classify(ce.Err, ce.Doing)
+	case err != nil:
+		return err
+	case len(entries) == 0:
 		fmt.Fprintf(a.Streams.Err, "no model servers in namespace %s\n", kc.Namespace)
 		return nil
-	}
-	type entry struct {
-		vllm.ServingStatus
-		Probe *servingProbe `json:"probe,omitempty"`
-	}
-	var entries []entry
-	// The ingress as clients find it: its CA from the Secret ain created, its published
-	// address when the host has no DNS record.
-	d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: a.reachable(eo)}
-	for _, st := range all {
-		e := entry{ServingStatus: st}
-		ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
-		if ep.URL == "" && st.URL != "" && st.Ready > 0 {
-			var err error
-			if ep, err = d.EndpointOf(ctx, st); err != nil {
-				e.Probe = &servingProbe{Endpoint: st.URL, At: a.Now().UTC().Format(time.RFC3339), Error: err.Error()}
-			}
-		}
-		if ep.URL != "" && st.Ready > 0 && e.Probe == nil {
-			e.Probe = a.probeModels(ctx, eo, ep)
-		}
-		entries = append(entries, e)
 	}
 	if out == "json" {
 		return a.writeJSON(entries)
@@ -595,25 +574,6 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 		a.table([]string{"REPLICA", "POD", "PHASE", "READY", "NODE", "RESTARTS", "REASON"}, rows)
 	}
 	return nil
-}
-
-func (a *App) probeModels(ctx context.Context, eo *endpointOptions, ep vllm.Endpoint) *servingProbe {
-	p := &servingProbe{Endpoint: ep.URL, At: a.Now().UTC().Format(time.RFC3339)}
-	c, err := a.endpointClient(eo, ep, 0)
-	if err == nil {
-		p.Endpoint = c.Endpoint()
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var models []openaiclient.Model
-		models, err = c.Models(pctx)
-		cancel()
-		for _, m := range models {
-			p.Models = append(p.Models, m.ID)
-		}
-	}
-	if err != nil {
-		p.Error = err.Error()
-	}
-	return p
 }
 
 func (a *App) runServeDelete(ctx context.Context, name string) error {

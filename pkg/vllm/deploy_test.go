@@ -193,3 +193,17 @@ func TestDeployInterruptedBuilding(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// A named model server that does not exist is a NotFoundError; none at all is an empty list.
+func TestReportsNotFound(t *testing.T) {
+	cl := deployCluster(t, nil)
+	o := ReportOptions{Name: "nope", Now: time.Now, Discovery: &Discovery{Cluster: cl}}
+	var nf *NotFoundError
+	if _, err := cl.Reports(context.Background(), o); !errors.As(err, &nf) || nf.Name != "nope" || nf.Namespace != "llm" {
+		t.Fatalf("err %v", err)
+	}
+	o.Name = ""
+	if got, err := cl.Reports(context.Background(), o); err != nil || len(got) != 0 {
+		t.Fatalf("%v, %v", got, err)
+	}
+}
