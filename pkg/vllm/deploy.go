@@ -134,7 +134,9 @@ func (d *Deployer) say(k EventKind, format string, args ...any) {
 func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, error) {
 	r := o.Recipe
 	oo := ObjectOptions{Name: o.Name, Namespace: o.Namespace}
-	objs, err := BuildObjects(r, o.Profile, oo)
+	// Built once before the cluster is read, so that a recipe which cannot be built is refused
+	// first; built again once the entry, the claims and the key are resolved.
+	_, err := BuildObjects(r, o.Profile, oo)
 	var noGateway *NoGatewayError
 	if errors.As(err, &noGateway) {
 		err = nil // the cluster is asked for its GatewayClass (ChooseEntry)
@@ -168,7 +170,8 @@ func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, 
 	if err != nil {
 		return nil, &ClusterError{Doing: "reading the model server's API key", Err: err}
 	}
-	if objs, err = BuildObjects(r, o.Profile, oo); err != nil {
+	objs, err := BuildObjects(r, o.Profile, oo)
+	if err != nil {
 		return nil, &BuildError{Err: err}
 	}
 	secrets := o.Secrets
