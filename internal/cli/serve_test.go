@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -339,6 +340,33 @@ func TestServeEventRendering(t *testing.T) {
 		a.serveEvent(&kube.Clients{Namespace: "llm"}, tc.e, &serveOptions{})
 		if !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("event %d: %q, want %q", tc.e.Kind, errb.String(), tc.want)
+		}
+	}
+}
+
+// vllm.Deployer's typed errors as the user reads them: the flag or field to fix, and the
+// commands that follow or remove what an interrupt left.
+func TestServeDeployErrors(t *testing.T) {
+	tlsProblem := &vllm.TLSProblem{Secret: "vllm-tls", Reason: "tls.crt is empty"}
+	for _, tc := range []struct {
+		err        error
+		code       ainerr.Code
+		msg, hint  string
+		stderrWant string
+	}{
+		{&vllm.KeyUnreadableError{Auth: vllm.Auth{Source: vllm.AuthNone}}, ainerr.Usage, "--api-key-out key.txt: ", "", ""},
+		{&vllm.EntryTLSError{Field: "gateway", Err: tlsProblem}, ainerr.Usage, "TLS Secret vllm-tls: tls.crt is empty", "--set gateway.tlsSecret=NAME", ""},
+		{&vllm.BuildError{Err: errors.New("bad spec")}, ainerr.Usage, "bad spec", "", ""},
+		{&vllm.InterruptedError{Stage: vllm.InterruptedBeforeApply, Name: "m", TLSSecret: "m-tls"}, ainerr.Cancelled,
+			"only the TLS Secret m-tls was created (ain serve delete m -n llm removes it)", "", ""},
+		{&vllm.InterruptedError{Stage: vllm.InterruptedRolling, Name: "m", Deployed: 1, Total: 2}, ainerr.Cancelled, "interrupted", "",
+			"1 of 2 replica(s) have the new spec, the others keep the previous one and keep serving. `ain serve` again finishes the update.\nFollow it: ain serve status m -n llm\nEnd it: ain serve delete m -n llm\n"},
+	} {
+		var errb bytes.Buffer
+		a := &App{Streams: Streams{Out: &bytes.Buffer{}, Err: &errb}, Now: time.Now, Getenv: func(string) string { return "" }}
+		err := a.deployError(&kube.Clients{Namespace: "llm"}, tc.err, &serveOptions{APIKeyOut: "key.txt"}, "m")
+		if ainerr.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) || !strings.Contains(ainerr.HintOf(err), tc.hint) || !strings.Contains(errb.String(), tc.stderrWant) {
+			t.Errorf("%T: code %d, %q, hint %q, stderr %q", tc.err, ainerr.CodeOf(err), err, ainerr.HintOf(err), errb.String())
 		}
 	}
 }
