@@ -25,6 +25,8 @@ import (
 // each step is an Event given to Progress, and its errors are typed (deploy_errors.go and the
 // cluster calls' own) so that the command decides exit codes and hints.
 type Deployer struct {
+	// Cluster and Now are required.
+	//
 	// Cluster returns the cluster to deploy to. It is called once the objects are built, so
 	// that a recipe which cannot be built is refused without one; its error is returned as is.
 	Cluster func() (*Cluster, error)
@@ -61,7 +63,8 @@ type DeployOptions struct {
 	// startupTimeout + 5m).
 	Timeout time.Duration
 	// Connect opens a client to the ready deployment with the API key to send (WaitOptions);
-	// via says how the endpoint was reached ("port-forward", "ingress", ...).
+	// via says how the endpoint was reached ("port-forward", "ingress", ...). Required unless
+	// NoWait or DryRunServer.
 	Connect func(ctx context.Context, st *ServingStatus, key string) (c *openaiclient.Client, via string, err error)
 }
 
