@@ -1,18 +1,12 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/train"
-	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
 // What an interrupt (Ctrl-C, SIGTERM) leaves behind is always said: a command never stops
@@ -58,44 +52,4 @@ func (a *App) printInterrupted(e *train.InterruptedError) {
 		fmt.Fprintf(w, "--delete-on-interrupt: could not delete %s %s/%s (%v): it may still be running. End it: ain delete %s%s\n",
 			e.Kind, e.Namespace, e.Name, e.DeleteErr, e.Name, ns)
 	}
-}
-
-// interruptedServe reports an interrupt during `ain serve`'s apply. The Secrets, Service and
-// Ingress were applied (as one bundle); deps are the Deployments applied after them. A first
-// deployment interrupted before its Deployments were sent is finished (a Service without its
-// Deployments serves nothing); a rolling update interrupted between replicas is left as it is,
-// each replica whole, and said so.
-func (a *App) interruptedServe(ctx context.Context, kc *kube.Clients, cl *vllm.Cluster, objs *vllm.Objects, deps []runtime.Object) error {
-	w := a.Streams.Err
-	ns := nsFlag(kc.Namespace)
-	follow := fmt.Sprintf("Follow it: ain serve status %s%s\nEnd it: ain serve delete %s%s\n", objs.Name, ns, objs.Name, ns)
-	total := len(objs.Deployments)
-	switch {
-	case len(deps) == total:
-		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (%d Deployment(s) and their Service exist); the model server keeps starting.\n%s", total, follow)
-	case len(deps) > 0:
-		fmt.Fprintf(w, "\ninterrupted during the rolling update: %d of %d replica(s) have the new spec, the others keep the previous one and keep serving. `ain serve` again finishes the update.\n%s", len(deps), total, follow)
-	default:
-		fctx, cancel := kube.Finishing(ctx)
-		defer cancel()
-		existing := 0
-		for _, d := range objs.Deployments {
-			if _, err := cl.Kube.AppsV1().Deployments(cl.Namespace).Get(fctx, d.Name, metav1.GetOptions{}); err == nil {
-				existing++
-			}
-		}
-		if existing > 0 {
-			fmt.Fprintf(w, "\ninterrupted before the rolling update: the Service is applied, the %d existing Deployment(s) keep their previous spec and keep serving. `ain serve` again rolls them.\n%s", existing, follow)
-			break
-		}
-		if _, err := cl.Apply(fctx, deploymentObjects(objs), false); err != nil {
-			fmt.Fprintf(w, "\ninterrupted while applying, and finishing the apply failed (%v): the Service exists without its Deployments.\nRemove it: ain serve delete %s%s\n", err, objs.Name, ns)
-			return errInterrupted()
-		}
-		for _, d := range objs.Deployments {
-			fmt.Fprintf(w, "applied Deployment %s/%s\n", cl.Namespace, d.Name)
-		}
-		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (a Service without its Deployments serves nothing); the model server keeps starting.\n%s", follow)
-	}
-	return errInterrupted()
 }

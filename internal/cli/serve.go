@@ -15,6 +15,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/openaiclient"
+	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
@@ -209,254 +210,234 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if o.AllowUnauth && r.Serving.APIKeySecret != nil {
 		return ainerr.Usagef("--allow-unauthenticated with an API key (Secret %s, from spec.apiKeySecret or --api-key-*): choose one", r.Serving.APIKeySecret.Name)
 	}
-	serverName := o.Name
-	if serverName == "" {
-		serverName = r.Metadata.Name
-	}
 	if o.DryRun == "client" {
-		auth := vllm.DefaultAuth(r.Serving, serverName, o.AllowUnauth)
-		fmt.Fprintf(a.Streams.Err, "# %s\n", auth.Describe())
-		a.offlineEntry(r, &o.entryFlags)
+		return a.serveClientDryRun(c.Context, r, p, o, secrets)
 	}
-	objs, err := vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace})
-	var noGateway *vllm.NoGatewayError
-	if errors.As(err, &noGateway) && o.DryRun != "client" {
-		err = nil // ain serve asks the cluster for its GatewayClass (chooseEntry)
+	t := &serveTarget{}
+	dep := &vllm.Deployer{
+		Cluster: func() (*vllm.Cluster, error) {
+			var err error
+			t.kc, t.cl, err = a.servingCluster()
+			return t.cl, err
+		},
+		Now:      a.Now,
+		Progress: func(e vllm.Event) { a.serveEvent(t.kc, e, o) },
 	}
-	if err != nil {
-		return ainerr.New(ainerr.Usage, err, "")
+	opts := vllm.DeployOptions{
+		Recipe: r, Profile: p, Name: o.Name, Namespace: a.Global.Namespace,
+		ExposeSource: o.exposeSource(r.Serving), Secrets: secrets, AllowUnauthenticated: o.AllowUnauth,
+		APIKey: o.APIKey, DryRunServer: o.DryRun == "server", NoWait: o.NoWait, Timeout: o.Timeout,
+		Connect: a.serveConnect(t, &o.endpointOptions),
 	}
-	if err := c.Context.Err(); err != nil {
-		return errInterrupted() // building thousands of objects is no reason to ignore Ctrl-C
-	}
-	if o.DryRun == "client" {
-		for _, s := range secrets {
-			fmt.Fprintf(a.Streams.Err, "# also Secret %s (not printed: it holds a credential)\n", objName(s))
-		}
-		if objs.Ingress != nil {
-			fmt.Fprintf(a.Streams.Err, "# the Ingress's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Ingress.Spec.TLS[0].SecretName)
-		}
-		if objs.Gateway != nil {
-			fmt.Fprintf(a.Streams.Err, "# the Gateway's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Gateway.Spec.Listeners[0].TLS.CertificateRefs[0].Name)
-		}
-		return a.printObjects(objs.All(), o.Output)
-	}
-	kc, cl, err := a.servingCluster()
-	if err != nil {
-		return err
-	}
-	ctx := c.Context
-	// The entry first: a Gateway API entry on a cluster without it, or naming no Gateway, is
-	// refused before anything is read or created.
-	if err := a.chooseEntry(ctx, kc, cl, r, serverName, &o.entryFlags); err != nil {
-		return err
-	}
-	s := r.Serving
-	if err := cl.CheckClaims(ctx, s); err != nil {
-		var cp *vllm.ClaimProblem
-		switch {
-		case errors.As(err, &cp) && cp.Missing:
-			return ainerr.New(ainerr.Usage, err, "create the claim, or name an existing one in spec.volumes[].claimName (kubectl get pvc"+nsFlag(kc.Namespace)+" lists them)")
-		case errors.As(err, &cp):
-			return ainerr.New(ainerr.Usage, err, "use a ReadWriteMany (or ReadOnlyMany) claim for the model, such as NFS, or serve one replica: --replicas 1")
-		}
-		return kc.Classify(err, "reading the model volume's claim")
-	}
-	auth, err := cl.ResolveAuth(ctx, serverName, s, o.AllowUnauth, nil)
-	if err != nil {
-		return kc.Classify(err, "reading the model server's API key")
-	}
-	if objs, err = vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace}); err != nil {
-		return ainerr.New(ainerr.Usage, err, "")
-	}
-	if auth.Generated != "" {
-		secrets = append(secrets, vllm.CredentialSecret(auth.Secret.Name, a.Global.Namespace, auth.Secret.Key, []byte(auth.Generated),
-			map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: serverName}))
-	}
-	if auth.Key != "" && o.APIKey == "" {
-		o.APIKey = auth.Key // the readiness check sends the key the server requires
-	}
-	if o.APIKeyOut != "" && o.DryRun != "server" {
-		// Written before anything is applied: a key nobody can read back is not created.
-		if auth.Key == "" {
-			return ainerr.Usagef("--api-key-out %s: %s, whose value ain cannot read", o.APIKeyOut, auth.Describe())
-		}
-		if err := writeSecretFile(o.APIKeyOut, auth.Key); err != nil {
-			return ainerr.Usagef("--api-key-out: %v", err)
-		}
-	}
-	if o.DryRun == "server" && auth.Source == vllm.AuthGenerated {
-		fmt.Fprintf(a.Streams.Err, "auth: vLLM would require an API key generated into Secret %s\n", auth.Secret.Name)
-	} else {
-		fmt.Fprintln(a.Streams.Err, auth.Describe())
-	}
-	if auth.Source != vllm.AuthNone {
-		fmt.Fprintln(a.Streams.Err, vllm.InClusterNote)
-	}
-	if auth.Source == vllm.AuthNone {
-		fmt.Fprintln(a.Streams.Err, "WARNING: --allow-unauthenticated: no API key; anyone who reaches the Service or the ingress can use the model and its GPUs")
-	}
-	tlsCreated, err := a.ensureEntryTLS(ctx, kc, cl, objs, s, o.DryRun == "server")
-	if err != nil {
-		return err
-	}
-	var rest []runtime.Object
-	rest = append(rest, secrets...)
-	rest = append(rest, objs.Service)
-	if objs.PDB != nil {
-		rest = append(rest, objs.PDB)
-	}
-	if objs.Ingress != nil {
-		rest = append(rest, objs.Ingress)
-	}
-	if objs.Gateway != nil {
-		rest = append(rest, objs.Gateway)
-	}
-	if objs.HTTPRoute != nil {
-		rest = append(rest, objs.HTTPRoute)
-	}
-	if o.DryRun == "server" {
-		applied, err := cl.Apply(ctx, append(rest, deploymentObjects(objs)...), true)
-		if err != nil {
-			return kc.Classify(err, "applying the model server")
-		}
-		var shown []runtime.Object
-		for _, u := range applied {
-			if u.GetKind() != "Secret" {
-				shown = append(shown, u)
+	if o.APIKeyOut != "" {
+		opts.WriteKey = func(key string) error {
+			if err := writeSecretFile(o.APIKeyOut, key); err != nil {
+				return ainerr.Usagef("--api-key-out: %v", err)
 			}
+			return nil
 		}
-		fmt.Fprintln(a.Streams.Err, "server dry run: the API server accepted it (schema and admission webhooks); nothing was created")
-		return a.printObjects(shown, o.Output)
 	}
-	a.sandboxNote(kc)
-	applied, err := cl.Apply(ctx, rest, false)
-	if errors.Is(err, context.Canceled) {
-		// The interrupt came before the first object was sent.
-		msg := "interrupted before the model server was applied: nothing was created"
-		if tlsCreated != "" {
-			msg = fmt.Sprintf("interrupted before the model server was applied: only the TLS Secret %s was created (ain serve delete %s%s removes it)", tlsCreated, objs.Name, nsFlag(kc.Namespace))
-		}
-		return ainerr.New(ainerr.Cancelled, errors.New(msg), "")
-	}
+	res, err := dep.Deploy(c.Context, opts)
 	if err != nil {
-		// What went in before the refusal stays (a Secret with the generated key, say): named,
-		// with the command that removes it.
-		var left []string
-		if tlsCreated != "" {
-			left = append(left, "Secret "+kc.Namespace+"/"+tlsCreated)
-		}
-		for _, u := range applied {
-			left = append(left, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
-		}
-		if len(left) > 0 {
-			fmt.Fprintf(a.Streams.Err, "created before the error below: %s; `ain serve delete %s%s` removes them\n", strings.Join(left, ", "), objs.Name, nsFlag(kc.Namespace))
-		}
-		return kc.Classify(err, "applying the model server")
+		return a.deployError(t.kc, err, o, vllm.ServerName(r, o.Name))
 	}
-	for _, u := range applied {
-		fmt.Fprintf(a.Streams.Err, "applied %s %s/%s\n", u.GetKind(), u.GetNamespace(), u.GetName())
-	}
-	if auth.Generated != "" {
-		a.revealAPIKey(auth, o.APIKeyOut, kc.Namespace)
-	}
-	// Pods read the key at start: a new version of its Secret rolls them (a changed key would
-	// otherwise leave the old one working and fail the readiness check with the new one).
-	vllm.SetKeyVersion(objs.Deployments, auth.KeyVersion(applied))
-	timeout := o.Timeout
-	if timeout == 0 {
-		timeout = s.StartupDuration() + 5*time.Minute
-	}
-	progress := func(line string) { fmt.Fprintf(a.Streams.Err, "%s\n", line) }
-	deps, err := cl.ApplyRolling(ctx, objs.Deployments, vllm.RollOptions{ReplicaTimeout: timeout, Progress: progress})
-	for _, d := range deps {
-		fmt.Fprintf(a.Streams.Err, "applied Deployment %s/%s\n", cl.Namespace, objName(d))
-	}
-	if ctx.Err() != nil {
-		return a.interruptedServe(ctx, kc, cl, objs, deps)
-	}
-	if err != nil {
-		return a.waitError(kc, err, objs.Name)
-	}
-	if auth.Dropped != "" {
-		// The Deployments no longer read it: a key Secret left behind would look like a guard.
-		if err := cl.DeleteAPIKeySecret(ctx, auth.Dropped); err != nil {
-			fmt.Fprintf(a.Streams.Err, "note: could not delete Secret %s, whose key no longer guards the server: %v\n", auth.Dropped, err)
-		} else {
-			fmt.Fprintf(a.Streams.Err, "deleted Secret %s: the server no longer requires its key\n", auth.Dropped)
-		}
-	}
-	pruned, err := cl.Prune(ctx, objs.Name, objs.All())
-	for _, p := range pruned {
-		fmt.Fprintf(a.Streams.Err, "pruned %s (this run no longer renders it)\n", p)
-	}
-	if ctx.Err() != nil {
-		// Interrupted once everything was applied (what was not pruned yet is pruned next run).
-		return a.interruptedServe(ctx, kc, cl, objs, deps)
-	}
-	if err != nil {
-		return kc.Classify(err, "removing what this run no longer renders")
-	}
-	fmt.Fprintf(a.Streams.Err, "model %s as %q: %d replica(s) x %d GPU (%s)\n", s.Model, s.ServedModelName, s.Replicas, s.GPUsPerReplica, s.Topology)
-	if o.NoWait {
-		fmt.Fprintf(a.Streams.Err, "check it with: ain serve status %s\n", objs.Name)
+	switch {
+	case o.DryRun == "server":
+		return a.printObjects(res.DryRun, o.Output)
+	case o.NoWait:
+		fmt.Fprintf(a.Streams.Err, "check it with: ain serve status %s\n", res.Name)
 		return nil
 	}
-	return a.waitServing(ctx, kc, cl, objs.Name, s.ServedModelName, &o.endpointOptions, timeout)
+	fmt.Fprintf(a.Streams.Err, "ready: %s serves %s (listed by /v1/models)\n", res.Endpoint, res.Model)
+	if res.Via == "port-forward" {
+		fmt.Fprintf(a.Streams.Err, "(checked through a port-forward, which ends with this command; the ingress did not answer from here)\n")
+		return nil
+	}
+	fmt.Fprintf(a.Streams.Out, "%s\n", strings.TrimSuffix(res.Endpoint, "/v1"))
+	return nil
 }
 
-// ensureEntryTLS checks (or creates, self-signed) the TLS Secret of the model server's
-// entry before the entry that names it is applied: a bad Secret makes ingress-nginx serve its
-// fake certificate, which clients misreport as an unknown CA, and a Gateway's listener with an
-// unusable certificateRef is not programmed. A route on an existing Gateway uses that
-// Gateway's certificate. It returns the Secret this run created, if any.
-func (a *App) ensureEntryTLS(ctx context.Context, kc *kube.Clients, cl *vllm.Cluster, objs *vllm.Objects, s *recipe.ServingSpec, dryRun bool) (string, error) {
-	lbl := map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: objs.Name}
-	var t *vllm.TLSOutcome
-	var err error
-	var host, entry, field string
-	switch {
-	case objs.Ingress != nil:
-		host, entry, field = s.Ingress.Host, "the ingress", "ingress"
-		t, err = cl.EnsureTLS(ctx, s.Ingress, objs.Name, lbl, a.Now(), dryRun)
-	case objs.Gateway != nil:
-		host, entry, field = s.Gateway.Host, "Gateway "+objs.Gateway.Name, "gateway"
-		t, err = cl.EnsureGatewayTLS(ctx, s.Gateway, objs.Name, lbl, a.Now(), dryRun)
-	case objs.HTTPRoute != nil:
-		fmt.Fprintf(a.Streams.Err, "TLS: terminated by the listener of Gateway %s, whose certificate is that Gateway's (ain reads nor changes it)\n", gatewayRefName(s.Gateway, kc.Namespace))
-		return "", nil
-	default:
-		return "", nil
+// serveTarget is the cluster vllm.Deployer deploys to, set once it asks for it.
+type serveTarget struct {
+	kc *kube.Clients
+	cl *vllm.Cluster
+}
+
+// serveClientDryRun prints what `ain serve` would apply, without a cluster.
+func (a *App) serveClientDryRun(ctx context.Context, r *recipe.Recipe, p *profile.Profile, o *serveOptions, secrets []runtime.Object) error {
+	auth := vllm.DefaultAuth(r.Serving, vllm.ServerName(r, o.Name), o.AllowUnauth)
+	fmt.Fprintf(a.Streams.Err, "# %s\n", auth.Describe())
+	a.offlineEntry(r, &o.entryFlags)
+	objs, err := vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace})
+	if err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
 	}
-	var tp *vllm.TLSProblem
+	if err := ctx.Err(); err != nil {
+		return errInterrupted() // building thousands of objects is no reason to ignore Ctrl-C
+	}
+	for _, s := range secrets {
+		fmt.Fprintf(a.Streams.Err, "# also Secret %s (not printed: it holds a credential)\n", objName(s))
+	}
+	if objs.Ingress != nil {
+		fmt.Fprintf(a.Streams.Err, "# the Ingress's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Ingress.Spec.TLS[0].SecretName)
+	}
+	if objs.Gateway != nil {
+		fmt.Fprintf(a.Streams.Err, "# the Gateway's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Gateway.Spec.Listeners[0].TLS.CertificateRefs[0].Name)
+	}
+	return a.printObjects(objs.All(), o.Output)
+}
+
+// serveEvent renders one step of vllm.Deployer on stderr; kc is the cluster's clients, set
+// once the Deployer asked for the cluster.
+func (a *App) serveEvent(kc *kube.Clients, e vllm.Event, o *serveOptions) {
+	w := a.Streams.Err
+	switch e.Kind {
+	case vllm.EventNote:
+		fmt.Fprintf(w, "note: %s\n", e.Message)
+	case vllm.EventWarning:
+		fmt.Fprintf(w, "WARNING: %s\n", e.Message)
+	case vllm.EventExpose:
+		fmt.Fprintf(w, "expose: %s\n", e.Message)
+	case vllm.EventIngressClassMissing:
+		fmt.Fprintf(w, "WARNING: IngressClass %s does not exist: no controller will serve the Ingress, and it never gets an address (kubectl get ingressclass lists the cluster's; --set ingress.className=NAME, or --expose gateway)\n", e.Message)
+	case vllm.EventUnauthenticated:
+		fmt.Fprintln(w, "WARNING: --allow-unauthenticated: no API key; anyone who reaches the Service or the ingress can use the model and its GPUs")
+	case vllm.EventTLS:
+		a.serveTLSEvent(e, o.DryRun == "server")
+	case vllm.EventApplying:
+		a.sandboxNote(kc)
+	case vllm.EventApplied:
+		fmt.Fprintf(w, "applied %s\n", e.Message)
+	case vllm.EventKeyGenerated:
+		a.revealAPIKey(*e.Auth, o.APIKeyOut, kc.Namespace)
+	case vllm.EventKeyDropFailed:
+		fmt.Fprintf(w, "note: could not delete Secret %s, whose key no longer guards the server: %v\n", e.Message, e.Err)
+	case vllm.EventKeyDropped:
+		fmt.Fprintf(w, "deleted Secret %s: the server no longer requires its key\n", e.Message)
+	case vllm.EventPruned:
+		fmt.Fprintf(w, "pruned %s (this run no longer renders it)\n", e.Message)
+	case vllm.EventWaiting:
+		fmt.Fprintf(w, "[%s] %s\n", fmtElapsed(e.Elapsed), e.Message)
+	default:
+		fmt.Fprintln(w, e.Message)
+	}
+}
+
+// serveTLSEvent says what became of the entry's TLS Secret.
+func (a *App) serveTLSEvent(e vllm.Event, dryRun bool) {
+	w, t := a.Streams.Err, e.TLS
 	switch {
-	case errors.As(err, &tp):
-		return "", ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set "+field+".tlsSecret=NAME, or let cert-manager issue it with --set "+field+".clusterIssuer=ISSUER")
-	case err != nil:
-		return "", kc.Classify(err, "checking the TLS Secret of "+entry)
+	case t == nil:
+		fmt.Fprintf(w, "TLS: terminated by the listener of %s, whose certificate is that Gateway's (ain reads nor changes it)\n", e.Entry)
 	case t.Issuer != "":
-		fmt.Fprintf(a.Streams.Err, "TLS: cert-manager ClusterIssuer %s issues Secret %s for %s\n", t.Issuer, t.Secret, entry)
+		fmt.Fprintf(w, "TLS: cert-manager ClusterIssuer %s issues Secret %s for %s\n", t.Issuer, t.Secret, e.Entry)
 	case t.Created && dryRun:
-		fmt.Fprintf(a.Streams.Err, "TLS: Secret %s does not exist; ain would create a self-signed certificate\n", t.Secret)
+		fmt.Fprintf(w, "TLS: Secret %s does not exist; ain would create a self-signed certificate\n", t.Secret)
 	case t.Created:
-		fmt.Fprintf(a.Streams.Err, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
+		fmt.Fprintf(w, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
 			t.Secret, orDashStr(t.For), t.Secret)
 		if t.For == "" {
-			fmt.Fprintf(a.Streams.Err, "WARNING: no --host and no address for %s yet: the certificate names nothing a client connects to, so no client can verify it; pass --host NAME (a DNS name pointing at it), or once `ain serve status` shows the address, delete Secret %s and re-run (ain then certifies the address)\n", entry, t.Secret)
+			fmt.Fprintf(w, "WARNING: no --host and no address for %s yet: the certificate names nothing a client connects to, so no client can verify it; pass --host NAME (a DNS name pointing at it), or once `ain serve status` shows the address, delete Secret %s and re-run (ain then certifies the address)\n", e.Entry, t.Secret)
 		}
-		return t.Secret, nil
 	default:
-		fmt.Fprintf(a.Streams.Err, "TLS: Secret %s holds a valid certificate for %s\n", t.Secret, orDashStr(host))
+		fmt.Fprintf(w, "TLS: Secret %s holds a valid certificate for %s\n", t.Secret, orDashStr(e.Host))
 	}
-	return "", nil
 }
 
-// gatewayRefName is NAMESPACE/NAME of the existing Gateway g names.
-func gatewayRefName(g *recipe.ServingGateway, ns string) string {
-	if g.Namespace != "" {
-		ns = g.Namespace
+// serveConnect opens the readiness check's client: --endpoint, else $AIN_ENDPOINT, else the
+// endpoint found in the cluster.
+func (a *App) serveConnect(t *serveTarget, eo *endpointOptions) func(context.Context, *vllm.ServingStatus, string) (*openaiclient.Client, string, error) {
+	return func(ctx context.Context, st *vllm.ServingStatus, key string) (*openaiclient.Client, string, error) {
+		ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
+		if ep.URL == "" {
+			ep.URL = a.Getenv("AIN_ENDPOINT")
+		}
+		if ep.URL == "" {
+			d := &vllm.Discovery{Cluster: t.cl, Config: t.kc.Config, Log: a.Streams.Err, Reachable: a.reachable(eo), AllowPortForward: eo.PortForward}
+			var err error
+			if ep, err = d.Endpoint(ctx, st.Name); err != nil {
+				return nil, "", err
+			}
+		}
+		if key == "" {
+			key = a.Getenv("AIN_API_KEY")
+		}
+		c, err := openaiclient.New(eo.clientOptions(ep, key, 0))
+		return c, ep.Via, endpointError(err)
 	}
-	return ns + "/" + g.Name
+}
+
+// deployError maps vllm.Deployer's errors to exit codes and hints.
+func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name string) error {
+	var be *vllm.BuildError
+	var ce *vllm.ClusterError
+	var cp *vllm.ClaimProblem
+	var missing *vllm.GatewayAPIMissingError
+	var choice *vllm.GatewayChoiceError
+	var unknown *vllm.UnknownGatewayError
+	var tlsErr *vllm.EntryTLSError
+	var ku *vllm.KeyUnreadableError
+	var ae *vllm.ApplyError
+	var ie *vllm.InterruptedError
+	switch {
+	case errors.As(err, &be):
+		return ainerr.New(ainerr.Usage, be.Err, "")
+	case errors.As(err, &ie):
+		return a.serveInterrupted(kc, ie)
+	case kc == nil:
+		return err // from a.servingCluster
+	case errors.As(err, &missing):
+		return ainerr.New(ainerr.Usage, err, "install the Gateway API's standard CRDs and a Gateway controller (https://gateway-api.sigs.k8s.io/implementations/), or --expose ingress")
+	case errors.As(err, &choice):
+		return ainerr.New(ainerr.Usage, err, "name one: --gateway-class CLASS (`kubectl get gatewayclass` lists them) or --gateway [NAMESPACE/]NAME of an existing Gateway")
+	case errors.As(err, &unknown):
+		return ainerr.New(ainerr.Usage, err, "check the name, or name another with --gateway-class or --gateway")
+	case errors.As(err, &cp) && cp.Missing:
+		return ainerr.New(ainerr.Usage, err, "create the claim, or name an existing one in spec.volumes[].claimName (kubectl get pvc"+nsFlag(kc.Namespace)+" lists them)")
+	case errors.As(err, &cp):
+		return ainerr.New(ainerr.Usage, err, "use a ReadWriteMany (or ReadOnlyMany) claim for the model, such as NFS, or serve one replica: --replicas 1")
+	case errors.As(err, &tlsErr):
+		return ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set "+tlsErr.Field+".tlsSecret=NAME, or let cert-manager issue it with --set "+tlsErr.Field+".clusterIssuer=ISSUER")
+	case errors.As(err, &ku):
+		return ainerr.Usagef("--api-key-out %s: %s, whose value ain cannot read", o.APIKeyOut, ku.Auth.Describe())
+	case errors.As(err, &ae):
+		if len(ae.Created) > 0 {
+			fmt.Fprintf(a.Streams.Err, "created before the error below: %s; `ain serve delete %s%s` removes them\n", strings.Join(ae.Created, ", "), ae.Name, nsFlag(kc.Namespace))
+		}
+		return kc.Classify(ae.Err, "applying the model server")
+	case errors.As(err, &ce):
+		return kc.Classify(ce.Err, ce.Doing)
+	}
+	return a.waitError(kc, err, name) // the rolling update's or the wait's, or WriteKey's
+}
+
+// serveInterrupted reports an interrupt of `ain serve` and what it left.
+func (a *App) serveInterrupted(kc *kube.Clients, e *vllm.InterruptedError) error {
+	w := a.Streams.Err
+	if e.Stage == vllm.InterruptedBuilding {
+		return errInterrupted()
+	}
+	ns := nsFlag(kc.Namespace)
+	follow := fmt.Sprintf("Follow it: ain serve status %s%s\nEnd it: ain serve delete %s%s\n", e.Name, ns, e.Name, ns)
+	switch e.Stage {
+	case vllm.InterruptedBeforeApply:
+		msg := "interrupted before the model server was applied: nothing was created"
+		if e.TLSSecret != "" {
+			msg = fmt.Sprintf("interrupted before the model server was applied: only the TLS Secret %s was created (ain serve delete %s%s removes it)", e.TLSSecret, e.Name, ns)
+		}
+		return ainerr.New(ainerr.Cancelled, errors.New(msg), "")
+	case vllm.InterruptedApplyFinished:
+		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (%d Deployment(s) and their Service exist); the model server keeps starting.\n%s", e.Total, follow)
+	case vllm.InterruptedRolling:
+		fmt.Fprintf(w, "\ninterrupted during the rolling update: %d of %d replica(s) have the new spec, the others keep the previous one and keep serving. `ain serve` again finishes the update.\n%s", e.Deployed, e.Total, follow)
+	case vllm.InterruptedBeforeRolling:
+		fmt.Fprintf(w, "\ninterrupted before the rolling update: the Service is applied, the %d existing Deployment(s) keep their previous spec and keep serving. `ain serve` again rolls them.\n%s", e.Existing, follow)
+	case vllm.InterruptedFinishFailed:
+		fmt.Fprintf(w, "\ninterrupted while applying, and finishing the apply failed (%v): the Service exists without its Deployments.\nRemove it: ain serve delete %s%s\n", e.FinishErr, e.Name, ns)
+	case vllm.InterruptedFinished:
+		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (a Service without its Deployments serves nothing); the model server keeps starting.\n%s", follow)
+	}
+	return errInterrupted()
 }
 
 // warnImage says when the serving image's vLLM is older than the newest release that fixes a
@@ -468,14 +449,6 @@ func (a *App) warnImage(image string) {
 	} else if w != "" {
 		fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
 	}
-}
-
-func deploymentObjects(objs *vllm.Objects) []runtime.Object {
-	out := make([]runtime.Object, len(objs.Deployments))
-	for i, d := range objs.Deployments {
-		out[i] = d
-	}
-	return out
 }
 
 func objName(o runtime.Object) string {
@@ -505,59 +478,9 @@ func (a *App) waitError(kc *kube.Clients, err error, name string) error {
 	return discoveryError(kc, err, "waiting for the model server")
 }
 
-// waitServing waits (vllm.WaitReady) until every replica is ready and the endpoint lists the
-// model, printing each change of state, then prints the endpoint on stdout.
-func (a *App) waitServing(ctx context.Context, kc *kube.Clients, cl *vllm.Cluster, name, model string, eo *endpointOptions, timeout time.Duration) error {
-	via := ""
-	client, err := cl.WaitReady(ctx, vllm.WaitOptions{
-		Name: name, Model: model, Timeout: timeout, Now: a.Now,
-		Progress: func(el time.Duration, line string) {
-			fmt.Fprintf(a.Streams.Err, "[%s] %s\n", fmtElapsed(el), line)
-		},
-		Connect: func(ctx context.Context, st *vllm.ServingStatus) (*openaiclient.Client, error) {
-			ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
-			if ep.URL == "" {
-				ep.URL = a.Getenv("AIN_ENDPOINT")
-			}
-			if ep.URL == "" {
-				d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Log: a.Streams.Err, Reachable: a.reachable(eo), AllowPortForward: eo.PortForward}
-				var err error
-				if ep, err = d.Endpoint(ctx, name); err != nil {
-					return nil, err
-				}
-			}
-			via = ep.Via
-			key := eo.APIKey
-			if key == "" {
-				key = a.Getenv("AIN_API_KEY")
-			}
-			c, err := openaiclient.New(eo.clientOptions(ep, key, 0))
-			return c, endpointError(err)
-		},
-	})
-	if err != nil {
-		return a.waitError(kc, err, name)
-	}
-	fmt.Fprintf(a.Streams.Err, "ready: %s serves %s (listed by /v1/models)\n", client.Endpoint(), model)
-	if via == "port-forward" {
-		fmt.Fprintf(a.Streams.Err, "(checked through a port-forward, which ends with this command; the ingress did not answer from here)\n")
-		return nil
-	}
-	fmt.Fprintf(a.Streams.Out, "%s\n", strings.TrimSuffix(client.Endpoint(), "/v1"))
-	return nil
-}
-
 func fmtElapsed(d time.Duration) string {
 	d = d.Round(time.Second)
 	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
-}
-
-// servingProbe is what `ain serve status` found at the endpoint.
-type servingProbe struct {
-	Endpoint string   `json:"endpoint"`
-	At       string   `json:"at"`
-	Models   []string `json:"models,omitempty"`
-	Error    string   `json:"error,omitempty"`
 }
 
 func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptions, out string) error {
@@ -568,38 +491,25 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 	if err != nil {
 		return err
 	}
-	all, err := cl.List(ctx, name)
-	if err != nil {
-		return kc.Classify(err, "listing model servers")
-	}
-	if len(all) == 0 {
-		if name != "" {
-			return ainerr.New(ainerr.Failure, &vllm.NotFoundError{Name: name, Namespace: kc.Namespace}, "ain serve status lists what runs in the namespace; -n picks another")
-		}
+	entries, err := cl.Reports(ctx, vllm.ReportOptions{
+		Name: name, Endpoint: eo.Endpoint, Now: a.Now,
+		// The ingress as clients find it: its CA from the Secret ain created, its published
+		// address when the host has no DNS record.
+		Discovery: &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: a.reachable(eo)},
+		Client:    func(ep vllm.Endpoint) (*openaiclient.Client, error) { return a.endpointClient(eo, ep, 0) },
+	})
+	var nf *vllm.NotFoundError
+	var ce *vllm.ClusterError
+	switch {
+	case errors.As(err, &nf):
+		return ainerr.New(ainerr.Failure, err, "ain serve status lists what runs in the namespace; -n picks another")
+	case errors.As(err, &ce):
+		return kc.Classify(ce.Err, ce.Doing)
+	case err != nil:
+		return err
+	case len(entries) == 0:
 		fmt.Fprintf(a.Streams.Err, "no model servers in namespace %s\n", kc.Namespace)
 		return nil
-	}
-	type entry struct {
-		vllm.ServingStatus
-		Probe *servingProbe `json:"probe,omitempty"`
-	}
-	var entries []entry
-	// The ingress as clients find it: its CA from the Secret ain created, its published
-	// address when the host has no DNS record.
-	d := &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: a.reachable(eo)}
-	for _, st := range all {
-		e := entry{ServingStatus: st}
-		ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
-		if ep.URL == "" && st.URL != "" && st.Ready > 0 {
-			var err error
-			if ep, err = d.EndpointOf(ctx, st); err != nil {
-				e.Probe = &servingProbe{Endpoint: st.URL, At: a.Now().UTC().Format(time.RFC3339), Error: err.Error()}
-			}
-		}
-		if ep.URL != "" && st.Ready > 0 && e.Probe == nil {
-			e.Probe = a.probeModels(ctx, eo, ep)
-		}
-		entries = append(entries, e)
 	}
 	if out == "json" {
 		return a.writeJSON(entries)
@@ -664,25 +574,6 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 		a.table([]string{"REPLICA", "POD", "PHASE", "READY", "NODE", "RESTARTS", "REASON"}, rows)
 	}
 	return nil
-}
-
-func (a *App) probeModels(ctx context.Context, eo *endpointOptions, ep vllm.Endpoint) *servingProbe {
-	p := &servingProbe{Endpoint: ep.URL, At: a.Now().UTC().Format(time.RFC3339)}
-	c, err := a.endpointClient(eo, ep, 0)
-	if err == nil {
-		p.Endpoint = c.Endpoint()
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var models []openaiclient.Model
-		models, err = c.Models(pctx)
-		cancel()
-		for _, m := range models {
-			p.Models = append(p.Models, m.ID)
-		}
-	}
-	if err != nil {
-		p.Error = err.Error()
-	}
-	return p
 }
 
 func (a *App) runServeDelete(ctx context.Context, name string) error {

@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
@@ -167,7 +164,7 @@ func (a *App) offlineEntry(r *recipe.Recipe, e *entryFlags) {
 	}
 	spec, notes := s.WithEntry(kind)
 	r.Serving = spec
-	fmt.Fprintf(a.Streams.Err, "# expose: %s (%s)\n", describeExpose(kind), why)
+	fmt.Fprintf(a.Streams.Err, "# expose: %s (%s)\n", vllm.ExposeDescription(kind), why)
 	for _, n := range notes {
 		fmt.Fprintf(a.Streams.Err, "# note: %s\n", n)
 	}
@@ -178,52 +175,4 @@ func (a *App) offlineEntry(r *recipe.Recipe, e *entryFlags) {
 			fmt.Fprintf(a.Streams.Err, "# note: %s\n", n)
 		}
 	}
-}
-
-// describeExpose names an entry kind for the "expose:" line.
-func describeExpose(kind string) string {
-	if kind == recipe.ExposeNone {
-		return "none, the Service only, reachable inside the cluster"
-	}
-	return kind
-}
-
-// chooseEntry resolves the entry of model server name against the cluster
-// (vllm.Cluster.ChooseEntry), says which and why, and replaces r's serving spec with the
-// resolved one. An Ingress on a class that does not exist, or that is not ingress-nginx's,
-// is a WARNING naming what it may lose.
-func (a *App) chooseEntry(ctx context.Context, kc *kube.Clients, cl *vllm.Cluster, r *recipe.Recipe, name string, e *entryFlags) error {
-	ent, err := cl.ChooseEntry(ctx, r.Serving, name, e.exposeSource(r.Serving))
-	var missing *vllm.GatewayAPIMissingError
-	var choice *vllm.GatewayChoiceError
-	var unknown *vllm.UnknownGatewayError
-	switch {
-	case errors.As(err, &missing):
-		return ainerr.New(ainerr.Usage, err, "install the Gateway API's standard CRDs and a Gateway controller (https://gateway-api.sigs.k8s.io/implementations/), or --expose ingress")
-	case errors.As(err, &choice):
-		return ainerr.New(ainerr.Usage, err, "name one: --gateway-class CLASS (`kubectl get gatewayclass` lists them) or --gateway [NAMESPACE/]NAME of an existing Gateway")
-	case errors.As(err, &unknown):
-		return ainerr.New(ainerr.Usage, err, "check the name, or name another with --gateway-class or --gateway")
-	case err != nil:
-		return kc.Classify(err, "choosing the model server's entry")
-	}
-	r.Serving = ent.Spec
-	fmt.Fprintf(a.Streams.Err, "expose: %s (%s)\n", describeExpose(ent.Kind), ent.Why)
-	for _, n := range ent.Notes {
-		fmt.Fprintf(a.Streams.Err, "note: %s\n", n)
-	}
-	for _, w := range ent.Warnings {
-		fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
-	}
-	if in := ent.Spec.Ingress; in != nil {
-		controller, absent := cl.IngressClassController(ctx, in.ClassName)
-		if absent {
-			fmt.Fprintf(a.Streams.Err, "WARNING: IngressClass %s does not exist: no controller will serve the Ingress, and it never gets an address (kubectl get ingressclass lists the cluster's; --set ingress.className=NAME, or --expose gateway)\n", in.ClassName)
-		} else if w := vllm.IngressClassWarning(in.ClassName, controller); w != "" {
-			fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
-		} else if n := vllm.IngressNginxNote(in.ClassName, controller); n != "" {
-			fmt.Fprintf(a.Streams.Err, "note: %s\n", n)
-		}
-	}
-	return nil
 }

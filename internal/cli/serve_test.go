@@ -2,23 +2,15 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
-
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/kube"
-	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
 
@@ -331,40 +323,50 @@ func TestServeWarnsNonNginxClass(t *testing.T) {
 	}
 }
 
-// Against a cluster: the IngressClass's controller, not its name, tells whether the annotations
-// are read (F5's NGINX Ingress Controller often takes the class name nginx); a class that does
-// not exist is said to serve nothing; the choice is printed with its reason.
-func TestChooseEntryWarnings(t *testing.T) {
+// The Deployer's events as the user reads them: a missing IngressClass is said to serve
+// nothing (the choice itself, against a cluster: pkg/vllm's TestChooseEntryEvents).
+func TestServeEventRendering(t *testing.T) {
 	for _, tc := range []struct {
-		class, controller string
-		want              string
+		e    vllm.Event
+		want string
 	}{
-		{"nginx", "k8s.io/ingress-nginx", ""},
-		{"nginx", "nginx.org/ingress-controller", "WARNING: IngressClass nginx (controller nginx.org/ingress-controller) is not ingress-nginx"},
-		{"", "", "WARNING: IngressClass nginx does not exist: no controller will serve the Ingress"},
+		{vllm.Event{Kind: vllm.EventIngressClassMissing, Message: "nginx"}, "WARNING: IngressClass nginx does not exist: no controller will serve the Ingress"},
+		{vllm.Event{Kind: vllm.EventExpose, Message: "ingress (why)"}, "expose: ingress (why)\n"},
+		{vllm.Event{Kind: vllm.EventWaiting, Message: "1/2 ready", Elapsed: 75 * time.Second}, "[1:15] 1/2 ready\n"},
+		{vllm.Event{Kind: vllm.EventTLS, TLS: &vllm.TLSOutcome{Secret: "vllm-tls"}, Host: "llm.example.com"}, "TLS: Secret vllm-tls holds a valid certificate for llm.example.com\n"},
 	} {
-		kc := fake.NewClientset()
-		if tc.class != "" {
-			_, _ = kc.NetworkingV1().IngressClasses().Create(context.Background(), &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: tc.class},
-				Spec: networkingv1.IngressClassSpec{Controller: tc.controller}}, metav1.CreateOptions{})
-		}
-		dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-			{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}: "HTTPRouteList",
-		})
 		var errb bytes.Buffer
 		a := &App{Streams: Streams{Out: &bytes.Buffer{}, Err: &errb}, Now: time.Now, Getenv: func(string) string { return "" }}
-		r, err := recipe.Load("vllm", nil)
-		if err != nil {
-			t.Fatal(err)
+		a.serveEvent(&kube.Clients{Namespace: "llm"}, tc.e, &serveOptions{})
+		if !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("event %d: %q, want %q", tc.e.Kind, errb.String(), tc.want)
 		}
-		cl := &vllm.Cluster{Kube: kc, Dynamic: dyn, Namespace: "llm"}
-		if err := a.chooseEntry(context.Background(), &kube.Clients{Namespace: "llm"}, cl, r, "vllm", &entryFlags{}); err != nil {
-			t.Fatal(err)
-		}
-		got := errb.String()
-		if !strings.Contains(got, "expose: ingress (auto: a new model server, and the cluster does not serve the Gateway API") ||
-			tc.want == "" && strings.Contains(got, "WARNING") || !strings.Contains(got, tc.want) || r.Serving.Expose != "ingress" {
-			t.Errorf("%s/%s: %s", tc.class, tc.controller, got)
+	}
+}
+
+// vllm.Deployer's typed errors as the user reads them: the flag or field to fix, and the
+// commands that follow or remove what an interrupt left.
+func TestServeDeployErrors(t *testing.T) {
+	tlsProblem := &vllm.TLSProblem{Secret: "vllm-tls", Reason: "tls.crt is empty"}
+	for _, tc := range []struct {
+		err        error
+		code       ainerr.Code
+		msg, hint  string
+		stderrWant string
+	}{
+		{&vllm.KeyUnreadableError{Auth: vllm.Auth{Source: vllm.AuthNone}}, ainerr.Usage, "--api-key-out key.txt: ", "", ""},
+		{&vllm.EntryTLSError{Field: "gateway", Err: tlsProblem}, ainerr.Usage, "TLS Secret vllm-tls: tls.crt is empty", "--set gateway.tlsSecret=NAME", ""},
+		{&vllm.BuildError{Err: errors.New("bad spec")}, ainerr.Usage, "bad spec", "", ""},
+		{&vllm.InterruptedError{Stage: vllm.InterruptedBeforeApply, Name: "m", TLSSecret: "m-tls"}, ainerr.Cancelled,
+			"only the TLS Secret m-tls was created (ain serve delete m -n llm removes it)", "", ""},
+		{&vllm.InterruptedError{Stage: vllm.InterruptedRolling, Name: "m", Deployed: 1, Total: 2}, ainerr.Cancelled, "interrupted", "",
+			"1 of 2 replica(s) have the new spec, the others keep the previous one and keep serving. `ain serve` again finishes the update.\nFollow it: ain serve status m -n llm\nEnd it: ain serve delete m -n llm\n"},
+	} {
+		var errb bytes.Buffer
+		a := &App{Streams: Streams{Out: &bytes.Buffer{}, Err: &errb}, Now: time.Now, Getenv: func(string) string { return "" }}
+		err := a.deployError(&kube.Clients{Namespace: "llm"}, tc.err, &serveOptions{APIKeyOut: "key.txt"}, "m")
+		if ainerr.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) || !strings.Contains(ainerr.HintOf(err), tc.hint) || !strings.Contains(errb.String(), tc.stderrWant) {
+			t.Errorf("%T: code %d, %q, hint %q, stderr %q", tc.err, ainerr.CodeOf(err), err, ainerr.HintOf(err), errb.String())
 		}
 	}
 }
