@@ -62,7 +62,12 @@ func benchRequest(ctx context.Context, c *openaiclient.Client, now func() time.T
 	op := t.op
 	wctx, wrap, done := c.Watch(ctx)
 	defer done()
-	req, err := http.NewRequestWithContext(wctx, http.MethodPost, t.url, bytes.NewReader(body))
+	// A chunk is stamped with when the bytes that completed it were received, not when the
+	// Read returning them did: between the two, the transport's goroutine may have parsed the
+	// headers that came with the first chunk and handed the response over (openaiclient's
+	// arrival.go).
+	tctx, lag := c.TrackArrival(wctx)
+	req, err := http.NewRequestWithContext(tctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
 		rec.err = err
 		return
@@ -93,7 +98,7 @@ func benchRequest(ctx context.Context, c *openaiclient.Client, now func() time.T
 		rec.err = c.Explain(err, op)
 		return
 	}
-	sse := openaiclient.NewSSEReader(resp.Body, buf, now)
+	sse := openaiclient.NewSSEReader(resp.Body, buf, func() time.Time { return now().Add(-lag()) })
 	var last time.Time
 	usage, texts, chunksSeen := -1, 0, 0
 	for {

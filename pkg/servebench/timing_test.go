@@ -111,7 +111,10 @@ func errorsOf(tb testing.TB, got, sent []int64, ttft, itl *[]float64) {
 }
 
 func ainTimingErrors(tb testing.TB, url string, streams, tokens int) (ttft, itl []float64) {
-	c, err := openaiclient.New(openaiclient.Options{Endpoint: url, MaxConns: streams})
+	// The bounds `ain bench serve` sets by default (--ttfb-timeout 30m, --idle-timeout 5m in
+	// internal/cli): each request then runs under the watchdog (openaiclient.Watch), as it does
+	// for users.
+	c, err := openaiclient.New(openaiclient.Options{Endpoint: url, MaxConns: streams, FirstByteTimeout: 30 * time.Minute, IdleTimeout: 5 * time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
