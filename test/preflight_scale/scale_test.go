@@ -445,6 +445,17 @@ func hostnames(n int) string {
 // that run: kube-apiserver 20.4 s, agent 10.1 s, kwok 6.9 s, kube-controller-manager 2.9 s,
 // etcd 2.7 s, ain 1.3 s: the figure is the simulator's, on the 2 cores it shares. With the two
 // cores also busy (other builds and tests, load 4-7) the same run took 35-54 s.
+//
+// 2026-12-05, the same machine: 31.4 s (load average about 3.5) and 23.5 s (about 2) with the
+// probe pods created at FanOut's former 200 requests a second (creates done at 4.4-4.6 s, the
+// first at 0.17 s); with 1000 a second, 58.5, 56.1 and 33.0 s at load average 7-14 (creates
+// done at 6.7-10.9 s: the server's latency under that load, not the client's limit). The steps
+// of a probe pod's life say where the time goes: at 100 nodes the agent planned a pod 0.1-0.7 s
+// after its create and stored its result 0.7-1.4 s after kwok made it Running; at 1000 nodes
+// 3.9-9.7 s and 6.0-19 s (medians), while kwok's steps stayed at their configured delays. The
+// simulated kubelet (the agent, which runs the probe's sh and grep per pod over a simulated
+// sysfs) is the bottleneck, and the machine's load sets the figure; ain's own part is the first
+// create at 0.2-0.7 s and its creates.
 func BenchmarkPreflightGrowth(b *testing.B) {
 	sb := sandboxtest.Get(b)
 	for i := 0; i < b.N; i++ {
