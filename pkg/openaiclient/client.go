@@ -115,6 +115,15 @@ func New(opts Options) (*Client, error) {
 			return d.DialContext(ctx, network, opts.ConnectTo)
 		}
 	}
+	// Every connection records when its bytes arrive (arrival.go).
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &arrivalConn{Conn: conn}, nil
+	}
 	if opts.Insecure {
 		tlsCfg.InsecureSkipVerify = true //nolint:gosec // explicit, loud --insecure
 	}

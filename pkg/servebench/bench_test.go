@@ -218,7 +218,7 @@ func TestBenchFailures(t *testing.T) {
 // reported at 16, 256 and 1024 concurrent streams (64 tokens each, one every 20 ms after a
 // 50 ms first token), with the client process's CPU time per chunk.
 //
-//	go test ./pkg/vllm -run '^$' -bench ClientTimingError -benchtime 1x
+//	go test ./pkg/servebench -run '^$' -bench ClientTimingError -benchtime 1x
 //
 // Measured 2026-12-02 on the shared 2-core development machine (load average 7-12 from other
 // builds; three runs each, p99 lag = how late the client stamped a chunk after the server

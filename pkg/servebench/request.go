@@ -62,7 +62,12 @@ func benchRequest(ctx context.Context, c *openaiclient.Client, now func() time.T
 	op := t.op
 	wctx, wrap, done := c.Watch(ctx)
 	defer done()
-	req, err := http.NewRequestWithContext(wctx, http.MethodPost, t.url, bytes.NewReader(body))
+	// A chunk is stamped with when the bytes that completed it were received, not when the
+	// Read returning them did: between the two, the transport's goroutine may have parsed the
+	// headers that came with the first chunk and handed the response over (openaiclient's
+	// arrival.go).
+	tctx, lag := c.TrackArrival(wctx)
+	req, err := http.NewRequestWithContext(tctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
 		rec.err = err
 		return
@@ -71,7 +76,12 @@ func benchRequest(ctx context.Context, c *openaiclient.Client, now func() time.T
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("X-Request-Id", id)
 	c.Authorize(req)
+	// Everything the stream needs is allocated before the request is sent: the first chunk of
+	// hundreds of streams comes back within a millisecond or two, and allocating then (the
+	// read buffer is 8 KiB a stream) starts the garbage collector in that burst, whose assists
+	// and pauses land between the chunks' arrival and their timestamps.
 	rec.itl = make([]time.Duration, 0, outputLen+4)
+	buf := make([]byte, 0, 8<<10)
 	rec.start = now()
 	resp, err := c.HTTPClient().Do(req)
 	if err != nil {
@@ -88,7 +98,7 @@ func benchRequest(ctx context.Context, c *openaiclient.Client, now func() time.T
 		rec.err = c.Explain(err, op)
 		return
 	}
-	sse := openaiclient.NewSSEReader(resp.Body, make([]byte, 0, 8<<10), now)
+	sse := openaiclient.NewSSEReader(resp.Body, buf, func() time.Time { return now().Add(-lag()) })
 	var last time.Time
 	usage, texts, chunksSeen := -1, 0, 0
 	for {

@@ -63,7 +63,17 @@ type counts struct {
 	ended []float64
 	// trails are the requests that touched each pod whose log had to be read, for the report.
 	trails map[string][]string
+	// firstCreated is when ain created its first probe pod; steps are, per step of an IB probe
+	// pod's simulated life, the seconds each pod spent in it (see podSteps).
+	firstCreated time.Time
+	steps        [len(podSteps)][]float64
 }
+
+// podSteps are the steps of a probe pod's life in the sandbox, each ended by a request: ain
+// creates it; the agent annotates how it will play (its first patch); kwok makes it Running (its
+// first status patch); the agent runs the probe and stores the result (its second patch); kwok
+// ends it (its second status patch).
+var podSteps = [...]string{"created -> agent's plan", "plan -> kwok Running", "Running -> agent's result", "result -> kwok ended"}
 
 // lists counts list calls; the further pages of a paged list are not other list calls.
 func (c counts) lists() int {
@@ -171,6 +181,9 @@ func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 		switch verb + " " + what {
 		case "create pods":
 			c.created = later(c.created, at)
+			if c.firstCreated.IsZero() || at.Before(c.firstCreated) {
+				c.firstCreated = at
+			}
 		case "get pods/log":
 			c.read = later(c.read, at)
 			c.trails[ev.ObjectRef.Name] = nil
@@ -182,6 +195,19 @@ func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 		return c
 	}
 	statusPatches := map[string]int{}
+	// Per IB probe pod, the times of the requests that end its steps (podSteps).
+	marks := map[string]*[len(podSteps) + 1]time.Time{}
+	mark := func(name string, k int, at time.Time) {
+		m := marks[name]
+		if m == nil {
+			m = new([len(podSteps) + 1]time.Time)
+			marks[name] = m
+		}
+		if m[k].IsZero() {
+			m[k] = at
+		}
+	}
+	agentPatches := map[string]int{}
 	eachAuditEvent(t, sb, "", func(ev *auditEvent) {
 		if ev.Received.Before(c.first) || ev.Received.After(c.last) {
 			return
@@ -199,8 +225,18 @@ func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 		if ref == nil || ref.Resource != "pods" || !strings.HasPrefix(ref.Name, "ain-ibprobe-") {
 			return
 		}
-		if user == "kwok" && ev.Verb == "patch" && ref.Subresource == "status" {
-			if statusPatches[ref.Name]++; statusPatches[ref.Name] == 2 {
+		switch {
+		case ev.UserAgent == ua && ev.Verb == "create" && ref.Subresource == "":
+			mark(ref.Name, 0, ev.Received)
+		case user == "agent" && ev.Verb == "patch" && ref.Subresource == "":
+			if agentPatches[ref.Name]++; agentPatches[ref.Name] <= 2 {
+				mark(ref.Name, 2*agentPatches[ref.Name]-1, ev.Received)
+			}
+		case user == "kwok" && ev.Verb == "patch" && ref.Subresource == "status":
+			if statusPatches[ref.Name]++; statusPatches[ref.Name] <= 2 {
+				mark(ref.Name, 2*statusPatches[ref.Name], ev.Received)
+			}
+			if statusPatches[ref.Name] == 2 {
 				c.ended = append(c.ended, c.since(ev.Received))
 			}
 		}
@@ -209,6 +245,16 @@ func audited(t testing.TB, sb *sandboxtest.Sandbox, ua string) counts {
 		}
 	})
 	sort.Float64s(c.ended)
+	for _, m := range marks {
+		for k := range podSteps {
+			if !m[k].IsZero() && !m[k+1].IsZero() {
+				c.steps[k] = append(c.steps[k], m[k+1].Sub(m[k]).Seconds())
+			}
+		}
+	}
+	for k := range c.steps {
+		sort.Float64s(c.steps[k])
+	}
 	return c
 }
 
@@ -399,6 +445,17 @@ func hostnames(n int) string {
 // that run: kube-apiserver 20.4 s, agent 10.1 s, kwok 6.9 s, kube-controller-manager 2.9 s,
 // etcd 2.7 s, ain 1.3 s: the figure is the simulator's, on the 2 cores it shares. With the two
 // cores also busy (other builds and tests, load 4-7) the same run took 35-54 s.
+//
+// 2026-12-05, the same machine: 31.4 s (load average about 3.5) and 23.5 s (about 2) with the
+// probe pods created at FanOut's former 200 requests a second (creates done at 4.4-4.6 s, the
+// first at 0.17 s); with 1000 a second, 58.5, 56.1 and 33.0 s at load average 7-14 (creates
+// done at 6.7-10.9 s: the server's latency under that load, not the client's limit). The steps
+// of a probe pod's life say where the time goes: at 100 nodes the agent planned a pod 0.1-0.7 s
+// after its create and stored its result 0.7-1.4 s after kwok made it Running; at 1000 nodes
+// 3.9-9.7 s and 6.0-19 s (medians), while kwok's steps stayed at their configured delays. The
+// simulated kubelet (the agent, which runs the probe's sh and grep per pod over a simulated
+// sysfs) is the bottleneck, and the machine's load sets the figure; ain's own part is the first
+// create at 0.2-0.7 s and its creates.
 func BenchmarkPreflightGrowth(b *testing.B) {
 	sb := sandboxtest.Get(b)
 	for i := 0; i < b.N; i++ {
@@ -447,6 +504,7 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 			row("  "+k, float64(cSmall.byVerb[k]), float64(cAll.byVerb[k]), "")
 		}
 		// Where the time goes: offsets from the run's first request.
+		row("first probe pod created at", cSmall.since(cSmall.firstCreated), cAll.since(cAll.firstCreated), " s")
 		row("last probe pod created at", cSmall.since(cSmall.created), cAll.since(cAll.created), " s")
 		row("last log read at", cSmall.since(cSmall.read), cAll.since(cAll.read), " s")
 		row("cleanup at", cSmall.since(cSmall.cleaned), cAll.since(cAll.cleaned), " s")
@@ -454,6 +512,11 @@ func BenchmarkPreflightGrowth(b *testing.B) {
 		row("  half of them by", quantile(cSmall.ended, 0.5), quantile(cAll.ended, 0.5), " s")
 		row("  99% by", quantile(cSmall.ended, 0.99), quantile(cAll.ended, 0.99), " s")
 		row("  the last at", quantile(cSmall.ended, 1), quantile(cAll.ended, 1), " s")
+		fmt.Fprintf(&w, "time an IB probe pod spent in each step of its simulated life (median, p99):\n")
+		for k, step := range podSteps {
+			row("  "+step+" p50", quantile(cSmall.steps[k], 0.5), quantile(cAll.steps[k], 0.5), " s")
+			row("  "+step+" p99", quantile(cSmall.steps[k], 0.99), quantile(cAll.steps[k], 0.99), " s")
+		}
 		var users []string
 		for u := range cAll.others {
 			users = append(users, u)
