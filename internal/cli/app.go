@@ -19,6 +19,7 @@ import (
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/lazyre"
+	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
@@ -85,6 +86,9 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	}
 	if hint := ainerr.HintOf(err); hint != "" {
 		fmt.Fprintf(a.Streams.Err, "hint: %s\n", hint)
+	}
+	if cmds := next.Of(err); len(cmds) > 0 {
+		fmt.Fprintf(a.Streams.Err, "hint: %s\n", runText(cmds))
 	}
 	return int(code)
 }

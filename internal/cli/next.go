@@ -6,17 +6,22 @@ import (
 	"github.com/ain-hpc/ain/pkg/next"
 )
 
-// nextText is what the libraries' suggested commands read as after the text they belong to:
+// runText is the commands a library suggests as the user types them: "run `ain doctor ib-ports`".
+func runText(cmds []next.Command) string {
+	quoted := make([]string, len(cmds))
+	for i, c := range cmds {
+		quoted[i] = "`ain " + string(c) + "`"
+	}
+	return "run " + strings.Join(quoted, ", ")
+}
+
+// nextText is what the suggested commands read as after the text they belong to:
 // " (run `ain doctor ib-ports`)", or "" when there are none.
 func nextText(cmds []next.Command) string {
 	if len(cmds) == 0 {
 		return ""
 	}
-	quoted := make([]string, len(cmds))
-	for i, c := range cmds {
-		quoted[i] = "`ain " + string(c) + "`"
-	}
-	return " (run " + strings.Join(quoted, ", ") + ")"
+	return " (" + runText(cmds) + ")"
 }
 
 // withNext is text followed by the commands it suggests.

@@ -303,9 +303,9 @@ func idleProblems(gpus []GPU) []Problem {
 					p.What += fmt.Sprintf(" (%.0f MiB of its memory in use)", *m.g.FBUsedMiB)
 				}
 				p.Fix = "sample again a minute later: if it stays at 0%, the pod holds the GPU without using it " +
-					"(stuck in a collective; waiting on input or a download; a model server with no requests; " +
+					"(stuck in a collective: check for a hang; waiting on input or a download; a model server with no requests; " +
 					"code on the CPU); free the GPU for others if it is not needed"
-				p.Next = []next.Command{"doctor hang"} // for the collective
+				p.Next = []next.Command{"doctor hang"}
 				out = append(out, p)
 			}
 		}

@@ -19,6 +19,16 @@ type Error struct {
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
+// NextCommands returns e.Next.
+func (e *Error) NextCommands() []Command { return e.Next }
+
+// Suggester is an error that suggests commands to run next (*Error, or a library's own error
+// type such as a list of field problems).
+type Suggester interface {
+	error
+	NextCommands() []Command
+}
+
 // With returns err suggesting the commands next; nil stays nil.
 func With(err error, next ...Command) error {
 	if err == nil {
@@ -27,11 +37,11 @@ func With(err error, next ...Command) error {
 	return &Error{Err: err, Next: next}
 }
 
-// Of returns the commands err, or an error it wraps, suggests.
+// Of returns the commands the outermost Suggester in err's chain suggests.
 func Of(err error) []Command {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Next
+	var s Suggester
+	if errors.As(err, &s) {
+		return s.NextCommands()
 	}
 	return nil
 }
