@@ -84,10 +84,11 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	if !errors.Is(err, errQuiet) {
 		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
 	}
-	if hint := ainerr.HintOf(err); hint != "" {
+	hint := ainerr.HintOf(err)
+	if hint != "" {
 		fmt.Fprintf(a.Streams.Err, "hint: %s\n", hint)
 	}
-	if cmds := next.Of(err); len(cmds) > 0 {
+	if cmds := unnamed(next.Of(err), hint); len(cmds) > 0 {
 		fmt.Fprintf(a.Streams.Err, "hint: %s\n", runText(cmds))
 	}
 	return int(code)

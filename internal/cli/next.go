@@ -26,3 +26,14 @@ func nextText(cmds []next.Command) string {
 
 // withNext is text followed by the commands it suggests.
 func withNext(text string, cmds []next.Command) string { return text + nextText(cmds) }
+
+// unnamed are the commands of cmds that text does not already name.
+func unnamed(cmds []next.Command, text string) []next.Command {
+	var out []next.Command
+	for _, c := range cmds {
+		if !strings.Contains(text, "ain "+string(c)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
