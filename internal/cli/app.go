@@ -19,7 +19,6 @@ import (
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/lazyre"
-	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
@@ -84,13 +83,7 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	if !errors.Is(err, errQuiet) {
 		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
 	}
-	hint := ainerr.HintOf(err)
-	if hint != "" {
-		fmt.Fprintf(a.Streams.Err, "hint: %s\n", hint)
-	}
-	if cmds := unnamed(next.Of(err), hint); len(cmds) > 0 {
-		fmt.Fprintf(a.Streams.Err, "hint: %s\n", runText(cmds))
-	}
+	a.printHints(err)
 	return int(code)
 }
 

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/next"
 )
 
@@ -36,4 +38,16 @@ func unnamed(cmds []next.Command, text string) []next.Command {
 		}
 	}
 	return out
+}
+
+// printHints prints err's hint and the commands the libraries suggest with it that the hint
+// does not already name.
+func (a *App) printHints(err error) {
+	hint := ainerr.HintOf(err)
+	if hint != "" {
+		fmt.Fprintf(a.Streams.Err, "hint: %s\n", hint)
+	}
+	if cmds := unnamed(next.Of(err), hint); len(cmds) > 0 {
+		fmt.Fprintf(a.Streams.Err, "hint: %s\n", runText(cmds))
+	}
 }
