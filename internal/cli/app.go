@@ -83,9 +83,7 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	if !errors.Is(err, errQuiet) {
 		fmt.Fprintf(a.Streams.Err, "error: %v\n", err)
 	}
-	if hint := ainerr.HintOf(err); hint != "" {
-		fmt.Fprintf(a.Streams.Err, "hint: %s\n", hint)
-	}
+	a.printHints(err)
 	return int(code)
 }
 

@@ -39,6 +39,9 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 		for _, p := range v.Warnings {
 			fmt.Fprintf(w, "  warning %s: %s\n", v.Name, p)
 		}
+		if len(v.Next) > 0 {
+			fmt.Fprintf(w, "  next %s: %s\n", v.Name, runText(v.Next))
+		}
 	}
 	a.printWire(res)
 	if len(res.Sizes) > 0 {

@@ -274,7 +274,7 @@ func printFindings(w io.Writer, kind string, fs []nccl.Finding) {
 			fmt.Fprintf(w, "  evidence %s: %s\n", evRef(e.File, e.Line), e.Text)
 		}
 		if f.Fix != "" {
-			fmt.Fprintf(w, "  fix: %s\n", f.Fix)
+			fmt.Fprintf(w, "  fix: %s\n", withNext(f.Fix, f.Next))
 		}
 	}
 }
@@ -437,7 +437,7 @@ func (a *App) printLauncher(r *mpilauncher.Report) {
 		}
 	}
 	if r.Fix != "" {
-		fmt.Fprintf(w, "\nfix: %s\n", r.Fix)
+		fmt.Fprintf(w, "\nfix: %s\n", withNext(r.Fix, r.Next))
 	}
 }
 

@@ -222,7 +222,7 @@ func (a *App) printCounters(r *counters.Report, deltas, all bool) {
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "\n%s [%s]: %s\n", f.Severity, f.Code, f.Message)
 		if f.Fix != "" {
-			fmt.Fprintf(w, "  fix: %s\n", f.Fix)
+			fmt.Fprintf(w, "  fix: %s\n", withNext(f.Fix, f.Next))
 		}
 	}
 }

@@ -73,7 +73,7 @@ func (a *App) printGPUReport(r *dcgm.Report) {
 		fmt.Fprintln(w, "\nproblems:")
 	}
 	for _, p := range r.Problems {
-		fmt.Fprintf(w, "  %s %s: %s\n    fix: %s\n", strings.ToUpper(p.Severity), p.GPU, p.What, p.Fix)
+		fmt.Fprintf(w, "  %s %s: %s\n    fix: %s\n", strings.ToUpper(p.Severity), p.GPU, p.What, withNext(p.Fix, p.Next))
 	}
 }
 

@@ -101,7 +101,7 @@ func (a *App) printHang(r *hang.Report) {
 		}
 	}
 	if r.Fix != "" {
-		fmt.Fprintf(w, "\nfix: %s\n", r.Fix)
+		fmt.Fprintf(w, "\nfix: %s\n", withNext(r.Fix, r.Next))
 	}
 }
 

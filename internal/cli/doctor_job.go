@@ -132,7 +132,7 @@ func (a *App) portCause(ctx context.Context, kc *kube.Clients, pods []corev1.Pod
 			fmt.Fprintf(w, "    evidence: %s\n", e)
 		}
 		if c.Fix != "" {
-			fmt.Fprintf(w, "    fix: %s\n", c.Fix)
+			fmt.Fprintf(w, "    fix: %s\n", withNext(c.Fix, c.Next))
 		}
 	}
 	if bad == 0 {

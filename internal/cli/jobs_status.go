@@ -90,7 +90,7 @@ func (a *App) runStatus(ctx context.Context, name, out string) error {
 		for _, p := range sum.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", p.Message)
 			if p.Fix != "" {
-				fmt.Fprintf(w, "    fix: %s\n", p.Fix)
+				fmt.Fprintf(w, "    fix: %s\n", withNext(p.Fix, p.Next))
 			}
 		}
 	}

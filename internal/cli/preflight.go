@@ -224,7 +224,7 @@ func (a *App) printPreflight(res *preflight.Result, brief bool) {
 			fmt.Fprintf(w, "  evidence: %s\n", e)
 		}
 		if c.Fix != "" {
-			fmt.Fprintf(w, "  fix: %s\n", c.Fix)
+			fmt.Fprintf(w, "  fix: %s\n", withNext(c.Fix, c.Next))
 		}
 	}
 	when := "in " + res.Duration.Round(100*time.Millisecond).String()

@@ -437,7 +437,7 @@ func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
 			fmt.Fprintf(w, "    %s:%d: %s\n", e.File, e.Line, e.Text)
 		}
 		if p.Fix != "" {
-			fmt.Fprintf(w, "    fix: %s\n", p.Fix)
+			fmt.Fprintf(w, "    fix: %s\n", withNext(p.Fix, p.Next))
 		}
 	}
 	if s.Phase == jobs.PhaseFailed {

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ain-hpc/ain/pkg/next"
 
 	"github.com/ain-hpc/ain/pkg/lazyre"
 	"github.com/ain-hpc/ain/pkg/nccl"
@@ -40,6 +43,8 @@ type VariantResult struct {
 	Valid    bool     `json:"valid"`
 	Problems []string `json:"problems"`
 	Warnings []string `json:"warnings"`
+	// Next are the ain commands that look into the problems and warnings.
+	Next []next.Command `json:"next,omitempty"`
 
 	// Wire is what the RDMA ports of the variant's nodes carried (counter snapshots before and
 	// after), checked against the table and NCCL's transport; nil when no snapshots were taken.
@@ -67,15 +72,29 @@ const (
 	ProblemJobFailed      = "job-failed"
 )
 
+// transportCommands look into why NCCL did not use the RDMA fabric: its log per rank, then the
+// ports.
+var transportCommands = []next.Command{"doctor nccl-log", "doctor ib-ports"}
+
 // Analyze reads one variant's launcher output: the all_reduce_perf table, the out-of-bounds
 // trailer, the NCCL transport (checked against the fabric the bench ran on: ib, roce or
 // socket) and the TUNING choices. It fills r's measurement fields and validity.
 func Analyze(r *VariantResult, raw []byte, fabric string) {
 	r.Raw = string(raw)
 	r.Perf, r.OutOfBoundsOK, r.Tuning = nil, false, nil
-	r.Problems, r.Warnings = []string{}, []string{}
+	r.Problems, r.Warnings, r.Next = []string{}, []string{}, nil
+	suggest := func(cmds ...next.Command) {
+		for _, c := range cmds {
+			if !slices.Contains(r.Next, c) {
+				r.Next = append(r.Next, c)
+			}
+		}
+	}
 	problem := func(code, format string, a ...any) {
 		r.Problems = append(r.Problems, code+": "+fmt.Sprintf(format, a...))
+		if code == ProblemSocketFallback {
+			suggest(transportCommands...)
+		}
 	}
 	runs, _ := nccl.ParsePerf(bytes.NewReader(raw))
 	for _, run := range runs {
@@ -135,6 +154,7 @@ func Analyze(r *VariantResult, raw []byte, fabric string) {
 		if f.Code == nccl.CodeSocketFallback || f.Code == nccl.CodeNoIBDevice || f.Code == nccl.CodeIBHCANoMatch {
 			if fabric != "socket" {
 				r.Warnings = append(r.Warnings, f.Message+" (fix: "+f.Fix+")")
+				suggest(f.Next...)
 			}
 			continue
 		}

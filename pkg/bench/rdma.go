@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	"github.com/ain-hpc/ain/pkg/perftest"
 )
 
@@ -350,7 +352,7 @@ func newestAllreduce(dir string, keep func(*Result) bool) (*Result, string, erro
 	}
 	if best == nil {
 		if _, err := os.Stat(dir); err != nil {
-			return nil, "", fmt.Errorf("%w (%s does not exist: run ain bench allreduce first)", ErrNoAllreduce, dir)
+			return nil, "", next.With(fmt.Errorf("%w (%s does not exist: measure the allreduce first)", ErrNoAllreduce, dir), "bench allreduce")
 		}
 		return nil, "", fmt.Errorf("%w (no allreduce result.json under %s)", ErrNoAllreduce, dir)
 	}

@@ -438,7 +438,7 @@ func (res *Result) verdict() string {
 	for _, v := range res.Variants {
 		for _, p := range v.Problems {
 			if strings.HasPrefix(p, ProblemSocketFallback) {
-				s = append(s, fmt.Sprintf("INVALID: in variant %s NCCL fell back to TCP sockets, so these numbers measure the Ethernet/TCP path, not the RDMA fabric; fix the transport first (`ain doctor nccl-log`, `ain doctor ib-ports`: RDMA resource, IPC_LOCK, NCCL_IB_HCA, an ACTIVE port), then measure again.", v.Name))
+				s = append(s, fmt.Sprintf("INVALID: in variant %s NCCL fell back to TCP sockets, so these numbers measure the Ethernet/TCP path, not the RDMA fabric; fix the transport first (RDMA resource, IPC_LOCK, NCCL_IB_HCA, an ACTIVE port: the variant's next commands check them), then measure again.", v.Name))
 				break
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
@@ -139,6 +141,8 @@ type Finding struct {
 	Ports    []string `json:"ports,omitempty"`
 	Message  string   `json:"message"`
 	Fix      string   `json:"fix,omitempty"`
+	// Next are the ain commands the fix suggests running.
+	Next []next.Command `json:"next,omitempty"`
 }
 
 // Traffic is what crossed one RDMA port between the snapshots.
@@ -290,9 +294,10 @@ func findingsFromSums(r *Report, sums map[string]uint64, moved map[string][]stri
 				add("warning", "netdev-carried-it", nil, "", "the netdev byte counters moved instead (TCP, not RDMA): %s", strings.Join(netdevs, "; "))
 			}
 			add("problem", "rdma-bytes-short", nil,
-				"check the NCCL log for the transport (ain doctor nccl-log) and NCCL_IB_HCA: the collective did not run over these HCAs",
+				"check the NCCL log for the transport and NCCL_IB_HCA: the collective did not run over these HCAs",
 				"the RDMA ports sent %s in all, less than the %s the workload had to send from this node: the traffic did not cross these HCAs (socket fallback or another NIC)",
 				HumanBytes(total), HumanBytes(o.ExpectBytes))
+			r.Findings[len(r.Findings)-1].Next = []next.Command{"doctor nccl-log"}
 		} else {
 			add("info", "rdma-bytes-ok", nil, "", "the RDMA ports sent %s, at least the %s expected", HumanBytes(total), HumanBytes(o.ExpectBytes))
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 // Problem kinds.
@@ -42,6 +44,8 @@ type Problem struct {
 	Reasons []string `json:"reasons,omitempty"`
 	What    string   `json:"what"`
 	Fix     string   `json:"fix"`
+	// Next are the ain commands the fix suggests running.
+	Next []next.Command `json:"next,omitempty"`
 }
 
 // Report is the verdicts on a set of GPUs.
@@ -288,7 +292,8 @@ func idleProblems(gpus []GPU) []Problem {
 					m.busy, len(busy), job, busy[0], busy[len(busy)-1])
 				p.Fix = fmt.Sprintf("read the pod's log (kubectl logs -n %s %s): a rank waiting on its data loader, a straggler, "+
 					"or code running on the CPU (check torch.cuda.is_available() and the rank's device index); "+
-					"if the whole job stalls next, ain doctor hang", m.g.Namespace, m.g.Pod)
+					"if the whole job stalls next, find the rank it waits on", m.g.Namespace, m.g.Pod)
+				p.Next = []next.Command{"doctor hang"}
 				out = append(out, p)
 			case m.busy < 1:
 				p := base(m.g, KindZeroUtil, SeverityFail)
@@ -298,8 +303,9 @@ func idleProblems(gpus []GPU) []Problem {
 					p.What += fmt.Sprintf(" (%.0f MiB of its memory in use)", *m.g.FBUsedMiB)
 				}
 				p.Fix = "sample again a minute later: if it stays at 0%, the pod holds the GPU without using it " +
-					"(stuck in a collective: ain doctor hang; waiting on input or a download; a model server with no requests; " +
+					"(stuck in a collective: check for a hang; waiting on input or a download; a model server with no requests; " +
 					"code on the CPU); free the GPU for others if it is not needed"
+				p.Next = []next.Command{"doctor hang"}
 				out = append(out, p)
 			}
 		}

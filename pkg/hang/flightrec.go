@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 // frDump is what this package reads of one rank's Flight Recorder dump (torch
@@ -215,7 +217,7 @@ func analyzeFR(ins []Input) (*Report, error) {
 		r.Status = StatusIncomplete
 	}
 	r.MissingRanks = sortedInts(missing)
-	r.Fix = frFix(r)
+	r.Fix, r.Next = frFix(r)
 	return r, nil
 }
 
@@ -256,22 +258,22 @@ func firstDifference(name string, members map[int]bool, dumps map[int]*frDump) s
 	return ""
 }
 
-func frFix(r *Report) string {
+func frFix(r *Report) (string, []next.Command) {
 	switch {
 	case len(r.StuckRanks) > 0:
 		return "the stuck ranks never issued the collective the others wait in: read their stack (py-spy dump, the Python " +
 			"stack in their dump's frames) and log; typical causes are a rank-dependent branch that skips or adds a collective, " +
-			"data loading on that rank, or an exception on it. torchfrtrace (PyTorch) prints the same analysis with stacks"
+			"data loading on that rank, or an exception on it. torchfrtrace (PyTorch) prints the same analysis with stacks", nil
 	case r.Status == StatusInCollective:
 		return "every rank entered the collective and none completed it: the hang is inside NCCL or the network — read the NCCL " +
-			"logs (`ain doctor nccl-log`), query NCCL RAS (`ncclras`) and check the ports (`ain doctor ib-ports`)"
+			"logs, query NCCL RAS (`ncclras`) and check the ports", []next.Command{"doctor nccl-log", "doctor ib-ports"}
 	case len(r.MissingRanks) > 0:
 		return "some ranks left no dump: their process probably died first (OOM, segfault); read their pods' state and logs, and " +
-			"check TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_DEBUG_INFO_TEMP_FILE point to a volume every pod writes to"
+			"check TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_DEBUG_INFO_TEMP_FILE point to a volume every pod writes to", nil
 	case r.Status == StatusMismatch:
-		return "ranks issued different collectives at the same sequence number: find the rank-dependent code path"
+		return "ranks issued different collectives at the same sequence number: find the rank-dependent code path", nil
 	}
-	return ""
+	return "", nil
 }
 
 // readFR decodes one dump (pickle or JSON) into frDump.

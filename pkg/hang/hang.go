@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	"github.com/ain-hpc/ain/pkg/input"
 )
 
@@ -64,9 +66,11 @@ type Report struct {
 	Collective   string     `json:"collective"`
 	Evidence     []Evidence `json:"evidence"`
 
-	// Format is what was read; Fix says what to do next. Not in the JSON (its keys are fixed).
-	Format string `json:"-"`
-	Fix    string `json:"-"`
+	// Format is what was read; Fix says what to do next, Next the ain commands it suggests.
+	// Not in the JSON (its keys are fixed).
+	Format string         `json:"-"`
+	Fix    string         `json:"-"`
+	Next   []next.Command `json:"-"`
 }
 
 // OK reports whether nothing is hung or missing.
@@ -185,6 +189,7 @@ func compareQueries(ins []Input, reps []*Report) *Report {
 		last.Evidence = append(last.Evidence, Evidence{File: ins[len(ins)-1].Name,
 			Text: fmt.Sprintf("the counts moved between queries (%q then %q): NCCL outpaces RAS's query, this is a busy job, not a hang", first.Collective, last.Collective)})
 		last.Fix = "nothing is stuck while the counts move; query again if the job stops progressing"
+		last.Next = nil
 	}
 	return last
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 // rasGroup is one "N ranks have launched up to operation V" group of a MISMATCH block, with the
@@ -204,7 +206,7 @@ func analyzeRASText(in Input) *Report {
 	if statusDead && r.Status != StatusDead {
 		r.Status = StatusDead
 	}
-	r.Fix = rasFix(r)
+	r.Fix, r.Next = rasFix(r)
 	return r
 }
 
@@ -230,22 +232,22 @@ func isInt(s string) bool {
 	return err == nil
 }
 
-func rasFix(r *Report) string {
+func rasFix(r *Report) (string, []next.Command) {
 	switch {
 	case r.Status == StatusOK:
-		return ""
+		return "", nil
 	case len(r.MissingRanks) > 0 || r.Status == StatusDead || r.Status == StatusIncomplete:
 		return "a process stopped answering (crashed, was killed, or its node went away): find its pod from the process/node " +
 			"lines (kubectl get pods -o wide; describe it for OOMKilled/Evicted), read its log; the other ranks wait for it forever " +
-			"unless NCCL_TIMEOUT / the PyTorch watchdog aborts them"
+			"unless NCCL_TIMEOUT / the PyTorch watchdog aborts them", nil
 	case len(r.StuckRanks) > 0:
 		return "the stuck ranks did not launch the operation the others wait in: query again (ncclras) — if the counts do not move, " +
 			"look at what those ranks do instead (py-spy dump --pid on their nodes, their logs: data loading, a rank-dependent branch " +
-			"that skips a collective, an exception swallowed on that rank)"
+			"that skips a collective, an exception swallowed on that rank)", nil
 	case r.Status == StatusMismatch:
-		return "ranks disagree but RAS did not list which: rerun `ncclras -v` for every rank, twice, to see whether the counts move"
+		return "ranks disagree but RAS did not list which: rerun `ncclras -v` for every rank, twice, to see whether the counts move", nil
 	}
-	return "read the listed errors; NCCL's own log of the ranks named (`ain doctor nccl-log`) gives the cause"
+	return "read the listed errors; NCCL's own log of the ranks named gives the cause", []next.Command{"doctor nccl-log"}
 }
 
 // rasJSON is ncclras -f json (NCCL >= 2.28.7).
@@ -368,7 +370,7 @@ func analyzeRASJSON(in Input) (*Report, error) {
 		delete(ahead, k)
 	}
 	r.MissingRanks, r.StuckRanks, r.AheadRanks = sortedInts(missing), sortedInts(stuck), sortedInts(ahead)
-	r.Fix = rasFix(r)
+	r.Fix, r.Next = rasFix(r)
 	return r, nil
 }
 

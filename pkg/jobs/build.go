@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -98,7 +100,7 @@ func Build(r *recipe.Recipe, p *profile.Profile, o Options) (*Bundle, error) {
 		}
 		return &Bundle{Objects: []runtime.Object{job}}, nil
 	case r.Serving != nil:
-		return nil, fmt.Errorf("recipe %s is kind Serving: deploy it with `ain serve`, not as a job", r.Metadata.Name)
+		return nil, next.With(fmt.Errorf("recipe %s is kind Serving: deploy it as a model server, not as a job", r.Metadata.Name), "serve")
 	}
 	return nil, fmt.Errorf("recipe %s has no spec", r.Metadata.Name)
 }

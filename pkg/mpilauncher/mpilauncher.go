@@ -36,6 +36,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	"github.com/ain-hpc/ain/pkg/input"
 )
 
@@ -80,6 +82,8 @@ type Report struct {
 	Verdict  string     `json:"verdict"`
 	Evidence []Evidence `json:"evidence"`
 	Fix      string     `json:"fix"`
+	// Next are the ain commands the fix suggests running.
+	Next []next.Command `json:"next,omitempty"`
 	// Hosts are the worker names the launcher could not resolve or reach.
 	Hosts []string `json:"hosts,omitempty"`
 	Lines int      `json:"lines"`
@@ -303,7 +307,7 @@ func Analyze(r io.Reader) (*Report, error) {
 	case throttled > 0:
 		rep.Verdict, rep.Fix = VerdictSSHThrottled, FixSSHThrottled
 	case lost && lostAfterOutput:
-		rep.Verdict, rep.Fix = VerdictWorkerLost, FixWorkerLost
+		rep.Verdict, rep.Fix, rep.Next = VerdictWorkerLost, FixWorkerLost, []next.Command{"doctor nccl-log"}
 		rep.Hosts = lostHosts
 		// The first job output line is the evidence that the workers had been reached.
 		rep.Evidence = append([]Evidence{*firstOutput}, rep.Evidence...)
@@ -314,7 +318,8 @@ func Analyze(r io.Reader) (*Report, error) {
 		rep.Verdict, rep.Fix = VerdictLauncherBeforeWorkers, FixLauncherBeforeWorkers
 	case other > 0:
 		rep.Verdict = VerdictOther
-		rep.Fix = "the launcher reached its workers; the job failed later: read the evidence lines and the failing rank's own log (for NCCL errors: `ain doctor nccl-log`)"
+		rep.Fix = "the launcher reached its workers; the job failed later: read the evidence lines and the failing rank's own log (for NCCL errors, the analysis of its NCCL log)"
+		rep.Next = []next.Command{"doctor nccl-log"}
 	case !launched:
 		rep.Verdict = VerdictNotLauncher
 		rep.Fix = fmt.Sprintf("none of its %d line(s) is one a launch writes (ssh's \"Permanently added\" note, an mpirun/prterun/mpiexec "+
@@ -430,7 +435,7 @@ const FixSSHThrottled = "sshd on a worker accepted the connection and closed (or
 // FixWorkerLost is the advice for the worker-lost verdict.
 const FixWorkerLost = "the launcher had started the job (see the job-started line) and then lost a worker's daemon: the " +
 	"worker pod or its node died mid-job. Check the named worker: `kubectl describe pod` (OOMKilled, Evicted, exit 137), " +
-	"`kubectl get events`, the node's state, then that rank's own log (`ain doctor nccl-log` for NCCL errors). Waiting for " +
+	"`kubectl get events`, the node's state, then that rank's own log (for NCCL errors, the analysis of its NCCL log). Waiting for " +
 	"workers before launch would not have helped"
 
 // FixLauncherBeforeWorkers is the advice for the launcher-before-workers verdict.

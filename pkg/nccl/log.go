@@ -31,6 +31,8 @@
 // log_repeat.go (the repeat cache) and log_coll.go (the per-call COLL lines, only counted).
 package nccl
 
+import "github.com/ain-hpc/ain/pkg/next"
+
 // Transport values of LogReport.Transport.
 const (
 	TransportIB      = "ib"
@@ -87,10 +89,12 @@ type Evidence struct {
 
 // Finding is a problem or warning with what to do about it.
 type Finding struct {
-	Code    string     `json:"code"`
-	Message string     `json:"message"`
-	Fix     string     `json:"fix,omitempty"`
-	Lines   []Evidence `json:"evidence,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
+	// Next are the ain commands the fix suggests running.
+	Next  []next.Command `json:"next,omitempty"`
+	Lines []Evidence     `json:"evidence,omitempty"`
 }
 
 // EnvEcho is an NCCL variable that NCCL reported as "set by environment".

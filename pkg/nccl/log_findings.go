@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 func (a *LogAnalyzer) envValue(name string) (string, bool) {
@@ -26,7 +28,7 @@ func (a *LogAnalyzer) envEvidence(name string) []Evidence {
 const fixNoDevice = "check, in this order: (1) the pod requests the RDMA resource (e.g. rdma/rdma_shared_device_a: 1) and " +
 	"/dev/infiniband is present; (2) securityContext.capabilities.add includes IPC_LOCK; (3) NCCL_IB_HCA, if set, " +
 	"names devices that exist (`ibv_devices`); (4) the image has libibverbs and the provider (libmlx5); " +
-	"(5) the port is ACTIVE: NCCL skips INIT/ARMED ports silently, so run `ain doctor ib-ports` on the node"
+	"(5) the port is ACTIVE: NCCL skips INIT/ARMED ports silently, so check the node's ports"
 
 func (a *LogAnalyzer) findings(r *LogReport) {
 	hca, hcaSet := a.envValue("NCCL_IB_HCA")
@@ -36,9 +38,10 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 		r.Problems = append(r.Problems, Finding{
 			Code:    CodeIBHCANoMatch,
 			Message: fmt.Sprintf("NCCL_IB_HCA=%s matched no usable IB device, so NCCL found none", hca),
-			Fix: "list the devices and ports with `ibv_devinfo` (or `ain doctor ib-ports`) and set NCCL_IB_HCA to them, e.g. " +
+			Fix: "list the devices and ports with `ibv_devinfo` and set NCCL_IB_HCA to them, e.g. " +
 				"`=mlx5_0:1,mlx5_1:1` (`=` for exact names: without it `mlx5_1` also matches mlx5_10..19; `^` excludes); " +
 				"also check that the matched ports are ACTIVE",
+			Next:  []next.Command{"doctor ib-ports"},
 			Lines: append(a.envEvidence("NCCL_IB_HCA"), a.noDevice...),
 		})
 	case len(a.noDevice) > 0:
@@ -46,6 +49,7 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 			Code:    CodeNoIBDevice,
 			Message: "NCCL found no usable InfiniBand/RoCE device (`NET/IB : No device found`)",
 			Fix:     fixNoDevice,
+			Next:    []next.Command{"doctor ib-ports"},
 			Lines:   a.noDevice,
 		})
 	}
@@ -81,6 +85,7 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 			Code:    CodeSocketFallback,
 			Message: "NCCL moved data over TCP sockets, not RDMA: expect a fraction of the fabric's bandwidth",
 			Fix:     fixNoDevice,
+			Next:    []next.Command{"doctor ib-ports"},
 		}
 		if len(a.noDevice) > 0 || ibDisable == "1" || len(a.verbsMissing) > 0 {
 			f.Fix = "fix the cause above; sockets are NCCL's fallback when no IB/RoCE device is usable"
@@ -119,7 +124,8 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 	whenSeen(&r.Problems, a.ibCompl, Finding{
 		Code:    CodeIBCompletion,
 		Message: "an IB work request completed with an error (status 12 = transport retry exceeded: the peer or the path went away)",
-		Fix:     "check the peer rank's log and the ports on both nodes (`ain doctor ib-ports`); on RoCE check NCCL_IB_GID_INDEX/NCCL_IB_TC and PFC/ECN on the switches; consider NCCL_IB_TIMEOUT=22",
+		Fix:     "check the peer rank's log and the ports on both nodes; on RoCE check NCCL_IB_GID_INDEX/NCCL_IB_TC and PFC/ECN on the switches; consider NCCL_IB_TIMEOUT=22",
+		Next:    []next.Command{"doctor ib-ports"},
 	})
 	if r.GDR != nil && !*r.GDR && (r.Transport == TransportIB || r.Transport == TransportRoCE) {
 		f := Finding{

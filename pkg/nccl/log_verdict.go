@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 // transport decides one process's transport from the strongest evidence it printed:
@@ -212,7 +214,8 @@ func (a *LogAnalyzer) Report() *LogReport {
 		r.Problems = append(r.Problems, Finding{
 			Code:    CodeMixedTransport,
 			Message: "ranks disagree on the transport: " + strings.Join(parts, ", ") + "; the slowest one sets the pace of every collective",
-			Fix:     "compare the perRank list: the ranks on " + known[len(known)-1] + " lack what the others have (RDMA resource, IPC_LOCK, libibverbs, an ACTIVE port: run `ain doctor ib-ports` on their nodes)",
+			Fix:     "compare the perRank list: the ranks on " + known[len(known)-1] + " lack what the others have (RDMA resource, IPC_LOCK, libibverbs, an ACTIVE port: check the ports of their nodes)",
+			Next:    []next.Command{"doctor ib-ports"},
 		})
 	}
 	switch {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -181,7 +183,8 @@ func checkController(ctx context.Context, o Options, ctl controller) Check {
 		return Check{Name: CheckOperator, Target: ctl.name, Status: Warn,
 			Message:  "cannot tell whether the " + ctl.name + " runs: " + strings.Join(denied, " and ") + " is denied",
 			Evidence: denied,
-			Fix:      "ask your cluster admin for the optional read (`ain preflight --print-role --node-read`), or ask them whether the " + ctl.name + " runs"}
+			Fix:      "ask your cluster admin for the optional read (the Role with node reads), or ask them whether the " + ctl.name + " runs",
+			Next:     []next.Command{"preflight --print-role --node-read"}}
 	}
 	return Check{Name: CheckOperator, Target: ctl.name, Status: Warn,
 		Message: fmt.Sprintf("found neither the %s's leader Lease %q nor its Deployment %q in any namespace: it may run under another name or outside the cluster, or not at all", ctl.name, ctl.lease, ctl.deployment),

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -59,6 +61,8 @@ type Check struct {
 	Message  string   `json:"message"`
 	Evidence []string `json:"evidence,omitempty"`
 	Fix      string   `json:"fix,omitempty"`
+	// Next are the ain commands the fix suggests running.
+	Next []next.Command `json:"next,omitempty"`
 }
 
 // Result is a whole preflight run.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -640,7 +642,8 @@ func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
 					Message: "nothing steers NCCL to the pod's RoCE v2 GID: with gidIndex auto and no spec.addrRange (NCCL_IB_ADDR_RANGE), NCCL takes the first IPv4 RoCE v2 GID in table order, another netdev's: " +
 						strings.Join(u, "; "),
 					Evidence: ev,
-					Fix:      "set spec.addrRange to the RoCE network's subnet (`ain profile detect` reads it from the NetworkAttachmentDefinition's IPAM), or gidIndex to the pod's index"})
+					Fix:      "set spec.addrRange to the RoCE network's subnet (profile detection reads it from the NetworkAttachmentDefinition's IPAM), or gidIndex to the pod's index",
+					Next:     []next.Command{"profile detect"}})
 				continue
 			}
 			node += " (" + gc.Rule + ")"

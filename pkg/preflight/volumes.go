@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	"github.com/ain-hpc/ain/pkg/claims"
 )
 
@@ -35,7 +37,8 @@ func checkVolumes(ctx context.Context, o Options) []Check {
 		return []Check{{Name: CheckVolumes, Status: Warn, Message: "could not read the claims: " + err.Error()}}
 	case sts == nil:
 		return []Check{{Name: CheckVolumes, Status: Warn, Message: "may not read PersistentVolumeClaims here: the recipe's claims are not checked",
-			Fix: "ask for get on persistentvolumeclaims (ain preflight --print-role)"}}
+			Fix:  "ask for get on persistentvolumeclaims (the Role ain needs has it)",
+			Next: []next.Command{"preflight --print-role"}}}
 	}
 	var out []Check
 	for _, s := range sts {

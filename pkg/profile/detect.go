@@ -253,7 +253,7 @@ func Detect(nodes []corev1.Node, nads []NAD, nadErr error) *Detected {
 		p.Spec.Fabric = f
 		set("spec.fabric", "the RDMA network's CNI type ("+strings.Join(nadFabric[f], ", ")+")")
 	case len(p.Spec.RDMA.Resource) > 0 && d.Origins["spec.rdma.resource"] != "default":
-		d.Undetected["spec.fabric"] = "an RDMA resource exists but nothing says InfiniBand or Ethernet: a probe pod reads /sys/class/infiniband/*/ports/*/link_layer (ain doctor ib-ports); label the GPU nodes " + labelLinkLayer + "=infiniband or =ethernet to let detect read it"
+		d.Undetected["spec.fabric"] = "an RDMA resource exists but nothing says InfiniBand or Ethernet: a probe pod reads /sys/class/infiniband/*/ports/*/link_layer (detect runs one unless --no-probes); label the GPU nodes " + labelLinkLayer + "=infiniband or =ethernet to let detect read it"
 	default:
 		if gpuNodes > 0 {
 			p.Spec.Fabric = FabricSocket
@@ -272,7 +272,7 @@ func Detect(nodes []corev1.Node, nads []NAD, nadErr error) *Detected {
 	}
 
 	// What only a probe pod can read (ApplyProbes fills these in and drops them from here).
-	probe := "a probe pod on a GPU node reads it (ain profile detect without --no-probes)"
+	probe := "a probe pod on a GPU node reads it (detect runs one unless --no-probes)"
 	d.Undetected["spec.hcas"] = "the HCA names are not in the API: " + probe + "; empty lets NCCL discover them"
 	d.Undetected["spec.lineRate"] = "the port rate (/sys/class/infiniband/*/ports/*/rate) is not in the API: " + probe + "; default " + DefaultLineRate + " kept"
 	if p.Spec.Fabric == FabricRoCE || p.Spec.Fabric == DefaultFabric && d.Origins["spec.fabric"] == "default" {

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -303,7 +305,8 @@ func (p *Profile) Validate(doc *strict.Doc) error {
 	}
 	if rb := s.RequireBench; rb != nil {
 		if strings.TrimSpace(rb.Results) == "" {
-			add("spec.requireBench.results", "name the folder `ain bench allreduce --out` saves under (e.g. ain-results)")
+			add("spec.requireBench.results", "name the folder the allreduce benchmark's --out saves under (e.g. ain-results)")
+			ps[len(ps)-1].Next = []next.Command{"bench allreduce --out DIR"}
 		}
 		if d, err := time.ParseDuration(rb.MaxAge); rb.MaxAge != "" && (err != nil || d < 0) {
 			add("spec.requireBench.maxAge", "%q is not a duration of 0 or more (e.g. 24h, 90m, 0 for any age)", rb.MaxAge)
@@ -346,7 +349,8 @@ func (p *Profile) Validate(doc *strict.Doc) error {
 	}
 	if s.GIDIndex != "auto" {
 		if n, err := strconv.Atoi(s.GIDIndex); err != nil || n < 0 || n > 255 {
-			add("spec.gidIndex", "%q: use auto or a GID index 0-255 (the RoCE v2 IPv4 entry; `ain doctor ib-ports` finds it)", s.GIDIndex)
+			add("spec.gidIndex", "%q: use auto or a GID index 0-255 (the RoCE v2 IPv4 entry, which the port check finds)", s.GIDIndex)
+			ps[len(ps)-1].Next = []next.Command{"doctor ib-ports"}
 		}
 	}
 	if s.AddrRange != "" {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/ain-hpc/ain/pkg/input"
@@ -171,7 +173,7 @@ const MaxFileBytes = 4 << 20
 // name, in that order, and returns them with the source name to use in messages.
 func Resolve(ref string) (source string, data []byte, err error) {
 	if ref == "" {
-		return "", nil, errors.New("no recipe given: name a built-in recipe (ain recipes list) or a file")
+		return "", nil, next.With(errors.New("no recipe given: name a built-in recipe or a file"), "recipes list")
 	}
 	if ref == "-" {
 		return "", nil, errors.New("reading a recipe from stdin is not supported: save it to a file")

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -45,7 +47,8 @@ func (v *validator) warnf(path, format string, args ...any) {
 
 func (v *validator) required(path, value string) {
 	if strings.TrimSpace(value) == "" {
-		v.addf(path, "required: set it (see `ain recipes show` for an example)")
+		v.addf(path, "required: set it (the built-in recipes show an example)")
+		v.problems[len(v.problems)-1].Next = []next.Command{"recipes show"}
 	}
 }
 

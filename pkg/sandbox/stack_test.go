@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ain-hpc/ain/pkg/next"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -152,7 +155,8 @@ func TestUpRefusesAnotherStack(t *testing.T) {
 	}
 	_, _, err := Up(context.Background(), Options{Dir: dir, Cache: t.TempDir(), Config: Config{Stack: StackCurrent}, AgentCommand: []string{"true"}})
 	var sm *StackMismatchError
-	if !errors.As(err, &sm) || sm.Running != StackLegacy || !strings.Contains(err.Error(), "ain sandbox down --purge") {
+	if !errors.As(err, &sm) || sm.Running != StackLegacy || !strings.Contains(err.Error(), "delete its state first") ||
+		!slices.Equal(next.Of(err), []next.Command{"sandbox down --purge"}) {
 		t.Fatalf("Up over a legacy sandbox with --stack current: %v", err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -438,8 +440,13 @@ type StackMismatchError struct {
 
 func (e *StackMismatchError) Error() string {
 	return fmt.Sprintf("the sandbox in %s was started with the %s stack, not %s; its cluster keeps that stack's CRDs "+
-		"(mpijobs.kubeflow.org is kubeflow.org/v1 on one, v2beta1 on the other): run `ain sandbox down --purge` first, "+
+		"(mpijobs.kubeflow.org is kubeflow.org/v1 on one, v2beta1 on the other): stop it and delete its state first, "+
 		"or use another --state-dir", e.Dir, e.Running, e.Want)
+}
+
+// NextCommands stops the sandbox and deletes its state.
+func (e *StackMismatchError) NextCommands() []next.Command {
+	return []next.Command{"sandbox down --purge"}
 }
 
 // kwokOptions is kwok's configuration for a sandbox of n nodes: kwok's defaults, except that it

@@ -9,9 +9,12 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/next"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -24,6 +27,8 @@ type Problem struct {
 	Line   int    // 1-based; 0 when unknown
 	Path   string // field path such as spec.volumes[0].mountPath
 	Msg    string
+	// Next are the ain commands that help fix it.
+	Next []next.Command
 }
 
 func (p Problem) Error() string {
@@ -50,6 +55,19 @@ func (ps Problems) Error() string {
 		lines[i] = p.Error()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// NextCommands returns the commands the problems suggest, each once, in order.
+func (ps Problems) NextCommands() []next.Command {
+	var out []next.Command
+	for _, p := range ps {
+		for _, c := range p.Next {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // Err returns nil for an empty list, else the list as an error.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/next"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -385,7 +387,8 @@ func (r *Runner) wireAfter(ctx context.Context, tw *wireCheck, sum *jobs.Summary
 	for _, f := range w.Findings {
 		code, _, _ := strings.Cut(f, ": ")
 		sum.Problems = append(sum.Problems, nccl.Finding{Code: code, Message: f,
-			Fix: "`ain doctor counters --node NODE` reads a node's counters; `ain doctor nccl-log` explains the transport per rank"})
+			Fix:  "read the nodes' port counters, and the transport each rank chose in its NCCL log",
+			Next: []next.Command{"doctor counters --node NODE", "doctor nccl-log"}})
 	}
 	return w
 }
