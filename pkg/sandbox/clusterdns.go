@@ -94,9 +94,11 @@ func startClusterDNS(ctx context.Context, cs kubernetes.Interface, n *podrun.Net
 	cmd := exec.Command(bin, "-conf", conf)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// CoreDNS goes with the agent even when the agent is killed.
+	// CoreDNS goes with the agent even when the agent is killed (started from the spawner's
+	// thread: Pdeathsig fires when the starting thread exits, see proc.go).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	onSpawnerThread(func() { err = cmd.Start() })
+	if err != nil {
 		return nil, fmt.Errorf("cluster DNS: %w", err)
 	}
 	d := &clusterDNS{cmd: cmd, done: make(chan struct{})}

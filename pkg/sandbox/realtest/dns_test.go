@@ -3,6 +3,8 @@ package realtest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +42,11 @@ func waitPod(t *testing.T, cs kubernetes.Interface, sb *sandboxtest.Sandbox, ns,
 		last = p
 		return done(p)
 	}); !ok {
-		t.Fatalf("pod %s/%s not there within %s: %+v\nagent:\n%s", ns, name, within, last, sb.ComponentLog("agent", 40))
+		phase := corev1.PodPhase("absent")
+		if last != nil {
+			phase = last.Status.Phase
+		}
+		t.Fatalf("pod %s/%s (%s) not as awaited within %s\nagent:\n%s", ns, name, phase, within, sb.ComponentLog("agent", 40))
 	}
 	return last
 }
@@ -61,8 +67,8 @@ func podLog(t *testing.T, cs kubernetes.Interface, ns, name string) string {
 // the names JobSet and the mpi-operator give workers) and a ClusterIP Service's name by its
 // resolv.conf search path; a name that no Service has does not resolve. The names are in another
 // namespace, so no /etc/hosts entry can answer for them. Checked to fail with real mode off
-// (AIN_REALTEST_OFF=1: the client pod's log is a recorded sample) and with the pods' nameserver
-// left at the bridge's address, where nothing answers (both names fail to resolve).
+// (AIN_REALTEST_OFF=1: the simulated client pod never ends) and with the pods' nameserver left at
+// the bridge's address, where nothing answers (both names fail to resolve, getent exits 2).
 func TestIntegrationRealPodResolvesClusterDNS(t *testing.T) {
 	sb := needReal(t)
 	cs := sb.Clientset(t)
@@ -138,6 +144,10 @@ for n in %s web.%s nosuch.%s.svc.cluster.local; do getent hosts $n; echo "$n rc=
 		if !strings.Contains(log, want) {
 			t.Errorf("client's log lacks %q", want)
 		}
+	}
+	if t.Failed() {
+		dnsLog, _ := os.ReadFile(filepath.Join(sb.Dir, "realpods", "coredns.log"))
+		t.Logf("agent:\n%s\ncoredns:\n%s", sb.ComponentLog("agent", 40), dnsLog)
 	}
 	kd, err := cs.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
 	if err != nil || kd.Spec.ClusterIP != "10.96.0.10" {
