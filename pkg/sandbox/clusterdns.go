@@ -75,7 +75,7 @@ func corefile(addr, kubeconfig string) string {
 // default route leads there: a kube-proxy's DNAT to the CoreDNS pod, in one step), creates the
 // kube-dns Service, and starts CoreDNS (bin) on that address. It returns once CoreDNS answers
 // for the Service's own name, so every real pod started afterwards resolves.
-func startClusterDNS(ctx context.Context, cs kubernetes.Interface, n *podrun.Network, bin, dir, kubeconfig string) (*clusterDNS, error) {
+func startClusterDNS(ctx context.Context, cs kubernetes.Interface, n *podrun.Network, bin, dir, kubeconfig string, log io.Writer) (*clusterDNS, error) {
 	if err := exec.Command("ip", "addr", "add", clusterDNSIP+"/32", "dev", n.Bridge).Run(); err != nil {
 		return nil, fmt.Errorf("cluster DNS: adding %s to %s: %w", clusterDNSIP, n.Bridge, err)
 	}
@@ -102,7 +102,11 @@ func startClusterDNS(ctx context.Context, cs kubernetes.Interface, n *podrun.Net
 		return nil, fmt.Errorf("cluster DNS: %w", err)
 	}
 	d := &clusterDNS{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(d.done) }()
+	go func() {
+		err := cmd.Wait()
+		fmt.Fprintf(log, "sandbox agent: cluster DNS: coredns (pid %d) ended: %v\n", cmd.Process.Pid, err)
+		close(d.done)
+	}()
 	// The kubernetes plugin answers once its informers have synced (or after 5 s without).
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var dl net.Dialer

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/pkg/sandbox/podrun"
@@ -190,8 +189,6 @@ func newRealPods(dir string, log io.Writer, cs kubernetes.Interface, dnsKubeconf
 func (r *realPods) network(ctx context.Context) (*podrun.Network, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.dns.stop()
-	r.dns = nil
 	if r.net != nil {
 		return r.net, nil
 	}
@@ -206,7 +203,7 @@ func (r *realPods) network(ctx context.Context) (*podrun.Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	dns, err := startClusterDNS(ctx, r.cs, n, filepath.Join(r.dir, "coredns"), r.dir, r.dnsKubeconfig)
+	dns, err := startClusterDNS(ctx, r.cs, n, filepath.Join(r.dir, "coredns"), r.dir, r.dnsKubeconfig, r.log)
 	if err != nil {
 		_ = n.Close()
 		return nil, err
@@ -302,7 +299,8 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 		return err
 	}
 	spec := podrun.Spec{Pod: pod, Secrets: secrets, ConfigMaps: configMaps, IP: ip, Network: n,
-		Hosts: a.hostEntries(pod), Image: podrunImage(img, a.real.dir), ServiceAccountToken: token,
+		Image: podrunImage(img, a.real.dir), ServiceAccountToken: token,
+		// Other pods' names resolve as on a cluster: through cluster DNS, not /etc/hosts.
 		Nameserver: clusterDNSIP}
 	p, err := podrun.Start(spec)
 	if err != nil {
@@ -499,21 +497,4 @@ func (a *agent) serviceAccountToken(ctx context.Context, pod *corev1.Pod) (strin
 		return "", fmt.Errorf("service account token for %s: %w", sa, err)
 	}
 	return out.Status.Token, nil
-}
-
-// hostEntries are the other pods of pod's namespace that have an IP, as /etc/hosts entries
-// under the names their hostname and subdomain give them (headless Services' pod DNS names).
-func (a *agent) hostEntries(pod *corev1.Pod) []podrun.HostEntry {
-	pods, err := a.lister.Pods(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []podrun.HostEntry
-	for _, p := range pods {
-		if p.UID == pod.UID || p.Status.PodIP == "" || p.Spec.HostNetwork || p.DeletionTimestamp != nil {
-			continue
-		}
-		out = append(out, podrun.PodHostEntry(p, p.Status.PodIP))
-	}
-	return out
 }
