@@ -132,7 +132,7 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 		return err
 	}
 	if st.Config.RealPods {
-		a.real = newRealPods(Layout{stateDir}.realPodsDir(), log)
+		a.real = newRealPods(Layout{stateDir}.realPodsDir(), log, cs, Layout{stateDir}.kubeconfigFor("coredns"))
 		// After the workers below are done (deferred calls run last in, first out: this one
 		// after wg.Wait returned): every real pod is stopped and the bridge removed.
 		defer a.real.close()

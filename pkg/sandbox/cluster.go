@@ -36,7 +36,7 @@ const fieldManager = "ain-sandbox"
 
 // Identities in the API server's token file; each component gets its own user name so that
 // audit logs and request counts tell them apart.
-var identities = []string{"admin", "controller-manager", "scheduler", "kwok", "training-operator", "agent", "mpi-operator", "jobset", "trainer"}
+var identities = []string{"admin", "controller-manager", "scheduler", "kwok", "training-operator", "agent", "mpi-operator", "jobset", "trainer", "coredns"}
 
 func (l Layout) kubeconfigFor(who string) string {
 	if who == "admin" {

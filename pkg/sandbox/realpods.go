@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ain-hpc/ain/pkg/sandbox/podrun"
 )
@@ -81,15 +81,22 @@ const ncclTestsBinary = "/opt/nccl_tests/build/all_reduce_perf"
 // realPodsDir holds what the real images need, made once per sandbox (prepareRealPods).
 func (l Layout) realPodsDir() string { return filepath.Join(l.Dir, "realpods") }
 
-// prepareRealPods builds the all_reduce_perf stand-in with mpicc, makes the images' sshd host
-// key and writes their ssh settings into dir, unless they are there already.
-func prepareRealPods(ctx context.Context, dir string) error {
+// prepareRealPods builds CoreDNS into cache (reporting on w) when it is missing, the
+// all_reduce_perf stand-in with mpicc, makes the images' sshd host key and writes their ssh
+// settings into dir, unless they are there already.
+func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("real pods need root (network and mount namespaces)")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := ensureCoreDNS(ctx, cache, dir, w); err != nil {
+		return err
+	}
 	// all_reduce_perf is made last (renamed into place): with it, the rest is there.
 	if _, err := os.Stat(filepath.Join(dir, "all_reduce_perf")); err == nil {
 		return nil
-	}
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("real pods need root (network and mount namespaces)")
 	}
 	for _, prog := range []string{"mpicc", "mpirun", "orted", "sshd", "ssh", "ssh-keygen", "ip", "nsenter", "unshare"} {
 		if _, err := exec.LookPath(prog); err != nil {
@@ -100,9 +107,6 @@ func prepareRealPods(ctx context.Context, dir string) error {
 			}
 			return fmt.Errorf("real pods need %s: run scripts/debian-packages.sh as root", prog)
 		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
 	}
 	files := map[string]string{
 		"allreduce.c": podrun.AllreduceStandIn,
@@ -161,23 +165,28 @@ const (
 	realPodGateway = "10.244.255.254"
 )
 
-// realPods runs the agent's real pods: one podrun.Pod per pod UID on one bridge.
+// realPods runs the agent's real pods: one podrun.Pod per pod UID on one bridge, resolving
+// through the cluster DNS started with the bridge.
 type realPods struct {
 	dir string
 	log io.Writer
+	// cs and dnsKubeconfig are the API server as the agent and as CoreDNS reach it.
+	cs            kubernetes.Interface
+	dnsKubeconfig string
 
 	mu   sync.Mutex
 	net  *podrun.Network
+	dns  *clusterDNS
 	pods map[string]*podrun.Pod // by pod key (namespace/name)
 	uids map[string]string      // pod key -> the UID it was started for
 }
 
-func newRealPods(dir string, log io.Writer) *realPods {
-	return &realPods{dir: dir, log: log, pods: map[string]*podrun.Pod{}, uids: map[string]string{}}
+func newRealPods(dir string, log io.Writer, cs kubernetes.Interface, dnsKubeconfig string) *realPods {
+	return &realPods{dir: dir, log: log, cs: cs, dnsKubeconfig: dnsKubeconfig, pods: map[string]*podrun.Pod{}, uids: map[string]string{}}
 }
 
-// network makes the bridge on first use.
-func (r *realPods) network() (*podrun.Network, error) {
+// network makes the bridge and starts the cluster DNS on first use.
+func (r *realPods) network(ctx context.Context) (*podrun.Network, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.net != nil {
@@ -194,7 +203,13 @@ func (r *realPods) network() (*podrun.Network, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.net = n
+	dns, err := startClusterDNS(ctx, r.cs, n, filepath.Join(r.dir, "coredns"), r.dir, r.dnsKubeconfig, r.log)
+	if err != nil {
+		_ = n.Close()
+		return nil, err
+	}
+	fmt.Fprintf(r.log, "sandbox agent: cluster DNS: CoreDNS %s (pid %d) serving %s at %s\n", CoreDNSVersion, dns.cmd.Process.Pid, clusterDNSDomain, clusterDNSIP)
+	r.net, r.dns = n, dns
 	return n, nil
 }
 
@@ -228,7 +243,7 @@ func (r *realPods) stop(key string) {
 	}
 }
 
-// close stops every real pod and removes the bridge.
+// close stops every real pod and CoreDNS, and removes the bridge.
 func (r *realPods) close() {
 	r.mu.Lock()
 	keys := make([]string, 0, len(r.pods))
@@ -243,6 +258,8 @@ func (r *realPods) close() {
 	wg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.dns.stop()
+	r.dns = nil
 	if r.net != nil {
 		_ = r.net.Close()
 		r.net = nil
@@ -264,7 +281,7 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 	if a.real.has(key) {
 		return nil
 	}
-	n, err := a.real.network()
+	n, err := a.real.network(ctx)
 	if err != nil {
 		return err
 	}
@@ -282,7 +299,9 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 		return err
 	}
 	spec := podrun.Spec{Pod: pod, Secrets: secrets, ConfigMaps: configMaps, IP: ip, Network: n,
-		Hosts: a.hostEntries(pod), Image: podrunImage(img, a.real.dir), ServiceAccountToken: token}
+		Image: podrunImage(img, a.real.dir), ServiceAccountToken: token,
+		// Other pods' names resolve as on a cluster: through cluster DNS, not /etc/hosts.
+		Nameserver: clusterDNSIP}
 	p, err := podrun.Start(spec)
 	if err != nil {
 		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: err.Error()}, err.Error()+"\n")
@@ -478,21 +497,4 @@ func (a *agent) serviceAccountToken(ctx context.Context, pod *corev1.Pod) (strin
 		return "", fmt.Errorf("service account token for %s: %w", sa, err)
 	}
 	return out.Status.Token, nil
-}
-
-// hostEntries are the other pods of pod's namespace that have an IP, as /etc/hosts entries
-// under the names their hostname and subdomain give them (headless Services' pod DNS names).
-func (a *agent) hostEntries(pod *corev1.Pod) []podrun.HostEntry {
-	pods, err := a.lister.Pods(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []podrun.HostEntry
-	for _, p := range pods {
-		if p.UID == pod.UID || p.Status.PodIP == "" || p.Spec.HostNetwork || p.DeletionTimestamp != nil {
-			continue
-		}
-		out = append(out, podrun.PodHostEntry(p, p.Status.PodIP))
-	}
-	return out
 }

@@ -355,7 +355,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	// agent
 	if cfg.RealPods {
 		// Built once per sandbox, before the agent needs it.
-		if err := prepareRealPods(ctx, l.realPodsDir()); err != nil {
+		if err := prepareRealPods(ctx, l.realPodsDir(), cache, out); err != nil {
 			return st, false, fmt.Errorf("real pods: %w", err)
 		}
 	}

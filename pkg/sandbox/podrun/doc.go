@@ -6,9 +6,9 @@
 //     whose other end is on a bridge (Network) shared by the pods of a small cluster, at the pod
 //     IP, with a default route through the host's address on the bridge;
 //   - /etc/hosts, /etc/resolv.conf and /etc/hostname as the kubelet writes them (hostname and
-//     subdomain FQDN, search path, ndots:5). The other pods of the cluster are listed in
-//     /etc/hosts under the names cluster DNS would answer for them: a stand-in for DNS until the
-//     sandbox runs CoreDNS, which resolv.conf's nameserver does not reach yet;
+//     subdomain FQDN, search path, ndots:5; the nameserver is the caller's cluster DNS, the
+//     sandbox's CoreDNS). Spec.Hosts can list other pods in /etc/hosts for callers without a
+//     cluster DNS (this package's tests); the sandbox passes none, as a kubelet writes none;
 //   - mounts: a mount namespace of its own whose root is an overlay with this machine's / as the
 //     image's layer and a tmpfs as the writable layer; the image's missing files mapped in
 //     (Image); volumes at their mountPaths with the kubelet's semantics (Secret and ConfigMap

@@ -51,8 +51,8 @@ func searchPath(namespace, clusterDomain string) []string {
 // (kubelet_pods.go managedHostsFileContent: the header, the localhost lines, then
 // "IP\thostname.domain\thostname"), followed by the other pods under every name by which
 // cluster DNS would resolve them from this pod: the FQDN and what it is short of each search
-// domain ("h.sub" from the same namespace). Those lines stand in for cluster DNS until the
-// sandbox runs CoreDNS; glibc reads /etc/hosts before DNS (nsswitch "files dns") but does not
+// domain ("h.sub" from the same namespace). Those lines stand in for cluster DNS where a caller
+// has none (Spec.Hosts); glibc reads /etc/hosts before DNS (nsswitch "files dns") but does not
 // apply the search list to it, hence the short forms.
 func hostsFile(self HostEntry, others []HostEntry, clusterDomain string) string {
 	var b strings.Builder

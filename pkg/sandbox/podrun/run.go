@@ -54,14 +54,16 @@ type Spec struct {
 	ConfigMaps map[string]*corev1.ConfigMap
 	IP         net.IP
 	Network    *Network
-	// Hosts are the other pods, listed in /etc/hosts as cluster DNS would answer for them.
+	// Hosts are other pods to list in /etc/hosts as cluster DNS would answer for them, for a
+	// caller that runs no cluster DNS (a kubelet lists none).
 	Hosts []HostEntry
 	Image Image
 	// ClusterDomain defaults to DefaultClusterDomain.
 	ClusterDomain string
-	// Nameserver is resolv.conf's nameserver, the cluster DNS Service's IP; it defaults to the
-	// network's gateway, where nothing answers on port 53 yet, so that a name outside /etc/hosts
-	// fails at once rather than after resolver timeouts.
+	// Nameserver is resolv.conf's nameserver, the cluster DNS Service's IP (the sandbox's
+	// CoreDNS); it defaults to the network's gateway, where a caller without cluster DNS has
+	// nothing answering on port 53, so that a name outside /etc/hosts fails at once rather than
+	// after resolver timeouts.
 	Nameserver string
 	// ServiceAccountToken is what a projected serviceAccountToken source holds (the caller
 	// asks the API server for it: TokenRequest).
