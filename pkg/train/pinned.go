@@ -11,48 +11,59 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// PinnedNodesError says that nodes a validated bench measured, to which the job's ranks are
-// pinned, cannot take them now: the job would stay Pending until its bound.
+// PinnedNodesError says that too few of the nodes a validated bench measured, to which the
+// job's ranks are pinned, can take them now: the job would stay Pending until its bound.
 type PinnedNodesError struct {
-	// Why has one entry per such node: "NAME: reason".
+	// Need is how many nodes the job needs, Usable how many pinned nodes can take a rank.
+	Need, Usable int
+	// Why has one entry per node that cannot: "NAME: reason".
 	Why []string
 }
 
 func (e *PinnedNodesError) Error() string {
-	return "the job's ranks are pinned to the nodes the bench validated, and " + strings.Join(e.Why, "; ")
+	return fmt.Sprintf("the job's ranks are pinned to the nodes the bench validated, and only %d of them can take a rank where the job needs %d: %s",
+		e.Usable, e.Need, strings.Join(e.Why, "; "))
 }
 
-// checkPinned reads the pinned nodes before anything is applied. A node that is gone, cordoned
-// or not Ready makes the pinned job unschedulable (its nodeAffinity names that node and no
-// other); the scheduler would only say "didn't match Pod's node affinity/selector", which points
-// at the selector rather than the node. Nodes the caller may not read are not checked
-// (notChecked names them); other API errors are returned as they are.
-func checkPinned(ctx context.Context, cs kubernetes.Interface, nodes []string) (notChecked []string, err error) {
-	var why []string
+// pinnedNodes is what checkPinned found: the nodes that cannot take a rank (with why) and
+// those the caller may not read.
+type pinnedNodes struct {
+	unusable   []string
+	notChecked []string
+}
+
+// checkPinned reads the pinned nodes before anything is applied. PinWorkers allows any of
+// them (one node-affinity term per node, ORed), and a bench may have measured more nodes than
+// the job needs: the job is refused only when fewer usable nodes remain than it needs, and the
+// scheduler would otherwise only say "didn't match Pod's node affinity/selector", which points
+// at the selector rather than the nodes. A node that is gone, cordoned or not Ready (Unknown
+// included) is not usable; nodes the caller may not read are counted as usable and named.
+// Other API errors are returned as they are.
+func checkPinned(ctx context.Context, cs kubernetes.Interface, nodes []string, need int) (pinnedNodes, error) {
+	var p pinnedNodes
 	for _, name := range nodes {
 		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		why := ""
 		switch {
 		case apierrors.IsNotFound(err):
-			why = append(why, name+": no such node (removed or renamed since the bench)")
-			continue
+			why = "no such node (removed or renamed since the bench)"
 		case apierrors.IsForbidden(err):
-			notChecked = append(notChecked, name)
-			continue
+			p.notChecked = append(p.notChecked, name)
 		case err != nil:
-			return nil, &ClusterError{Doing: "reading the pinned node " + name, Err: err}
+			return p, &ClusterError{Doing: "reading the pinned node " + name, Err: err}
+		case n.Spec.Unschedulable:
+			why = "cordoned (spec.unschedulable)"
+		default:
+			why = notReady(n)
 		}
-		if n.Spec.Unschedulable {
-			why = append(why, name+": cordoned (spec.unschedulable)")
-			continue
-		}
-		if why1 := notReady(n); why1 != "" {
-			why = append(why, name+": "+why1)
+		if why != "" {
+			p.unusable = append(p.unusable, name+": "+why)
 		}
 	}
-	if len(why) > 0 {
-		return notChecked, &PinnedNodesError{Why: why}
+	if usable := len(nodes) - len(p.unusable); usable < need {
+		return p, &PinnedNodesError{Need: need, Usable: usable, Why: p.unusable}
 	}
-	return notChecked, nil
+	return p, nil
 }
 
 // notReady says why a node is not Ready ("" when it is).

@@ -25,25 +25,32 @@ func pinNode(name string, cordoned bool, ready corev1.ConditionStatus) *corev1.N
 
 func TestCheckPinned(t *testing.T) {
 	cs := fake.NewClientset(pinNode("ok", false, corev1.ConditionTrue), pinNode("cordoned", true, corev1.ConditionTrue),
-		pinNode("down", false, corev1.ConditionFalse), pinNode("fresh", false, ""))
-	if nc, err := checkPinned(context.Background(), cs, []string{"ok"}); err != nil || nc != nil {
-		t.Fatalf("healthy node: %v %v", nc, err)
+		pinNode("down", false, corev1.ConditionFalse), pinNode("fresh", false, ""), pinNode("ok2", false, corev1.ConditionTrue))
+	if pn, err := checkPinned(context.Background(), cs, []string{"ok"}, 1); err != nil || pn.unusable != nil || pn.notChecked != nil {
+		t.Fatalf("healthy node: %+v %v", pn, err)
 	}
-	_, err := checkPinned(context.Background(), cs, []string{"ok", "cordoned", "down", "gone", "fresh"})
-	var pe *PinnedNodesError
-	if !errors.As(err, &pe) {
-		t.Fatalf("got %v", err)
-	}
+	all := []string{"ok", "cordoned", "down", "gone", "fresh"}
 	want := []string{"cordoned: cordoned (spec.unschedulable)", "down: not Ready (KubeletNotReady: PLEG is not healthy)",
 		"gone: no such node (removed or renamed since the bench)", "fresh: no Ready condition"}
+	_, err := checkPinned(context.Background(), cs, all, 2)
+	var pe *PinnedNodesError
+	if !errors.As(err, &pe) || pe.Usable != 1 || pe.Need != 2 {
+		t.Fatalf("got %v", err)
+	}
 	if strings.Join(pe.Why, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q\nwant %q", pe.Why, want)
+	}
+	// Enough usable nodes remain for the job (the ranks may take any pinned node): not refused,
+	// the others are named.
+	pn, err := checkPinned(context.Background(), cs, []string{"ok", "ok2", "cordoned"}, 2)
+	if err != nil || strings.Join(pn.unusable, "|") != "cordoned: cordoned (spec.unschedulable)" {
+		t.Fatalf("two of three usable for a 2-node job: %+v %v", pn, err)
 	}
 	// A restricted user may not read nodes: said, not refused.
 	cs.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "ok", errors.New("no"))
 	})
-	if nc, err := checkPinned(context.Background(), cs, []string{"ok"}); err != nil || len(nc) != 1 {
-		t.Fatalf("forbidden: %v %v", nc, err)
+	if pn, err := checkPinned(context.Background(), cs, []string{"ok"}, 1); err != nil || len(pn.notChecked) != 1 {
+		t.Fatalf("forbidden: %+v %v", pn, err)
 	}
 }

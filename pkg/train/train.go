@@ -149,12 +149,15 @@ func (r *Runner) Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		r.emit(EventValidated, "the ranks run only on %s, validated by the allreduce bench %s (%s, %s ago)",
 			strings.Join(v.Nodes, ","), v.Result.Name, v.Path, v.Age.Round(time.Minute))
-		notChecked, err := checkPinned(ctx, cl.Kube, v.Nodes)
+		pn, err := checkPinned(ctx, cl.Kube, v.Nodes, o.Recipe.Workload().Nodes)
 		if err != nil {
 			return nil, err
 		}
-		if len(notChecked) > 0 {
-			r.emit(EventWarning, "may not read node(s) %s: not checked whether they can take the pinned ranks", strings.Join(notChecked, ","))
+		if len(pn.unusable) > 0 {
+			r.emit(EventWarning, "validated node(s) that cannot take a rank now (the others are enough): %s", strings.Join(pn.unusable, "; "))
+		}
+		if len(pn.notChecked) > 0 {
+			r.emit(EventWarning, "may not read node(s) %s: not checked whether they can take the pinned ranks", strings.Join(pn.notChecked, ","))
 		}
 	}
 	res := &Result{Kind: be.Kind(), Namespace: cl.Namespace, Name: JobName(o.Recipe, o.Name)}
