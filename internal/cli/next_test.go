@@ -108,3 +108,16 @@ func TestNextCommandsOfErrorsPrintedAsHints(t *testing.T) {
 		}
 	}
 }
+
+// Through the CLI: a profile's field problem keeps its suggested command after the CLI
+// re-indents the problems (asUsage), beside the CLI's own hint.
+func TestProfileProblemNextThroughCLI(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: ain.dev/v1alpha1\nkind: FabricProfile\nspec:\n  gidIndex: \"x\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runBenchCLI(t, "train", "allreduce", "--profile", bad, "--dry-run=client")
+	if code != int(ainerr.Usage) || !strings.Contains(errOut, "spec.gidIndex") || !strings.Contains(errOut, "hint: run `ain doctor ib-ports`") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+}

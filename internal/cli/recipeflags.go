@@ -8,6 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/strict"
@@ -99,7 +100,12 @@ func asUsage(err error, hint string) error {
 		if len(ps) > 1 {
 			noun = "problems"
 		}
-		return ainerr.New(ainerr.Usage, fmt.Errorf("%d %s:\n%s", len(ps), noun, indent(ps.Error())), hint)
+		// The text is re-indented; the problems' suggested commands go with it.
+		err := fmt.Errorf("%d %s:\n%s", len(ps), noun, indent(ps.Error()))
+		if cmds := ps.NextCommands(); len(cmds) > 0 {
+			err = next.With(err, cmds...)
+		}
+		return ainerr.New(ainerr.Usage, err, hint)
 	}
 	return ainerr.New(ainerr.Usage, err, "")
 }
