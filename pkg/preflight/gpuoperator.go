@@ -46,14 +46,16 @@ type operand struct {
 	label    string // nvidia.com/gpu.deploy.* on the node
 	app      string // the pods' app label (= the DaemonSet's name)
 	selector string // the label selector that finds its pods, for messages and fixes
-	what     string // for messages
-	required bool   // a GPU job cannot run without it (else: WARN)
-	missing  string // what its absence means
-	fix      string
+	// oldSelector is the one releases before the selector's label need ("": the same)
+	oldSelector string
+	what        string // for messages
+	required    bool   // a GPU job cannot run without it (else: WARN)
+	missing     string // what its absence means
+	fix         string
 }
 
 var gpuOperands = []operand{
-	{label: "nvidia.com/gpu.deploy.driver", app: "nvidia-driver-daemonset", selector: driverComponent, what: "driver", required: true,
+	{label: "nvidia.com/gpu.deploy.driver", app: "nvidia-driver-daemonset", selector: driverComponent, oldSelector: "app=nvidia-driver-daemonset", what: "driver", required: true,
 		missing: "GPU pods cannot start", fix: "kubectl -n NS logs POD -c nvidia-driver-ctr (a kernel without headers, a Secure Boot key, a driver still compiling)"},
 	{label: "nvidia.com/gpu.deploy.device-plugin", app: "nvidia-device-plugin-daemonset", selector: "app=nvidia-device-plugin-daemonset", what: "device plugin", required: true,
 		missing: "no pod gets a GPU on that node", fix: "kubectl -n NS describe pod POD; it waits for the toolkit and driver validations (nvidia-operator-validator)"},
@@ -77,8 +79,9 @@ type gpuOperatorInputs struct {
 // driverComponent is the label every driver pod of the GPU Operator carries, whichever way it was
 // deployed: the ClusterPolicy's nvidia-driver-daemonset (assets/state-driver/0500_daemonset.yaml)
 // and an NVIDIADriver resource's nvidia-<type>-driver-<os>-<hash> DaemonSets, whose app label is
-// generated (manifests/state-driver/0500_daemonset.yaml, internal/state/driver.go AppName). Older
-// releases label the ClusterPolicy's pods with app only, so both are read.
+// generated (manifests/state-driver/0500_daemonset.yaml, internal/state/driver.go AppName).
+// Releases before v23.9.0 (commit bd806dd2d added the label) label the ClusterPolicy's pods with
+// app only, so both are read, and the driver's fixes name both.
 const driverComponent = "app.kubernetes.io/component=nvidia-driver"
 
 // operandApp is the operand a pod belongs to, by gpuOperands' app names ("" for none).
@@ -132,11 +135,13 @@ func listOperandPods(ctx context.Context, o Options) ([]corev1.Pod, string, erro
 // then one still running or starting, then a finished one (an evicted copy the DaemonSet
 // controller has already replaced is listed until it is garbage-collected).
 func podRank(p *corev1.Pod) int {
-	if ok, _ := podIsReady(p); ok {
-		return 2
-	}
+	// A pod being deleted goes first, Ready or not: during an OnDelete driver upgrade the old pod
+	// stays Ready while it terminates, and its replacement is what the node will have.
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
 		return 0
+	}
+	if ok, _ := podIsReady(p); ok {
+		return 2
 	}
 	return 1
 }
@@ -299,7 +304,7 @@ func judgeOperand(op operand, n *corev1.Node, gpus int64, pod *corev1.Pod, anyPo
 		}
 		return finding{sev, op.app + "-absent",
 			fmt.Sprintf("%s: %s=true but no %s pod (%s) on it (%s allocatable %d): %s", n.Name, op.label, op.what, op.selector, gpuResource, gpus, op.missing),
-			fmt.Sprintf("kubectl -n %s get ds,pods -o wide -l %s (a taint the DaemonSet does not tolerate, or its pod on this node deleted and not yet recreated)", ns, op.selector)}, false
+			fmt.Sprintf("kubectl -n %s get ds,pods -o wide -l %s%s (a taint the DaemonSet does not tolerate, or its pod on this node deleted and not yet recreated)", ns, op.selector, olderRelease(op))}, false
 	case has && strings.HasPrefix(val, "paused-for-"):
 		// The operator's upgrade controller pauses an operand while it upgrades the driver
 		// (gpu-operator controllers/nodelabeling_controller.go: paused-for-driver-upgrade);
@@ -328,6 +333,14 @@ func judgeOperand(op operand, n *corev1.Node, gpus int64, pod *corev1.Pod, anyPo
 		}
 		return finding{}, true
 	}
+}
+
+// olderRelease names the selector of GPU Operator releases before v23.9, when it differs.
+func olderRelease(op operand) string {
+	if op.oldSelector == "" {
+		return ""
+	}
+	return " (before v23.9: -l " + op.oldSelector + ")"
 }
 
 // podIsReady reports a pod's readiness and, when not ready, why (phase and container reasons).

@@ -248,8 +248,19 @@ func TestGPUOperatorEvictedCopyIgnored(t *testing.T) {
 			t.Fatalf("%+v", checks)
 		}
 	}
+	// An OnDelete upgrade: the old pod is still Ready while it terminates; its replacement, not
+	// yet Ready, is what the node will have.
+	old := operandPod("nvidia-device-plugin-daemonset", "g1", true)
+	old.Name += "-old"
+	now := metav1.Now()
+	old.DeletionTimestamp = &now
+	checks := runGPUOperator(t, operatorNode("g1", 8, nil), operandPod("nvidia-driver-daemonset", "g1", true), operandPod("nvidia-dcgm-exporter", "g1", true),
+		old, operandPod("nvidia-device-plugin-daemonset", "g1", false))
+	if len(checks) != 1 || checks[0].Status != Fail || !strings.Contains(checks[0].Message, "nvidia-device-plugin-daemonset-g1 (device plugin) not ready") {
+		t.Fatalf("terminating Ready pod beside its replacement: %+v", checks)
+	}
 	// Only the evicted copy: the node has no working device plugin.
-	checks := runGPUOperator(t, operatorNode("g1", 8, nil), operandPod("nvidia-driver-daemonset", "g1", true), operandPod("nvidia-dcgm-exporter", "g1", true), evicted)
+	checks = runGPUOperator(t, operatorNode("g1", 8, nil), operandPod("nvidia-driver-daemonset", "g1", true), operandPod("nvidia-dcgm-exporter", "g1", true), evicted)
 	if len(checks) != 1 || checks[0].Status != Fail || !strings.Contains(checks[0].Message, "phase Failed") {
 		t.Fatalf("%+v", checks)
 	}

@@ -71,8 +71,9 @@ func Components() []Component {
 		{Name: "etcd", Version: EtcdVersion, Binaries: []string{"etcd"}, build: buildEtcd},
 		{Name: "kwok", Version: KwokVersion, Binaries: []string{"kwok"}, build: buildKwok},
 		{Name: "training-operator", Version: TrainingOperatorVersion, Binaries: []string{"training-operator.v1"}, build: buildTrainingOperator},
-		// Rev le: the wrapper main elects a leader as app.Run does (data/wrappers/mpi-operator.go.txt).
-		{Name: "mpi-operator", Version: MPIOperatorVersion, Rev: "le", Binaries: []string{"mpi-operator"}, build: buildMPIOperator},
+		// Rev le2: the wrapper main elects a leader as app.Run does, with its own client
+		// (data/wrappers/mpi-operator.go.txt).
+		{Name: "mpi-operator", Version: MPIOperatorVersion, Rev: "le2", Binaries: []string{"mpi-operator"}, build: buildMPIOperator},
 		{Name: "jobset", Version: JobSetVersion, Binaries: []string{"jobset"}, build: buildJobSet},
 		{Name: "trainer", Version: TrainerVersion, Binaries: []string{"trainer-controller-manager"}, build: buildTrainer},
 		{Name: "kubernetes", Version: KubernetesVersion, Binaries: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}, build: buildKubernetes},

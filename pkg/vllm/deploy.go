@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,7 +178,7 @@ func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, 
 	if err != nil {
 		return nil, &BuildError{Err: err}
 	}
-	secrets := o.Secrets
+	secrets := slices.Clone(o.Secrets) // the generated key's Secret must not land in the caller's slice
 	if auth.Generated != "" {
 		secrets = append(secrets, CredentialSecret(auth.Secret.Name, o.Namespace, auth.Secret.Key, []byte(auth.Generated),
 			map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: name}))
