@@ -125,6 +125,9 @@ func startClusterDNS(ctx context.Context, cs kubernetes.Interface, n *podrun.Net
 		case <-d.done:
 			log, _ := os.ReadFile(filepath.Join(dir, "coredns.log"))
 			return nil, fmt.Errorf("cluster DNS: coredns exited: %s", strings.TrimSpace(string(log)))
+		case <-ctx.Done():
+			d.stop()
+			return nil, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
