@@ -38,6 +38,10 @@ func Key(o Options) string {
 	spec, _ := json.Marshal(o.Profile.Spec)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00%v\x00%s\x00%s\x00%v\x00%v", o.Cluster, o.User, o.Namespace, spec, o.Nodes, o.GPUsPerNode, o.NodeSelector, o.Job, o.SkipProbes, o.Workload, o.API, o.Arches, o.Volumes)
+	if len(o.Storage.Paths) > 0 {
+		st, _ := json.Marshal(o.Storage)
+		h.Write(st)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 
