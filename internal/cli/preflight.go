@@ -146,6 +146,12 @@ func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Pr
 				o.Volumes = append(o.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
 			}
 		}
+		if w := r.Workload(); w != nil {
+			o.Storage.Mounts = w.Volumes
+		} else if r.Serving != nil {
+			o.Storage.Mounts = r.Serving.Volumes
+		}
+		o.Storage.Paths = r.DataPaths()
 		o.Workload = jobs.WorkloadOf(r)
 	}
 	// The profile's spec.jobAPI (validated when the profile loaded); --api sets o.API after this.

@@ -35,7 +35,8 @@ const (
 	failFreeKB = 1 << 20  // 1 GiB
 )
 
-// StorageMarker is in every storage probe's command (the sandbox answers on it).
+// StorageMarker is in every storage probe's command, its output's first line (the sandbox
+// answers on it).
 const StorageMarker = "ain-storage-probe"
 
 // storageScript is the probe's POSIX sh (busybox ash, dash): for each path what storage_report.go
@@ -132,7 +133,7 @@ func planStorage(s Storage) (storagePlan, []Check) {
 // planned, on node (required node affinity, not nodeName, so that the scheduler binds a claim
 // that waits for its first consumer).
 func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev1.Pod {
-	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", StorageMarker+"\n"+storageScript(pl.paths), nil, false)
+	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(pl.paths), nil, false)
 	withResultMessage(pod)
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	if ra := o.Storage.RunAs; ra != nil {

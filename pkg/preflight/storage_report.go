@@ -26,7 +26,7 @@ import (
 //	W ok                       the write test there: ok, or the shell's reason ("Read-only file system")
 //	F 1048576 917504           df -Pk of that directory: size and available, in KiB
 //	END
-const storageFormat = "ain-storage-probe 1"
+const storageFormat = StorageMarker + " 1"
 
 // maxIndexBytes bounds the weights index the probe prints. Index files are small (a 70B model's
 // names about 700 tensors in ~60 KB); one larger than this is reported, not checked.
