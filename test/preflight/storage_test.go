@@ -81,3 +81,16 @@ func TestStorageProbeBroken(t *testing.T) {
 	}
 	noProbePods(t, sb, ns)
 }
+
+// A serving recipe's model (spec.model) is probed the same way.
+func TestStorageProbeServing(t *testing.T) {
+	sb, ns := setup(t, "storage-broken")
+	code, out, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "vllm", "-o", "json")
+	if code != int(ainerr.PreflightFailed) {
+		t.Errorf("preflight vllm: exit %d, want %d", code, ainerr.PreflightFailed)
+	}
+	checks := modelChecks(decode(t, out))
+	if len(checks) != 1 || checks[0].Status != preflight.Fail || !strings.Contains(checks[0].Message, "(spec.model): 1 of 4 weight files missing") {
+		t.Errorf("want one FAIL for spec.model, got %+v", checks)
+	}
+}
