@@ -98,6 +98,7 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 			opts.Volumes = append(opts.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
 		}
 		opts.Storage = preflight.Storage{Mounts: serving.Serving.Volumes, Paths: serving.DataPaths()}
+		opts.Tools = serving.Tools()
 	}
 	opts.NodeSelector, opts.Job, opts.SkipProbes = o.Nodes, o.Job, o.NoProbes
 	if a.Streams.IsTTY || a.Global.Verbose > 0 {
@@ -156,6 +157,7 @@ func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Pr
 		}
 		if w := r.Workload(); w != nil {
 			o.Storage = preflight.Storage{Mounts: w.Volumes, Paths: r.DataPaths()}
+			o.Tools, o.ImagePullPolicy = r.Tools(), w.ImagePullPolicy
 		}
 		o.Workload = jobs.WorkloadOf(r)
 	}

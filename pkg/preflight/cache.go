@@ -42,6 +42,9 @@ func Key(o Options) string {
 		st, _ := json.Marshal(o.Storage)
 		h.Write(st)
 	}
+	if o.Tools.Image != "" {
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%q\x00%q", o.Tools.Image, o.ImagePullPolicy, o.Tools.Commands, o.Tools.Modules)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 

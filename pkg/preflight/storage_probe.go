@@ -130,8 +130,7 @@ func planStorage(s Storage) (storagePlan, []Check) {
 }
 
 // storagePod is the probe pod: busybox (o.ProbeImage) as the job's user, the claims mounted as
-// planned, on node (required node affinity, not nodeName, so that the scheduler binds a claim
-// that waits for its first consumer).
+// planned, on node (pinToNode).
 func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev1.Pod {
 	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(pl.paths), nil, false)
 	withResultMessage(pod)
@@ -149,22 +148,7 @@ func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m.Name, MountPath: m.MountPath, SubPath: m.SubPath, ReadOnly: m.ReadOnly})
 	}
 	if node != nil {
-		host := node.Labels[corev1.LabelHostname]
-		key := corev1.LabelHostname
-		if host == "" {
-			key, host = "metadata.name", node.Name
-		}
-		term := corev1.NodeSelectorTerm{}
-		if key == "metadata.name" {
-			term.MatchFields = []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{host}}}
-		} else {
-			term.MatchExpressions = []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{host}}}
-		}
-		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}},
-		}}
-		pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-		pod.Annotations[AnnotationFor] = node.Name
+		pinToNode(pod, node)
 	}
 	return pod
 }
@@ -210,4 +194,21 @@ func checkModel(ctx context.Context, o Options, candidates []corev1.Node, volume
 			Evidence: limit(strings.Split(strings.TrimSpace(string(res.log)), "\n")), Fix: "the probe image must have sh, ls, dd, df and sed (busybox)"})
 	}
 	return append(out, JudgeStorage(rep, pl.paths, pl.claim)...)
+}
+
+// pinToNode keeps pod on node by a required node affinity (its hostname label, else its name),
+// not nodeName, so that the scheduler runs: it binds a claim that waits for its first consumer.
+// Whatever the node's taints, the probe tolerates them.
+func pinToNode(pod *corev1.Pod, node *corev1.Node) {
+	term := corev1.NodeSelectorTerm{}
+	if host := node.Labels[corev1.LabelHostname]; host != "" {
+		term.MatchExpressions = []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{host}}}
+	} else {
+		term.MatchFields = []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node.Name}}}
+	}
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}},
+	}}
+	pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	pod.Annotations[AnnotationFor] = node.Name
 }

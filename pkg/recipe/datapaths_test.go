@@ -52,3 +52,20 @@ func TestMountFor(t *testing.T) {
 		}
 	}
 }
+
+func TestToolsBuiltins(t *testing.T) {
+	cases := map[string]Tools{
+		"qlora":       {Image: "huggingface/trl:0.25.1", Commands: []string{"torchrun"}, Modules: []string{"torch", "transformers", "trl", "peft", "bitsandbytes"}, Installs: []string{"bitsandbytes"}},
+		"qlora-merge": {Image: "huggingface/trl:0.25.1", Modules: []string{"transformers", "peft"}},
+		"vllm":        {Image: "vllm/vllm-openai:v0.30.0", Commands: []string{"vllm"}, Modules: []string{"vllm", "torch", "transformers"}},
+	}
+	for name, want := range cases {
+		r, err := Load(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Tools(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Tools() = %+v, want %+v", name, got, want)
+		}
+	}
+}
