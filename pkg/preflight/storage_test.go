@@ -252,3 +252,13 @@ func FuzzParseStorageReport(f *testing.F) {
 		}
 	})
 }
+
+func TestJudgeStorageHugeIndexWarns(t *testing.T) {
+	rep := &StorageReport{UID: "0", Paths: []StoragePath{{Kind: "model", Path: qloraPaths[0].Path, Type: "d",
+		Entries:   []StorageEntry{{"config.json", true, 600}, {"tokenizer.json", true, 7000000}},
+		IndexName: "model.safetensors.index.json", IndexSize: maxIndexBytes + 1}}}
+	c := JudgeStorage(rep, qloraPaths[:1], qloraClaims())
+	if len(c) != 1 || c[0].Status != Warn || !strings.Contains(c[0].Message, "were not checked") || c[0].Fix == "" {
+		t.Errorf("%+v", c)
+	}
+}
