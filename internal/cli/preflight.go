@@ -78,9 +78,10 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 	if err != nil {
 		return err
 	}
+	var serving *recipe.Recipe
 	if r != nil && r.Serving != nil {
 		a.warnImage(r.Serving.Image)
-		r = nil // serving replicas: the node check needs no recipe shape
+		serving, r = r, nil // serving replicas: the node check needs no recipe shape
 	}
 	forced, err := forcedAPI(o.API, p)
 	if err != nil {
@@ -91,6 +92,14 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 		return err
 	}
 	opts.API = forced
+	if serving != nil {
+		// Its claims and the model on them are still checked.
+		for _, v := range serving.Serving.Volumes {
+			opts.Volumes = append(opts.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
+		}
+		opts.Storage = preflight.Storage{Mounts: serving.Serving.Volumes, Paths: serving.DataPaths()}
+		opts.Tools = serving.Tools()
+	}
 	opts.NodeSelector, opts.Job, opts.SkipProbes = o.Nodes, o.Job, o.NoProbes
 	if a.Streams.IsTTY || a.Global.Verbose > 0 {
 		opts.Progress = func(s string) { fmt.Fprintf(a.Streams.Err, "preflight: %s\n", s) }
@@ -145,6 +154,10 @@ func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Pr
 			for _, v := range w.Volumes {
 				o.Volumes = append(o.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
 			}
+		}
+		if w := r.Workload(); w != nil {
+			o.Storage = preflight.Storage{Mounts: w.Volumes, Paths: r.DataPaths()}
+			o.Tools, o.ImagePullPolicy = r.Tools(), w.ImagePullPolicy
 		}
 		o.Workload = jobs.WorkloadOf(r)
 	}

@@ -38,6 +38,13 @@ func Key(o Options) string {
 	spec, _ := json.Marshal(o.Profile.Spec)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00%v\x00%s\x00%s\x00%v\x00%v", o.Cluster, o.User, o.Namespace, spec, o.Nodes, o.GPUsPerNode, o.NodeSelector, o.Job, o.SkipProbes, o.Workload, o.API, o.Arches, o.Volumes)
+	if len(o.Storage.Paths) > 0 {
+		st, _ := json.Marshal(o.Storage)
+		h.Write(st)
+	}
+	if o.Tools.Image != "" {
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%q\x00%q", o.Tools.Image, o.ImagePullPolicy, o.Tools.Commands, o.Tools.Modules)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 

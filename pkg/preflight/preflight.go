@@ -28,6 +28,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/claims"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // Status is a check's outcome.
@@ -139,6 +140,13 @@ type Options struct {
 	GPUsPerNode int
 	// Volumes are the recipe's PersistentVolumeClaims (spec.volumes).
 	Volumes []claims.Use
+	// Storage is what the model check probes on those volumes (the model, dataset and output
+	// paths); empty: no probe.
+	Storage Storage
+	// Tools are what the image check looks for in the recipe's image (recipe.Tools), pulled
+	// with ImagePullPolicy (the recipe's; "" the default); no image: no check.
+	Tools           recipe.Tools
+	ImagePullPolicy string
 	// Arches are the recipe image's architectures (spec.architectures, kubernetes.io/arch
 	// values); a node of another architecture cannot run a rank. Empty: any.
 	Arches []string
@@ -212,7 +220,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.Checks = append(res.Checks, nodeChecks...)
 	o.Progress("checking the GPU Operator's device plugin, driver and dcgm-exporter")
 	res.Checks = append(res.Checks, checkGPUOperator(ctx, o, candidates, gpuShort)...)
-	res.Checks = append(res.Checks, checkVolumes(ctx, o)...)
+	vols := checkVolumes(ctx, o)
+	res.Checks = append(res.Checks, vols...)
+	if !o.SkipProbes {
+		res.Checks = append(res.Checks, checkModel(ctx, o, candidates, vols)...)
+		res.Checks = append(res.Checks, checkImage(ctx, o, candidates)...)
+	}
 	res.Checks = append(res.Checks, checkNetworks(ctx, o)...)
 	res.Checks = append(res.Checks, checkPodSecurity(ctx, o)...)
 	if !o.SkipProbes {

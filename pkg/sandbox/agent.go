@@ -390,6 +390,20 @@ func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (
 			return "", "", &sampleError{fmt.Errorf("running the probe over %s: %w", sample, err)}
 		}
 		text, msg = out, written
+	} else if script, ok := runsStorageProbe(pod); ok {
+		// So does the storage probe, over the shared claim's simulated content (agent_storage.go).
+		out, written, err := runStorageProbe(ctx, pod, script, text, dir)
+		if err != nil {
+			return "", "", &sampleError{fmt.Errorf("running the storage probe over %s: %w", sample, err)}
+		}
+		text, msg = out, written
+	} else if script, ok := runsImageProbe(pod); ok {
+		// And the image probe, over the image's simulated content (agent_image.go).
+		out, written, err := runImageProbe(ctx, pod, script, text, dir)
+		if err != nil {
+			return "", "", &sampleError{fmt.Errorf("running the image probe over %s: %w", sample, err)}
+		}
+		text, msg = out, written
 	}
 	if len(pod.Spec.Containers) > 0 && pod.Annotations[AnnoOutcome] == "Failed" {
 		code, _ := strconv.Atoi(pod.Annotations[AnnoExitCode])

@@ -1,0 +1,134 @@
+package preflight
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+// JudgeStorage turns the probe's report into one check per path: the model directory complete
+// and readable, the dataset there, the output writable with free space. Each non-PASS check
+// names the claim and the path, and says how to fix it. claim maps each path to the recipe
+// volume holding it.
+func JudgeStorage(rep *StorageReport, paths []recipe.DataPath, claim map[string]*recipe.Volume) []Check {
+	as := "uid " + orDash(rep.UID)
+	if rep.GID != "" {
+		as += " gid " + rep.GID
+	}
+	var out []Check
+	for _, dp := range paths {
+		v := claim[dp.Path]
+		if v == nil {
+			continue
+		}
+		on := fmt.Sprintf("on claim %s (volume %q at %s)", v.ClaimName, v.Name, v.MountPath)
+		c := Check{Name: CheckModel, Target: v.ClaimName + ":" + dp.Path, Status: Pass}
+		p := rep.Find(string(dp.Kind), dp.Path)
+		if p == nil {
+			c.Status = Fail
+			c.Message = fmt.Sprintf("%s %s %s: the probe stopped before it", dp.Kind, dp.Path, on)
+			c.Fix = "run `ain preflight` again; if it repeats, the volume hangs (a stale NFS mount): kubectl describe pod of a rank"
+			out = append(out, c)
+			continue
+		}
+		switch dp.Kind {
+		case recipe.DataModel:
+			judgeModel(&c, p, dp, v, on, as)
+		case recipe.DataDataset:
+			judgeDataset(&c, p, dp, on, as)
+		case recipe.DataOutput:
+			judgeOutput(&c, p, dp, v, on, as)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func judgeModel(c *Check, p *StoragePath, dp recipe.DataPath, v *recipe.Volume, on, as string) {
+	problems, found := ModelProblems(p)
+	if len(problems) == 0 {
+		c.Message = fmt.Sprintf("model %s %s: complete and readable as %s: %s", dp.Path, on, as, found)
+		return
+	}
+	c.Status = Fail
+	if len(problems) == 1 && strings.HasSuffix(problems[0], "were not checked") {
+		c.Status = Warn // an index beyond the probe's bound: nothing found wrong
+	}
+	c.Message = fmt.Sprintf("model %s %s (%s): %s", dp.Path, on, dp.Field, strings.Join(problems, "; "))
+	if found != "" {
+		c.Evidence = []string{"found: " + found}
+	}
+	all := strings.Join(problems, " ")
+	var fixes []string
+	if p.Type != "d" {
+		fixes = append(fixes, fmt.Sprintf("copy the model there from a pod that mounts claim %s (e.g. `hf download ORG/MODEL --local-dir %s`), or fix %s", v.ClaimName, dp.Path, dp.Field))
+	}
+	if strings.Contains(all, "missing") || strings.Contains(all, "no weights") || strings.Contains(all, "no tokenizer") || strings.Contains(all, "JSON") {
+		fixes = append(fixes, fmt.Sprintf("finish the copy: download the model again into %s (`hf download ORG/MODEL --local-dir %s` fills in missing files)", dp.Path, dp.Path))
+	}
+	if strings.Contains(all, "Git LFS") {
+		fixes = append(fixes, "the model was cloned without its LFS objects: run `git lfs pull` in "+dp.Path+", or download it with `hf download`")
+	}
+	if strings.Contains(all, "not readable") {
+		fixes = append(fixes, fmt.Sprintf("make the files readable by %s: chmod -R a+rX %s where the volume is exported (NFS root_squash maps root to nobody), or set the job's runAsUser/fsGroup to their owner", as, dp.Path))
+	}
+	if len(fixes) == 0 {
+		fixes = append(fixes, "check the model directory "+dp.Path+" against its source")
+	}
+	c.Fix = strings.Join(fixes, "; ")
+}
+
+func judgeDataset(c *Check, p *StoragePath, dp recipe.DataPath, on, as string) {
+	fix := fmt.Sprintf("copy the dataset to %s on the volume, or fix %s", dp.Path, dp.Field)
+	switch {
+	case p.Type == "-":
+		c.Status, c.Message, c.Fix = Fail, fmt.Sprintf("dataset %s %s (%s) does not exist", dp.Path, on, dp.Field), fix
+	case p.Type == "d" && !p.Listable:
+		c.Status, c.Message = Fail, fmt.Sprintf("dataset directory %s %s is not readable as %s", dp.Path, on, as)
+		c.Fix = "chmod -R a+rX " + dp.Path + " where the volume is exported, or run the job as the files' owner"
+	case p.Type == "d" && p.Count == 0:
+		c.Status, c.Message, c.Fix = Fail, fmt.Sprintf("dataset directory %s %s is empty", dp.Path, on), fix
+	case p.Type == "f" && (len(p.Entries) == 0 || !p.Entries[0].Readable):
+		c.Status, c.Message = Fail, fmt.Sprintf("dataset file %s %s is not readable as %s", dp.Path, on, as)
+		c.Fix = "chmod a+r " + dp.Path + " where the volume is exported"
+	case p.Type == "d":
+		c.Message = fmt.Sprintf("dataset %s %s: a directory of %d entries, readable as %s", dp.Path, on, p.Count, as)
+	default:
+		c.Message = fmt.Sprintf("dataset %s %s: a file, readable as %s", dp.Path, on, as)
+	}
+}
+
+func judgeOutput(c *Check, p *StoragePath, dp recipe.DataPath, v *recipe.Volume, on, as string) {
+	free := ""
+	if p.HasDF {
+		free = fmt.Sprintf("%s free of %s", humanBytes(p.AvailKB*1024), humanBytes(p.SizeKB*1024))
+	}
+	switch {
+	case p.Type == "f" || p.Type == "o":
+		c.Status, c.Message = Fail, fmt.Sprintf("output %s %s (%s) exists and is not a directory", dp.Path, on, dp.Field)
+		c.Fix = "remove it or choose another " + dp.Field
+	case p.Write != "ok":
+		c.Status = Fail
+		c.Message = fmt.Sprintf("output %s %s is not writable as %s: creating a file in %s: %s", dp.Path, on, as, orDash(p.Ancestor), orDash(p.Write))
+		switch {
+		case v.ReadOnly:
+			c.Fix = fmt.Sprintf("the recipe mounts volume %q read-only: set its readOnly: false in spec.volumes, or write the output to another volume", v.Name)
+		case strings.Contains(p.Write, "Read-only"):
+			c.Fix = fmt.Sprintf("the volume of claim %s is read-only (a ReadOnlyMany claim, or an NFS export with ro): export it rw, or put the output on a writable claim", v.ClaimName)
+		default:
+			c.Fix = fmt.Sprintf("let %s write %s: chown or chmod it where the volume is exported (NFS root_squash maps root to nobody), or set the job's runAsUser/fsGroup to its owner", as, orDash(p.Ancestor))
+		}
+	case p.HasDF && p.AvailKB < failFreeKB:
+		c.Status, c.Message = Fail, fmt.Sprintf("output %s %s: only %s", dp.Path, on, free)
+		c.Fix = "free space on the volume (old checkpoints, merged models) or grow the claim"
+	case p.HasDF && p.AvailKB < warnFreeKB:
+		c.Status, c.Message = Warn, fmt.Sprintf("output %s %s: writable, but only %s: a merged 7B model needs ~15 GB", dp.Path, on, free)
+		c.Fix = "free space on the volume or grow the claim"
+	default:
+		c.Message = fmt.Sprintf("output %s %s: writable as %s", dp.Path, on, as)
+		if free != "" {
+			c.Message += ", " + free
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+// CheckModel is the check of what the recipe reads and writes on its shared volume (course
+// 12.1): the model directory complete and readable, the dataset there, the output writable.
+const CheckModel = "model"
+
+const probeStorage = "storage"
+
+// Storage is what the model check probes: the recipe's volume mounts and the paths it names
+// (recipe.DataPaths), and the job's pod securityContext.
+type Storage struct {
+	Mounts []recipe.Volume
+	Paths  []recipe.DataPath
+	// RunAs is the job's pod securityContext (runAsUser, runAsGroup, fsGroup,
+	// supplementalGroups); nil: the image's own user, as ain's jobs run today (root in the
+	// built-in recipes' images). The probe reads and writes as that user.
+	RunAs *corev1.PodSecurityContext
+}
+
+// Free space under which an output path WARNs and FAILs: a merged 7B model in bf16 is ~15 GB, an
+// adapter with its checkpoints a few hundred MB.
+const (
+	warnFreeKB = 20 << 20 // 20 GiB
+	failFreeKB = 1 << 20  // 1 GiB
+)
+
+// StorageMarker is in every storage probe's command, its output's first line (the sandbox
+// answers on it).
+const StorageMarker = "ain-storage-probe"
+
+// storageScript is the probe's POSIX sh (busybox ash, dash): for each path what storage_report.go
+// reads. A file counts as readable when its first block can be read (dd), not by its mode bits:
+// on NFS with root_squash the server decides, and only a read asks it. The output path's nearest
+// existing directory gets a file created and removed; df -Pk gives its free space. Paths are
+// read under ${AIN_SYSFS_ROOT} (unset in a pod; the sandbox's simulated container root) but
+// printed as the pod sees them.
+func storageScript(paths []recipe.DataPath) string {
+	var b strings.Builder
+	b.WriteString(`R="${AIN_SYSFS_ROOT:-}"
+echo '` + storageFormat + `'
+echo "U $(id -u 2>/dev/null) $(id -g 2>/dev/null)"
+sz() { set -- $(ls -lnLd "$1" 2>/dev/null); echo "${5:--}"; }
+ty() { if [ -d "$1" ]; then echo "T d"; elif [ -f "$1" ]; then echo "T f"; elif [ -e "$1" ]; then echo "T o"; else echo "T -"; fi; }
+ent() { r=-; dd if="$1" of=/dev/null bs=4096 count=1 2>/dev/null && r=r; echo "E $r $(sz "$1") ${1##*/}"; }
+model() {
+  echo "P model $1"; p="$R$1"; ty "$p"; [ -d "$p" ] || return 0
+  n=0; for f in "$p"/*; do [ -f "$f" ] || continue; n=$((n+1)); [ $n -le 4000 ] || break; ent "$f"; done
+  for i in model.safetensors.index.json pytorch_model.bin.index.json; do
+    [ -f "$p/$i" ] || continue
+    s=$(sz "$p/$i"); echo "I $s $i"
+    case $s in *[!0-9]*) ;; *) [ "$s" -gt ` + strconv.Itoa(maxIndexBytes) + ` ] || dd if="$p/$i" bs=65536 count=` + strconv.Itoa(maxIndexBytes/65536) + ` 2>/dev/null | sed 's/^/| /';; esac
+    echo; echo I-END; break
+  done
+}
+data() {
+  echo "P dataset $1"; p="$R$1"; ty "$p"
+  if [ -d "$p" ]; then r=-; ls "$p" >/dev/null 2>&1 && r=r; echo "D $r $(ls -A "$p" 2>/dev/null | wc -l)"; elif [ -f "$p" ]; then ent "$p"; fi
+}
+out() {
+  echo "P output $1"; p="$R$1"; ty "$p"; a="$p"
+  while [ ! -e "$a" ] && [ -n "$a" ] && [ "$a" != "$R" ]; do a="${a%/*}"; done
+  [ -n "$a" ] || a="$R/"
+  echo "A ${a#"$R"}"
+  t="$a/.ain-probe-write.$$"
+  if e=$( { : >"$t"; } 2>&1 ); then rm -f "$t"; echo "W ok"; else e=$(echo "$e" | tail -n 1); echo "W ${e##*: }"; fi
+  set -- $(df -Pk "$a" 2>/dev/null | tail -n 1); [ -n "$4" ] && echo "F $2 $4"
+}
+`)
+	for _, p := range paths {
+		fn := map[recipe.DataKind]string{recipe.DataModel: "model", recipe.DataDataset: "data", recipe.DataOutput: "out"}[p.Kind]
+		if fn != "" {
+			b.WriteString(fn + " " + shellQuote(p.Path) + "\n")
+		}
+	}
+	b.WriteString("echo END\n")
+	return b.String()
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// storagePlan is one probe: the paths on claims, and the volumes the probe pod mounts.
+type storagePlan struct {
+	paths  []recipe.DataPath
+	claim  map[string]*recipe.Volume // path -> the volume holding it
+	mounts []recipe.Volume
+}
+
+// planStorage keeps the paths on a claim the recipe mounts, and mounts those claims where the
+// job does: read-only, except a volume holding an output path that the job mounts writable.
+func planStorage(s Storage) (storagePlan, []Check) {
+	pl := storagePlan{claim: map[string]*recipe.Volume{}}
+	var notes []Check
+	mounted := map[string]int{}
+	for _, p := range s.Paths {
+		v := recipe.MountFor(s.Mounts, p.Path)
+		if v == nil {
+			if p.Kind != recipe.DataOutput {
+				notes = append(notes, Check{Name: CheckModel, Status: Warn,
+					Message: fmt.Sprintf("%s %s (%s) is on no volume of the recipe: every pod reads it from its own image or downloads it", p.Kind, p.Path, p.Field),
+					Fix:     "put it on the shared volume and mount that (spec.volumes), or bake it into the image"})
+			}
+			continue
+		}
+		i, ok := mounted[v.Name]
+		if !ok {
+			i = len(pl.mounts)
+			mounted[v.Name] = i
+			m := *v
+			m.ReadOnly = true
+			pl.mounts = append(pl.mounts, m)
+		}
+		if p.Kind == recipe.DataOutput && !v.ReadOnly {
+			pl.mounts[i].ReadOnly = false
+		}
+		pl.paths = append(pl.paths, p)
+		pl.claim[p.Path] = v
+	}
+	return pl, notes
+}
+
+// storagePod is the probe pod: busybox (o.ProbeImage) as the job's user, the claims mounted as
+// planned, on node (pinToNode).
+func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev1.Pod {
+	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(pl.paths), nil, false)
+	withResultMessage(pod)
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	if ra := o.Storage.RunAs; ra != nil {
+		pod.Spec.SecurityContext.RunAsUser, pod.Spec.SecurityContext.RunAsGroup = ra.RunAsUser, ra.RunAsGroup
+		pod.Spec.SecurityContext.FSGroup, pod.Spec.SecurityContext.SupplementalGroups = ra.FSGroup, ra.SupplementalGroups
+		pod.Spec.SecurityContext.RunAsNonRoot = ra.RunAsNonRoot
+	}
+	c := &pod.Spec.Containers[0]
+	for _, m := range pl.mounts {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: m.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: m.ClaimName, ReadOnly: m.ReadOnly},
+		}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m.Name, MountPath: m.MountPath, SubPath: m.SubPath, ReadOnly: m.ReadOnly})
+	}
+	if node != nil {
+		pinToNode(pod, node)
+	}
+	return pod
+}
+
+// checkModel probes the recipe's model, dataset and output paths from one candidate node (the
+// first), unless the volumes check already failed for their claim (the pod would never start).
+func checkModel(ctx context.Context, o Options, candidates []corev1.Node, volumes []Check) []Check {
+	if len(o.Storage.Paths) == 0 {
+		if len(o.Storage.Mounts) > 0 {
+			return []Check{{Name: CheckModel, Status: Pass, Message: "the recipe names no model, dataset or output path on its volumes: nothing to probe"}}
+		}
+		return nil
+	}
+	pl, out := planStorage(o.Storage)
+	if len(pl.paths) == 0 {
+		return out
+	}
+	for _, v := range volumes {
+		for _, m := range pl.mounts {
+			if v.Status == Fail && v.Target == m.ClaimName {
+				return append(out, Check{Name: CheckModel, Target: m.ClaimName, Status: Fail,
+					Message: "not probed: PersistentVolumeClaim " + m.ClaimName + " failed the volumes check", Fix: v.Fix})
+			}
+		}
+	}
+	var node *corev1.Node
+	if len(candidates) > 0 {
+		node = &candidates[0]
+	}
+	o.Progress("probing the model, dataset and output paths on the shared volume")
+	run := runID()
+	outs := runProbes(ctx, o, run, probeStorage, []*corev1.Pod{storagePod(o, run, pl, node)})
+	res := outs[0]
+	if res.log == nil {
+		return append(out, Check{Name: CheckModel, Target: pl.mounts[0].ClaimName, Status: Fail,
+			Message:  "the storage probe pod did not run to the end within " + o.ProbeTimeout.String(),
+			Evidence: []string{notRun(res)},
+			Fix:      "a pod mounting the claim cannot start: kubectl describe pod shows why (the claim's volume not mountable on the node, an image that cannot be pulled)"})
+	}
+	rep, err := ParseStorageReport(res.log)
+	if err != nil {
+		return append(out, Check{Name: CheckModel, Target: pl.mounts[0].ClaimName, Status: Fail, Message: err.Error(),
+			Evidence: limit(strings.Split(strings.TrimSpace(string(res.log)), "\n")), Fix: "the probe image must have sh, ls, dd, df and sed (busybox)"})
+	}
+	return append(out, JudgeStorage(rep, pl.paths, pl.claim)...)
+}
+
+// pinToNode keeps pod on node by a required node affinity (its hostname label, else its name),
+// not nodeName, so that the scheduler runs: it binds a claim that waits for its first consumer.
+// Whatever the node's taints, the probe tolerates them.
+func pinToNode(pod *corev1.Pod, node *corev1.Node) {
+	term := corev1.NodeSelectorTerm{}
+	if host := node.Labels[corev1.LabelHostname]; host != "" {
+		term.MatchExpressions = []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{host}}}
+	} else {
+		term.MatchFields = []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node.Name}}}
+	}
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}},
+	}}
+	pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	pod.Annotations[AnnotationFor] = node.Name
+}

@@ -1,0 +1,264 @@
+package preflight
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+// qwenFiles is a model directory shaped like Qwen2.5-7B-Instruct's (four safetensors shards
+// named by the index, a BPE tokenizer), with the shards as sparse files.
+var qwenFiles = map[string]int64{
+	"config.json": 663, "generation_config.json": 243, "tokenizer.json": 7031645, "tokenizer_config.json": 7305,
+	"vocab.json": 2776833, "merges.txt": 1671839, "LICENSE": 11343, "README.md": 6106,
+	"model-00001-of-00004.safetensors": 3945441440, "model-00002-of-00004.safetensors": 3864726320,
+	"model-00003-of-00004.safetensors": 3864726424, "model-00004-of-00004.safetensors": 3556377672,
+}
+
+func qwenIndex() []byte {
+	wm := map[string]string{
+		"lm_head.weight":                                  "model-00004-of-00004.safetensors",
+		"model.embed_tokens.weight":                       "model-00001-of-00004.safetensors",
+		"model.layers.0.self_attn.q_proj.weight":          "model-00001-of-00004.safetensors",
+		"model.layers.9.mlp.down_proj.weight":             "model-00002-of-00004.safetensors",
+		"model.layers.18.self_attn.o_proj.weight":         "model-00003-of-00004.safetensors",
+		"model.layers.27.post_attention_layernorm.weight": "model-00004-of-00004.safetensors",
+		"model.norm.weight":                               "model-00004-of-00004.safetensors",
+	}
+	b, _ := json.MarshalIndent(map[string]any{"metadata": map[string]any{"total_size": 15231233024}, "weight_map": wm}, "", "  ")
+	return b
+}
+
+// writeModelTree writes a model directory, a dataset and an output parent under root+/shared,
+// leaving out the files in skip.
+func writeModelTree(t *testing.T, root string, skip ...string) {
+	t.Helper()
+	m := filepath.Join(root, "shared/models/Qwen2.5-7B-Instruct")
+	for _, d := range []string{m, filepath.Join(root, "shared/datasets/course-qa"), filepath.Join(root, "shared/adapters")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, size := range qwenFiles {
+		if strings.Contains(strings.Join(skip, " "), name) {
+			continue
+		}
+		f, err := os.Create(filepath.Join(m, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if err := os.WriteFile(filepath.Join(m, "model.safetensors.index.json"), qwenIndex(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "shared/datasets/course-qa/train.jsonl"), []byte(`{"messages": []}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var qloraPaths = []recipe.DataPath{
+	{Kind: recipe.DataModel, Path: "/shared/models/Qwen2.5-7B-Instruct", Field: "spec.command --model_name_or_path"},
+	{Kind: recipe.DataDataset, Path: "/shared/datasets/course-qa", Field: "spec.command --dataset_name"},
+	{Kind: recipe.DataOutput, Path: "/shared/adapters/qlora-qwen2.5-7b", Field: "spec.command --output_dir"},
+}
+
+var sharedVol = &recipe.Volume{Name: "shared", ClaimName: "nfs-shared", MountPath: "/shared"}
+
+func qloraClaims() map[string]*recipe.Volume {
+	m := map[string]*recipe.Volume{}
+	for _, p := range qloraPaths {
+		m[p.Path] = sharedVol
+	}
+	return m
+}
+
+// runStorageScript runs the probe's own script with /bin/sh over root, as the sandbox does.
+func runStorageScript(t *testing.T, root string) []byte {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript(qloraPaths)))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	return out
+}
+
+func TestStorageScriptComplete(t *testing.T) {
+	root := t.TempDir()
+	writeModelTree(t, root)
+	out := runStorageScript(t, root)
+	if os.Getenv("AIN_WRITE_SAMPLES") != "" {
+		_ = os.WriteFile("testdata/storage/complete.txt", out, 0o644)
+	}
+	rep, err := ParseStorageReport(out)
+	if err != nil || !rep.Complete {
+		t.Fatalf("parse: %v (complete %v)\n%s", err, rep != nil && rep.Complete, out)
+	}
+	checks := JudgeStorage(rep, qloraPaths, qloraClaims())
+	if len(checks) != 3 {
+		t.Fatalf("want 3 checks, got %+v", checks)
+	}
+	for _, c := range checks {
+		if c.Status == Fail {
+			t.Errorf("FAIL on a complete tree: %+v", c)
+		}
+		if strings.Contains(c.Message, root) {
+			t.Errorf("message shows the simulated root %s: %s", root, c.Message)
+		}
+	}
+	if m := checks[0].Message; !strings.Contains(m, "4 of 4 shards") || !strings.Contains(m, "15.2 GB") {
+		t.Errorf("model message: %s", m)
+	}
+}
+
+func TestStorageScriptMissingShard(t *testing.T) {
+	root := t.TempDir()
+	writeModelTree(t, root, "model-00003-of-00004.safetensors")
+	if err := os.RemoveAll(filepath.Join(root, "shared/datasets/course-qa")); err != nil {
+		t.Fatal(err)
+	}
+	out := runStorageScript(t, root)
+	if os.Getenv("AIN_WRITE_SAMPLES") != "" {
+		_ = os.WriteFile("testdata/storage/missing-shard.txt", out, 0o644)
+	}
+	rep, err := ParseStorageReport(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := JudgeStorage(rep, qloraPaths, qloraClaims())
+	m, d := checks[0], checks[1]
+	if m.Status != Fail || !strings.Contains(m.Message, "1 of 4 weight files missing: model-00003-of-00004.safetensors") ||
+		!strings.Contains(m.Message, "nfs-shared") || !strings.Contains(m.Fix, "hf download") {
+		t.Errorf("model check: %+v", m)
+	}
+	if d.Status != Fail || !strings.Contains(d.Message, "/shared/datasets/course-qa") || !strings.Contains(d.Message, "does not exist") {
+		t.Errorf("dataset check: %+v", d)
+	}
+}
+
+func TestJudgeStorageSamples(t *testing.T) {
+	cases := []struct {
+		file  string
+		want  []Status
+		words []string
+	}{
+		{"complete.txt", []Status{Pass, Pass, ""}, []string{"complete and readable as uid 0"}},
+		{"missing-shard.txt", []Status{Fail, Fail, ""}, []string{"model-00003-of-00004.safetensors", "does not exist"}},
+		{"readonly-output.txt", []Status{Pass, Pass, Fail}, []string{"Read-only file system", "readOnly: false"}},
+		{"lfs-pointers.txt", []Status{Fail, Pass, Pass}, []string{"Git LFS pointers", "git lfs pull", "not readable: tokenizer.json"}},
+	}
+	for _, tc := range cases {
+		data, err := os.ReadFile(filepath.Join("testdata/storage", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := ParseStorageReport(data)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		claims := qloraClaims()
+		if strings.HasPrefix(tc.file, "readonly") {
+			ro := *sharedVol
+			ro.ReadOnly = true
+			claims[qloraPaths[2].Path] = &ro
+		}
+		checks := JudgeStorage(rep, qloraPaths, claims)
+		var all strings.Builder
+		for i, c := range checks {
+			fmt.Fprintf(&all, "%s %s %s %s\n", c.Status, c.Message, c.Evidence, c.Fix)
+			if tc.want[i] != "" && c.Status != tc.want[i] {
+				t.Errorf("%s: check %d is %s, want %s: %s", tc.file, i, c.Status, tc.want[i], c.Message)
+			}
+			if c.Status != Pass && (!strings.Contains(c.Message, "nfs-shared") || c.Fix == "") {
+				t.Errorf("%s: a non-PASS check must name the claim and a fix: %+v", tc.file, c)
+			}
+		}
+		for _, w := range tc.words {
+			if !strings.Contains(all.String(), w) {
+				t.Errorf("%s: %q not in\n%s", tc.file, w, all.String())
+			}
+		}
+	}
+}
+
+func TestParseStorageReportNotRun(t *testing.T) {
+	if _, err := ParseStorageReport([]byte("sh: dd: not found\n")); err == nil {
+		t.Error("output without the format line parsed")
+	}
+}
+
+func TestModelProblemsIndex(t *testing.T) {
+	base := func() *StoragePath {
+		return &StoragePath{Type: "d", Entries: []StorageEntry{{"config.json", true, 600}, {"tokenizer.model", true, 500000}}, IndexName: "model.safetensors.index.json"}
+	}
+	p := base()
+	p.Index = []byte(`{"weight_map": {"a": "model-00001-of-00002.safe`)
+	if pr, _ := ModelProblems(p); len(pr) != 1 || !strings.Contains(pr[0], "not valid JSON") {
+		t.Errorf("truncated index: %v", pr)
+	}
+	p = base()
+	p.IndexSize = maxIndexBytes + 1
+	if pr, _ := ModelProblems(p); len(pr) != 1 || !strings.Contains(pr[0], "were not checked") {
+		t.Errorf("huge index: %v", pr)
+	}
+	p = base()
+	p.IndexName = ""
+	p.Entries = append(p.Entries, StorageEntry{"model.safetensors", true, 988097824})
+	if pr, found := ModelProblems(p); len(pr) != 0 || !strings.Contains(found, "model.safetensors (988.1 MB)") {
+		t.Errorf("single file: %v %s", pr, found)
+	}
+	p.Entries = p.Entries[:1]
+	if pr, _ := ModelProblems(p); len(pr) != 2 {
+		t.Errorf("no tokenizer, no weights: %v", pr)
+	}
+}
+
+func FuzzParseStorageReport(f *testing.F) {
+	files, _ := filepath.Glob("testdata/storage/*.txt")
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(storageFormat + "\nP model /m\nT d\nI 99999999999 model.safetensors.index.json\n| {\nE r x y\nF a b\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rep, err := ParseStorageReport(b)
+		if err != nil {
+			return
+		}
+		paths := make([]recipe.DataPath, 0, len(rep.Paths))
+		claim := map[string]*recipe.Volume{}
+		for _, p := range rep.Paths {
+			paths = append(paths, recipe.DataPath{Kind: recipe.DataKind(p.Kind), Path: p.Path})
+			claim[p.Path] = sharedVol
+		}
+		for _, c := range JudgeStorage(rep, paths, claim) {
+			if c.Status != Pass && c.Fix == "" && c.Status != "" {
+				t.Fatalf("a %s check without a fix: %+v", c.Status, c)
+			}
+		}
+	})
+}
+
+func TestJudgeStorageHugeIndexWarns(t *testing.T) {
+	rep := &StorageReport{UID: "0", Paths: []StoragePath{{Kind: "model", Path: qloraPaths[0].Path, Type: "d",
+		Entries:   []StorageEntry{{"config.json", true, 600}, {"tokenizer.json", true, 7000000}},
+		IndexName: "model.safetensors.index.json", IndexSize: maxIndexBytes + 1}}}
+	c := JudgeStorage(rep, qloraPaths[:1], qloraClaims())
+	if len(c) != 1 || c[0].Status != Warn || !strings.Contains(c[0].Message, "were not checked") || c[0].Fix == "" {
+		t.Errorf("%+v", c)
+	}
+}

@@ -1,0 +1,96 @@
+package preflight_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/preflight"
+)
+
+// modelChecks are the result's model checks.
+func modelChecks(r *preflight.Result) []preflight.Check {
+	var out []preflight.Check
+	for _, c := range r.Checks {
+		if c.Name == preflight.CheckModel {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// The shared claim presents a complete model, the dataset and a writable output directory: the
+// storage probe (a pod mounting the claim, its script run over the claim's simulated content)
+// passes every path of the qlora recipe, and of the vllm recipe's model.
+func TestStorageProbeHealthy(t *testing.T) {
+	sb, ns := setup(t, "healthy")
+	_, out, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "qlora", "-o", "json")
+	checks := modelChecks(decode(t, out))
+	want := []string{
+		"model /shared/models/Qwen2.5-7B-Instruct on claim nfs-shared", "4 of 4 shards of model.safetensors.index.json (15.2 GB)",
+		"dataset /shared/datasets/course-qa on claim nfs-shared", "a directory of 2 entries",
+		"output /shared/adapters/qlora-qwen2.5-7b on claim nfs-shared", "writable as uid 0", "free of 11.0 TB",
+	}
+	if len(checks) != 3 {
+		t.Fatalf("want 3 model checks (model, dataset, output), got %+v", checks)
+	}
+	var all strings.Builder
+	for _, c := range checks {
+		if c.Status != preflight.Pass {
+			t.Errorf("%s %s: %s (%s)", c.Status, c.Target, c.Message, c.Fix)
+		}
+		all.WriteString(c.Message + "\n")
+	}
+	for _, w := range want {
+		if !strings.Contains(all.String(), w) {
+			t.Errorf("%q not in the model checks:\n%s", w, all.String())
+		}
+	}
+	noProbePods(t, sb, ns)
+}
+
+// A half-copied model on a read-only export: the preflight FAILs naming the claim, the path, the
+// missing shard and the fix, and `ain train` is refused before anything is applied.
+func TestStorageProbeBroken(t *testing.T) {
+	sb, ns := setup(t, "storage-broken")
+	e := newEnv(t)
+	code, out, _ := ain(t, context.Background(), sb, e, ns, "preflight", "qlora", "-o", "json")
+	if code != int(ainerr.PreflightFailed) {
+		t.Errorf("preflight qlora: exit %d, want %d", code, ainerr.PreflightFailed)
+	}
+	checks := modelChecks(decode(t, out))
+	if len(checks) != 3 {
+		t.Fatalf("want 3 model checks, got %+v", checks)
+	}
+	m, d, o := checks[0], checks[1], checks[2]
+	if m.Status != preflight.Fail || m.Target != "nfs-shared:/shared/models/Qwen2.5-7B-Instruct" ||
+		!strings.Contains(m.Message, "1 of 4 weight files missing: model-00003-of-00004.safetensors") || !strings.Contains(m.Fix, "hf download") {
+		t.Errorf("model: %+v", m)
+	}
+	if d.Status != preflight.Pass {
+		t.Errorf("dataset: %+v", d)
+	}
+	if o.Status != preflight.Fail || !strings.Contains(o.Message, "Read-only file system") || !strings.Contains(o.Message, "/shared/adapters") ||
+		!strings.Contains(o.Fix, "claim nfs-shared is read-only") {
+		t.Errorf("output: %+v", o)
+	}
+	code, _, errOut := ain(t, context.Background(), sb, e, ns, "train", "qlora", "--timeout", "1m")
+	if code != int(ainerr.PreflightFailed) || !strings.Contains(errOut, "model-00003-of-00004.safetensors") {
+		t.Errorf("train qlora: exit %d, want %d with the missing shard named", code, ainerr.PreflightFailed)
+	}
+	noProbePods(t, sb, ns)
+}
+
+// A serving recipe's model (spec.model) is probed the same way.
+func TestStorageProbeServing(t *testing.T) {
+	sb, ns := setup(t, "storage-broken")
+	code, out, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "vllm", "-o", "json")
+	if code != int(ainerr.PreflightFailed) {
+		t.Errorf("preflight vllm: exit %d, want %d", code, ainerr.PreflightFailed)
+	}
+	checks := modelChecks(decode(t, out))
+	if len(checks) != 1 || checks[0].Status != preflight.Fail || !strings.Contains(checks[0].Message, "(spec.model): 1 of 4 weight files missing") {
+		t.Errorf("want one FAIL for spec.model, got %+v", checks)
+	}
+}
