@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -77,49 +75,10 @@ func (a *App) sandboxCommand() *ucli.Command {
 				},
 			},
 			{
-				Name:  "build",
-				Usage: "only build the sandbox's binaries into the cache (CI warms it with this)",
-				Flags: []ucli.Flag{stackFlag(&o.Stack, "", "build only this stack's components (current or legacy); default: every stack's")},
-				Action: func(c *ucli.Context) error {
-					cache, err := sandbox.CacheDir(a.Getenv)
-					if err != nil {
-						return err
-					}
-					comps := sandbox.Components()
-					var stack sandbox.Stack
-					if o.Stack != "" {
-						var perr error
-						if stack, perr = sandbox.ParseStack(o.Stack); perr != nil {
-							return ainerr.Usagef("%v", perr)
-						}
-						comps = stack.Components()
-					}
-					var missing []string
-					for _, comp := range comps {
-						if !comp.Built(cache) {
-							missing = append(missing, comp.Name)
-						}
-					}
-					clock := newBuildClock(missing, a.Now)
-					progress := func(done, total int, building string) {
-						clock.step(done, building)
-						if done < total {
-							fmt.Fprintf(a.Streams.Err, "  (%s)\n", clock.line())
-						}
-					}
-					if o.Stack != "" {
-						err = sandbox.EnsureStack(c.Context, cache, stack, a.Streams.Err, progress)
-					} else {
-						err = sandbox.EnsureBinariesProgress(c.Context, cache, a.Streams.Err, progress)
-					}
-					if err != nil {
-						return err
-					}
-					for _, comp := range comps {
-						fmt.Fprintf(a.Streams.Out, "%s %s\t%s\n", comp.Name, comp.Version, comp.Dir(cache))
-					}
-					return nil
-				},
+				Name:   "build",
+				Usage:  "only build the sandbox's binaries into the cache (CI warms it with this)",
+				Flags:  []ucli.Flag{stackFlag(&o.Stack, "", "build only this stack's components (current or legacy); default: every stack's")},
+				Action: func(c *ucli.Context) error { return a.runSandboxBuild(c.Context, o) },
 			},
 			{
 				Name:   "status",
@@ -155,6 +114,40 @@ func (a *App) sandboxCommand() *ucli.Command {
 			},
 		},
 	}
+}
+
+func (a *App) runSandboxBuild(ctx context.Context, o *sandboxOptions) error {
+	cache, err := sandbox.CacheDir(a.Getenv)
+	if err != nil {
+		return err
+	}
+	comps := sandbox.Components()
+	var stack sandbox.Stack
+	if o.Stack != "" {
+		if stack, err = sandbox.ParseStack(o.Stack); err != nil {
+			return ainerr.Usagef("%v", err)
+		}
+		comps = stack.Components()
+	}
+	clock := sandbox.NewBuildClock(sandbox.Missing(cache, comps), a.Now)
+	progress := func(done, total int, building string) {
+		clock.Step(done, building)
+		if done < total {
+			fmt.Fprintf(a.Streams.Err, "  (%s)\n", clock.Line())
+		}
+	}
+	if o.Stack != "" {
+		err = sandbox.EnsureStack(ctx, cache, stack, a.Streams.Err, progress)
+	} else {
+		err = sandbox.EnsureBinariesProgress(ctx, cache, a.Streams.Err, progress)
+	}
+	if err != nil {
+		return err
+	}
+	for _, comp := range comps {
+		fmt.Fprintf(a.Streams.Out, "%s %s\t%s\n", comp.Name, comp.Version, comp.Dir(cache))
+	}
+	return nil
 }
 
 func (a *App) sandboxDir(o *sandboxOptions) (string, error) {
@@ -227,27 +220,9 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 		return ainerr.WithHint(err, "component logs are in "+sandbox.Layout{Dir: dir}.Logs()+"; every process it had started is stopped; run `ain sandbox up` to try again")
 	}
 	w := a.Streams.Out
-	if running {
-		fmt.Fprintf(w, "The sandbox is already running (started %s, %s stack, scenario %s, %d nodes).\n",
-			st.StartedAt.Local().Format(time.RFC3339), st.Stack(), st.Config.Scenario, st.Config.Nodes)
-		if differs(st.Config, cfg) {
-			fmt.Fprintf(w, "It was started with other settings than these; run `ain sandbox down` first to change them.\n")
-		}
-	} else {
-		fmt.Fprintf(w, "Sandbox ready: %s stack, %d simulated nodes, scenario %s, fabric %s.\n", st.Stack(), st.Config.Nodes, st.Config.Scenario, st.Config.Fabric)
-	}
-	fmt.Fprintf(w, "Job APIs served: %s.\n", strings.Join(st.Stack().APIs(), ", "))
-	if !st.Webhook.On {
-		fmt.Fprintf(w, "training-operator NOT running: %s\n", st.Webhook.Reason)
-	}
-	fmt.Fprintf(w, "Note: %s\n", sandbox.SimulatedNote)
+	st.WriteUp(w, running, cfg, "run `ain sandbox down` first to change them")
 	fmt.Fprintf(w, "Use it:  eval \"$(ain sandbox env)\"   (KUBECONFIG=%s)\n", st.Kubeconfig)
 	return nil
-}
-
-func differs(a, b sandbox.Config) bool {
-	return a.Nodes != b.Nodes || a.GPUsPerNode != b.GPUsPerNode || a.Fabric != b.Fabric || a.Scenario != b.Scenario ||
-		a.RDMAResource != b.RDMAResource || a.RDMACount != b.RDMACount || a.Stack != b.Stack || a.RealPods != b.RealPods
 }
 
 // stackFlag is --stack.
@@ -273,90 +248,11 @@ func (a *App) runSandboxStatus(ctx context.Context, o *sandboxOptions) error {
 	if o.Output == "json" {
 		return a.writeJSON(s)
 	}
-	w := a.Streams.Out
-	state := "running"
-	if !s.Running {
-		state = "NOT running"
-		if len(s.Components) > 0 {
-			state = "partly running (run `ain sandbox up` to restart it or `ain sandbox down`)"
-		}
-	}
-	fmt.Fprintf(w, "Sandbox %s: %s\n", s.Dir, state)
-	fmt.Fprintf(w, "  stack:      %s (%s)\n", s.Stack, strings.Join(s.APIs, ", "))
-	fmt.Fprintf(w, "  scenario:   %s (%s)\n", s.Config.Scenario, s.Scenario)
-	fmt.Fprintf(w, "  fabric:     %s, %d nodes x %d GPUs, %s: %d\n", s.Config.Fabric, s.Config.Nodes, s.Config.GPUsPerNode, s.Config.RDMAResource, s.Config.RDMACount)
-	if s.Config.RealPods {
-		fmt.Fprintf(w, "  real pods:  on (the nccl-tests images' pods run as real processes; others are simulated)\n")
-	}
-	fmt.Fprintf(w, "  server:     %s\n  kubeconfig: %s\n", s.Server, s.Kubeconfig)
-	if len(s.Webhooks) > 0 {
-		for _, wh := range s.Webhooks {
-			fmt.Fprintf(w, "  webhook:    %s %s -> %s\n", wh.Component, wh.Name, strings.Join(wh.URLs, ", "))
-		}
-	} else if s.Webhook.On {
-		fmt.Fprintf(w, "  webhook:    on (%s)\n", s.Webhook.URL)
-	} else {
-		fmt.Fprintf(w, "  webhook:    off: %s\n", s.Webhook.Reason)
-	}
-	for _, pf := range s.Config.PortForwards {
-		fmt.Fprintf(w, "  forward:    pod port %d -> %s\n", pf.PodPort, pf.Target)
-	}
-	if len(s.Components) > 0 {
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "COMPONENT\tVERSION\tPID\tSTATE\tRSS\tPORTS (127.0.0.1)")
-		for _, c := range s.Components {
-			state := "running"
-			if !c.Running {
-				state = "stopped"
-			}
-			rss := "-"
-			if c.RSSKiB > 0 {
-				rss = fmt.Sprintf("%d MiB", c.RSSKiB/1024)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", c.Name, or(c.Version, "-"), c.PID, state, rss, portsString(c.Ports))
-		}
-		fmt.Fprintf(tw, "total\t\t\t\t%d MiB\t\n", s.TotalRSSKiB()/1024)
-		tw.Flush()
-	}
-	if len(s.Nodes) > 0 {
-		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "NODE\tREADY\tGPU\t%s\tCPU\tMEMORY\tEPHEMERAL\tPODS\tTAINTS\n", strings.ToUpper(s.Config.RDMAResource))
-		for _, n := range s.Nodes {
-			al := func(k string) string { return or(n.Allocatable[k], "0") }
-			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Ready, al("nvidia.com/gpu"), al(s.Config.RDMAResource),
-				al("cpu"), al("memory"), al("ephemeral-storage"), al("pods"), or(strings.Join(n.Taints, ","), "-"))
-		}
-		tw.Flush()
-	} else if s.NodesError != "" {
-		fmt.Fprintf(w, "\nnodes: %s\n", s.NodesError)
-	}
-	fmt.Fprintf(w, "\nSimulated: %s\nComponent logs: %s\n", s.Simulated, s.Logs)
+	s.WriteText(a.Streams.Out, "run `ain sandbox up` to restart it or `ain sandbox down`")
 	if !s.Running {
 		return quiet(ainerr.Failure)
 	}
 	return nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func portsString(p map[string]int) string {
-	var keys []string
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, p[k]))
-	}
-	return strings.Join(parts, " ")
 }
 
 func (a *App) runSandboxKubeconfig(o *sandboxOptions, export bool) error {

@@ -1,0 +1,53 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBuildProgress checks the progress line: nothing to build on a complete cache; done/total,
+// what is building and the time left from the components' cold costs at this machine's pace.
+func TestBuildProgress(t *testing.T) {
+	cache := t.TempDir()
+	for _, c := range Components() {
+		if err := os.MkdirAll(c.Dir(cache), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(c.Dir(cache), ".complete"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := StartBuild(context.Background(), cache, DefaultStack, time.Now); b != nil {
+		t.Fatal("a complete cache started a build")
+	}
+	// A clock the test moves: etcd takes 3 minutes, about four times its reference cold cost
+	// (43 s), so what is left counts about four times the reference figures; once three are done
+	// in 9 minutes, Kubernetes' share is still most of what is left.
+	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	now := t0
+	clock := NewBuildClock([]string{"etcd", "kwok", "jobset", "kubernetes"}, func() time.Time { return now })
+	b := &BackgroundBuild{clock: clock, fin: make(chan struct{})}
+	if got, want := b.Line(), "sandbox build: 0/4 components done, building etcd, 0s elapsed, about 8m0s left"; got != want {
+		t.Errorf("line() before any component = %q, want %q", got, want)
+	}
+	now = t0.Add(3 * time.Minute)
+	clock.Step(1, "kwok")
+	if got, want := b.Line(), "sandbox build: 1/4 components done, building kwok, 3m0s elapsed, about 32m0s left"; got != want {
+		t.Errorf("line() = %q, want %q", got, want)
+	}
+	now = t0.Add(9 * time.Minute)
+	clock.Step(3, "kubernetes")
+	if got, want := b.Line(), "sandbox build: 3/4 components done, building kubernetes, 9m0s elapsed, about 15m0s left"; got != want {
+		t.Errorf("line() with kubernetes left = %q, want %q", got, want)
+	}
+	close(b.fin)
+	clock.Step(4, "")
+	var lines []string
+	if err := b.Wait(context.Background(), time.Hour, func(l string) { lines = append(lines, l) }); err != nil || len(lines) != 1 || !strings.Contains(lines[0], "4/4 components done") {
+		t.Errorf("Wait: %v, %q", err, lines)
+	}
+}
