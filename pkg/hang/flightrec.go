@@ -40,39 +40,11 @@ type frEntry struct {
 // are the global ranks of pg_config. P2P operations (is_p2p) are not matched.
 func analyzeFR(ins []Input) (*Report, error) {
 	r := newReport(FormatFlightRecorder)
-	dumps := map[int]*frDump{}
-	for _, in := range ins {
-		d, err := readFR(in)
-		if err != nil {
-			return nil, err
-		}
-		if prev, dup := dumps[d.rank]; dup {
-			return nil, fmt.Errorf("%s and %s are both rank %d's dump (the rank is read from the file name's trailing digits, or the dump's \"rank\")",
-				displayName(prev.file), displayName(in.Name), d.rank)
-		}
-		dumps[d.rank] = d
+	dumps, err := readFRDumps(ins)
+	if err != nil {
+		return nil, err
 	}
-	// Every group any rank knows, with the union of its member ranks.
-	type groupInfo struct {
-		name, desc string
-		ranks      map[int]bool
-	}
-	groups := map[string]*groupInfo{}
-	for rank, d := range dumps {
-		for name, pg := range d.pgs {
-			g := groups[name]
-			if g == nil {
-				g = &groupInfo{name: name, desc: pg.desc, ranks: map[int]bool{}}
-				groups[name] = g
-			}
-			for _, k := range pg.ranks {
-				g.ranks[k] = true
-			}
-			if len(pg.ranks) == 0 {
-				g.ranks[rank] = true
-			}
-		}
-	}
+	groups := frGroups(dumps)
 	names := slices.Sorted(maps.Keys(groups))
 	allRanks := map[int]bool{}
 	for k := range dumps {
@@ -93,115 +65,8 @@ func analyzeFR(ins []Input) (*Report, error) {
 	for _, k := range sortedInts(missing) {
 		r.Evidence = append(r.Evidence, Evidence{Text: fmt.Sprintf("no dump for rank %d (a member of the process groups the other dumps list)", k)})
 	}
-
-	// Find the hung group: the one whose oldest incomplete collective has ranks that did not enter it.
-	type verdict struct {
-		group        *groupInfo
-		seq          int64
-		stuck, ahead map[int]bool
-	}
-	var best *verdict
-	var inFlight *verdict
-	for _, n := range names {
-		g := groups[n]
-		var seq int64 = -1
-		for k := range g.ranks {
-			d := dumps[k]
-			if d == nil || d.pgs[n] == nil {
-				continue
-			}
-			pg := d.pgs[n]
-			if pg.lastEnq > pg.lastComp { // this rank waits in lastComp+1
-				if w := pg.lastComp + 1; seq < 0 || w < seq {
-					seq = w
-				}
-			}
-		}
-		if seq < 0 {
-			continue
-		}
-		v := &verdict{group: g, seq: seq, stuck: map[int]bool{}, ahead: map[int]bool{}}
-		for k := range g.ranks {
-			d := dumps[k]
-			if d == nil {
-				continue
-			}
-			pg := d.pgs[n]
-			if pg == nil || pg.lastEnq < seq {
-				v.stuck[k] = true
-			} else {
-				v.ahead[k] = true
-			}
-		}
-		if len(v.stuck) == 0 {
-			// Every rank entered the oldest incomplete collective. If some ranks already issued a
-			// later one that others did not (torchfrtrace's "Not all ranks joining collective N"),
-			// name that one: its missing ranks are the ones to look at.
-			var top int64 = -1
-			for k := range g.ranks {
-				if d := dumps[k]; d != nil && d.pgs[n] != nil {
-					top = max(top, d.pgs[n].lastEnq)
-				}
-			}
-			later := &verdict{group: g, seq: top, stuck: map[int]bool{}, ahead: map[int]bool{}}
-			for k := range g.ranks {
-				if d := dumps[k]; d != nil && d.pgs[n] != nil {
-					if d.pgs[n].lastEnq < top {
-						later.stuck[k] = true
-					} else {
-						later.ahead[k] = true
-					}
-				}
-			}
-			if len(later.stuck) > 0 {
-				v = later
-			}
-		}
-		switch {
-		case len(v.stuck) > 0 && (best == nil || v.seq < best.seq):
-			best = v
-		case len(v.stuck) == 0 && inFlight == nil:
-			inFlight = v
-		}
-	}
-	if best == nil && inFlight != nil {
-		best = inFlight
-	}
-	if best != nil {
-		n := best.group.name
-		r.StuckRanks, r.AheadRanks = sortedInts(best.stuck), sortedInts(best.ahead)
-		op := ""
-		for _, k := range r.AheadRanks {
-			if e, ok := dumps[k].pgs[n].entries[best.seq]; ok {
-				op = e.name
-				break
-			}
-		}
-		if op == "" {
-			op = "collective"
-		}
-		desc := ""
-		if best.group.desc != "" {
-			desc = ":" + best.group.desc
-		}
-		r.Collective = fmt.Sprintf("%s #%d in process group %s%s", op, best.seq, n, desc)
-		for _, k := range slices.Sorted(maps.Keys(dumps)) {
-			pg := dumps[k].pgs[n]
-			if pg == nil || !best.group.ranks[k] {
-				continue
-			}
-			role := "entered it and waits"
-			if best.stuck[k] {
-				role = "did not enter it"
-			}
-			r.Evidence = append(r.Evidence, Evidence{File: dumps[k].file, Text: fmt.Sprintf(
-				"rank %d, process group %s: last enqueued #%d, started #%d, completed #%d: %s", k, n, pg.lastEnq, pg.lastStarted, pg.lastComp, role)})
-		}
-		if len(best.stuck) > 0 {
-			r.Status = StatusMismatch
-		} else {
-			r.Status = StatusInCollective
-		}
+	if best := hungGroup(names, groups, dumps); best != nil {
+		best.report(r, dumps)
 	}
 	// Collectives with the same sequence number that differ between ranks (op or sizes).
 	for _, n := range names {
@@ -219,6 +84,178 @@ func analyzeFR(ins []Input) (*Report, error) {
 	r.MissingRanks = sortedInts(missing)
 	r.Fix, r.Next = frFix(r)
 	return r, nil
+}
+
+// readFRDumps reads every rank's dump; two dumps of one rank are an error.
+func readFRDumps(ins []Input) (map[int]*frDump, error) {
+	dumps := map[int]*frDump{}
+	for _, in := range ins {
+		d, err := readFR(in)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := dumps[d.rank]; dup {
+			return nil, fmt.Errorf("%s and %s are both rank %d's dump (the rank is read from the file name's trailing digits, or the dump's \"rank\")",
+				displayName(prev.file), displayName(in.Name), d.rank)
+		}
+		dumps[d.rank] = d
+	}
+	return dumps, nil
+}
+
+// frGroup is a process group as all the dumps together know it.
+type frGroup struct {
+	name, desc string
+	ranks      map[int]bool
+}
+
+// frGroups is every group any rank knows, with the union of its member ranks.
+func frGroups(dumps map[int]*frDump) map[string]*frGroup {
+	groups := map[string]*frGroup{}
+	for rank, d := range dumps {
+		for name, pg := range d.pgs {
+			g := groups[name]
+			if g == nil {
+				g = &frGroup{name: name, desc: pg.desc, ranks: map[int]bool{}}
+				groups[name] = g
+			}
+			for _, k := range pg.ranks {
+				g.ranks[k] = true
+			}
+			if len(pg.ranks) == 0 {
+				g.ranks[rank] = true
+			}
+		}
+	}
+	return groups
+}
+
+// frVerdict is one group's collective number seq, with the ranks that did not enter it (stuck)
+// and those that did (ahead).
+type frVerdict struct {
+	group        *frGroup
+	seq          int64
+	stuck, ahead map[int]bool
+}
+
+// hungGroup finds the hung group: the one whose oldest incomplete collective has ranks that did
+// not enter it (the lowest such collective of all groups); else a group where every rank waits
+// in one collective; nil when no rank waits.
+func hungGroup(names []string, groups map[string]*frGroup, dumps map[int]*frDump) *frVerdict {
+	var best, inFlight *frVerdict
+	for _, n := range names {
+		v := groupVerdict(groups[n], dumps)
+		switch {
+		case v == nil:
+		case len(v.stuck) > 0 && (best == nil || v.seq < best.seq):
+			best = v
+		case len(v.stuck) == 0 && inFlight == nil:
+			inFlight = v
+		}
+	}
+	if best == nil {
+		return inFlight
+	}
+	return best
+}
+
+// groupVerdict judges one group: nil when none of its ranks waits in a collective.
+func groupVerdict(g *frGroup, dumps map[int]*frDump) *frVerdict {
+	n := g.name
+	var seq int64 = -1
+	for k := range g.ranks {
+		d := dumps[k]
+		if d == nil || d.pgs[n] == nil {
+			continue
+		}
+		pg := d.pgs[n]
+		if pg.lastEnq > pg.lastComp { // this rank waits in lastComp+1
+			if w := pg.lastComp + 1; seq < 0 || w < seq {
+				seq = w
+			}
+		}
+	}
+	if seq < 0 {
+		return nil
+	}
+	v := splitAt(g, dumps, seq, true)
+	if len(v.stuck) == 0 {
+		// Every rank entered the oldest incomplete collective. If some ranks already issued a
+		// later one that others did not (torchfrtrace's "Not all ranks joining collective N"),
+		// name that one: its missing ranks are the ones to look at.
+		var top int64 = -1
+		for k := range g.ranks {
+			if d := dumps[k]; d != nil && d.pgs[n] != nil {
+				top = max(top, d.pgs[n].lastEnq)
+			}
+		}
+		if later := splitAt(g, dumps, top, false); len(later.stuck) > 0 {
+			v = later
+		}
+	}
+	return v
+}
+
+// splitAt sorts g's ranks with a dump into those that enqueued collective seq (ahead) and those
+// that did not (stuck); a rank whose dump lacks the group counts as stuck when absentStuck.
+func splitAt(g *frGroup, dumps map[int]*frDump, seq int64, absentStuck bool) *frVerdict {
+	v := &frVerdict{group: g, seq: seq, stuck: map[int]bool{}, ahead: map[int]bool{}}
+	for k := range g.ranks {
+		d := dumps[k]
+		if d == nil {
+			continue
+		}
+		pg := d.pgs[g.name]
+		switch {
+		case pg == nil && absentStuck:
+			v.stuck[k] = true
+		case pg == nil:
+		case pg.lastEnq < seq:
+			v.stuck[k] = true
+		default:
+			v.ahead[k] = true
+		}
+	}
+	return v
+}
+
+// report writes the verdict into r: the collective, the ranks on each side and each rank's
+// evidence.
+func (v *frVerdict) report(r *Report, dumps map[int]*frDump) {
+	n := v.group.name
+	r.StuckRanks, r.AheadRanks = sortedInts(v.stuck), sortedInts(v.ahead)
+	op := ""
+	for _, k := range r.AheadRanks {
+		if e, ok := dumps[k].pgs[n].entries[v.seq]; ok {
+			op = e.name
+			break
+		}
+	}
+	if op == "" {
+		op = "collective"
+	}
+	desc := ""
+	if v.group.desc != "" {
+		desc = ":" + v.group.desc
+	}
+	r.Collective = fmt.Sprintf("%s #%d in process group %s%s", op, v.seq, n, desc)
+	for _, k := range slices.Sorted(maps.Keys(dumps)) {
+		pg := dumps[k].pgs[n]
+		if pg == nil || !v.group.ranks[k] {
+			continue
+		}
+		role := "entered it and waits"
+		if v.stuck[k] {
+			role = "did not enter it"
+		}
+		r.Evidence = append(r.Evidence, Evidence{File: dumps[k].file, Text: fmt.Sprintf(
+			"rank %d, process group %s: last enqueued #%d, started #%d, completed #%d: %s", k, n, pg.lastEnq, pg.lastStarted, pg.lastComp, role)})
+	}
+	if len(v.stuck) > 0 {
+		r.Status = StatusMismatch
+	} else {
+		r.Status = StatusInCollective
+	}
 }
 
 // firstDifference compares, for one group, the collectives every rank recorded with the same
