@@ -33,177 +33,209 @@ type rasGroup struct {
 //	  Rank 7 has launched up to operation 60 -- GPU 3 managed by process 1650386 on node node1
 //	  The missing rank: 21   (NCCL 2.24-2.25; later: "Rank 21 -- GPU 5 managed by ...")
 func analyzeRASText(in Input) *Report {
-	r := newReport(FormatRASText)
-	missing, stuck, ahead := map[int]bool{}, map[int]bool{}, map[int]bool{}
-	var (
-		block      string // INCOMPLETE, MISMATCH, ERROR, DEAD, TIMEOUT ("" outside)
-		comm       string // "#0-0 (hash)"
-		op         string // "AllReduce", "collective"
-		groups     []*rasGroup
-		cur        *rasGroup
-		worst      string
-		inTable    bool
-		statusDead bool
-		jobGPUs    int
-	)
-	flush := func() {
-		if len(groups) < 2 {
-			groups, cur = nil, nil
-			return
-		}
-		var top int64 = -1
-		for _, g := range groups {
-			top = max(top, g.value)
-		}
-		if r.Collective != "" {
-			// The ranks are those of the first spread RAS printed (communicator ranks are not
-			// comparable across communicators); later spreads stay in the evidence.
-			groups, cur = nil, nil
-			return
-		}
-		for _, g := range groups {
-			set := stuck
-			if g.value == top {
-				set = ahead
-			}
-			for _, k := range g.ranks {
-				set[k] = true
-			}
-			if g.value < top && len(g.ranks) < g.count {
-				r.Evidence = append(r.Evidence, Evidence{File: in.Name, Line: g.line, Text: fmt.Sprintf(
-					"%d rank(s) behind at operation %d that RAS did not list (it lists outliers only): rerun `ncclras -v`", g.count-len(g.ranks), g.value)})
-			}
-		}
-		r.Collective = fmt.Sprintf("%s operation %d of communicator %s", op, top, comm)
-		groups, cur = nil, nil
+	p := &rasText{r: newReport(FormatRASText), in: in, base: -1,
+		missing: map[int]bool{}, stuck: map[int]bool{}, ahead: map[int]bool{}}
+	lines(in.Data, p.line)
+	return p.finish()
+}
+
+// rasText is the state of a read of ncclras's text output.
+type rasText struct {
+	r                     *Report
+	in                    Input
+	missing, stuck, ahead map[int]bool
+	block                 string // INCOMPLETE, MISMATCH, ERROR, DEAD, TIMEOUT ("" outside)
+	comm                  string // "#0-0 (hash)"
+	op                    string // "AllReduce", "collective"
+	groups                []*rasGroup
+	cur                   *rasGroup
+	worst                 string
+	inTable, statusDead   bool
+	jobGPUs               int
+	base                  int // the first line's indentation
+}
+
+// flush ends a spread of operation counts: its highest count's ranks are ahead, the others stuck.
+func (p *rasText) flush() {
+	groups := p.groups
+	p.groups, p.cur = nil, nil
+	if len(groups) < 2 || p.r.Collective != "" {
+		// Only the first spread RAS printed gives the ranks (communicator ranks are not
+		// comparable across communicators); later spreads stay in the evidence.
+		return
 	}
-	setWorst := func(s string) {
-		if severity(s) > severity(worst) {
-			worst = s
+	var top int64 = -1
+	for _, g := range groups {
+		top = max(top, g.value)
+	}
+	for _, g := range groups {
+		set := p.stuck
+		if g.value == top {
+			set = p.ahead
+		}
+		for _, k := range g.ranks {
+			set[k] = true
+		}
+		if g.value < top && len(g.ranks) < g.count {
+			p.r.Evidence = append(p.r.Evidence, Evidence{File: p.in.Name, Line: g.line, Text: fmt.Sprintf(
+				"%d rank(s) behind at operation %d that RAS did not list (it lists outliers only): rerun `ncclras -v`", g.count-len(g.ranks), g.value)})
 		}
 	}
-	ev := func(no int, s string) {
-		if len(r.Evidence) < 40 {
-			r.Evidence = append(r.Evidence, Evidence{File: in.Name, Line: no, Text: strings.TrimSpace(s)})
-		}
+	p.r.Collective = fmt.Sprintf("%s operation %d of communicator %s", p.op, top, p.comm)
+}
+
+func (p *rasText) setWorst(s string) {
+	if severity(s) > severity(p.worst) {
+		p.worst = s
+	}
+}
+
+func (p *rasText) ev(no int, s string) {
+	if len(p.r.Evidence) < 40 {
+		p.r.Evidence = append(p.r.Evidence, Evidence{File: p.in.Name, Line: no, Text: strings.TrimSpace(s)})
+	}
+}
+
+func (p *rasText) line(no int, raw string) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return
 	}
 	// Pasted output (docs, issues) is often indented as a whole: blocks are told from their
 	// bodies by indentation relative to the first line.
-	base := -1
-	lines(in.Data, func(no int, raw string) {
-		s := strings.TrimSpace(raw)
-		if s != "" && base < 0 {
-			base = indentOf(raw)
+	if p.base < 0 {
+		p.base = indentOf(raw)
+	}
+	indented := indentOf(raw) > p.base && p.block != ""
+	f := strings.Fields(s)
+	if p.summaryLine(no, s, f) {
+		return
+	}
+	if strings.HasPrefix(s, "===") || s == "Errors" || s == "Warnings" {
+		p.inTable = false
+		return
+	}
+	if !indented {
+		p.blockHeader(no, s, f)
+		return
+	}
+	p.blockBody(no, s, f)
+}
+
+// summaryLine reads the job summary and the groups table; false for any other line.
+func (p *rasText) summaryLine(no int, s string, f []string) bool {
+	switch {
+	case strings.HasPrefix(s, "Group") && strings.Contains(s, "Comms") && strings.Contains(s, "Status"):
+		p.inTable = true
+	case len(f) == 5 && allInts(f) && p.jobGPUs == 0:
+		// Job summary: nodes, processes per node, GPUs per process, processes, GPUs (totals).
+		p.jobGPUs, _ = strconv.Atoi(f[4])
+	case p.inTable && len(f) == 8 && isInt(f[0]) && isInt(f[1]):
+		// group comms nodes ranks/node ranks/comm ranks/group status errors
+		if n, err := strconv.Atoi(f[4]); err == nil && n > p.r.NRanks {
+			p.r.NRanks = n
 		}
-		indented := s != "" && indentOf(raw) > base && block != ""
-		f := strings.Fields(s)
-		switch {
-		case s == "":
-			return
-		case strings.HasPrefix(s, "Group") && strings.Contains(s, "Comms") && strings.Contains(s, "Status"):
-			inTable = true
-			return
-		case len(f) == 5 && allInts(f) && jobGPUs == 0:
-			// Job summary: nodes, processes per node, GPUs per process, processes, GPUs (totals).
-			jobGPUs, _ = strconv.Atoi(f[4])
-			return
-		case inTable && len(f) == 8 && isInt(f[0]) && isInt(f[1]):
-			// group comms nodes ranks/node ranks/comm ranks/group status errors
-			if n, err := strconv.Atoi(f[4]); err == nil && n > r.NRanks {
-				r.NRanks = n
-			}
-			if f[7] != "OK" {
-				setWorst(f[7])
-				ev(no, s)
-			}
-			return
-		case inTable && (strings.HasPrefix(s, "#") && strings.Contains(s, "in group")):
-			return
+		if f[7] != "OK" {
+			p.setWorst(f[7])
+			p.ev(no, s)
 		}
-		if strings.HasPrefix(s, "===") || s == "Errors" || s == "Warnings" {
-			inTable = false
-			return
+	case p.inTable && (strings.HasPrefix(s, "#") && strings.Contains(s, "in group")):
+	default:
+		return false
+	}
+	return true
+}
+
+// blockHeader starts a block (DEAD, INCOMPLETE, TIMEOUT, or a communicator's "#..." line) or
+// ends the one before.
+func (p *rasText) blockHeader(no int, s string, f []string) {
+	p.flush()
+	p.inTable = false
+	p.block, p.comm, p.op = "", "", "collective"
+	switch {
+	case s == "DEAD" || s == "INCOMPLETE" || s == "TIMEOUT":
+		p.block = s
+		if s == "DEAD" {
+			p.statusDead = true
+			p.setWorst(StatusDead)
+		} else if s == "INCOMPLETE" {
+			p.setWorst(StatusIncomplete)
 		}
-		if !indented {
-			flush()
-			inTable = false
-			block, comm, op = "", "", "collective"
-			switch {
-			case s == "DEAD" || s == "INCOMPLETE" || s == "TIMEOUT":
-				block = s
-				if s == "DEAD" {
-					statusDead = true
-					setWorst(StatusDead)
-				} else if s == "INCOMPLETE" {
-					setWorst(StatusIncomplete)
-				}
-				ev(no, s)
-			case strings.HasPrefix(s, "#") && len(f) >= 3:
-				block, comm = f[len(f)-1], f[0]+" "+f[1]
-				setWorst(block)
-				ev(no, s)
-			}
-			return
+		p.ev(no, s)
+	case strings.HasPrefix(s, "#") && len(f) >= 3:
+		p.block, p.comm = f[len(f)-1], f[0]+" "+f[1]
+		p.setWorst(p.block)
+		p.ev(no, s)
+	}
+}
+
+// blockBody reads a line inside a block.
+func (p *rasText) blockBody(no int, s string, f []string) {
+	switch {
+	case strings.HasPrefix(s, "Communicator ranks have different ") && strings.HasSuffix(s, " operation counts"):
+		p.flush()
+		p.op = strings.TrimSuffix(strings.TrimPrefix(s, "Communicator ranks have different "), " operation counts")
+	case strings.Contains(s, " ranks have launched up to operation ") || strings.Contains(s, " ranks have not launched any operations"):
+		g := &rasGroup{line: no}
+		g.count, _ = strconv.Atoi(f[0])
+		if i := strings.LastIndex(s, "operation "); i >= 0 && strings.Contains(s, "launched up to") {
+			g.value, _ = strconv.ParseInt(strings.TrimSpace(s[i+len("operation "):]), 10, 64)
 		}
-		// Inside a block.
-		switch {
-		case strings.HasPrefix(s, "Communicator ranks have different ") && strings.HasSuffix(s, " operation counts"):
-			flush()
-			op = strings.TrimSuffix(strings.TrimPrefix(s, "Communicator ranks have different "), " operation counts")
-			ev(no, s)
-		case strings.Contains(s, " ranks have launched up to operation ") || strings.Contains(s, " ranks have not launched any operations"):
-			g := &rasGroup{line: no}
-			g.count, _ = strconv.Atoi(f[0])
-			if i := strings.LastIndex(s, "operation "); i >= 0 && strings.Contains(s, "launched up to") {
-				g.value, _ = strconv.ParseInt(strings.TrimSpace(s[i+len("operation "):]), 10, 64)
-			}
-			groups = append(groups, g)
-			cur = g
-			ev(no, s)
-		case strings.HasPrefix(s, "Rank ") && len(f) >= 2 && isInt(f[1]):
-			k, _ := strconv.Atoi(f[1])
-			switch {
-			case block == "INCOMPLETE":
-				missing[k] = true
-			case strings.Contains(s, " has launched up to operation ") || strings.Contains(s, " has not launched any operations"):
-				g := &rasGroup{count: 1, ranks: []int{k}, line: no}
-				if i := strings.Index(s, "operation "); i >= 0 && strings.Contains(s, "launched up to") {
-					g.value, _ = strconv.ParseInt(strings.Fields(s[i+len("operation "):])[0], 10, 64)
-				}
-				groups = append(groups, g)
-				cur = nil
-			case cur != nil:
-				cur.ranks = append(cur.ranks, k)
-			}
-			ev(no, s)
-		case strings.HasPrefix(s, "The missing rank"):
-			// "The missing rank: 21" / "The missing ranks: 3, 21"
-			if i := strings.IndexByte(s, ':'); i >= 0 {
-				for _, t := range strings.Split(s[i+1:], ",") {
-					if k, err := strconv.Atoi(strings.TrimSpace(t)); err == nil {
-						missing[k] = true
-					}
+		p.groups = append(p.groups, g)
+		p.cur = g
+	case strings.HasPrefix(s, "Rank ") && len(f) >= 2 && isInt(f[1]):
+		p.rankLine(no, s, f)
+	case strings.HasPrefix(s, "The missing rank"):
+		// "The missing rank: 21" / "The missing ranks: 3, 21"
+		if i := strings.IndexByte(s, ':'); i >= 0 {
+			for _, t := range strings.Split(s[i+1:], ",") {
+				if k, err := strconv.Atoi(strings.TrimSpace(t)); err == nil {
+					p.missing[k] = true
 				}
 			}
-			ev(no, s)
-		case strings.HasPrefix(s, "Missing communicator data") || strings.HasPrefix(s, "Process ") ||
-			strings.Contains(s, "considered dead") || strings.Contains(s, "timeout") ||
-			strings.Contains(s, "error") || strings.Contains(s, "have status") || strings.Contains(s, "reported"):
-			ev(no, s)
 		}
-	})
-	flush()
-	if jobGPUs > 0 {
-		r.NRanks = jobGPUs // the job's ranks; the table's per-communicator sizes are a fallback
+	case strings.HasPrefix(s, "Missing communicator data") || strings.HasPrefix(s, "Process ") ||
+		strings.Contains(s, "considered dead") || strings.Contains(s, "timeout") ||
+		strings.Contains(s, "error") || strings.Contains(s, "have status") || strings.Contains(s, "reported"):
+	default:
+		return
 	}
-	for k := range stuck { // a rank listed twice (malformed input) counts as behind
-		delete(ahead, k)
+	p.ev(no, s)
+}
+
+// rankLine reads "Rank N ...": a missing rank of an INCOMPLETE block, a rank's own operation
+// count, or a member of the count group above.
+func (p *rasText) rankLine(no int, s string, f []string) {
+	k, _ := strconv.Atoi(f[1])
+	switch {
+	case p.block == "INCOMPLETE":
+		p.missing[k] = true
+	case strings.Contains(s, " has launched up to operation ") || strings.Contains(s, " has not launched any operations"):
+		g := &rasGroup{count: 1, ranks: []int{k}, line: no}
+		if i := strings.Index(s, "operation "); i >= 0 && strings.Contains(s, "launched up to") {
+			g.value, _ = strconv.ParseInt(strings.Fields(s[i+len("operation "):])[0], 10, 64)
+		}
+		p.groups = append(p.groups, g)
+		p.cur = nil
+	case p.cur != nil:
+		p.cur.ranks = append(p.cur.ranks, k)
 	}
-	r.MissingRanks, r.StuckRanks, r.AheadRanks = sortedInts(missing), sortedInts(stuck), sortedInts(ahead)
-	if worst != "" {
-		r.Status = worst
+}
+
+func (p *rasText) finish() *Report {
+	p.flush()
+	r := p.r
+	if p.jobGPUs > 0 {
+		r.NRanks = p.jobGPUs // the job's ranks; the table's per-communicator sizes are a fallback
 	}
-	if statusDead && r.Status != StatusDead {
+	for k := range p.stuck { // a rank listed twice (malformed input) counts as behind
+		delete(p.ahead, k)
+	}
+	r.MissingRanks, r.StuckRanks, r.AheadRanks = sortedInts(p.missing), sortedInts(p.stuck), sortedInts(p.ahead)
+	if p.worst != "" {
+		r.Status = p.worst
+	}
+	if p.statusDead && r.Status != StatusDead {
 		r.Status = StatusDead
 	}
 	r.Fix, r.Next = rasFix(r)
