@@ -213,6 +213,7 @@ func (a *App) commands() []*ucli.Command {
 		a.releaseCommand(),
 		a.sandboxCommand(),
 		a.doctorCommand(),
+		a.reportCommand(),
 		a.benchCommand(),
 		a.serveCommand(),
 		a.modelsCommand(),

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"errors"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/report"
+)
+
+func (a *App) reportCommand() *ucli.Command {
+	var output string
+	return &ucli.Command{
+		Name:      "report",
+		Usage:     "put the measured paths of a course run side by side: training (allreduce busbw, bytes per HCA), fabric (perftest, TCP), serving (TTFT, throughput: entry vs direct)",
+		ArgsUsage: "RESULT.json|DIR ...",
+		Description: "Reads the results ain wrote: `ain bench allreduce` folders (result.json), `ain bench rdma -o json` output and\n" +
+			"`ain bench serve --save-result` files (vLLM's format, also vLLM's own). Each number names its file; two serving\n" +
+			"runs of one model under one load are compared (label them, e.g. --label entry and --label direct); inputs\n" +
+			"of different fabrics, line rates, models or loads are said to disagree instead of being compared (course 12.4.1).\n\n" +
+			"Example:\n  ain report ./ain-results rdma.json serve-entry.json serve-direct.json",
+		Flags: []ucli.Flag{outputFlag(&output, "text", "text, or json", "json")},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() == 0 {
+				return ainerr.Usagef("give the result files or folders to report on")
+			}
+			files, err := report.Files(c.Args().Slice())
+			if err != nil {
+				return ainerr.New(ainerr.Usage, err, "")
+			}
+			r, err := report.Build(files)
+			var ie *report.InputError
+			switch {
+			case errors.As(err, &ie):
+				return ainerr.New(ainerr.Failure, err, "")
+			case errors.Is(err, report.ErrNoResults):
+				_ = r.WriteText(a.Streams.Err, measureHint)
+				return ainerr.New(ainerr.Failure, err, "")
+			case err != nil:
+				return err
+			}
+			if output == "json" {
+				return a.writeJSON(r)
+			}
+			return r.WriteText(a.Streams.Out, measureHint)
+		},
+	}
+}
+
+// measureHint words the command that measures a path the inputs lack.
+func measureHint(m report.Missing) string {
+	switch m.Path {
+	case report.Training:
+		return "no result; run `ain bench allreduce --out DIR` and give DIR"
+	case report.Fabric:
+		return "no result; run `ain bench rdma --tcp -o json > rdma.json`"
+	case report.Serving:
+		return "no result; run `ain bench serve --label entry --save-result entry.json` (and with --endpoint at a pod, --label direct)"
+	}
+	return "not measured: no ain command measures " + m.Measure + " yet (`ain preflight` checks that the files are there)"
+}

@@ -1,0 +1,309 @@
+// Package report puts the measured paths of one course run side by side (course step 12.4.1):
+// the training path (NCCL allreduce busbw against line rate, the transport NCCL used, the bytes
+// the job moved per HCA), the fabric beneath it (perftest and the TCP baseline between two
+// nodes), and the serving path (TTFT and throughput, through the HTTPS entry and against a pod
+// directly). Every number says which file it came from; inputs that cannot be compared are said
+// to disagree rather than set side by side.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ain-hpc/ain/pkg/bench"
+	"github.com/ain-hpc/ain/pkg/counters"
+)
+
+// MaxFileBytes bounds one input file: a result of ain or vLLM is far smaller (a bench result
+// with every rank's raw output is a few MiB).
+const MaxFileBytes = 64 << 20
+
+// Path names the part of the system a row measures.
+type Path string
+
+// The paths of 12.4.1.
+const (
+	Training Path = "training"
+	Fabric   Path = "fabric"
+	Serving  Path = "serving"
+	Storage  Path = "storage"
+)
+
+// Row is one measurement.
+type Row struct {
+	Path    Path     `json:"path"`
+	Measure string   `json:"measure"`
+	Value   float64  `json:"value"`
+	Unit    string   `json:"unit"`
+	Against string   `json:"against,omitempty"` // what the value is judged against, in words
+	Pct     *float64 `json:"pctOfReference,omitempty"`
+	// Source is the file the number came from and what wrote it.
+	Source string `json:"source"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Report is the side-by-side view of the inputs.
+type Report struct {
+	Rows []Row `json:"rows"`
+	// Comparisons are derived from two rows (entry vs direct, NCCL vs RDMA).
+	Comparisons []string `json:"comparisons,omitempty"`
+	// Disagreements say where inputs describe different systems or runs.
+	Disagreements []string `json:"disagreements,omitempty"`
+	// Missing names each path with no measurement among the inputs and what measures it.
+	Missing []Missing `json:"missing,omitempty"`
+	// Skipped are input files that are not a result this report reads, with why.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Missing is a path the inputs say nothing about.
+type Missing struct {
+	Path Path `json:"path"`
+	// Measure is what would measure it, as data (the caller words the command).
+	Measure string `json:"measure"`
+}
+
+// InputError is a file or folder that could not be read.
+type InputError struct {
+	Path string
+	Err  error
+}
+
+func (e *InputError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// ErrNoResults is returned when no input is a result the report reads.
+var ErrNoResults = errors.New("no result of bench allreduce, bench rdma or bench serve among the inputs")
+
+// MaxFiles bounds the JSON files a report reads (a folder given by mistake, such as /, would
+// otherwise be walked whole).
+const MaxFiles = 10000
+
+// Input is one file to read. Given is set for a file named by the user: when it is not a result,
+// the report says so; a file found by walking a folder is passed over without a word.
+type Input struct {
+	Path  string
+	Given bool
+}
+
+// Files lists the JSON files under paths (a file is taken as given; a folder is walked), in a
+// stable order.
+func Files(paths []string) ([]Input, error) {
+	var out []Input
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, &InputError{Path: p, Err: err}
+		}
+		if !fi.IsDir() {
+			out = append(out, Input{Path: p, Given: true})
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(f, ".json") {
+				if len(out)+len(found) >= MaxFiles {
+					return fmt.Errorf("more than %d JSON files: give the result folders themselves", MaxFiles)
+				}
+				found = append(found, f)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, &InputError{Path: p, Err: err}
+		}
+		sort.Strings(found)
+		for _, f := range found {
+			out = append(out, Input{Path: f})
+		}
+	}
+	return out, nil
+}
+
+// Build reads every input and builds the report.
+func Build(inputs []Input) (*Report, error) {
+	b := &builder{r: &Report{}}
+	for _, in := range inputs {
+		data, err := readBounded(in.Path)
+		if err != nil {
+			return nil, &InputError{Path: in.Path, Err: err}
+		}
+		b.add(in, data)
+	}
+	if len(b.r.Rows) == 0 {
+		return b.r, ErrNoResults
+	}
+	b.compare()
+	return b.r, nil
+}
+
+func readBounded(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("larger than %d MiB: not a result of ain or vLLM", MaxFileBytes>>20)
+	}
+	return data, nil
+}
+
+type builder struct {
+	r         *Report
+	allreduce []*bench.Result
+	rdma      []*bench.RDMAResult
+	serving   []servingRun
+}
+
+// skip records why a file named by the user is not read.
+func (b *builder) skip(in Input, format string, args ...any) {
+	if in.Given {
+		b.r.Skipped = append(b.r.Skipped, in.Path+": "+fmt.Sprintf(format, args...))
+	}
+}
+
+// add classifies one file by its content.
+func (b *builder) add(in Input, data []byte) {
+	file := in.Path
+	var head struct {
+		Kind             string   `json:"kind"`
+		OutputThroughput *float64 `json:"output_throughput"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		b.skip(in, "not JSON (%v)", err)
+		return
+	}
+	switch {
+	case head.Kind == bench.Kind:
+		var res bench.Result
+		if err := json.Unmarshal(data, &res); err != nil {
+			b.skip(in, "a bench allreduce result that does not decode: %v", err)
+			return
+		}
+		b.allreduce = append(b.allreduce, &res)
+		b.training(file, &res)
+	case head.Kind == bench.RDMAKind:
+		var res bench.RDMAResult
+		if err := json.Unmarshal(data, &res); err != nil {
+			b.skip(in, "a bench rdma result that does not decode: %v", err)
+			return
+		}
+		b.rdma = append(b.rdma, &res)
+		b.fabric(file, &res)
+	case head.OutputThroughput != nil:
+		var run servingRun
+		if err := json.Unmarshal(data, &run); err != nil {
+			b.skip(in, "a vLLM benchmark result that does not decode: %v", err)
+			return
+		}
+		run.file = file
+		b.serving = append(b.serving, run)
+		b.serve(run)
+	default:
+		b.skip(in, "not a result of bench allreduce, bench rdma (-o json) or bench serve (--save-result)")
+	}
+}
+
+func pct(v float64) *float64 { return &v }
+
+// training adds the allreduce rows: each valid variant's peak busbw against the line rate, its
+// transport, and the bytes its nodes' HCAs moved.
+func (b *builder) training(file string, res *bench.Result) {
+	src := fmt.Sprintf("%s (bench allreduce %s, %d nodes x %d GPUs, %s)", file, res.Name, res.Nodes, res.GPUsPerNode, res.Fabric)
+	variants := map[string]*bench.VariantResult{}
+	for _, v := range res.Variants {
+		variants[v.Name] = v
+	}
+	against := "no line rate in the result"
+	if res.LimitGBps > 0 {
+		against = fmt.Sprintf("line rate %s x %d NIC(s) = %.4g GB/s", res.LineRate, res.NICsPerNode, res.LimitGBps)
+	}
+	for _, p := range res.Peaks {
+		v := variants[p.Variant]
+		detail := ""
+		if v != nil {
+			detail = "transport " + orDash(v.Transport)
+			if !v.Valid {
+				detail += "; INVALID"
+				if len(v.Problems) > 0 {
+					detail += ": " + strings.Join(v.Problems, "; ")
+				}
+			}
+		}
+		measure := "allreduce busbw peak, " + p.Variant
+		if p.Size > 0 {
+			measure += " (" + bench.SizeLabel(p.Size) + ")"
+		}
+		b.r.Rows = append(b.r.Rows, Row{Path: Training, Measure: measure, Value: p.Busbw, Unit: "GB/s", Against: against,
+			Pct: p.PctLineRate, Source: src, Detail: detail})
+	}
+	for _, v := range res.Variants {
+		if v.Wire == nil {
+			continue
+		}
+		for _, n := range v.Wire.Nodes {
+			if n.Err != "" {
+				continue
+			}
+			var of *float64
+			if v.Wire.FloorBytes > 0 {
+				of = pct(100 * float64(n.Sent) / float64(v.Wire.FloorBytes))
+			}
+			b.r.Rows = append(b.r.Rows, Row{Path: Training, Measure: fmt.Sprintf("bytes sent on the RDMA ports of %s, %s", n.Node, v.Name),
+				Value: float64(n.Sent), Unit: "B", Against: fmt.Sprintf("the least any allreduce sends per node, %d B", v.Wire.FloorBytes),
+				Pct: of, Source: src, Detail: portsText(n)})
+		}
+	}
+}
+
+func portsText(n bench.WireNode) string {
+	names := make([]string, 0, len(n.Ports))
+	for p := range n.Ports {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, p := range names {
+		parts = append(parts, fmt.Sprintf("%s sent %s", p, counters.HumanBytes(n.Ports[p].XmitBytes)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fabric adds the two-node rows: perftest's bandwidth (or latency) and the TCP baseline.
+func (b *builder) fabric(file string, res *bench.RDMAResult) {
+	src := fmt.Sprintf("%s (bench rdma %s, %s -> %s, %s)", file, res.Test, res.Client, res.Server, res.Fabric)
+	against := fmt.Sprintf("line rate %.4g Gb/s (%s)", res.ExpectedGbps, res.ExpectedSource)
+	switch {
+	case res.RDMAGbps != nil:
+		b.r.Rows = append(b.r.Rows, Row{Path: Fabric, Measure: res.Test + " bandwidth", Value: *res.RDMAGbps, Unit: "Gb/s",
+			Against: against, Pct: res.PctLineRate, Source: src, Detail: fmt.Sprintf("device %s, %d QP(s)", orDash(res.Device), res.QPs)})
+	case res.TypicalUs != nil:
+		b.r.Rows = append(b.r.Rows, Row{Path: Fabric, Measure: res.Test + " typical latency", Value: *res.TypicalUs, Unit: "us",
+			Source: src, Detail: fmt.Sprintf("device %s", orDash(res.Device))})
+	}
+	if res.TCP != nil && res.ExpectedGbps > 0 {
+		b.r.Rows = append(b.r.Rows, Row{Path: Fabric, Measure: "TCP baseline (iperf3)", Value: res.TCP.Gbps, Unit: "Gb/s",
+			Against: against, Pct: pct(100 * res.TCP.Gbps / res.ExpectedGbps), Source: src, Detail: fmt.Sprintf("%d stream(s), %d s", res.TCP.Streams, res.TCP.Seconds)})
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,138 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/openaiclient"
+	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
+	"github.com/ain-hpc/ain/pkg/servebench"
+	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
+)
+
+// servingResult runs ain's serving benchmark against a simulated vLLM server with the given
+// first-token delay and writes its result in vLLM's format, as `ain bench serve --save-result`.
+func servingResult(t *testing.T, dir, label string, firstToken time.Duration, concurrency int) string {
+	t.Helper()
+	_, url := clienttest.Start(t, vllmsim.Options{FirstTokenDelay: firstToken, TokenInterval: time.Millisecond})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url, MaxConns: 4})
+	res, err := servebench.Run(context.Background(), c, servebench.Config{Model: "test-model", Requests: 12, MaxConcurrency: concurrency,
+		InputLen: 16, OutputLen: 4, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(res.VLLMResult(label), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, label+".json")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestServingEntryAgainstDirect: two runs of one model under one load are compared (the entry's
+// extra first-token time shows), a run under another load is said not to compare, and the
+// paths without input are named.
+func TestServingEntryAgainstDirect(t *testing.T) {
+	dir := t.TempDir()
+	direct := servingResult(t, dir, "direct", 5*time.Millisecond, 4)
+	entry := servingResult(t, dir, "entry", 60*time.Millisecond, 4)
+	other := servingResult(t, dir, "other-load", 5*time.Millisecond, 2)
+	r, err := Build([]Input{{direct, true}, {entry, true}, {other, true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Comparisons) != 1 || !strings.HasPrefix(r.Comparisons[0], "serving entry against direct: TTFT median +") {
+		t.Errorf("comparisons %q: want entry against direct with a slower first token", r.Comparisons)
+	}
+	if len(r.Disagreements) != 2 || !strings.Contains(r.Disagreements[0], "different loads") {
+		t.Errorf("disagreements %q", r.Disagreements)
+	}
+	var paths []string
+	for _, m := range r.Missing {
+		paths = append(paths, string(m.Path))
+	}
+	if got := strings.Join(paths, ","); got != "training,fabric,storage" {
+		t.Errorf("missing %s", got)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text, func(m Missing) string { return "run " + m.Measure }); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"serving  TTFT median, entry", entry + " (entry, test-model, 12 prompts, concurrency 4; 12 completed, 0 failed)", "missing storage: run a read of the model files"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// TestSandboxResults reads a bench allreduce result folder and a bench rdma result written by
+// ain on the sandbox (testdata/README.md): busbw against line rate, the bytes on each node's
+// ports, perftest and TCP, and NCCL set beside perftest on the same fabric.
+func TestSandboxResults(t *testing.T) {
+	files, err := Files([]string{"testdata/sandbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	_ = r.WriteText(&text, func(m Missing) string { return m.Measure })
+	got := text.String()
+	for _, want := range []string{"training  allreduce busbw peak, ring", "bytes sent on the RDMA ports of gpu-node-", "fabric    ib_write_bw bandwidth", "TCP baseline (iperf3)", "per NIC (NCCL used 1 of the 2 NICs per node: mlx5_0:1), 97% of what ib_write_bw measured"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("text lacks %q:\n%s", want, got)
+		}
+	}
+	if len(r.Disagreements) != 0 {
+		t.Errorf("one sandbox run disagrees with itself: %q", r.Disagreements)
+	}
+}
+
+// TestBadInputs: no result at all is ErrNoResults with each file's reason; a file over the bound
+// is refused naming the bound; a folder that is not there names it.
+func TestBadInputs(t *testing.T) {
+	dir := t.TempDir()
+	readme := filepath.Join(dir, "README.json")
+	if err := os.WriteFile(readme, []byte(`{"hello": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "notes.json")
+	if err := os.WriteFile(text, []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build([]Input{{readme, true}, {text, true}})
+	if !errors.Is(err, ErrNoResults) || len(r.Skipped) != 2 || !strings.Contains(r.Skipped[1], "not JSON") {
+		t.Errorf("err %v, skipped %q", err, r.Skipped)
+	}
+	// Found by walking the folder rather than named, the same files are passed over quietly.
+	walked, err := Files([]string{dir})
+	if err != nil || len(walked) != 2 || walked[0].Given {
+		t.Fatalf("Files(dir) = %+v, %v", walked, err)
+	}
+	if r, err := Build(walked); !errors.Is(err, ErrNoResults) || len(r.Skipped) != 0 {
+		t.Errorf("walked: err %v, skipped %q", err, r.Skipped)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), MaxFileBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ie *InputError
+	if _, err := Build([]Input{{big, true}}); !errors.As(err, &ie) || ie.Path != big || !strings.Contains(err.Error(), "larger than 64 MiB") {
+		t.Errorf("big file: %v", err)
+	}
+	if _, err := Files([]string{filepath.Join(dir, "nosuch")}); !errors.As(err, &ie) {
+		t.Errorf("missing folder: %v", err)
+	}
+}
