@@ -18,6 +18,9 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 	if res.LineRateNote != "" {
 		fmt.Fprintln(w, res.LineRateNote)
 	}
+	if res.NICsNote != "" {
+		fmt.Fprintln(w, res.NICsNote)
+	}
 	same := "on the same nodes"
 	if !res.SameNodes {
 		same = "NOT all on the same nodes"

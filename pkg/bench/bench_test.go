@@ -482,3 +482,27 @@ func TestPinWorkersBackends(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitCountsTheNICsNCCLUsed: planned with 2 NICs per node (a profile listing both HCAs of a
+// 1-GPU node) while NCCL's logs name one, the limit is one NIC's rate and a note says why: the
+// same healthy samples must not read "47% ... suspect the fabric". Summarize stays idempotent.
+func TestLimitCountsTheNICsNCCLUsed(t *testing.T) {
+	res := threeVariants(t, 25)
+	res.NICsPerNode, res.PlannedNICs = 2, 0
+	res.Summarize()
+	res.Summarize()
+	if res.NICsPerNode != 1 || res.PlannedNICs != 2 || res.LimitGBps != 25 {
+		t.Fatalf("NICs %d (planned %d), limit %v", res.NICsPerNode, res.PlannedNICs, res.LimitGBps)
+	}
+	if want := "NCCL's log names 1 NIC(s) per node in use (mlx5_0:1), the plan 2: the busbw limit counts 1"; res.NICsNote != want {
+		t.Errorf("note %q, want %q", res.NICsNote, want)
+	}
+	if !strings.Contains(res.Verdict, "the fabric is healthy") || strings.Contains(res.Verdict, "suspect the fabric") {
+		t.Errorf("verdict: %s", res.Verdict)
+	}
+	// A plan that matches what NCCL used says nothing.
+	res = threeVariants(t, 25)
+	if res.NICsNote != "" || res.NICsPerNode != 1 {
+		t.Errorf("matching plan: %d NICs, note %q", res.NICsPerNode, res.NICsNote)
+	}
+}

@@ -53,6 +53,10 @@ type Result struct {
 	// NICsPerNode is how many NICs NCCL spreads a node's traffic over (the profile's HCAs when
 	// listed, else one per GPU, as on rail-optimised GPU nodes); 0 before Summarize.
 	NICsPerNode int `json:"nicsPerNode"`
+	// PlannedNICs is NICsPerNode as planned, before NCCL's logs said how many it used; NICsNote
+	// says when the two differ and which NICs NCCL named.
+	PlannedNICs int    `json:"plannedNICsPerNode,omitempty"`
+	NICsNote    string `json:"nicsNote,omitempty"`
 	// LimitGBps is the busbw the network allows: NICsPerNode x LineRateGBps (with one GPU and one
 	// NIC per node, the course's "NIC rate / 8 per rank"). "% of line rate" is busbw over it.
 	LimitGBps   float64  `json:"limitGBps"`
@@ -174,8 +178,18 @@ func (res *Result) Summarize() {
 		res.Problems = append(res.Problems, "interrupted "+res.InterruptedNote)
 	}
 	res.Valid = len(res.Problems) == 0 && len(res.Variants) > 0
-	if res.NICsPerNode <= 0 {
-		res.NICsPerNode = max(res.GPUsPerNode, 1)
+	if res.PlannedNICs <= 0 {
+		res.PlannedNICs = res.NICsPerNode
+		if res.PlannedNICs <= 0 {
+			res.PlannedNICs = max(res.GPUsPerNode, 1)
+		}
+	}
+	res.NICsPerNode, res.NICsNote = res.PlannedNICs, ""
+	if used, names := nicsUsed(res.Variants); used > 0 && used != res.PlannedNICs {
+		// The busbw limit is the NICs the traffic could cross: with fewer GPUs than NICs, NCCL
+		// drives the NICs nearest the GPUs (its log's "NET/IB : Using" list), not all of them.
+		res.NICsNote = fmt.Sprintf("NCCL's log names %d NIC(s) per node in use (%s), the plan %d: the busbw limit counts %d", used, strings.Join(names, ", "), res.PlannedNICs, used)
+		res.NICsPerNode = used
 	}
 	res.LimitGBps = float64(res.NICsPerNode) * res.LineRateGBps
 	res.model()
@@ -587,4 +601,40 @@ func (c *CrossoverResult) Describe() (measured, predicted string) {
 		predicted = fmt.Sprintf("%d bytes (%.0f KiB)", *c.Predicted, float64(*c.Predicted)/1024)
 	}
 	return measured, predicted
+}
+
+// nicsUsed is the most NICs any node's ranks named in NCCL's log across the variants, with
+// their names; 0 when no log named any. Ranks are grouped by host where the log says it, else
+// the whole log's list counts as one node's (every node of a job uses the same HCA names).
+func nicsUsed(vs []*VariantResult) (int, []string) {
+	best, names := 0, []string(nil)
+	for _, v := range vs {
+		if v.NCCL == nil {
+			continue
+		}
+		perHost := map[string]map[string]bool{}
+		for _, r := range v.NCCL.PerRank {
+			if r.Host == "" {
+				continue
+			}
+			if perHost[r.Host] == nil {
+				perHost[r.Host] = map[string]bool{}
+			}
+			for _, d := range r.Devices {
+				perHost[r.Host][d] = true
+			}
+		}
+		if len(perHost) == 0 && len(v.NCCL.Devices) > 0 {
+			perHost[""] = map[string]bool{}
+			for _, d := range v.NCCL.Devices {
+				perHost[""][d] = true
+			}
+		}
+		for _, devs := range perHost {
+			if len(devs) > best {
+				best, names = len(devs), slices.Sorted(maps.Keys(devs))
+			}
+		}
+	}
+	return best, names
 }
