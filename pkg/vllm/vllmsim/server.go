@@ -366,7 +366,36 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
-	completions := strings.HasSuffix(r.URL.Path, "/v1/completions")
+	c, msg := s.newCall(&req, strings.HasSuffix(r.URL.Path, "/v1/completions"), start)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, "BadRequestError", msg)
+		return
+	}
+	if !req.Stream {
+		s.reply(w, r, c)
+		return
+	}
+	s.stream(w, r, c)
+}
+
+// call is one completion request as the server answers it.
+type call struct {
+	req         *chatRequest
+	completions bool // /v1/completions rather than /v1/chat/completions
+	start       time.Time
+	toks        []string
+	thinking    []string
+	finish      string
+	id          string
+	object      string
+	chunkObject string
+	created     int64
+	usage       usageInfo
+	rfield      string // the reasoning field's name
+}
+
+// newCall counts the prompt's tokens and chooses the reply; msg is a 400's message.
+func (s *Server) newCall(req *chatRequest, completions bool, start time.Time) (*call, string) {
 	prompt := 0
 	last := ""
 	if completions {
@@ -376,13 +405,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		case []any: // token IDs: exactly that many prompt tokens
 			prompt = len(p)
 		default:
-			writeError(w, http.StatusBadRequest, "BadRequestError", "prompt must be a string or a list of token IDs")
-			return
+			return nil, "prompt must be a string or a list of token IDs"
 		}
 	} else {
 		if len(req.Messages) == 0 {
-			writeError(w, http.StatusBadRequest, "BadRequestError", "messages must not be empty")
-			return
+			return nil, "messages must not be empty"
 		}
 		for _, m := range req.Messages {
 			t := m.text()
@@ -403,88 +430,101 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if s.judges(req.Model) {
 		last = "\x00judge\x00" + last
 	}
-	toks, finish := s.tokens(last, maxTok, req.IgnoreEOS)
-	var thinking []string
+	c := &call{req: req, completions: completions, start: start, created: start.Unix(), rfield: s.opts.ReasoningField}
+	c.toks, c.finish = s.tokens(last, maxTok, req.IgnoreEOS)
 	if s.opts.Reasoning != "" && !completions {
 		for i, w := range strings.Fields(s.opts.Reasoning) {
 			if i > 0 {
 				w = " " + w
 			}
-			thinking = append(thinking, w)
+			c.thinking = append(c.thinking, w)
 		}
 	}
-	id := fmt.Sprintf("chatcmpl-%d", s.seq.Add(1))
-	object, chunkObject := "chat.completion", "chat.completion.chunk"
+	c.id = fmt.Sprintf("chatcmpl-%d", s.seq.Add(1))
+	c.object, c.chunkObject = "chat.completion", "chat.completion.chunk"
 	if completions {
-		id, object, chunkObject = fmt.Sprintf("cmpl-%d", s.seq.Load()), "text_completion", "text_completion"
+		c.id, c.object, c.chunkObject = fmt.Sprintf("cmpl-%d", s.seq.Load()), "text_completion", "text_completion"
 	}
-	created := start.Unix()
-	gen := len(toks) + len(thinking)
-	usage := usageInfo{PromptTokens: prompt, TotalTokens: prompt + gen, CompletionTokens: gen}
-	rfield := s.opts.ReasoningField
-	if rfield == "" {
-		rfield = "reasoning"
+	gen := len(c.toks) + len(c.thinking)
+	c.usage = usageInfo{PromptTokens: prompt, TotalTokens: prompt + gen, CompletionTokens: gen}
+	if c.rfield == "" {
+		c.rfield = "reasoning"
 	}
+	return c, ""
+}
 
-	if !req.Stream {
-		s.sleepUntil(r.Context(), start.Add(s.opts.FirstTokenDelay+time.Duration(gen)*s.opts.TokenInterval))
-		choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": finish, "stop_reason": nil}
-		if completions {
-			choice["text"] = strings.Join(toks, "")
-		} else {
-			msg := map[string]any{"role": "assistant", "content": strings.Join(toks, ""), "tool_calls": []any{}}
-			if len(thinking) > 0 {
-				msg[rfield] = strings.Join(thinking, "")
-			}
-			choice["message"] = msg
+// reply answers a request without streaming, once the whole reply's time has passed.
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, c *call) {
+	gen := len(c.toks) + len(c.thinking)
+	s.sleepUntil(r.Context(), c.start.Add(s.opts.FirstTokenDelay+time.Duration(gen)*s.opts.TokenInterval))
+	choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": c.finish, "stop_reason": nil}
+	if c.completions {
+		choice["text"] = strings.Join(c.toks, "")
+	} else {
+		msg := map[string]any{"role": "assistant", "content": strings.Join(c.toks, ""), "tool_calls": []any{}}
+		if len(c.thinking) > 0 {
+			msg[c.rfield] = strings.Join(c.thinking, "")
 		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"id": id, "object": object, "created": created, "model": req.Model,
-			"choices": []any{choice}, "usage": usage, "prompt_logprobs": nil,
-		})
-		return
+		choice["message"] = msg
 	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": c.id, "object": c.object, "created": c.created, "model": c.req.Model,
+		"choices": []any{choice}, "usage": c.usage, "prompt_logprobs": nil,
+	})
+}
 
+// streamer writes one request's server-sent events.
+type streamer struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	head    string // every chunk's prefix, built once per request
+	buf     []byte
+	times   []time.Time // when each chunk was flushed, when the server records them
+	c       *call
+}
+
+func (st *streamer) send(delta, finish string) bool {
+	st.buf = append(st.buf[:0], st.head...)
+	st.buf = append(st.buf, delta...)
+	st.buf = append(st.buf, `,"logprobs":null,"finish_reason":`...)
+	st.buf = append(st.buf, finish...)
+	st.buf = append(st.buf, "}]}\n\n"...)
+	if _, err := st.w.Write(st.buf); err != nil {
+		return false
+	}
+	if st.flusher != nil {
+		st.flusher.Flush()
+	}
+	if st.times != nil {
+		st.times = append(st.times, time.Now())
+	}
+	return true
+}
+
+func (st *streamer) text(t string) string {
+	if st.c.completions {
+		return `"text":` + quote(t)
+	}
+	return `{"content":` + quote(t) + `}`
+}
+
+// stream answers a streaming request chunk by chunk on the server's schedule, with the faults
+// the server was told to play.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *call) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	rid := r.Header.Get("X-Request-Id")
-	var times []time.Time
+	st := &streamer{w: w, flusher: flusher, buf: make([]byte, 0, 512), c: c}
 	if s.opts.RecordTimes {
-		times = make([]time.Time, 0, len(toks)+2)
+		st.times = make([]time.Time, 0, len(c.toks)+2)
 	}
-	// prefix and suffix of every chunk, built once per request.
-	head := `data: {"id":"` + id + `","object":"` + chunkObject + `","created":` + strconv.FormatInt(created, 10) +
-		`,"model":` + quote(req.Model) + `,"choices":[{"index":0,`
-	if !completions {
-		head += `"delta":`
+	st.head = `data: {"id":"` + c.id + `","object":"` + c.chunkObject + `","created":` + strconv.FormatInt(c.created, 10) +
+		`,"model":` + quote(c.req.Model) + `,"choices":[{"index":0,`
+	if !c.completions {
+		st.head += `"delta":`
 	}
-	buf := make([]byte, 0, 512)
-	send := func(delta, finish string) bool {
-		buf = append(buf[:0], head...)
-		buf = append(buf, delta...)
-		buf = append(buf, `,"logprobs":null,"finish_reason":`...)
-		buf = append(buf, finish...)
-		buf = append(buf, "}]}\n\n"...)
-		if _, err := w.Write(buf); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		if times != nil {
-			times = append(times, time.Now())
-		}
-		return true
-	}
-	text := func(t string) string {
-		if completions {
-			return `"text":` + quote(t)
-		}
-		return `{"content":` + quote(t) + `}`
-	}
-	first := start.Add(s.opts.FirstTokenDelay)
+	first := c.start.Add(s.opts.FirstTokenDelay)
 	s.sleepUntil(r.Context(), first)
 	switch s.opts.Fault {
 	case FaultHang:
@@ -497,9 +537,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 		return
 	}
-	if !completions {
+	if !c.completions {
 		// vLLM's first chat chunk carries the role only.
-		if !send(`{"role":"assistant","content":""}`, "null") {
+		if !st.send(`{"role":"assistant","content":""}`, "null") {
 			return
 		}
 	}
@@ -515,60 +555,69 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
 		return
 	}
-	k := 0
-	for _, t := range thinking {
-		s.sleepUntil(r.Context(), first.Add(time.Duration(k)*s.opts.TokenInterval))
-		k++
-		if r.Context().Err() != nil || !send(`{"`+rfield+`":`+quote(t)+`}`, "null") {
-			return
-		}
-	}
-	for i, t := range toks {
-		s.sleepUntil(r.Context(), first.Add(time.Duration(k)*s.opts.TokenInterval))
-		k++
-		if r.Context().Err() != nil {
-			return
-		}
-		if s.opts.CutAfter > 0 && i == s.opts.CutAfter {
-			s.cut(w)
-			return
-		}
-		// vLLM V1 puts finish_reason on the chunk with the last token.
-		fin := "null"
-		if i == len(toks)-1 {
-			fin = quote(finish)
-		}
-		if !send(text(t), fin) {
-			return
-		}
-		if i == 0 {
-			switch s.opts.Fault {
-			case FaultGarbageChunk:
-				_, _ = io.WriteString(w, "data: upstream connect error or disconnect/reset before headers\n\n")
-			case FaultStall:
-				<-r.Context().Done()
-				return
-			}
-		}
-	}
-	if len(toks) == 0 && !send(text(""), quote(finish)) {
+	if !s.streamTokens(r, st, first) {
 		return
 	}
-	if times != nil && rid != "" {
-		// Stored before [DONE], so a client that has read [DONE] finds them.
-		s.mu.Lock()
-		s.times[rid] = times
-		s.mu.Unlock()
+	if st.times != nil {
+		if rid := r.Header.Get("X-Request-Id"); rid != "" {
+			// Stored before [DONE], so a client that has read [DONE] finds them.
+			s.mu.Lock()
+			s.times[rid] = st.times
+			s.mu.Unlock()
+		}
 	}
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		u, _ := json.Marshal(usage)
+	if c.req.StreamOptions != nil && c.req.StreamOptions.IncludeUsage {
+		u, _ := json.Marshal(c.usage)
 		fmt.Fprintf(w, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%d,\"model\":%s,\"choices\":[],\"usage\":%s}\n\n",
-			id, chunkObject, created, quote(req.Model), u)
+			c.id, c.chunkObject, c.created, quote(c.req.Model), u)
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()
 	}
+}
+
+// streamTokens sends the reasoning and the reply one token per interval from first; false when
+// the stream ended early (the client left, a fault cut it).
+func (s *Server) streamTokens(r *http.Request, st *streamer, first time.Time) bool {
+	c := st.c
+	k := 0
+	for _, t := range c.thinking {
+		s.sleepUntil(r.Context(), first.Add(time.Duration(k)*s.opts.TokenInterval))
+		k++
+		if r.Context().Err() != nil || !st.send(`{"`+c.rfield+`":`+quote(t)+`}`, "null") {
+			return false
+		}
+	}
+	for i, t := range c.toks {
+		s.sleepUntil(r.Context(), first.Add(time.Duration(k)*s.opts.TokenInterval))
+		k++
+		if r.Context().Err() != nil {
+			return false
+		}
+		if s.opts.CutAfter > 0 && i == s.opts.CutAfter {
+			s.cut(st.w)
+			return false
+		}
+		// vLLM V1 puts finish_reason on the chunk with the last token.
+		fin := "null"
+		if i == len(c.toks)-1 {
+			fin = quote(c.finish)
+		}
+		if !st.send(st.text(t), fin) {
+			return false
+		}
+		if i == 0 {
+			switch s.opts.Fault {
+			case FaultGarbageChunk:
+				_, _ = io.WriteString(st.w, "data: upstream connect error or disconnect/reset before headers\n\n")
+			case FaultStall:
+				<-r.Context().Done()
+				return false
+			}
+		}
+	}
+	return len(c.toks) > 0 || st.send(st.text(""), quote(c.finish))
 }
 
 // tokens splits the reply into word tokens (a leading space belongs to the word, as in BPE
