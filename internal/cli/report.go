@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/figure"
 	"github.com/ain-hpc/ain/pkg/report"
 )
 
 func (a *App) reportCommand() *ucli.Command {
-	var output string
+	var output, plotFile string
 	return &ucli.Command{
 		Name:      "report",
 		Usage:     "put the measured paths of a course run side by side: training (allreduce busbw, bytes per HCA), fabric (perftest, TCP), serving (TTFT, throughput: entry vs direct)",
@@ -20,10 +26,15 @@ func (a *App) reportCommand() *ucli.Command {
 			"runs of one model under one load are compared (label them, e.g. --label entry and --label direct); inputs\n" +
 			"of different fabrics, line rates, models or loads are said to disagree instead of being compared (course 12.4.1).\n\n" +
 			"Example:\n  ain report ./ain-results rdma.json serve-entry.json serve-direct.json",
-		Flags: []ucli.Flag{outputFlag(&output, "text", "text, or json", "json")},
+		Flags: []ucli.Flag{outputFlag(&output, "text", "text, or json", "json"),
+			&ucli.StringFlag{Name: "plot", Usage: "also draw each measurement against its line rate to `FILE`.png or FILE.svg", Destination: &plotFile}},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() == 0 {
 				return ainerr.Usagef("give the result files or folders to report on")
+			}
+			format := strings.TrimPrefix(strings.ToLower(filepath.Ext(plotFile)), ".")
+			if plotFile != "" && format != "png" && format != "svg" {
+				return ainerr.Usagef("--plot %s: the plot file must end in .png or .svg", plotFile)
 			}
 			files, err := report.Files(c.Args().Slice())
 			if err != nil {
@@ -39,6 +50,11 @@ func (a *App) reportCommand() *ucli.Command {
 				return ainerr.New(ainerr.Failure, err, "")
 			case err != nil:
 				return err
+			}
+			if plotFile != "" {
+				if err := a.reportPlot(r, plotFile); err != nil {
+					return err
+				}
 			}
 			if output == "json" {
 				return a.writeJSON(r)
@@ -59,4 +75,18 @@ func measureHint(m report.Missing) string {
 		return "no result; run `ain bench serve --label entry --save-result entry.json` (and with --endpoint at a pod, --label direct)"
 	}
 	return "not measured: no ain command measures " + m.Measure + " yet (`ain preflight` checks that the files are there)"
+}
+
+// reportPlot draws the report into file (PNG or SVG by its extension).
+func (a *App) reportPlot(r *report.Report, file string) error {
+	var buf bytes.Buffer
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(file)), ".")
+	if err := r.Plot(&buf, figure.Options{Format: format}); err != nil {
+		return ainerr.New(ainerr.Failure, err, "")
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		return ainerr.New(ainerr.Failure, err, "")
+	}
+	fmt.Fprintf(a.Streams.Err, "wrote %s\n", file)
+	return nil
 }

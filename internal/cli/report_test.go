@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,7 +16,11 @@ func TestReportCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "97% of what ib_write_bw measured") || !strings.Contains(out, "missing serving: no result; run `ain bench serve") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, _ = runDoctorCLI(t, "", "report", "-o", "json", dir)
+	plot := filepath.Join(t.TempDir(), "paths.svg")
+	code, out, errOut = runDoctorCLI(t, "", "report", "-o", "json", "--plot", plot, dir)
+	if b, err := os.ReadFile(plot); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("plot: %v\n%s", err, errOut)
+	}
 	var r struct {
 		Rows []struct{ Path string } `json:"rows"`
 	}

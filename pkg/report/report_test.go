@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"image/png"
+	"io"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/figure"
 	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
 	"github.com/ain-hpc/ain/pkg/servebench"
@@ -134,5 +137,27 @@ func TestBadInputs(t *testing.T) {
 	}
 	if _, err := Files([]string{filepath.Join(dir, "nosuch")}); !errors.As(err, &ie) {
 		t.Errorf("missing folder: %v", err)
+	}
+}
+
+// TestPlot draws the sandbox results (a PNG that decodes) and refuses when nothing has a line rate.
+func TestPlot(t *testing.T) {
+	files, err := Files([]string{"testdata/sandbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := r.Plot(&b, figure.Options{Format: "png"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(&b); err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if err := (&Report{Rows: []Row{{Path: Serving, Measure: "TTFT", Value: 3, Unit: "ms"}}}).Plot(io.Discard, figure.Options{Format: "png"}); !errors.Is(err, ErrNothingToPlot) {
+		t.Errorf("serving only: %v", err)
 	}
 }
