@@ -185,7 +185,7 @@ func (res *Result) Summarize() {
 		}
 	}
 	res.NICsPerNode, res.NICsNote = res.PlannedNICs, ""
-	if used, names := nicsUsed(res.Variants); used > 0 && used != res.PlannedNICs {
+	if used, names := NICsUsed(res.Variants); used > 0 && used != res.PlannedNICs {
 		// The busbw limit is the NICs the traffic could cross: with fewer GPUs than NICs, NCCL
 		// drives the NICs nearest the GPUs (its log's "NET/IB : Using" list), not all of them.
 		res.NICsNote = fmt.Sprintf("NCCL's log names %d NIC(s) per node in use (%s), the plan %d: the busbw limit counts %d", used, strings.Join(names, ", "), res.PlannedNICs, used)
@@ -603,10 +603,10 @@ func (c *CrossoverResult) Describe() (measured, predicted string) {
 	return measured, predicted
 }
 
-// nicsUsed is the most NICs any node's ranks named in NCCL's log across the variants, with
+// NICsUsed is the most NICs any node's ranks named in NCCL's log across the variants, with
 // their names; 0 when no log named any. Ranks are grouped by host where the log says it, else
 // the whole log's list counts as one node's (every node of a job uses the same HCA names).
-func nicsUsed(vs []*VariantResult) (int, []string) {
+func NICsUsed(vs []*VariantResult) (int, []string) {
 	best, names := 0, []string(nil)
 	for _, v := range vs {
 		if v.NCCL == nil {

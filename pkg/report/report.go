@@ -250,6 +250,11 @@ func (b *builder) training(file string, res *bench.Result) {
 		}
 		b.r.Rows = append(b.r.Rows, Row{Path: Training, Measure: measure, Value: p.Busbw, Unit: "GB/s", Against: against,
 			Pct: p.PctLineRate, Source: src, Detail: detail})
+		if n, names := nicsUsed(res, p.Variant); n != res.NICsPerNode {
+			// A result judged before bench counted the NICs NCCL named (plannedNICsPerNode).
+			b.r.Disagreements = append(b.r.Disagreements, fmt.Sprintf("%s judged %s's busbw against %d NIC(s) per node, but %s: its %% of line rate counts the wrong NICs (saved by an older ain; run the bench again)",
+				file, p.Variant, res.NICsPerNode, names))
+		}
 	}
 	for _, v := range res.Variants {
 		if v.Wire == nil {
@@ -264,7 +269,7 @@ func (b *builder) training(file string, res *bench.Result) {
 				of = pct(100 * float64(n.Sent) / float64(v.Wire.FloorBytes))
 			}
 			b.r.Rows = append(b.r.Rows, Row{Path: Training, Measure: fmt.Sprintf("bytes sent on the RDMA ports of %s, %s", n.Node, v.Name),
-				Value: float64(n.Sent), Unit: "B", Against: fmt.Sprintf("the least any allreduce sends per node, %d B", v.Wire.FloorBytes),
+				Value: float64(n.Sent), Unit: "B", Against: "the least any allreduce sends per node, " + counters.HumanBytes(v.Wire.FloorBytes),
 				Pct: of, Source: src, Detail: portsText(n)})
 		}
 	}

@@ -93,7 +93,7 @@ func TestSandboxResults(t *testing.T) {
 	var text bytes.Buffer
 	_ = r.WriteText(&text, func(m Missing) string { return m.Measure })
 	got := text.String()
-	for _, want := range []string{"training  allreduce busbw peak, ring", "bytes sent on the RDMA ports of gpu-node-", "fabric    ib_write_bw bandwidth", "TCP baseline (iperf3)", "per NIC (NCCL used 1 of the 2 NICs per node: mlx5_0:1), 97% of what ib_write_bw measured"} {
+	for _, want := range []string{"training  allreduce busbw peak, ring", "bytes sent on the RDMA ports of gpu-node-", "fabric    ib_write_bw bandwidth", "TCP baseline (iperf3)", "per NIC (1 NIC(s) per node, NCCL's: mlx5_0:1), 97% of what ib_write_bw measured", "225% of the least any allreduce sends per node, 426.67 GiB"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("text lacks %q:\n%s", want, got)
 		}
@@ -159,5 +159,18 @@ func TestPlot(t *testing.T) {
 	}
 	if err := (&Report{Rows: []Row{{Path: Serving, Measure: "TTFT", Value: 3, Unit: "ms"}}}).Plot(io.Discard, figure.Options{Format: "png"}); !errors.Is(err, ErrNothingToPlot) {
 		t.Errorf("serving only: %v", err)
+	}
+}
+
+// TestOldResultDisagrees: a result saved before bench counted the NICs NCCL names (judged
+// against both HCAs of a node while NCCL used one) is said to disagree, not set beside the others
+// as if right.
+func TestOldResultDisagrees(t *testing.T) {
+	r, err := Build([]Input{{Path: "testdata/old-nics/result.json", Given: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Disagreements) != 1 || !strings.Contains(r.Disagreements[0], "judged ring's busbw against 2 NIC(s) per node, but NCCL used 1 of the 2 NICs per node: mlx5_0:1") {
+		t.Errorf("disagreements %q", r.Disagreements)
 	}
 }

@@ -173,16 +173,18 @@ func joinGroups(m map[string][]string) string {
 	return strings.Join(parts, "; ")
 }
 
-// nicsUsed is how many NICs per node variant's traffic crossed: the HCAs NCCL's log says it used
-// when it said, else the result's NICs per node; used words which it is.
+// nicsUsed is how many NICs per node variant's traffic crossed: the HCAs NCCL's logs name when
+// they do, else the result's NICs per node; used words which it is.
 func nicsUsed(a *bench.Result, variant string) (int, string) {
 	for _, v := range a.Variants {
-		if v.Name == variant && v.Wire != nil && len(v.Wire.Devices) > 0 {
-			n := len(v.Wire.Devices)
+		if v.Name != variant {
+			continue
+		}
+		if n, names := bench.NICsUsed([]*bench.VariantResult{v}); n > 0 {
 			if n != a.NICsPerNode {
-				return n, fmt.Sprintf("NCCL used %d of the %d NICs per node: %s", n, a.NICsPerNode, strings.Join(v.Wire.Devices, ", "))
+				return n, fmt.Sprintf("NCCL used %d of the %d NICs per node: %s", n, a.NICsPerNode, strings.Join(names, ", "))
 			}
-			return n, fmt.Sprintf("%d NIC(s) per node, NCCL's: %s", n, strings.Join(v.Wire.Devices, ", "))
+			return n, fmt.Sprintf("%d NIC(s) per node, NCCL's: %s", n, strings.Join(names, ", "))
 		}
 	}
 	return max(a.NICsPerNode, 1), fmt.Sprintf("%d NIC(s) per node, from the result's profile", max(a.NICsPerNode, 1))
