@@ -230,7 +230,9 @@ func (d *run) clusterSteps(addr, qaFile string) []Step {
 		{"list the served models (12.3.3)", fixed("models"), true, ""},
 		{"chat, streaming (12.3.3)", fixed("chat", "What is RoCEv2?", "--max-tokens", "128"), true, ""},
 		{"archived Q&A checks (12.3.4)", fixed("chat", "test", "--golden", qaFile), true, ""},
-		{"serving benchmark", fixed("bench", "serve", "--requests", "50", "--concurrency", "8", "--input-len", "64", "--output-len", "32"), true, ""},
+		{"serving benchmark", fixed("bench", "serve", "--requests", "50", "--concurrency", "8", "--input-len", "64", "--output-len", "32",
+			"--label", "entry", "--save-result", filepath.Join(out, "serve-entry.json")), true, ""},
+		{"the measured paths side by side: training, fabric, serving (12.4.1)", fixed("report", out), false, ""},
 		{"release the jobs, keep the service (12.4.2)", fixed("release", "--yes"), true, ""},
 	}
 }
