@@ -152,27 +152,10 @@ func (e *entryFlags) exposeSource(s *recipe.ServingSpec) string {
 	return "spec.expose " + s.Expose
 }
 
-// offlineEntry resolves the entry without a cluster (ain render, ain serve --dry-run=client),
-// says which on stderr with the reason, and what an Ingress on another class than
-// ingress-nginx may lose.
+// offlineEntry resolves the entry without a cluster (ain render) and says which on stderr
+// (vllm.OfflineEntry).
 func (a *App) offlineEntry(r *recipe.Recipe, e *entryFlags) {
-	s := r.Serving
-	kind := s.OfflineEntry()
-	why := e.exposeSource(s)
-	if s.Expose == recipe.ExposeAuto {
-		why += " without asking a cluster: an Ingress unless spec.gateway names a Gateway or GatewayClass; ain serve asks the cluster, where a model server keeps the entry it has and a new one gets the Gateway API if it is served and one GatewayClass is accepted"
-	}
-	spec, notes := s.WithEntry(kind)
-	r.Serving = spec
-	fmt.Fprintf(a.Streams.Err, "# expose: %s (%s)\n", vllm.ExposeDescription(kind), why)
-	for _, n := range notes {
-		fmt.Fprintf(a.Streams.Err, "# note: %s\n", n)
-	}
-	if in := spec.Ingress; in != nil {
-		if w := vllm.IngressClassWarning(in.ClassName, ""); w != "" {
-			fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
-		} else if n := vllm.IngressNginxNote(in.ClassName, ""); n != "" {
-			fmt.Fprintf(a.Streams.Err, "# note: %s\n", n)
-		}
+	for _, l := range vllm.OfflineEntry(r, e.exposeSource(r.Serving)) {
+		fmt.Fprintln(a.Streams.Err, l)
 	}
 }

@@ -333,3 +333,25 @@ func (c *Client) dialAddr() string {
 	}
 	return net.JoinHostPort(c.base.Hostname(), "80")
 }
+
+// ModelTable is the header and rows of a table of models: name, root (the path loaded, when
+// it is not the name), longest context and owner ("-" for none).
+func ModelTable(models []Model) ([]string, [][]string) {
+	rows := make([][]string, 0, len(models))
+	for _, m := range models {
+		maxLen := "-"
+		if m.MaxModelLen > 0 {
+			maxLen = strconv.Itoa(m.MaxModelLen)
+		}
+		root := m.Root
+		if root == "" || root == m.ID {
+			root = "-"
+		}
+		owner := m.OwnedBy
+		if strings.TrimSpace(owner) == "" {
+			owner = "-"
+		}
+		rows = append(rows, []string{m.ID, root, maxLen, owner})
+	}
+	return []string{"MODEL", "ROOT", "MAX LEN", "OWNED BY"}, rows
+}

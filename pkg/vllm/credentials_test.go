@@ -1,0 +1,143 @@
+package vllm
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/openaiclient"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+// A credential comes from its file (line break dropped) or its variable; an empty one or an
+// unreadable file is refused naming it. Its Secret is ain's, named after the server, and the
+// recipe's field points at it.
+func TestCredentialReadAndSecret(t *testing.T) {
+	dir := t.TempDir()
+	file, empty := filepath.Join(dir, "key"), filepath.Join(dir, "empty")
+	_ = os.WriteFile(file, []byte("k3y\r\n"), 0o600)
+	_ = os.WriteFile(empty, []byte("\n"), 0o600)
+	env := map[string]string{"HF_TOKEN": "hf_x"}
+	getenv := func(k string) string { return env[k] }
+	if v, err := APIKeyCredential.Read(file, getenv); err != nil || v != "k3y" {
+		t.Fatalf("%q %v", v, err)
+	}
+	if v, err := HFTokenCredential.Read("", getenv); err != nil || v != "hf_x" {
+		t.Fatalf("%q %v", v, err)
+	}
+	for file, want := range map[string]string{"": "$AIN_API_KEY is empty", empty: empty + " is empty", filepath.Join(dir, "none"): "--api-key-file " + filepath.Join(dir, "none") + ": no such file or directory"} {
+		var ce *CredentialError
+		if _, err := APIKeyCredential.Read(file, getenv); !errors.As(err, &ce) || err.Error() != want {
+			t.Errorf("%q: %v, want %q", file, err, want)
+		}
+	}
+	obj, sets := HFTokenCredential.Secret("qwen", "llm", "hf_x")
+	s := obj.(*corev1.Secret)
+	if s.Name != "qwen-hf-token" || s.Namespace != "llm" || string(s.Data["token"]) != "hf_x" || s.Labels[jobs.LabelRun] != "qwen" || s.Labels[jobs.LabelManagedBy] != jobs.ManagedByAin {
+		t.Errorf("secret %+v", s)
+	}
+	if strings.Join(sets, " ") != "hfTokenSecret.name=qwen-hf-token hfTokenSecret.key=token" {
+		t.Errorf("overrides %q", sets)
+	}
+}
+
+// The key file is its owner's only, also when it existed readable by others.
+func TestWriteKeyFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "key.txt")
+	_ = os.WriteFile(f, []byte("old"), 0o644)
+	if err := WriteKeyFile(f, "k"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(f)
+	b, _ := os.ReadFile(f)
+	if st.Mode().Perm() != 0o600 || string(b) != "k\n" {
+		t.Errorf("mode %v, %q", st.Mode().Perm(), b)
+	}
+}
+
+// A client dry run prints no credential Secret, says which it leaves out and what is decided
+// offline, and refuses a recipe that cannot be built as Deploy does.
+func TestClientDryRun(t *testing.T) {
+	r, err := recipe.Parse("qwen.yaml", []byte(servingRecipe), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := APIKeyCredential.Secret("qwen", "llm", "k3y")
+	objs, lines, err := ClientDryRun(context.Background(), DeployOptions{Recipe: r, Profile: profile.Default(), Namespace: "llm", ExposeSource: "spec.expose auto", Secrets: []runtime.Object{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if _, ok := o.(*corev1.Secret); ok {
+			t.Errorf("a Secret is printed: %s", objName(o))
+		}
+	}
+	text := strings.Join(lines, "\n")
+	for _, want := range []string{"# auth: ", "# expose: ", "# also Secret qwen-api-key (not printed: it holds a credential)", "# the Ingress's TLS Secret "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in\n%s", want, text)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ie *InterruptedError
+	if _, _, err := ClientDryRun(ctx, DeployOptions{Recipe: r, Profile: profile.Default(), Namespace: "llm", ExposeSource: "x"}); !errors.As(err, &ie) || ie.Stage != InterruptedBuilding {
+		t.Errorf("interrupted: %v", err)
+	}
+}
+
+// Found in the cluster, the server's endpoint is reached with the key its Deployments read,
+// unless a key is given; a given endpoint asks no cluster.
+func TestConnector(t *testing.T) {
+	objs := servingObjects(t)
+	cl := &Cluster{Kube: fake.NewClientset(append(clusterState(t, objs, ""), keySecret("vllm-api-key", "api-key", "server-key", false))...), Namespace: "llm"}
+	var checked []string
+	k := &Connector{Discovery: func() (*Discovery, error) {
+		return &Discovery{Cluster: cl, Log: &strings.Builder{}, Reachable: func(_ context.Context, ep Endpoint) error {
+			checked = append(checked, ep.URL)
+			return nil
+		}}, nil
+	}, Log: &strings.Builder{}}
+	bearer := func(k *Connector) string {
+		t.Helper()
+		ep, err := k.Find(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := k.Open(context.Background(), ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("GET", c.Endpoint(), nil)
+		c.Authorize(req)
+		return req.Header.Get("Authorization")
+	}
+	if got := bearer(k); got != "Bearer server-key" || len(checked) != 1 || checked[0] != "https://llm.course.example" {
+		t.Errorf("found: %q, checked %q", got, checked)
+	}
+	k.APIKey = "given"
+	if got := bearer(k); got != "Bearer given" {
+		t.Errorf("given key: %q", got)
+	}
+	given := &Connector{Endpoint: "http://127.0.0.1:8000", Discovery: func() (*Discovery, error) { return nil, errors.New("asked the cluster") }}
+	if got := bearer(given); got != "" {
+		t.Errorf("given endpoint, no key: %q", got)
+	}
+	if o := k.ClientOptions(Endpoint{URL: "https://x", Via: "port-forward", ConnectTo: "127.0.0.1:1"}, "k"); o.ConnectTo != "127.0.0.1:1" || o.APIKey != "k" {
+		t.Errorf("options %+v", o)
+	}
+	k.Options = openaiclient.Options{ConnectTo: "10.0.0.1:443"}
+	if o := k.ClientOptions(Endpoint{URL: "https://x", Via: "ingress", ConnectTo: "10.9.9.9:443"}, ""); o.ConnectTo != "10.0.0.1:443" {
+		t.Errorf("--connect-to lost: %+v", o)
+	}
+}
