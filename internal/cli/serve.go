@@ -183,7 +183,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		}
 	}
 	events := &vllm.EventPrinter{W: a.Streams.Err, DryRunServer: o.DryRun == "server", KeyFile: o.APIKeyOut, TTY: a.Streams.ErrTTY,
-		Command: func(c next.Command) string { return "ain " + string(c) }, Applying: func() { a.sandboxNote(kc) }}
+		Command: ainCommand, Applying: func() { a.sandboxNote(kc) }}
 	dep := &vllm.Deployer{
 		Cluster: func() (*vllm.Cluster, error) {
 			k, cl, err := a.servingCluster()
@@ -215,49 +215,30 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 }
 
 // serveCredentials reads the credentials --api-key-* and --hf-token-* name into Secrets ain
-// creates (vllm.Credential) and points the recipe's fields at them.
+// creates (vllm.ReadCredentials) and points the recipe's fields at them.
 func (a *App) serveCredentials(c *ucli.Context, o *serveOptions) ([]runtime.Object, error) {
-	if o.APIKeyFromEnv && o.APIKeyFile != "" || o.HFTokenEnv && o.HFTokenFile != "" {
-		return nil, ainerr.Usagef("take a credential either from the environment or from a file, not both")
-	}
-	var secrets []runtime.Object
-	name := o.Name
-	for _, cr := range []struct {
-		vllm.Credential
-		env  bool
-		file string
-	}{{vllm.APIKeyCredential, o.APIKeyFromEnv, o.APIKeyFile}, {vllm.HFTokenCredential, o.HFTokenEnv, o.HFTokenFile}} {
-		if !cr.env && cr.file == "" {
-			continue
-		}
-		if name == "" {
-			// The Secret is named after the deployment: resolve the name first.
+	creds, err := vllm.ReadCredentials([]vllm.CredentialSource{{Credential: vllm.APIKeyCredential, FromEnv: o.APIKeyFromEnv, File: o.APIKeyFile},
+		{Credential: vllm.HFTokenCredential, FromEnv: o.HFTokenEnv, File: o.HFTokenFile}},
+		func() (string, error) {
+			if o.Name != "" {
+				return o.Name, nil
+			}
 			r, _, err := o.load(c, a.Getenv)
 			if err != nil {
-				return nil, err
+				return "", err
 			}
-			name = r.Metadata.Name
-		}
-		v, err := cr.Read(cr.file, a.Getenv)
-		if err != nil {
-			return nil, ainerr.New(ainerr.Usage, err, "")
-		}
-		if cr.Credential == vllm.APIKeyCredential && o.APIKey == "" {
-			// The readiness check must send the key the server now requires, wherever it
-			// came from (--api-key-file used to deploy, then fail the check with 401).
-			o.APIKey = v
-		}
-		secret, sets := cr.Secret(name, a.Global.Namespace, v)
-		secrets = append(secrets, secret)
-		flag := "--" + cr.Suffix + "-from-env"
-		if cr.file != "" {
-			flag = "--" + cr.Suffix + "-file " + cr.file
-		}
-		for _, set := range sets {
-			o.setBy(flag, set)
-		}
+			return r.Metadata.Name, nil
+		}, a.Global.Namespace, a.Getenv, o.setBy)
+	var ce *vllm.CredentialError
+	if errors.As(err, &ce) {
+		return nil, ainerr.New(ainerr.Usage, err, "")
+	} else if err != nil {
+		return nil, err
 	}
-	return secrets, nil
+	// The readiness check must send the key the server now requires, wherever it came from
+	// (--api-key-file used to deploy, then fail the check with 401).
+	o.APIKey = cmp.Or(o.APIKey, creds.APIKey)
+	return creds.Secrets, nil
 }
 
 // serveConnect opens the readiness check's client (connector), sending the key the server
@@ -322,32 +303,22 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 
 // serveInterrupted reports an interrupt of `ain serve` and what it left.
 func (a *App) serveInterrupted(kc *kube.Clients, e *vllm.InterruptedError) error {
-	w := a.Streams.Err
-	if e.Stage == vllm.InterruptedBuilding {
-		return errInterrupted()
-	}
-	ns := nsFlag(kc.Namespace)
-	follow := fmt.Sprintf("Follow it: ain serve status %s%s\nEnd it: ain serve delete %s%s\n", e.Name, ns, e.Name, ns)
 	switch e.Stage {
+	case vllm.InterruptedBuilding:
+		return errInterrupted()
 	case vllm.InterruptedBeforeApply:
-		msg := "interrupted before the model server was applied: nothing was created"
+		msg := e.Error()
 		if e.TLSSecret != "" {
-			msg = fmt.Sprintf("interrupted before the model server was applied: only the TLS Secret %s was created (ain serve delete %s%s removes it)", e.TLSSecret, e.Name, ns)
+			msg += fmt.Sprintf(" (ain serve delete %s%s removes it)", e.Name, nsFlag(kc.Namespace))
 		}
 		return ainerr.New(ainerr.Cancelled, errors.New(msg), "")
-	case vllm.InterruptedApplyFinished:
-		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (%d Deployment(s) and their Service exist); the model server keeps starting.\n%s", e.Total, follow)
-	case vllm.InterruptedRolling:
-		fmt.Fprintf(w, "\ninterrupted during the rolling update: %d of %d replica(s) have the new spec, the others keep the previous one and keep serving. `ain serve` again finishes the update.\n%s", e.Deployed, e.Total, follow)
-	case vllm.InterruptedBeforeRolling:
-		fmt.Fprintf(w, "\ninterrupted before the rolling update: the Service is applied, the %d existing Deployment(s) keep their previous spec and keep serving. `ain serve` again rolls them.\n%s", e.Existing, follow)
-	case vllm.InterruptedFinishFailed:
-		fmt.Fprintf(w, "\ninterrupted while applying, and finishing the apply failed (%v): the Service exists without its Deployments.\nRemove it: ain serve delete %s%s\n", e.FinishErr, e.Name, ns)
-	case vllm.InterruptedFinished:
-		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (a Service without its Deployments serves nothing); the model server keeps starting.\n%s", follow)
 	}
+	fmt.Fprint(a.Streams.Err, e.Left(kc.Namespace, ainCommand))
 	return errInterrupted()
 }
+
+// ainCommand is a command a library suggests, as the user types it.
+func ainCommand(c next.Command) string { return "ain " + string(c) }
 
 // warnImage says when the serving image's vLLM is older than the newest release that fixes a
 // published advisory (vllm.Advisories), or that its tag tells no version.

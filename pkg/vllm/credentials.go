@@ -38,6 +38,8 @@ type CredentialError struct {
 
 func (e *CredentialError) Error() string {
 	switch {
+	case e.Err == errBothSources:
+		return e.Err.Error()
 	case e.Err != nil:
 		return fmt.Sprintf("--%s-file %s: %v", e.Suffix, e.File, e.Err)
 	case e.File != "":
@@ -76,6 +78,69 @@ func (c Credential) Secret(server, namespace, v string) (runtime.Object, []strin
 	s := CredentialSecret(name, namespace, c.Key, []byte(v), map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: server})
 	return s, []string{c.Field + ".name=" + name, c.Field + ".key=" + c.Key}
 }
+
+// CredentialSource is where a credential is read from: FromEnv ($Env), or File.
+type CredentialSource struct {
+	Credential
+	FromEnv bool
+	File    string
+}
+
+// flag is the flag as typed that names the source.
+func (c CredentialSource) flag() string {
+	if c.File != "" {
+		return "--" + c.Suffix + "-file " + c.File
+	}
+	return "--" + c.Suffix + "-from-env"
+}
+
+// Credentials are the Secrets holding the credentials read, for model server Server.
+type Credentials struct {
+	Server  string
+	Secrets []runtime.Object
+	// APIKey is the API key read ("" for none): the key the readiness check sends.
+	APIKey string
+}
+
+// ReadCredentials reads each source given (FromEnv or File) into a Secret (Credential.Secret)
+// and records through set the overrides pointing the recipe at it (by: the flag as typed).
+// server gives the model server's name, asked only when a source is given.
+func ReadCredentials(sources []CredentialSource, server func() (string, error), namespace string, getenv func(string) string, set func(by, field string)) (*Credentials, error) {
+	out := &Credentials{}
+	for _, src := range sources {
+		if src.FromEnv && src.File != "" {
+			return nil, &CredentialError{Credential: src.Credential, File: src.File, Err: errBothSources}
+		}
+	}
+	for _, src := range sources {
+		if !src.FromEnv && src.File == "" {
+			continue
+		}
+		if out.Server == "" {
+			// The Secret is named after the deployment: resolve the name first.
+			name, err := server()
+			if err != nil {
+				return nil, err
+			}
+			out.Server = name
+		}
+		v, err := src.Read(src.File, getenv)
+		if err != nil {
+			return nil, err
+		}
+		if src.Credential == APIKeyCredential {
+			out.APIKey = v
+		}
+		secret, fields := src.Secret(out.Server, namespace, v)
+		out.Secrets = append(out.Secrets, secret)
+		for _, f := range fields {
+			set(src.flag(), f)
+		}
+	}
+	return out, nil
+}
+
+var errBothSources = errors.New("take a credential either from the environment or from a file, not both")
 
 // WriteKeyFile writes a credential to path, readable by its owner only (also when the file
 // existed with a wider mode).

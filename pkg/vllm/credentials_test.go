@@ -141,3 +141,33 @@ func TestConnector(t *testing.T) {
 		t.Errorf("--connect-to lost: %+v", o)
 	}
 }
+
+// Each credential given becomes a Secret named after the server (asked once, only then) and
+// two overrides named by the flag; both sources for one credential are refused first.
+func TestReadCredentials(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hf")
+	_ = os.WriteFile(file, []byte("hf_x\n"), 0o600)
+	getenv := func(k string) string { return map[string]string{"AIN_API_KEY": "k3y"}[k] }
+	asked := 0
+	server := func() (string, error) { asked++; return "qwen", nil }
+	var sets []string
+	set := func(by, f string) { sets = append(sets, by+" "+f) }
+	creds, err := ReadCredentials([]CredentialSource{{Credential: APIKeyCredential, FromEnv: true}, {Credential: HFTokenCredential, File: file}}, server, "llm", getenv, set)
+	if err != nil || asked != 1 || creds.APIKey != "k3y" || len(creds.Secrets) != 2 || creds.Server != "qwen" {
+		t.Fatalf("%+v %v (asked %d)", creds, err, asked)
+	}
+	want := "--api-key-from-env apiKeySecret.name=qwen-api-key|--api-key-from-env apiKeySecret.key=api-key|" +
+		"--hf-token-file " + file + " hfTokenSecret.name=qwen-hf-token|--hf-token-file " + file + " hfTokenSecret.key=token"
+	if strings.Join(sets, "|") != want {
+		t.Errorf("overrides %q", sets)
+	}
+	asked = 0
+	if creds, err := ReadCredentials([]CredentialSource{{Credential: APIKeyCredential}}, server, "llm", getenv, set); err != nil || asked != 0 || len(creds.Secrets) != 0 {
+		t.Errorf("none given: %+v %v, asked %d", creds, err, asked)
+	}
+	_, err = ReadCredentials([]CredentialSource{{Credential: APIKeyCredential, FromEnv: true}, {Credential: HFTokenCredential, FromEnv: true, File: file}}, server, "llm", getenv, set)
+	var ce *CredentialError
+	if !errors.As(err, &ce) || err.Error() != "take a credential either from the environment or from a file, not both" || asked != 0 {
+		t.Errorf("both: %v, asked %d", err, asked)
+	}
+}

@@ -189,3 +189,29 @@ func (e Report) writeHead(w io.Writer) {
 		}
 	}
 }
+
+// Left says what an interrupt left, for stderr: what exists and keeps running, then the
+// commands (cmd formats one) that follow it and end it. "" for the stages whose error says it
+// all (InterruptedBuilding, InterruptedBeforeApply). ns is the namespace flag's value ("" for
+// none).
+func (e *InterruptedError) Left(ns string, cmd func(next.Command) string) string {
+	if ns != "" {
+		ns = " -n " + ns
+	}
+	status, del := cmd(next.Command("serve status "+e.Name+ns)), cmd(next.Command("serve delete "+e.Name+ns))
+	follow := fmt.Sprintf("Follow it: %s\nEnd it: %s\n", status, del)
+	again := cmd("serve")
+	switch e.Stage {
+	case InterruptedApplyFinished:
+		return fmt.Sprintf("\ninterrupted while applying: the apply was finished rather than left half-done (%d Deployment(s) and their Service exist); the model server keeps starting.\n%s", e.Total, follow)
+	case InterruptedRolling:
+		return fmt.Sprintf("\ninterrupted during the rolling update: %d of %d replica(s) have the new spec, the others keep the previous one and keep serving. `%s` again finishes the update.\n%s", e.Deployed, e.Total, again, follow)
+	case InterruptedBeforeRolling:
+		return fmt.Sprintf("\ninterrupted before the rolling update: the Service is applied, the %d existing Deployment(s) keep their previous spec and keep serving. `%s` again rolls them.\n%s", e.Existing, again, follow)
+	case InterruptedFinishFailed:
+		return fmt.Sprintf("\ninterrupted while applying, and finishing the apply failed (%v): the Service exists without its Deployments.\nRemove it: %s\n", e.FinishErr, del)
+	case InterruptedFinished:
+		return fmt.Sprintf("\ninterrupted while applying: the apply was finished rather than left half-done (a Service without its Deployments serves nothing); the model server keeps starting.\n%s", follow)
+	}
+	return ""
+}

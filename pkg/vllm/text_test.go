@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,22 @@ func TestWriteReports(t *testing.T) {
 	}
 	if len(rows) != 2 || rows[0][3] != "yes" || rows[1][2] != "no pods" || rows[1][6] != "ImagePullBackOff" {
 		t.Errorf("rows %q", rows)
+	}
+}
+
+// What an interrupt left, with the commands to follow and end it in the namespace.
+func TestInterruptedLeft(t *testing.T) {
+	cmd := func(c next.Command) string { return "ain " + string(c) }
+	e := &InterruptedError{Stage: InterruptedRolling, Name: "m", Deployed: 1, Total: 2}
+	want := "\ninterrupted during the rolling update: 1 of 2 replica(s) have the new spec, the others keep the previous one and keep serving. `ain serve` again finishes the update.\nFollow it: ain serve status m -n llm\nEnd it: ain serve delete m -n llm\n"
+	if got := e.Left("llm", cmd); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	e = &InterruptedError{Stage: InterruptedFinishFailed, Name: "m", FinishErr: errors.New("refused")}
+	if got := e.Left("", cmd); !strings.HasSuffix(got, "(refused): the Service exists without its Deployments.\nRemove it: ain serve delete m\n") {
+		t.Errorf("got %q", got)
+	}
+	if got := (&InterruptedError{Stage: InterruptedBeforeApply}).Left("llm", cmd); got != "" {
+		t.Errorf("before apply: %q", got)
 	}
 }
