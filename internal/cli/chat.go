@@ -15,11 +15,8 @@ import (
 
 type chatOptions struct {
 	endpointOptions
-	Model       string
-	System      string
-	MaxTokens   int
-	Temperature float64
-	NoStream    bool
+	openaiclient.Session
+	NoStream bool
 }
 
 func (o *chatOptions) flags() []ucli.Flag {
@@ -34,15 +31,9 @@ func (o *chatOptions) flags() []ucli.Flag {
 
 type chatTestOptions struct {
 	endpointOptions
-	Golden          string
-	Model           string
-	MinPass         float64
-	Output          string
-	JudgeModel      string
-	JudgeEndpoint   string
-	EmbeddingsModel string
-	Save            string
-	Compare         string
+	answers.CheckOptions
+	JudgeEndpoint string
+	Output        string
 }
 
 func (a *App) chatCommand() *ucli.Command {
@@ -95,13 +86,12 @@ func (a *App) runChat(ctx context.Context, o *chatOptions, args []string) error 
 	if err != nil {
 		return err
 	}
-	model, err := c.ResolveModel(ctx, o.Model)
-	if err != nil {
+	s := &o.Session
+	if s.Model, err = c.ResolveModel(ctx, s.Model); err != nil {
 		return err
 	}
 	p := &openaiclient.ChatPrinter{Out: a.Streams.Out, Err: a.Streams.Err, MaxTokensFlag: "--max-tokens"}
-	s := &openaiclient.Session{Client: c, Model: model, System: o.System, MaxTokens: o.MaxTokens, Temperature: o.Temperature,
-		Stream: !o.NoStream, Now: a.Now, Event: p.Event}
+	s.Client, s.Stream, s.Now, s.Event = c, !o.NoStream, a.Now, p.Event
 	question := strings.TrimSpace(strings.Join(args, " "))
 	if question == "" && !a.Streams.InTTY {
 		b, err := io.ReadAll(a.Streams.In)
@@ -116,7 +106,7 @@ func (a *App) runChat(ctx context.Context, o *chatOptions, args []string) error 
 		_, err := s.Ask(ctx, question)
 		return err
 	}
-	fmt.Fprintf(a.Streams.Err, "Chatting with %s at %s. /exit or Ctrl-D to end, /reset to forget the conversation.\n", model, c.Endpoint())
+	fmt.Fprintf(a.Streams.Err, "Chatting with %s at %s. /exit or Ctrl-D to end, /reset to forget the conversation.\n", s.Model, c.Endpoint())
 	return s.Converse(ctx, a.Streams.In, a.Streams.Out, func(err error) error {
 		if err = exitError(err); ainerr.CodeOf(err) == ainerr.Cancelled {
 			return err
@@ -134,12 +124,11 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 	if o.Output != "text" && o.Output != "json" {
 		return ainerr.Usagef("-o %s: use text or json", o.Output)
 	}
-	ck := answers.CheckOptions{Golden: o.Golden, Model: o.Model, MinPass: o.MinPass, JudgeModel: o.JudgeModel, EmbeddingsModel: o.EmbeddingsModel,
-		JudgeEndpoint: o.JudgeEndpoint != "", Save: o.Save, Compare: o.Compare, Now: a.Now}
+	o.CheckOptions.JudgeEndpoint, o.Now = o.JudgeEndpoint != "", a.Now
 	if o.Output == "text" {
-		ck.Progress = func(r answers.QAResult) { r.WriteText(a.Streams.Out) }
+		o.Progress = func(r answers.QAResult) { r.WriteText(a.Streams.Out) }
 	}
-	k, err := answers.NewChecker(ck)
+	k, err := answers.NewChecker(o.CheckOptions)
 	if err != nil {
 		return err
 	}

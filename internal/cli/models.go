@@ -72,6 +72,7 @@ func (a *App) connector(o *endpointOptions, conns int, cl func() (*kube.Clients,
 		Options: openaiclient.Options{CAFile: o.CAFile, Insecure: o.Insecure, ConnectTo: o.ConnectTo, MaxConns: conns,
 			FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout},
 		Endpoint: cmp.Or(o.Endpoint, a.Getenv("AIN_ENDPOINT")), APIKey: cmp.Or(o.APIKey, a.Getenv("AIN_API_KEY")), Log: a.Streams.Err,
+		NewError: endpointError,
 		Discovery: func() (*vllm.Discovery, error) {
 			k, c, err := cl()
 			if err != nil {
@@ -99,8 +100,7 @@ func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*
 	if o.Insecure {
 		fmt.Fprintln(a.Streams.Err, "WARNING: --insecure: the server's TLS certificate is NOT verified; whoever sits on the path can read the API key, the prompts and the answers.")
 	}
-	c, err := k.Open(ctx, ep)
-	return c, endpointError(err)
+	return k.Open(ctx, ep)
 }
 
 // endpointError maps the client library's typed errors to usage errors naming the flag.

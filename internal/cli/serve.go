@@ -14,7 +14,6 @@ import (
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/next"
-	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
@@ -162,7 +161,9 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		Recipe: r, Profile: p, Name: o.Name, Namespace: a.Global.Namespace,
 		ExposeSource: o.exposeSource(r.Serving), Secrets: secrets, AllowUnauthenticated: o.AllowUnauth,
 		APIKey: o.APIKey, DryRunServer: o.DryRun == "server", NoWait: o.NoWait, Timeout: o.Timeout,
-		Connect: a.serveConnect(&o.endpointOptions, &kc),
+		Connect: a.connector(&o.endpointOptions, 0, func() (*kube.Clients, *vllm.Cluster, error) {
+			return kc, &vllm.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace}, nil
+		}, &kc).Ready,
 	}
 	if o.DryRun == "client" {
 		objs, lines, err := vllm.ClientDryRun(c.Context, opts)
@@ -241,22 +242,6 @@ func (a *App) serveCredentials(c *ucli.Context, o *serveOptions) ([]runtime.Obje
 	return creds.Secrets, nil
 }
 
-// serveConnect opens the readiness check's client (connector), sending the key the server
-// requires, else AIN_API_KEY.
-func (a *App) serveConnect(eo *endpointOptions, kc **kube.Clients) func(context.Context, *vllm.ServingStatus, string) (*openaiclient.Client, string, error) {
-	return func(ctx context.Context, st *vllm.ServingStatus, key string) (*openaiclient.Client, string, error) {
-		k := a.connector(eo, 0, func() (*kube.Clients, *vllm.Cluster, error) {
-			return *kc, &vllm.Cluster{Kube: (*kc).Kube, Dynamic: (*kc).Dynamic, Namespace: (*kc).Namespace}, nil
-		}, kc)
-		ep, err := k.Find(ctx, st.Name)
-		if err != nil {
-			return nil, "", err
-		}
-		c, err := openaiclient.New(k.ClientOptions(ep, cmp.Or(key, a.Getenv("AIN_API_KEY"))))
-		return c, ep.Via, endpointError(err)
-	}
-}
-
 // deployError maps vllm.Deployer's errors to exit codes and hints.
 func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name string) error {
 	var be *vllm.BuildError
@@ -323,11 +308,8 @@ func ainCommand(c next.Command) string { return "ain " + string(c) }
 // warnImage says when the serving image's vLLM is older than the newest release that fixes a
 // published advisory (vllm.Advisories), or that its tag tells no version.
 func (a *App) warnImage(image string) {
-	c := vllm.CheckImage(image)
-	if w := c.Warning(); w != "" && c.Version == "" {
-		fmt.Fprintf(a.Streams.Err, "note: %s\n", w)
-	} else if w != "" {
-		fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+	if l := vllm.CheckImage(image).Line(); l != "" {
+		fmt.Fprintln(a.Streams.Err, l)
 	}
 }
 
@@ -364,10 +346,7 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 		// The ingress as clients find it: its CA from the Secret ain created, its published
 		// address when the host has no DNS record.
 		Discovery: &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: k.Reachable},
-		Client: func(ep vllm.Endpoint) (*openaiclient.Client, error) {
-			c, err := k.Client(ep)
-			return c, endpointError(err)
-		},
+		Client:    k.Client,
 	})
 	var nf *vllm.NotFoundError
 	var ce *vllm.ClusterError

@@ -24,6 +24,9 @@ type Connector struct {
 	Discovery func() (*Discovery, error)
 	// Log receives notes (a key that could not be read, a key sent in clear text).
 	Log io.Writer
+	// NewError, when set, maps the error of a client's options (openaiclient.New's) for the
+	// caller.
+	NewError func(error) error
 
 	found     *Discovery
 	serverKey string
@@ -90,7 +93,7 @@ func (k *Connector) Client(ep Endpoint) (*openaiclient.Client, error) {
 	if key == "" {
 		key = k.serverKey
 	}
-	c, err := openaiclient.New(k.ClientOptions(ep, key))
+	c, err := k.newClient(ep, key)
 	if err != nil {
 		return nil, err
 	}
@@ -98,4 +101,26 @@ func (k *Connector) Client(ep Endpoint) (*openaiclient.Client, error) {
 		fmt.Fprintf(k.Log, "WARNING: the API key goes in clear text over http:// to %s, off this machine: whoever sits on the path can read it, and the prompts and answers. Use the https:// ingress, or a port-forward (http://127.0.0.1:PORT).\n", addr)
 	}
 	return c, nil
+}
+
+func (k *Connector) newClient(ep Endpoint, key string) (*openaiclient.Client, error) {
+	c, err := openaiclient.New(k.ClientOptions(ep, key))
+	if err != nil && k.NewError != nil {
+		err = k.NewError(err)
+	}
+	return c, err
+}
+
+// Ready opens the readiness check's client to the deployment st (DeployOptions.Connect), sending
+// key, else the key given, and says how the endpoint was reached.
+func (k *Connector) Ready(ctx context.Context, st *ServingStatus, key string) (*openaiclient.Client, string, error) {
+	ep, err := k.Find(ctx, st.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	if key == "" {
+		key = k.APIKey
+	}
+	c, err := k.newClient(ep, key)
+	return c, ep.Via, err
 }

@@ -3,7 +3,6 @@ package vllm
 import (
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -93,52 +90,6 @@ func TestClientDryRun(t *testing.T) {
 	var ie *InterruptedError
 	if _, _, err := ClientDryRun(ctx, DeployOptions{Recipe: r, Profile: profile.Default(), Namespace: "llm", ExposeSource: "x"}); !errors.As(err, &ie) || ie.Stage != InterruptedBuilding {
 		t.Errorf("interrupted: %v", err)
-	}
-}
-
-// Found in the cluster, the server's endpoint is reached with the key its Deployments read,
-// unless a key is given; a given endpoint asks no cluster.
-func TestConnector(t *testing.T) {
-	objs := servingObjects(t)
-	cl := &Cluster{Kube: fake.NewClientset(append(clusterState(t, objs, ""), keySecret("vllm-api-key", "api-key", "server-key", false))...), Namespace: "llm"}
-	var checked []string
-	k := &Connector{Discovery: func() (*Discovery, error) {
-		return &Discovery{Cluster: cl, Log: &strings.Builder{}, Reachable: func(_ context.Context, ep Endpoint) error {
-			checked = append(checked, ep.URL)
-			return nil
-		}}, nil
-	}, Log: &strings.Builder{}}
-	bearer := func(k *Connector) string {
-		t.Helper()
-		ep, err := k.Find(context.Background(), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := k.Open(context.Background(), ep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, _ := http.NewRequest("GET", c.Endpoint(), nil)
-		c.Authorize(req)
-		return req.Header.Get("Authorization")
-	}
-	if got := bearer(k); got != "Bearer server-key" || len(checked) != 1 || checked[0] != "https://llm.course.example" {
-		t.Errorf("found: %q, checked %q", got, checked)
-	}
-	k.APIKey = "given"
-	if got := bearer(k); got != "Bearer given" {
-		t.Errorf("given key: %q", got)
-	}
-	given := &Connector{Endpoint: "http://127.0.0.1:8000", Discovery: func() (*Discovery, error) { return nil, errors.New("asked the cluster") }}
-	if got := bearer(given); got != "" {
-		t.Errorf("given endpoint, no key: %q", got)
-	}
-	if o := k.ClientOptions(Endpoint{URL: "https://x", Via: "port-forward", ConnectTo: "127.0.0.1:1"}, "k"); o.ConnectTo != "127.0.0.1:1" || o.APIKey != "k" {
-		t.Errorf("options %+v", o)
-	}
-	k.Options = openaiclient.Options{ConnectTo: "10.0.0.1:443"}
-	if o := k.ClientOptions(Endpoint{URL: "https://x", Via: "ingress", ConnectTo: "10.9.9.9:443"}, ""); o.ConnectTo != "10.0.0.1:443" {
-		t.Errorf("--connect-to lost: %+v", o)
 	}
 }
 
