@@ -94,12 +94,7 @@ func (a *App) runBenchServe(ctx context.Context, o *benchServeOptions) error {
 	}
 	ro := servebench.RunOptions{Via: o.via, Now: a.Now, Wrote: func(file, what string) { fmt.Fprintf(a.Streams.Err, "wrote %s%s\n", file, what) }}
 	if a.Streams.IsTTY && o.Output == "table" {
-		ro.Progress = func(label string, done, failed, total int) {
-			fmt.Fprintf(a.Streams.Err, "\r%s: %d/%d requests done, %d failed", label, done, total, failed)
-			if done == total {
-				fmt.Fprintln(a.Streams.Err)
-			}
-		}
+		ro.Progress = servebench.TerminalProgress(a.Streams.Err)
 	}
 	points, err := plan.Run(ctx, c, model, ro)
 	if err != nil {

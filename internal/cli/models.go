@@ -176,22 +176,16 @@ func (a *App) runModels(ctx context.Context, o *modelsOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	models, err := c.Models(ctx)
-	if err != nil {
+	l, err := c.List(ctx, 30*time.Second)
+	switch {
+	case err != nil:
 		return err
-	}
-	if o.Output == "json" {
-		if models == nil {
-			models = []openaiclient.Model{}
-		}
-		return a.writeJSON(map[string]any{"endpoint": c.Endpoint(), "models": models})
-	}
-	if len(models) == 0 {
-		fmt.Fprintf(a.Streams.Err, "%s serves no model yet (still loading?)\n", c.Endpoint())
+	case o.Output == "json":
+		return a.writeJSON(l)
+	case len(l.Models) == 0:
+		fmt.Fprintf(a.Streams.Err, "%s serves no model yet (still loading?)\n", l.Endpoint)
 		return nil
 	}
-	a.table(openaiclient.ModelTable(models))
+	a.table(openaiclient.ModelTable(l.Models))
 	return nil
 }

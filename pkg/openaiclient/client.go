@@ -232,6 +232,26 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	return list.Data, nil
 }
 
+// ModelList is what a server serves (`ain models -o json`).
+type ModelList struct {
+	Endpoint string  `json:"endpoint"`
+	Models   []Model `json:"models"`
+}
+
+// List lists the served models (Models) within timeout; Models is never nil.
+func (c *Client) List(ctx context.Context, timeout time.Duration) (*ModelList, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	models, err := c.Models(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if models == nil {
+		models = []Model{}
+	}
+	return &ModelList{Endpoint: c.Endpoint(), Models: models}, nil
+}
+
 // Health calls GET /health (next to /v1, not under it). vLLM answers 200 as soon as the
 // engine runs, before the model can answer: use Models to know that it serves.
 func (c *Client) Health(ctx context.Context) error {

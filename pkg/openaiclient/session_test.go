@@ -77,3 +77,17 @@ func TestSessionConverseInterrupted(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// The model list names the endpoint, and its table shows "-" where the server tells nothing.
+func TestListAndModelTable(t *testing.T) {
+	_, url := clienttest.Start(t, vllmsim.Options{Models: []string{"a"}, Root: "/models/a"})
+	c := clienttest.NewClient(t, openaiclient.Options{Endpoint: url})
+	l, err := c.List(context.Background(), 5*time.Second)
+	if err != nil || l.Endpoint != c.Endpoint() || len(l.Models) != 1 {
+		t.Fatalf("%+v %v", l, err)
+	}
+	head, rows := openaiclient.ModelTable(append(l.Models, openaiclient.Model{ID: "b", Root: "b"}))
+	if len(head) != 4 || rows[0][0] != "a" || rows[0][1] != "/models/a" || rows[0][2] != "4096" || strings.Join(rows[1], " ") != "b - - -" {
+		t.Errorf("%q %q", head, rows)
+	}
+}

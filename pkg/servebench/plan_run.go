@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,6 +25,17 @@ type RunOptions struct {
 	Progress func(label string, done, failed, total int)
 	// Wrote, when set, is told each file written (the result JSON of a point, the plot).
 	Wrote func(file, what string)
+}
+
+// TerminalProgress is a RunOptions.Progress for a terminal: one line per point, rewritten
+// as requests end.
+func TerminalProgress(w io.Writer) func(label string, done, failed, total int) {
+	return func(label string, done, failed, total int) {
+		fmt.Fprintf(w, "\r%s: %d/%d requests done, %d failed", label, done, total, failed)
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
 }
 
 // AllFailedError says every request of a point failed.

@@ -110,3 +110,14 @@ func TestPlanRunSweep(t *testing.T) {
 		t.Errorf("all failed: %v", err)
 	}
 }
+
+// On a terminal a point's progress rewrites one line, ended when the last request ends.
+func TestTerminalProgress(t *testing.T) {
+	var w bytes.Buffer
+	p := TerminalProgress(&w)
+	p("rate inf", 1, 0, 2)
+	p("rate inf", 2, 1, 2)
+	if got := w.String(); got != "\rrate inf: 1/2 requests done, 0 failed\rrate inf: 2/2 requests done, 1 failed\n" {
+		t.Errorf("%q", got)
+	}
+}
