@@ -137,7 +137,7 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 		return err
 	}
 	if o.JudgeEndpoint != "" {
-		jc, err := openaiclient.New(judgeOptions(&o.endpointOptions, o.JudgeEndpoint, a.Getenv("AIN_JUDGE_API_KEY")))
+		jc, err := openaiclient.New(a.connector(&o.endpointOptions, 0, nil, nil).Options.ForServer(o.JudgeEndpoint, a.Getenv("AIN_JUDGE_API_KEY")))
 		if err != nil {
 			return endpointError(err)
 		}
@@ -158,12 +158,4 @@ func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
 		return ainerr.New(ainerr.CheckFailed, err, "")
 	}
 	return nil
-}
-
-// judgeOptions are the judge server's client options: --insecure and --connect-to are about the
-// endpoint under test (its self-signed ingress, its controller's address) and must not send
-// AIN_JUDGE_API_KEY to an unverified server or to the ingress; --ca-file only adds trust and the
-// timeouts bound any server, so those carry over.
-func judgeOptions(o *endpointOptions, endpoint, key string) openaiclient.Options {
-	return openaiclient.Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout}
 }

@@ -115,32 +115,7 @@ func (a *App) servingCluster() (*kube.Clients, *vllm.Cluster, error) {
 }
 
 func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
-	switch o.DryRun {
-	case "", "none", "client", "server":
-	default:
-		return ainerr.Usagef("--dry-run=%s: use client or server", o.DryRun)
-	}
-	if o.Output != "" && o.DryRun == "" {
-		return ainerr.Usagef("-o %s goes with --dry-run (ain serve status -o json reports a running one)", o.Output)
-	}
-	// Flags are field overrides, so they are validated (and located, by the flag's name) like
-	// the recipe's fields; an explicit --set wins.
-	if o.Model != "" {
-		o.setBy("--model "+o.Model, "model="+o.Model)
-	}
-	if o.Replicas != 0 {
-		o.setBy(fmt.Sprintf("--replicas %d", o.Replicas), fmt.Sprintf("replicas=%d", o.Replicas))
-	}
-	if o.Topology != "" {
-		o.setBy("--topology "+o.Topology, "topology="+o.Topology)
-	}
-	if err := o.entryFlags.set(&o.recipeInput, func() (*recipe.Recipe, error) {
-		r, _, err := o.load(c, a.Getenv)
-		return r, err
-	}); err != nil {
-		return err
-	}
-	secrets, err := a.serveCredentials(c, o)
+	secrets, err := a.serveOverrides(c, o)
 	if err != nil {
 		return err
 	}
@@ -213,6 +188,37 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	}
 	fmt.Fprintf(a.Streams.Out, "%s\n", strings.TrimSuffix(res.Endpoint, "/v1"))
 	return nil
+}
+
+// serveOverrides checks the flags and records those that override recipe fields (--model,
+// --replicas, --topology, the entry's, the credentials' Secrets, which it returns), so that
+// they are validated and located, by the flag's name, like the recipe's fields.
+func (a *App) serveOverrides(c *ucli.Context, o *serveOptions) ([]runtime.Object, error) {
+	switch o.DryRun {
+	case "", "none", "client", "server":
+	default:
+		return nil, ainerr.Usagef("--dry-run=%s: use client or server", o.DryRun)
+	}
+	if o.Output != "" && o.DryRun == "" {
+		return nil, ainerr.Usagef("-o %s goes with --dry-run (ain serve status -o json reports a running one)", o.Output)
+	}
+	// An explicit --set wins.
+	if o.Model != "" {
+		o.setBy("--model "+o.Model, "model="+o.Model)
+	}
+	if o.Replicas != 0 {
+		o.setBy(fmt.Sprintf("--replicas %d", o.Replicas), fmt.Sprintf("replicas=%d", o.Replicas))
+	}
+	if o.Topology != "" {
+		o.setBy("--topology "+o.Topology, "topology="+o.Topology)
+	}
+	if err := o.entryFlags.set(&o.recipeInput, func() (*recipe.Recipe, error) {
+		r, _, err := o.load(c, a.Getenv)
+		return r, err
+	}); err != nil {
+		return nil, err
+	}
+	return a.serveCredentials(c, o)
 }
 
 // serveCredentials reads the credentials --api-key-* and --hf-token-* name into Secrets ain

@@ -232,6 +232,14 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	return list.Data, nil
 }
 
+// ForServer are the options of a client to another server (a judge model's) at endpoint
+// with key: Insecure and ConnectTo are about this one (its self-signed ingress, its
+// controller's address) and must not send key to an unverified server or to that address;
+// CAFile only adds trust and the timeouts bound any server, so those carry over.
+func (o Options) ForServer(endpoint, key string) Options {
+	return Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, FirstByteTimeout: o.FirstByteTimeout, IdleTimeout: o.IdleTimeout}
+}
+
 // ModelList is what a server serves (`ain models -o json`).
 type ModelList struct {
 	Endpoint string  `json:"endpoint"`

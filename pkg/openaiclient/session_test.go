@@ -91,3 +91,14 @@ func TestListAndModelTable(t *testing.T) {
 		t.Errorf("%q %q", head, rows)
 	}
 }
+
+// A judge's client never inherits Insecure or ConnectTo, which are about the endpoint under
+// test; the CA file and the timeouts carry over.
+func TestOptionsForServer(t *testing.T) {
+	o := openaiclient.Options{Endpoint: "https://llm", APIKey: "under-test", Insecure: true, ConnectTo: "203.0.113.10:443", CAFile: "/ca.pem", CAPEM: []byte("x"),
+		MaxConns: 9, FirstByteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	j := o.ForServer("https://judge.example.com/v1", "k")
+	if j.Insecure || j.ConnectTo != "" || j.CAPEM != nil || j.CAFile != "/ca.pem" || j.FirstByteTimeout != time.Minute || j.IdleTimeout != 2*time.Minute || j.APIKey != "k" || j.Endpoint != "https://judge.example.com/v1" {
+		t.Errorf("judge options %+v", j)
+	}
+}
