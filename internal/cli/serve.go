@@ -151,12 +151,7 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 		return a.printObjects(objs, o.Output)
 	}
 	if o.APIKeyOut != "" {
-		opts.WriteKey = func(key string) error {
-			if err := vllm.WriteKeyFile(o.APIKeyOut, key); err != nil {
-				return ainerr.Usagef("--api-key-out: %v", err)
-			}
-			return nil
-		}
+		opts.WriteKey = vllm.KeyFile(o.APIKeyOut)
 	}
 	events := &vllm.EventPrinter{W: a.Streams.Err, DryRunServer: o.DryRun == "server", KeyFile: o.APIKeyOut, TTY: a.Streams.ErrTTY,
 		Command: ainCommand, Applying: func() { a.sandboxNote(kc) }}
@@ -174,19 +169,10 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if err != nil {
 		return a.deployError(kc, err, o, vllm.ServerName(r, o.Name))
 	}
-	switch {
-	case o.DryRun == "server":
+	if o.DryRun == "server" {
 		return a.printObjects(res.DryRun, o.Output)
-	case o.NoWait:
-		fmt.Fprintf(a.Streams.Err, "check it with: ain serve status %s\n", res.Name)
-		return nil
 	}
-	fmt.Fprintf(a.Streams.Err, "ready: %s serves %s (listed by /v1/models)\n", res.Endpoint, res.Model)
-	if res.Via == "port-forward" {
-		fmt.Fprintf(a.Streams.Err, "(checked through a port-forward, which ends with this command; the ingress did not answer from here)\n")
-		return nil
-	}
-	fmt.Fprintf(a.Streams.Out, "%s\n", strings.TrimSuffix(res.Endpoint, "/v1"))
+	res.WriteText(a.Streams.Out, a.Streams.Err, ainCommand)
 	return nil
 }
 
@@ -260,6 +246,7 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 	var ku *vllm.KeyUnreadableError
 	var ae *vllm.ApplyError
 	var ie *vllm.InterruptedError
+	var kf *vllm.KeyFileError
 	switch {
 	case errors.As(err, &be):
 		return ainerr.New(ainerr.Usage, be.Err, "")
@@ -279,6 +266,8 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 		return ainerr.New(ainerr.Usage, err, "use a ReadWriteMany (or ReadOnlyMany) claim for the model, such as NFS, or serve one replica: --replicas 1")
 	case errors.As(err, &tlsErr):
 		return ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set "+tlsErr.Field+".tlsSecret=NAME, or let cert-manager issue it with --set "+tlsErr.Field+".clusterIssuer=ISSUER")
+	case errors.As(err, &kf):
+		return ainerr.Usagef("--api-key-out: %v", kf.Err)
 	case errors.As(err, &ku):
 		return ainerr.Usagef("--api-key-out %s: %s, whose value ain cannot read", o.APIKeyOut, ku.Auth.Describe())
 	case errors.As(err, &ae):

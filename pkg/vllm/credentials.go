@@ -142,6 +142,26 @@ func ReadCredentials(sources []CredentialSource, server func() (string, error), 
 
 var errBothSources = errors.New("take a credential either from the environment or from a file, not both")
 
+// KeyFileError says the key file could not be written.
+type KeyFileError struct {
+	Path string
+	Err  error
+}
+
+func (e *KeyFileError) Error() string { return e.Err.Error() }
+func (e *KeyFileError) Unwrap() error { return e.Err }
+
+// KeyFile is a DeployOptions.WriteKey writing the key to path (WriteKeyFile); its error is a
+// KeyFileError.
+func KeyFile(path string) func(key string) error {
+	return func(key string) error {
+		if err := WriteKeyFile(path, key); err != nil {
+			return &KeyFileError{Path: path, Err: err}
+		}
+		return nil
+	}
+}
+
 // WriteKeyFile writes a credential to path, readable by its owner only (also when the file
 // existed with a wider mode).
 func WriteKeyFile(path, value string) error {

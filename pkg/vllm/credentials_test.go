@@ -60,6 +60,10 @@ func TestWriteKeyFile(t *testing.T) {
 	if st.Mode().Perm() != 0o600 || string(b) != "k\n" {
 		t.Errorf("mode %v, %q", st.Mode().Perm(), b)
 	}
+	var kf *KeyFileError
+	if err := KeyFile(filepath.Join(f, "sub"))("k"); !errors.As(err, &kf) || kf.Path != filepath.Join(f, "sub") {
+		t.Errorf("unwritable: %v", err)
+	}
 }
 
 // A client dry run prints no credential Secret, says which it leaves out and what is decided

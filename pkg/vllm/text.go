@@ -215,3 +215,19 @@ func (e *InterruptedError) Left(ns string, cmd func(next.Command) string) string
 	}
 	return ""
 }
+
+// WriteText says what a deployment (not a server dry run) came to, on log: ready, where and
+// how it was checked, or with no wait (Endpoint empty) how to check it; the base URL clients
+// use goes on out, unless only a port-forward that ends with the command reached it.
+func (r *DeployResult) WriteText(out, log io.Writer, cmd func(next.Command) string) {
+	if r.Endpoint == "" {
+		fmt.Fprintf(log, "check it with: %s\n", cmd(next.Command("serve status "+r.Name)))
+		return
+	}
+	fmt.Fprintf(log, "ready: %s serves %s (listed by /v1/models)\n", r.Endpoint, r.Model)
+	if r.Via == "port-forward" {
+		fmt.Fprintf(log, "(checked through a port-forward, which ends with this command; the ingress did not answer from here)\n")
+		return
+	}
+	fmt.Fprintf(out, "%s\n", strings.TrimSuffix(r.Endpoint, "/v1"))
+}

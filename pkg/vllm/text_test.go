@@ -98,3 +98,23 @@ func TestInterruptedLeft(t *testing.T) {
 		t.Errorf("before apply: %q", got)
 	}
 }
+
+// A deployment's end: the URL clients use on stdout, the rest on the log; none through a
+// port-forward that ends with the command; with no wait, how to check it.
+func TestDeployResultText(t *testing.T) {
+	cmd := func(c next.Command) string { return "ain " + string(c) }
+	for _, tc := range []struct {
+		r        DeployResult
+		out, log string
+	}{
+		{DeployResult{Name: "m", Endpoint: "https://llm.example.com/v1", Via: "ingress", Model: "q"}, "https://llm.example.com\n", "ready: https://llm.example.com/v1 serves q (listed by /v1/models)\n"},
+		{DeployResult{Name: "m", Endpoint: "http://127.0.0.1:4000/v1", Via: "port-forward", Model: "q"}, "", "(checked through a port-forward"},
+		{DeployResult{Name: "m"}, "", "check it with: ain serve status m\n"},
+	} {
+		var out, log bytes.Buffer
+		tc.r.WriteText(&out, &log, cmd)
+		if out.String() != tc.out || !strings.Contains(log.String(), tc.log) {
+			t.Errorf("%+v: out %q, log %q", tc.r, out.String(), log.String())
+		}
+	}
+}
