@@ -57,7 +57,7 @@ func TestSessionConverse(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := string(srv.Bodies()[len(srv.Bodies())-1])
-	if strings.Contains(last, "lost") || strings.Count(last, "ping") != 2 || !strings.Contains(last, `"temperature":0`) {
+	if strings.Contains(last, "lost") || strings.Count(last, "ping") != 2 || !strings.Contains(last, `"role":"assistant","content":"pong"`) || !strings.Contains(last, `"temperature":0`) {
 		t.Errorf("history after a failure: %s", last)
 	}
 }
