@@ -1,11 +1,10 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -33,9 +32,6 @@ type endpointOptions struct {
 	// via says how the endpoint was reached once resolved ("endpoint", "ingress",
 	// "port-forward"), for what a benchmark says it measured.
 	via string
-	// serverKey is the API key of the model server found by discovery, read from the Secret
-	// its Deployments use: sent when neither --api-key nor AIN_API_KEY gives one.
-	serverKey string
 }
 
 func (o *endpointOptions) flags() []ucli.Flag {
@@ -68,53 +64,43 @@ func (o *endpointOptions) timeoutFlags(ttfb, idle time.Duration) []ucli.Flag {
 	}
 }
 
-// modelClient builds the client from flags and environment; the endpoint comes from
-// --endpoint, else AIN_ENDPOINT, else what `ain serve` deployed (discoverEndpoint).
-func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*openaiclient.Client, error) {
-	ep := vllm.Endpoint{URL: o.Endpoint, Via: "endpoint"}
-	if ep.URL == "" {
-		ep.URL = a.Getenv("AIN_ENDPOINT")
+// connector reaches the model server: --endpoint, else AIN_ENDPOINT, else the one deployed in
+// the namespace (found in cl's cluster, else the flags'); --api-key, else AIN_API_KEY, else the
+// found server's own. kc is set once the cluster is asked.
+func (a *App) connector(o *endpointOptions, conns int, cl func() (*kube.Clients, *vllm.Cluster, error), kc **kube.Clients) *vllm.Connector {
+	return &vllm.Connector{
+		Options: openaiclient.Options{CAFile: o.CAFile, Insecure: o.Insecure, ConnectTo: o.ConnectTo, MaxConns: conns,
+			FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout},
+		Endpoint: cmp.Or(o.Endpoint, a.Getenv("AIN_ENDPOINT")), APIKey: cmp.Or(o.APIKey, a.Getenv("AIN_API_KEY")), Log: a.Streams.Err,
+		NewError: endpointError,
+		Discovery: func() (*vllm.Discovery, error) {
+			k, c, err := cl()
+			if err != nil {
+				return nil, ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT (no cluster to find an `ain serve` deployment in: %v)", err),
+					"for a vLLM server, the URL of its ingress (https://HOST) or of a port-forward (http://127.0.0.1:8000)")
+			}
+			*kc = k
+			return &vllm.Discovery{Cluster: c, Config: k.Config, Log: a.Streams.Err, AllowPortForward: o.PortForward}, nil
+		},
 	}
-	if ep.URL == "" {
-		var err error
-		if ep, err = a.discoverEndpoint(ctx, o); err != nil {
-			return nil, err
-		}
+}
+
+// modelClient is the client to the model server (connector), the port-forward it may open
+// ending with ctx.
+func (a *App) modelClient(ctx context.Context, o *endpointOptions, conns int) (*openaiclient.Client, error) {
+	var kc *kube.Clients
+	k := a.connector(o, conns, a.servingCluster, &kc)
+	ep, err := k.Find(ctx, "")
+	if err != nil && kc != nil {
+		return nil, discoveryError(kc, err, "finding the model server")
+	} else if err != nil {
+		return nil, err
 	}
 	o.via = ep.Via
 	if o.Insecure {
 		fmt.Fprintln(a.Streams.Err, "WARNING: --insecure: the server's TLS certificate is NOT verified; whoever sits on the path can read the API key, the prompts and the answers.")
 	}
-	return a.endpointClient(o, ep, conns)
-}
-
-// endpointClient is the client for ep with the flags' TLS settings and the API key of
-// --api-key, else AIN_API_KEY.
-func (a *App) endpointClient(o *endpointOptions, ep vllm.Endpoint, conns int) (*openaiclient.Client, error) {
-	key := o.APIKey
-	if key == "" {
-		key = a.Getenv("AIN_API_KEY")
-	}
-	if key == "" {
-		key = o.serverKey
-	}
-	c, err := openaiclient.New(o.clientOptions(ep, key, conns))
-	if err != nil {
-		return nil, endpointError(err)
-	}
-	if addr := c.ClearTextKeyTo(); addr != "" {
-		fmt.Fprintf(a.Streams.Err, "WARNING: the API key goes in clear text over http:// to %s, off this machine: whoever sits on the path can read it, and the prompts and answers. Use the https:// ingress, or a port-forward (http://127.0.0.1:PORT).\n", addr)
-	}
-	return c, nil
-}
-
-func (o *endpointOptions) clientOptions(ep vllm.Endpoint, key string, conns int) openaiclient.Options {
-	connect := o.ConnectTo
-	if connect == "" || ep.Via == "port-forward" {
-		connect = ep.ConnectTo // a port-forward is local: --connect-to is for the ingress
-	}
-	return openaiclient.Options{Endpoint: ep.URL, APIKey: key, CAFile: o.CAFile, CAPEM: ep.CAPEM, CAName: ep.CAName,
-		Insecure: o.Insecure, ConnectTo: connect, MaxConns: conns, FirstByteTimeout: o.TTFBTimeout, IdleTimeout: o.IdleTimeout}
+	return k.Open(ctx, ep)
 }
 
 // endpointError maps the client library's typed errors to usage errors naming the flag.
@@ -135,37 +121,6 @@ func endpointError(err error) error {
 		return ainerr.Usagef("--endpoint %q: %s", ee.Endpoint, ee.Reason)
 	}
 	return err
-}
-
-// discoverEndpoint finds what `ain serve` deployed in the namespace (by label): its ingress,
-// or with --port-forward a port-forward to a ready replica, open until ctx ends.
-func (a *App) discoverEndpoint(ctx context.Context, o *endpointOptions) (vllm.Endpoint, error) {
-	kc, err := a.clients()
-	if err != nil {
-		return vllm.Endpoint{}, ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: pass --endpoint URL or set AIN_ENDPOINT (no cluster to find an `ain serve` deployment in: %v)", err),
-			"for a vLLM server, the URL of its ingress (https://HOST) or of a port-forward (http://127.0.0.1:8000)")
-	}
-	d := &vllm.Discovery{
-		Cluster:          &vllm.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace},
-		Config:           kc.Config,
-		Log:              a.Streams.Err,
-		Reachable:        a.reachable(o),
-		AllowPortForward: o.PortForward,
-	}
-	ep, err := d.Endpoint(ctx, "") // the port-forward ends with ctx
-	if err != nil {
-		return ep, discoveryError(kc, err, "finding the model server")
-	}
-	if o.APIKey == "" && a.Getenv("AIN_API_KEY") == "" {
-		key, ok, err := d.Cluster.APIKey(ctx, ep.Server)
-		switch {
-		case err != nil:
-			fmt.Fprintf(a.Streams.Err, "note: could not read the API key of model server %s from its Secret (%v); pass it in AIN_API_KEY\n", ep.Server, err)
-		case ok:
-			o.serverKey = key
-		}
-	}
-	return ep, nil
 }
 
 // discoveryError maps Discovery's typed errors to exit codes and hints.
@@ -196,19 +151,6 @@ func discoveryError(kc *kube.Clients, err error, what string) error {
 	return kc.Classify(err, what)
 }
 
-// reachable checks that an endpoint answers GET /health from here, with the TLS settings given.
-func (a *App) reachable(o *endpointOptions) func(context.Context, vllm.Endpoint) error {
-	return func(ctx context.Context, ep vllm.Endpoint) error {
-		c, err := openaiclient.New(o.clientOptions(ep, "", 0))
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		return c.Health(ctx)
-	}
-}
-
 type modelsOptions struct {
 	endpointOptions
 	Output string
@@ -234,41 +176,16 @@ func (a *App) runModels(ctx context.Context, o *modelsOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	models, err := c.Models(ctx)
-	if err != nil {
+	l, err := c.List(ctx, 30*time.Second)
+	switch {
+	case err != nil:
 		return err
-	}
-	if o.Output == "json" {
-		if models == nil {
-			models = []openaiclient.Model{}
-		}
-		return a.writeJSON(map[string]any{"endpoint": c.Endpoint(), "models": models})
-	}
-	if len(models) == 0 {
-		fmt.Fprintf(a.Streams.Err, "%s serves no model yet (still loading?)\n", c.Endpoint())
+	case o.Output == "json":
+		return a.writeJSON(l)
+	case len(l.Models) == 0:
+		fmt.Fprintf(a.Streams.Err, "%s serves no model yet (still loading?)\n", l.Endpoint)
 		return nil
 	}
-	rows := make([][]string, 0, len(models))
-	for _, m := range models {
-		maxLen := "-"
-		if m.MaxModelLen > 0 {
-			maxLen = strconv.Itoa(m.MaxModelLen)
-		}
-		root := m.Root
-		if root == "" || root == m.ID {
-			root = "-"
-		}
-		rows = append(rows, []string{m.ID, root, maxLen, orDashStr(m.OwnedBy)})
-	}
-	a.table([]string{"MODEL", "ROOT", "MAX LEN", "OWNED BY"}, rows)
+	a.table(openaiclient.ModelTable(l.Models))
 	return nil
-}
-
-func orDashStr(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "-"
-	}
-	return s
 }

@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
-	"github.com/ain-hpc/ain/pkg/openaiclient"
-	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/vllm"
 )
@@ -117,86 +115,9 @@ func (a *App) servingCluster() (*kube.Clients, *vllm.Cluster, error) {
 }
 
 func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
-	switch o.DryRun {
-	case "", "none", "client", "server":
-	default:
-		return ainerr.Usagef("--dry-run=%s: use client or server", o.DryRun)
-	}
-	if o.Output != "" && o.DryRun == "" {
-		return ainerr.Usagef("-o %s goes with --dry-run (ain serve status -o json reports a running one)", o.Output)
-	}
-	// Flags are field overrides, so they are validated (and located, by the flag's name) like
-	// the recipe's fields; an explicit --set wins.
-	if o.Model != "" {
-		o.setBy("--model "+o.Model, "model="+o.Model)
-	}
-	if o.Replicas != 0 {
-		o.setBy(fmt.Sprintf("--replicas %d", o.Replicas), fmt.Sprintf("replicas=%d", o.Replicas))
-	}
-	if o.Topology != "" {
-		o.setBy("--topology "+o.Topology, "topology="+o.Topology)
-	}
-	if err := o.entryFlags.set(&o.recipeInput, func() (*recipe.Recipe, error) {
-		r, _, err := o.load(c, a.Getenv)
-		return r, err
-	}); err != nil {
+	secrets, err := a.serveOverrides(c, o)
+	if err != nil {
 		return err
-	}
-	var secrets []runtime.Object
-	name := o.Name
-	apiKey, hfToken := o.APIKeyFromEnv || o.APIKeyFile != "", o.HFTokenEnv || o.HFTokenFile != ""
-	if o.APIKeyFromEnv && o.APIKeyFile != "" || o.HFTokenEnv && o.HFTokenFile != "" {
-		return ainerr.Usagef("take a credential either from the environment or from a file, not both")
-	}
-	if (apiKey || hfToken) && name == "" {
-		// The Secret is named after the deployment: resolve the name first.
-		r, _, err := o.load(c, a.Getenv)
-		if err != nil {
-			return err
-		}
-		name = r.Metadata.Name
-	}
-	// secretOf reads a credential from $env or file into a Secret ain creates (labelled as
-	// its own, so ain serve delete removes it) and points the recipe's field at it.
-	secretOf := func(env, file, suffix, key, field string) error {
-		var v string
-		if file != "" {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				return ainerr.Usagef("--%s-file %s: %v", suffix, file, errors.Unwrap(err))
-			}
-			v = strings.TrimRight(string(b), "\r\n")
-		} else if v = a.Getenv(env); v == "" {
-			return ainerr.Usagef("$%s is empty", env)
-		}
-		if v == "" {
-			return ainerr.Usagef("%s is empty", file)
-		}
-		if env == "AIN_API_KEY" && o.APIKey == "" {
-			// The readiness check must send the key the server now requires, wherever it
-			// came from (--api-key-file used to deploy, then fail the check with 401).
-			o.APIKey = v
-		}
-		sname := name + "-" + suffix
-		secrets = append(secrets, vllm.CredentialSecret(sname, a.Global.Namespace, key, []byte(v),
-			map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: name}))
-		flag := "--" + suffix + "-from-env"
-		if file != "" {
-			flag = "--" + suffix + "-file " + file
-		}
-		o.setBy(flag, field+".name="+sname)
-		o.setBy(flag, field+".key="+key)
-		return nil
-	}
-	if apiKey {
-		if err := secretOf("AIN_API_KEY", o.APIKeyFile, "api-key", "api-key", "apiKeySecret"); err != nil {
-			return err
-		}
-	}
-	if hfToken {
-		if err := secretOf("HF_TOKEN", o.HFTokenFile, "hf-token", "token", "hfTokenSecret"); err != nil {
-			return err
-		}
 	}
 	r, p, err := o.load(c, a.Getenv)
 	if err != nil {
@@ -210,161 +131,107 @@ func (a *App) runServe(c *ucli.Context, o *serveOptions) error {
 	if o.AllowUnauth && r.Serving.APIKeySecret != nil {
 		return ainerr.Usagef("--allow-unauthenticated with an API key (Secret %s, from spec.apiKeySecret or --api-key-*): choose one", r.Serving.APIKeySecret.Name)
 	}
-	if o.DryRun == "client" {
-		return a.serveClientDryRun(c.Context, r, p, o, secrets)
-	}
-	t := &serveTarget{}
-	dep := &vllm.Deployer{
-		Cluster: func() (*vllm.Cluster, error) {
-			var err error
-			t.kc, t.cl, err = a.servingCluster()
-			return t.cl, err
-		},
-		Now:      a.Now,
-		Progress: func(e vllm.Event) { a.serveEvent(t.kc, e, o) },
-	}
+	var kc *kube.Clients
 	opts := vllm.DeployOptions{
 		Recipe: r, Profile: p, Name: o.Name, Namespace: a.Global.Namespace,
 		ExposeSource: o.exposeSource(r.Serving), Secrets: secrets, AllowUnauthenticated: o.AllowUnauth,
 		APIKey: o.APIKey, DryRunServer: o.DryRun == "server", NoWait: o.NoWait, Timeout: o.Timeout,
-		Connect: a.serveConnect(t, &o.endpointOptions),
+		Connect: a.connector(&o.endpointOptions, 0, func() (*kube.Clients, *vllm.Cluster, error) {
+			return kc, &vllm.Cluster{Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace}, nil
+		}, &kc).Ready,
+	}
+	if o.DryRun == "client" {
+		objs, lines, err := vllm.ClientDryRun(c.Context, opts)
+		for _, l := range lines {
+			fmt.Fprintln(a.Streams.Err, l)
+		}
+		if err != nil {
+			return a.deployError(nil, err, o, "")
+		}
+		return a.printObjects(objs, o.Output)
 	}
 	if o.APIKeyOut != "" {
-		opts.WriteKey = func(key string) error {
-			if err := writeSecretFile(o.APIKeyOut, key); err != nil {
-				return ainerr.Usagef("--api-key-out: %v", err)
+		opts.WriteKey = vllm.KeyFile(o.APIKeyOut)
+	}
+	events := &vllm.EventPrinter{W: a.Streams.Err, DryRunServer: o.DryRun == "server", KeyFile: o.APIKeyOut, TTY: a.Streams.ErrTTY,
+		Command: ainCommand, Applying: func() { a.sandboxNote(kc) }}
+	dep := &vllm.Deployer{
+		Cluster: func() (*vllm.Cluster, error) {
+			k, cl, err := a.servingCluster()
+			if err == nil {
+				kc, events.Namespace = k, k.Namespace
 			}
-			return nil
-		}
+			return cl, err
+		},
+		Now: a.Now, Progress: events.Event,
 	}
 	res, err := dep.Deploy(c.Context, opts)
 	if err != nil {
-		return a.deployError(t.kc, err, o, vllm.ServerName(r, o.Name))
+		return a.deployError(kc, err, o, vllm.ServerName(r, o.Name))
 	}
-	switch {
-	case o.DryRun == "server":
+	if o.DryRun == "server" {
 		return a.printObjects(res.DryRun, o.Output)
-	case o.NoWait:
-		fmt.Fprintf(a.Streams.Err, "check it with: ain serve status %s\n", res.Name)
-		return nil
 	}
-	fmt.Fprintf(a.Streams.Err, "ready: %s serves %s (listed by /v1/models)\n", res.Endpoint, res.Model)
-	if res.Via == "port-forward" {
-		fmt.Fprintf(a.Streams.Err, "(checked through a port-forward, which ends with this command; the ingress did not answer from here)\n")
-		return nil
-	}
-	fmt.Fprintf(a.Streams.Out, "%s\n", strings.TrimSuffix(res.Endpoint, "/v1"))
+	res.WriteText(a.Streams.Out, a.Streams.Err, ainCommand)
 	return nil
 }
 
-// serveTarget is the cluster vllm.Deployer deploys to, set once it asks for it.
-type serveTarget struct {
-	kc *kube.Clients
-	cl *vllm.Cluster
-}
-
-// serveClientDryRun prints what `ain serve` would apply, without a cluster.
-func (a *App) serveClientDryRun(ctx context.Context, r *recipe.Recipe, p *profile.Profile, o *serveOptions, secrets []runtime.Object) error {
-	auth := vllm.DefaultAuth(r.Serving, vllm.ServerName(r, o.Name), o.AllowUnauth)
-	fmt.Fprintf(a.Streams.Err, "# %s\n", auth.Describe())
-	a.offlineEntry(r, &o.entryFlags)
-	objs, err := vllm.BuildObjects(r, p, vllm.ObjectOptions{Name: o.Name, Namespace: a.Global.Namespace})
-	if err != nil {
-		return ainerr.New(ainerr.Usage, err, "")
-	}
-	if err := ctx.Err(); err != nil {
-		return errInterrupted() // building thousands of objects is no reason to ignore Ctrl-C
-	}
-	for _, s := range secrets {
-		fmt.Fprintf(a.Streams.Err, "# also Secret %s (not printed: it holds a credential)\n", objName(s))
-	}
-	if objs.Ingress != nil {
-		fmt.Fprintf(a.Streams.Err, "# the Ingress's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Ingress.Spec.TLS[0].SecretName)
-	}
-	if objs.Gateway != nil {
-		fmt.Fprintf(a.Streams.Err, "# the Gateway's TLS Secret %s is checked (or created self-signed) when applied\n", objs.Gateway.Spec.Listeners[0].TLS.CertificateRefs[0].Name)
-	}
-	return a.printObjects(objs.All(), o.Output)
-}
-
-// serveEvent renders one step of vllm.Deployer on stderr; kc is the cluster's clients, set
-// once the Deployer asked for the cluster.
-func (a *App) serveEvent(kc *kube.Clients, e vllm.Event, o *serveOptions) {
-	w := a.Streams.Err
-	switch e.Kind {
-	case vllm.EventNote:
-		fmt.Fprintf(w, "note: %s\n", e.Message)
-	case vllm.EventWarning:
-		fmt.Fprintf(w, "WARNING: %s\n", e.Message)
-	case vllm.EventExpose:
-		fmt.Fprintf(w, "expose: %s\n", e.Message)
-	case vllm.EventIngressClassMissing:
-		fmt.Fprintf(w, "WARNING: IngressClass %s does not exist: no controller will serve the Ingress, and it never gets an address (kubectl get ingressclass lists the cluster's; --set ingress.className=NAME, or --expose gateway)\n", e.Message)
-	case vllm.EventUnauthenticated:
-		fmt.Fprintln(w, "WARNING: --allow-unauthenticated: no API key; anyone who reaches the Service or the ingress can use the model and its GPUs")
-	case vllm.EventTLS:
-		a.serveTLSEvent(e, o.DryRun == "server")
-	case vllm.EventApplying:
-		a.sandboxNote(kc)
-	case vllm.EventApplied:
-		fmt.Fprintf(w, "applied %s\n", e.Message)
-	case vllm.EventKeyGenerated:
-		a.revealAPIKey(*e.Auth, o.APIKeyOut, kc.Namespace)
-	case vllm.EventKeyDropFailed:
-		fmt.Fprintf(w, "note: could not delete Secret %s, whose key no longer guards the server: %v\n", e.Message, e.Err)
-	case vllm.EventKeyDropped:
-		fmt.Fprintf(w, "deleted Secret %s: the server no longer requires its key\n", e.Message)
-	case vllm.EventPruned:
-		fmt.Fprintf(w, "pruned %s (this run no longer renders it)\n", e.Message)
-	case vllm.EventWaiting:
-		fmt.Fprintf(w, "[%s] %s\n", fmtElapsed(e.Elapsed), e.Message)
+// serveOverrides checks the flags and records those that override recipe fields (--model,
+// --replicas, --topology, the entry's, the credentials' Secrets, which it returns), so that
+// they are validated and located, by the flag's name, like the recipe's fields.
+func (a *App) serveOverrides(c *ucli.Context, o *serveOptions) ([]runtime.Object, error) {
+	switch o.DryRun {
+	case "", "none", "client", "server":
 	default:
-		fmt.Fprintln(w, e.Message)
+		return nil, ainerr.Usagef("--dry-run=%s: use client or server", o.DryRun)
 	}
+	if o.Output != "" && o.DryRun == "" {
+		return nil, ainerr.Usagef("-o %s goes with --dry-run (ain serve status -o json reports a running one)", o.Output)
+	}
+	// An explicit --set wins.
+	if o.Model != "" {
+		o.setBy("--model "+o.Model, "model="+o.Model)
+	}
+	if o.Replicas != 0 {
+		o.setBy(fmt.Sprintf("--replicas %d", o.Replicas), fmt.Sprintf("replicas=%d", o.Replicas))
+	}
+	if o.Topology != "" {
+		o.setBy("--topology "+o.Topology, "topology="+o.Topology)
+	}
+	if err := o.entryFlags.set(&o.recipeInput, func() (*recipe.Recipe, error) {
+		r, _, err := o.load(c, a.Getenv)
+		return r, err
+	}); err != nil {
+		return nil, err
+	}
+	return a.serveCredentials(c, o)
 }
 
-// serveTLSEvent says what became of the entry's TLS Secret.
-func (a *App) serveTLSEvent(e vllm.Event, dryRun bool) {
-	w, t := a.Streams.Err, e.TLS
-	switch {
-	case t == nil:
-		fmt.Fprintf(w, "TLS: terminated by the listener of %s, whose certificate is that Gateway's (ain reads nor changes it)\n", e.Entry)
-	case t.Issuer != "":
-		fmt.Fprintf(w, "TLS: cert-manager ClusterIssuer %s issues Secret %s for %s\n", t.Issuer, t.Secret, e.Entry)
-	case t.Created && dryRun:
-		fmt.Fprintf(w, "TLS: Secret %s does not exist; ain would create a self-signed certificate\n", t.Secret)
-	case t.Created:
-		fmt.Fprintf(w, "TLS: created Secret %s with a self-signed certificate for %s; its CA is the Secret's ca.crt, which ain trusts when it finds the endpoint itself (others: kubectl get secret %s -o jsonpath='{.data.ca\\.crt}' | base64 -d > ca.pem; then --ca-file ca.pem)\n",
-			t.Secret, orDashStr(t.For), t.Secret)
-		if t.For == "" {
-			fmt.Fprintf(w, "WARNING: no --host and no address for %s yet: the certificate names nothing a client connects to, so no client can verify it; pass --host NAME (a DNS name pointing at it), or once `ain serve status` shows the address, delete Secret %s and re-run (ain then certifies the address)\n", e.Entry, t.Secret)
-		}
-	default:
-		fmt.Fprintf(w, "TLS: Secret %s holds a valid certificate for %s\n", t.Secret, orDashStr(e.Host))
-	}
-}
-
-// serveConnect opens the readiness check's client: --endpoint, else $AIN_ENDPOINT, else the
-// endpoint found in the cluster.
-func (a *App) serveConnect(t *serveTarget, eo *endpointOptions) func(context.Context, *vllm.ServingStatus, string) (*openaiclient.Client, string, error) {
-	return func(ctx context.Context, st *vllm.ServingStatus, key string) (*openaiclient.Client, string, error) {
-		ep := vllm.Endpoint{URL: eo.Endpoint, Via: "endpoint"}
-		if ep.URL == "" {
-			ep.URL = a.Getenv("AIN_ENDPOINT")
-		}
-		if ep.URL == "" {
-			d := &vllm.Discovery{Cluster: t.cl, Config: t.kc.Config, Log: a.Streams.Err, Reachable: a.reachable(eo), AllowPortForward: eo.PortForward}
-			var err error
-			if ep, err = d.Endpoint(ctx, st.Name); err != nil {
-				return nil, "", err
+// serveCredentials reads the credentials --api-key-* and --hf-token-* name into Secrets ain
+// creates (vllm.ReadCredentials) and points the recipe's fields at them.
+func (a *App) serveCredentials(c *ucli.Context, o *serveOptions) ([]runtime.Object, error) {
+	creds, err := vllm.ReadCredentials([]vllm.CredentialSource{{Credential: vllm.APIKeyCredential, FromEnv: o.APIKeyFromEnv, File: o.APIKeyFile},
+		{Credential: vllm.HFTokenCredential, FromEnv: o.HFTokenEnv, File: o.HFTokenFile}},
+		func() (string, error) {
+			if o.Name != "" {
+				return o.Name, nil
 			}
-		}
-		if key == "" {
-			key = a.Getenv("AIN_API_KEY")
-		}
-		c, err := openaiclient.New(eo.clientOptions(ep, key, 0))
-		return c, ep.Via, endpointError(err)
+			r, _, err := o.load(c, a.Getenv)
+			if err != nil {
+				return "", err
+			}
+			return r.Metadata.Name, nil
+		}, a.Global.Namespace, a.Getenv, o.setBy)
+	var ce *vllm.CredentialError
+	if errors.As(err, &ce) {
+		return nil, ainerr.New(ainerr.Usage, err, "")
+	} else if err != nil {
+		return nil, err
 	}
+	// The readiness check must send the key the server now requires, wherever it came from
+	// (--api-key-file used to deploy, then fail the check with 401).
+	o.APIKey = cmp.Or(o.APIKey, creds.APIKey)
+	return creds.Secrets, nil
 }
 
 // deployError maps vllm.Deployer's errors to exit codes and hints.
@@ -379,6 +246,7 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 	var ku *vllm.KeyUnreadableError
 	var ae *vllm.ApplyError
 	var ie *vllm.InterruptedError
+	var kf *vllm.KeyFileError
 	switch {
 	case errors.As(err, &be):
 		return ainerr.New(ainerr.Usage, be.Err, "")
@@ -398,6 +266,8 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 		return ainerr.New(ainerr.Usage, err, "use a ReadWriteMany (or ReadOnlyMany) claim for the model, such as NFS, or serve one replica: --replicas 1")
 	case errors.As(err, &tlsErr):
 		return ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set "+tlsErr.Field+".tlsSecret=NAME, or let cert-manager issue it with --set "+tlsErr.Field+".clusterIssuer=ISSUER")
+	case errors.As(err, &kf):
+		return ainerr.Usagef("--api-key-out: %v", kf.Err)
 	case errors.As(err, &ku):
 		return ainerr.Usagef("--api-key-out %s: %s, whose value ain cannot read", o.APIKeyOut, ku.Auth.Describe())
 	case errors.As(err, &ae):
@@ -413,50 +283,29 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 
 // serveInterrupted reports an interrupt of `ain serve` and what it left.
 func (a *App) serveInterrupted(kc *kube.Clients, e *vllm.InterruptedError) error {
-	w := a.Streams.Err
-	if e.Stage == vllm.InterruptedBuilding {
-		return errInterrupted()
-	}
-	ns := nsFlag(kc.Namespace)
-	follow := fmt.Sprintf("Follow it: ain serve status %s%s\nEnd it: ain serve delete %s%s\n", e.Name, ns, e.Name, ns)
 	switch e.Stage {
+	case vllm.InterruptedBuilding:
+		return errInterrupted()
 	case vllm.InterruptedBeforeApply:
-		msg := "interrupted before the model server was applied: nothing was created"
+		msg := e.Error()
 		if e.TLSSecret != "" {
-			msg = fmt.Sprintf("interrupted before the model server was applied: only the TLS Secret %s was created (ain serve delete %s%s removes it)", e.TLSSecret, e.Name, ns)
+			msg += fmt.Sprintf(" (ain serve delete %s%s removes it)", e.Name, nsFlag(kc.Namespace))
 		}
 		return ainerr.New(ainerr.Cancelled, errors.New(msg), "")
-	case vllm.InterruptedApplyFinished:
-		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (%d Deployment(s) and their Service exist); the model server keeps starting.\n%s", e.Total, follow)
-	case vllm.InterruptedRolling:
-		fmt.Fprintf(w, "\ninterrupted during the rolling update: %d of %d replica(s) have the new spec, the others keep the previous one and keep serving. `ain serve` again finishes the update.\n%s", e.Deployed, e.Total, follow)
-	case vllm.InterruptedBeforeRolling:
-		fmt.Fprintf(w, "\ninterrupted before the rolling update: the Service is applied, the %d existing Deployment(s) keep their previous spec and keep serving. `ain serve` again rolls them.\n%s", e.Existing, follow)
-	case vllm.InterruptedFinishFailed:
-		fmt.Fprintf(w, "\ninterrupted while applying, and finishing the apply failed (%v): the Service exists without its Deployments.\nRemove it: ain serve delete %s%s\n", e.FinishErr, e.Name, ns)
-	case vllm.InterruptedFinished:
-		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (a Service without its Deployments serves nothing); the model server keeps starting.\n%s", follow)
 	}
+	fmt.Fprint(a.Streams.Err, e.Left(kc.Namespace, ainCommand))
 	return errInterrupted()
 }
+
+// ainCommand is a command a library suggests, as the user types it.
+func ainCommand(c next.Command) string { return "ain " + string(c) }
 
 // warnImage says when the serving image's vLLM is older than the newest release that fixes a
 // published advisory (vllm.Advisories), or that its tag tells no version.
 func (a *App) warnImage(image string) {
-	c := vllm.CheckImage(image)
-	if w := c.Warning(); w != "" && c.Version == "" {
-		fmt.Fprintf(a.Streams.Err, "note: %s\n", w)
-	} else if w != "" {
-		fmt.Fprintf(a.Streams.Err, "WARNING: %s\n", w)
+	if l := vllm.CheckImage(image).Line(); l != "" {
+		fmt.Fprintln(a.Streams.Err, l)
 	}
-}
-
-func objName(o runtime.Object) string {
-	u, err := jobs.ToUnstructured(o)
-	if err != nil {
-		return "?"
-	}
-	return u.GetName()
 }
 
 // waitError maps pkg/vllm's wait errors to exit codes and hints.
@@ -478,11 +327,6 @@ func (a *App) waitError(kc *kube.Clients, err error, name string) error {
 	return discoveryError(kc, err, "waiting for the model server")
 }
 
-func fmtElapsed(d time.Duration) string {
-	d = d.Round(time.Second)
-	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
-}
-
 func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptions, out string) error {
 	if out != "text" && out != "json" {
 		return ainerr.Usagef("-o %s: use text or json", out)
@@ -491,12 +335,13 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 	if err != nil {
 		return err
 	}
+	k := a.connector(eo, 0, nil, nil)
 	entries, err := cl.Reports(ctx, vllm.ReportOptions{
 		Name: name, Endpoint: eo.Endpoint, Now: a.Now,
 		// The ingress as clients find it: its CA from the Secret ain created, its published
 		// address when the host has no DNS record.
-		Discovery: &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: a.reachable(eo)},
-		Client:    func(ep vllm.Endpoint) (*openaiclient.Client, error) { return a.endpointClient(eo, ep, 0) },
+		Discovery: &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: k.Reachable},
+		Client:    k.Client,
 	})
 	var nf *vllm.NotFoundError
 	var ce *vllm.ClusterError
@@ -514,65 +359,7 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 	if out == "json" {
 		return a.writeJSON(entries)
 	}
-	w := a.Streams.Out
-	for i, e := range entries {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "%s: %d/%d replicas ready, model %s\n", e.Name, e.Ready, e.Desired, orDashStr(e.Model))
-		if e.URL != "" {
-			fmt.Fprintf(w, "  url:     %s\n", e.URL)
-		}
-		if e.Address != "" && !strings.Contains(e.URL, e.Address) {
-			by := "the ingress controller"
-			if e.Route != nil {
-				by = "Gateway " + e.Route.Gateway
-			}
-			fmt.Fprintf(w, "  address: %s (published by %s)\n", e.Address, by)
-		}
-		if rt := e.Route; rt != nil {
-			gw := "Gateway " + rt.Gateway
-			if rt.Listener != "" {
-				gw += " listener " + rt.Listener
-			}
-			if rt.OwnGateway {
-				gw += ", created by ain"
-			}
-			fmt.Fprintf(w, "  route:   HTTPRoute %s on %s: Accepted %s, ResolvedRefs %s\n", rt.Name, gw, orDashStr(rt.Accepted), orDashStr(rt.ResolvedRefs))
-			if rt.Problem != "" {
-				state := "not serving"
-				if rt.Pending {
-					state = "not serving yet"
-				}
-				fmt.Fprintf(w, "  %s: %s\n", state, rt.Problem)
-			}
-		}
-		if e.TLSSecret != "" {
-			fmt.Fprintf(w, "  tls:     Secret %s\n", e.TLSSecret)
-		}
-		fmt.Fprintf(w, "  service: %s (in the cluster)\n", e.Service)
-		if p := e.Probe; p != nil {
-			if p.Error != "" {
-				fmt.Fprintf(w, "  probe:   %s/models failed at %s: %s\n", p.Endpoint, p.At, p.Error)
-			} else {
-				fmt.Fprintf(w, "  probe:   %s/models lists %s (at %s)\n", p.Endpoint, strings.Join(p.Models, ", "), p.At)
-			}
-		}
-		var rows [][]string
-		for _, r := range e.Replicas {
-			for _, p := range r.Pods {
-				ready := "no"
-				if p.Ready {
-					ready = "yes"
-				}
-				rows = append(rows, []string{r.Deployment, p.Name, p.Phase, ready, orDashStr(p.Node), fmt.Sprint(p.Restarts), orDashStr(p.Reason)})
-			}
-			if len(r.Pods) == 0 {
-				rows = append(rows, []string{r.Deployment, "-", "no pods", "no", "-", "0", orDashStr(r.Stalled)})
-			}
-		}
-		a.table([]string{"REPLICA", "POD", "PHASE", "READY", "NODE", "RESTARTS", "REASON"}, rows)
-	}
+	vllm.WriteReports(a.Streams.Out, entries, a.table)
 	return nil
 }
 
@@ -593,36 +380,4 @@ func (a *App) runServeDelete(ctx context.Context, name string) error {
 		fmt.Fprintf(a.Streams.Out, "deleted %s\n", g)
 	}
 	return nil
-}
-
-// revealAPIKey tells the user the key ain generated, once: in the file --api-key-out named
-// (written before the apply), else on a terminal, never into a log or a pipe.
-func (a *App) revealAPIKey(auth vllm.Auth, file, ns string) {
-	switch {
-	case file != "":
-		fmt.Fprintf(a.Streams.Err, "API key: written to %s (mode 0600)\n", file)
-	case a.Streams.ErrTTY:
-		fmt.Fprintf(a.Streams.Err, "API key (shown once; ain models/chat read it from Secret %s themselves):\n  %s\n", auth.Secret.Name, auth.Generated)
-	default:
-		fmt.Fprintf(a.Streams.Err, "API key: not shown (stderr is not a terminal); ain models/chat read it from Secret %s; others: kubectl get secret %s%s -o jsonpath='{.data.%s}' | base64 -d\n",
-			auth.Secret.Name, auth.Secret.Name, nsFlag(ns), auth.Secret.Key)
-	}
-}
-
-// writeSecretFile writes a credential to path, readable by its owner only (also when the file
-// existed with a wider mode).
-func writeSecretFile(path, value string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.WriteString(value + "\n"); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -323,27 +323,6 @@ func TestServeWarnsNonNginxClass(t *testing.T) {
 	}
 }
 
-// The Deployer's events as the user reads them: a missing IngressClass is said to serve
-// nothing (the choice itself, against a cluster: pkg/vllm's TestChooseEntryEvents).
-func TestServeEventRendering(t *testing.T) {
-	for _, tc := range []struct {
-		e    vllm.Event
-		want string
-	}{
-		{vllm.Event{Kind: vllm.EventIngressClassMissing, Message: "nginx"}, "WARNING: IngressClass nginx does not exist: no controller will serve the Ingress"},
-		{vllm.Event{Kind: vllm.EventExpose, Message: "ingress (why)"}, "expose: ingress (why)\n"},
-		{vllm.Event{Kind: vllm.EventWaiting, Message: "1/2 ready", Elapsed: 75 * time.Second}, "[1:15] 1/2 ready\n"},
-		{vllm.Event{Kind: vllm.EventTLS, TLS: &vllm.TLSOutcome{Secret: "vllm-tls"}, Host: "llm.example.com"}, "TLS: Secret vllm-tls holds a valid certificate for llm.example.com\n"},
-	} {
-		var errb bytes.Buffer
-		a := &App{Streams: Streams{Out: &bytes.Buffer{}, Err: &errb}, Now: time.Now, Getenv: func(string) string { return "" }}
-		a.serveEvent(&kube.Clients{Namespace: "llm"}, tc.e, &serveOptions{})
-		if !strings.Contains(errb.String(), tc.want) {
-			t.Errorf("event %d: %q, want %q", tc.e.Kind, errb.String(), tc.want)
-		}
-	}
-}
-
 // vllm.Deployer's typed errors as the user reads them: the flag or field to fix, and the
 // commands that follow or remove what an interrupt left.
 func TestServeDeployErrors(t *testing.T) {

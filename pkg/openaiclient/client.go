@@ -232,6 +232,34 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	return list.Data, nil
 }
 
+// ForServer are the options of a client to another server (a judge model's) at endpoint
+// with key: Insecure and ConnectTo are about this one (its self-signed ingress, its
+// controller's address) and must not send key to an unverified server or to that address;
+// CAFile only adds trust and the timeouts bound any server, so those carry over.
+func (o Options) ForServer(endpoint, key string) Options {
+	return Options{Endpoint: endpoint, APIKey: key, CAFile: o.CAFile, FirstByteTimeout: o.FirstByteTimeout, IdleTimeout: o.IdleTimeout}
+}
+
+// ModelList is what a server serves (`ain models -o json`).
+type ModelList struct {
+	Endpoint string  `json:"endpoint"`
+	Models   []Model `json:"models"`
+}
+
+// List lists the served models (Models) within timeout; Models is never nil.
+func (c *Client) List(ctx context.Context, timeout time.Duration) (*ModelList, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	models, err := c.Models(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if models == nil {
+		models = []Model{}
+	}
+	return &ModelList{Endpoint: c.Endpoint(), Models: models}, nil
+}
+
 // Health calls GET /health (next to /v1, not under it). vLLM answers 200 as soon as the
 // engine runs, before the model can answer: use Models to know that it serves.
 func (c *Client) Health(ctx context.Context) error {
@@ -332,4 +360,26 @@ func (c *Client) dialAddr() string {
 		return net.JoinHostPort(c.base.Hostname(), "443")
 	}
 	return net.JoinHostPort(c.base.Hostname(), "80")
+}
+
+// ModelTable is the header and rows of a table of models: name, root (the path loaded, when
+// it is not the name), longest context and owner ("-" for none).
+func ModelTable(models []Model) ([]string, [][]string) {
+	rows := make([][]string, 0, len(models))
+	for _, m := range models {
+		maxLen := "-"
+		if m.MaxModelLen > 0 {
+			maxLen = strconv.Itoa(m.MaxModelLen)
+		}
+		root := m.Root
+		if root == "" || root == m.ID {
+			root = "-"
+		}
+		owner := m.OwnedBy
+		if strings.TrimSpace(owner) == "" {
+			owner = "-"
+		}
+		rows = append(rows, []string{m.ID, root, maxLen, owner})
+	}
+	return []string{"MODEL", "ROOT", "MAX LEN", "OWNED BY"}, rows
 }

@@ -135,3 +135,15 @@ func compareVersions(a, b string) int {
 	}
 	return 0
 }
+
+// Line is Warning as printed: a note when the tag tells no version, else a WARNING; "" for none.
+func (c ImageCheck) Line() string {
+	switch w := c.Warning(); {
+	case w == "":
+		return ""
+	case c.Version == "":
+		return "note: " + w
+	default:
+		return "WARNING: " + w
+	}
+}

@@ -39,3 +39,16 @@ func TestCheckImage(t *testing.T) {
 		}
 	}
 }
+
+// A version past every advisory prints nothing, an old one a WARNING, an unknown one a note.
+func TestImageCheckLine(t *testing.T) {
+	if l := CheckImage("vllm/vllm-openai:v0.11.0").Line(); !strings.HasPrefix(l, "WARNING: image ") {
+		t.Errorf("old: %q", l)
+	}
+	if l := CheckImage("vllm/vllm-openai:latest").Line(); !strings.HasPrefix(l, "note: image ") {
+		t.Errorf("latest: %q", l)
+	}
+	if l := CheckImage("vllm/vllm-openai:v99.0.0").Line(); l != "" {
+		t.Errorf("new: %q", l)
+	}
+}
