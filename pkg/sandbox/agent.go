@@ -160,6 +160,10 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	go inf.RunWithContext(ctx)
 	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 	fmt.Fprintf(log, "sandbox agent: scenario %s, watching pods\n", sc.Name)
+	// Each node's dcgm-exporter page, reached through its exporter pod's port 9400.
+	if _, err := a.startDCGM(ctx); err != nil {
+		fmt.Fprintf(log, "sandbox agent: dcgm-exporter pages: %v\n", err)
+	}
 	go a.watchDownNodes(ctx)
 	go func() {
 		<-ctx.Done()

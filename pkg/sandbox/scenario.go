@@ -38,6 +38,10 @@ type Scenario struct {
 		// TrafficPort, when set ("mlx5_1:1"), is where the simulated collectives' bytes cross,
 		// whatever HCAs their NCCL log names: a rail mapping that sends the traffic elsewhere.
 		TrafficPort string `json:"trafficPort,omitempty"`
+		// GPUFaults gives a node's GPU (by node number, 1-based, then GPU index: "2/0") a fault
+		// its dcgm-exporter page shows: "xid79" (fallen off the bus), "xid48" (double-bit ECC),
+		// "thermal" (clocks held by heat), "power-brake".
+		GPUFaults map[string]string `json:"gpuFaults,omitempty"`
 	} `json:"nodes"`
 	Rules []Rule `json:"rules,omitempty"`
 }

@@ -1,0 +1,139 @@
+package dcgm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// ExporterPort is dcgm-exporter's port (NVIDIA/dcgm-exporter --address default ":9400"; the GPU
+// Operator's nvidia-dcgm-exporter pods listen on it).
+const ExporterPort = 9400
+
+// ExporterSelectors find dcgm-exporter pods: the GPU Operator's operand (app=nvidia-dcgm-exporter,
+// assets/state-dcgm-exporter/0800_daemonset.yaml) and the standalone Helm chart's
+// (app.kubernetes.io/name=dcgm-exporter, dcgm-exporter deployment/templates/_helpers.tpl).
+var ExporterSelectors = []string{"app=nvidia-dcgm-exporter", "app.kubernetes.io/name=dcgm-exporter"}
+
+// Exporter is one running dcgm-exporter pod.
+type Exporter struct {
+	Namespace, Pod, Node string
+}
+
+// NoExporterError says which nodes have no running dcgm-exporter pod.
+type NoExporterError struct {
+	Nodes []string
+}
+
+func (e *NoExporterError) Error() string {
+	return fmt.Sprintf("no running dcgm-exporter pod (%s or %s, any namespace) on %v", ExporterSelectors[0], ExporterSelectors[1], e.Nodes)
+}
+
+// FindExporters finds the running exporter pod of each node; nodes without one are in a
+// NoExporterError returned beside the exporters found.
+func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string) ([]Exporter, error) {
+	byNode := map[string]Exporter{}
+	for _, sel := range ExporterSelectors {
+		pods, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+				continue
+			}
+			if _, ok := byNode[p.Spec.NodeName]; !ok {
+				byNode[p.Spec.NodeName] = Exporter{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName}
+			}
+		}
+	}
+	var out []Exporter
+	var missing []string
+	for _, n := range nodes {
+		if e, ok := byNode[n]; ok {
+			out = append(out, e)
+		} else {
+			missing = append(missing, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	if len(missing) > 0 {
+		return out, &NoExporterError{Nodes: missing}
+	}
+	return out, nil
+}
+
+// Scrape reads an exporter's /metrics page through the API server, as `kubectl port-forward`
+// does (a WebSocket tunnel, SPDY where the server offers only that), on a port of 127.0.0.1
+// that lives as long as the call; the page is parsed as Parse does.
+func Scrape(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, e Exporter, timeout time.Duration) (*Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(e.Namespace).Name(e.Pod).SubResource("portforward")
+	dialer, err := dialerFor(cfg, req.URL())
+	if err != nil {
+		return nil, err
+	}
+	stop, ready := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(ExporterPort)}, stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	defer close(stop)
+	errc := make(chan error, 1)
+	go func() { errc <- fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		return nil, fmt.Errorf("port-forward to %s/%s: %w", e.Namespace, e.Pod, err)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("port-forward to %s/%s: %w", e.Namespace, e.Pod, ctx.Err())
+	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) == 0 {
+		return nil, fmt.Errorf("port-forward to %s/%s: no local port: %v", e.Namespace, e.Pod, err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0].Local), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: GET /metrics: %w", e.Namespace, e.Pod, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s/%s: GET /metrics: %s", e.Namespace, e.Pod, resp.Status)
+	}
+	return Parse(resp.Body)
+}
+
+// dialerFor is kubectl's port-forward dialer: SPDY over a WebSocket, falling back to plain SPDY
+// when the server does not upgrade (k8s.io/kubectl pkg/cmd/portforward createDialer).
+func dialerFor(cfg *rest.Config, target *url.URL) (httpstream.Dialer, error) {
+	transport, upgrader, err := spdy.RoundTripperFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, target)
+	ws, err := portforward.NewSPDYOverWebsocketDialer(target, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return portforward.NewFallbackDialer(ws, spdyDialer, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	}), nil
+}
