@@ -12,11 +12,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // ExporterPort is dcgm-exporter's port (NVIDIA/dcgm-exporter --address default ":9400"; the GPU
@@ -88,7 +88,7 @@ func Scrape(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, e Ex
 		return nil, err
 	}
 	stop, ready := make(chan struct{}), make(chan struct{})
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(ExporterPort)}, stop, ready, io.Discard, io.Discard)
+	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(ExporterPort)}, stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -128,12 +128,12 @@ func dialerFor(cfg *rest.Config, target *url.URL) (httpstream.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	spdyDialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, target)
-	ws, err := portforward.NewSPDYOverWebsocketDialer(target, cfg)
+	spdyDialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, target)
+	ws, err := portforward.NewSPDYOverWebsocketDialerForStreaming(target, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return portforward.NewFallbackDialer(ws, spdyDialer, func(err error) bool {
+	return portforward.NewFallbackDialerForStreaming(ws, spdyDialer, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	}), nil
 }
