@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -33,9 +34,84 @@ var doctorGPUDescription = "Reads the Prometheus text exposition of NVIDIA's dcg
 	"the check too (5): no GPU was seen, and the message says what to give. An input over " + fmt.Sprint(dcgm.MaxInput>>20) + " MiB is refused (1)."
 
 func (a *App) doctorGPUCommand() *ucli.Command {
-	return a.fileDoctor("gpu", "per GPU and pod: utilisation, SM/tensor activity, memory, power, heat, throttling, XIDs, NVLink/PCIe",
-		"FILE... (dcgm-exporter's /metrics page, one per node, or Prometheus /federate output; - for stdin)",
-		doctorGPUDescription, a.runDoctorGPU, nil)
+	o := &doctorOptions{}
+	var nodes string
+	return &ucli.Command{
+		Name:      "gpu",
+		Usage:     "per GPU and pod: utilisation, SM/tensor activity, memory, power, heat, throttling, XIDs, NVLink/PCIe",
+		ArgsUsage: "FILE... (dcgm-exporter's /metrics page, one per node, or Prometheus /federate output; - for stdin) | JOB (the pages of its nodes, its pods' GPUs) | --node NODE[,NODE...]",
+		Description: doctorGPUDescription + "\n\nLive: --node reads each node's dcgm-exporter pod (GPU Operator: app=nvidia-dcgm-exporter; Helm chart:\n" +
+			"app.kubernetes.io/name=dcgm-exporter; any namespace) through the API server, as kubectl port-forward does to\n" +
+			"its port 9400 (needs list on pods and create on pods/portforward there); JOB does the same for the nodes of\n" +
+			"a job's pods and keeps the GPUs the exporter maps to them.\n\n" + doctorExitNote,
+		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json"),
+			&ucli.StringFlag{Name: "node", Usage: "read the live dcgm-exporter page of these nodes (comma-separated)", Destination: &nodes}},
+		Action: func(c *ucli.Context) error {
+			o.Files = c.Args().Slice()
+			if nodes != "" {
+				if len(o.Files) > 0 {
+					return ainerr.Usagef("--node reads the live pages: give no FILE or JOB with it")
+				}
+				return a.runDoctorGPULive(c.Context, o, strings.Split(nodes, ","), nil)
+			}
+			if job, ok := jobArg(o.Files); ok {
+				return a.runDoctorGPUJob(c.Context, o, job)
+			}
+			return a.runDoctorGPU(c.Context, o)
+		},
+	}
+}
+
+// runDoctorGPUJob reads the pages of the nodes a job's pods run on and judges its pods' GPUs.
+func (a *App) runDoctorGPUJob(ctx context.Context, o *doctorOptions, name string) error {
+	_, _, _, pods, err := a.jobPods(ctx, o, name)
+	if err != nil {
+		return err
+	}
+	var nodes, keys []string
+	seen := map[string]bool{}
+	for _, p := range pods {
+		keys = append(keys, p.Namespace+"/"+p.Name)
+		if p.Spec.NodeName != "" && !seen[p.Spec.NodeName] {
+			seen[p.Spec.NodeName] = true
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	if len(nodes) == 0 {
+		return ainerr.New(ainerr.Failure, fmt.Errorf("no pod of %s is on a node yet", name), "`ain status "+name+"` says why they are Pending")
+	}
+	return a.runDoctorGPULive(ctx, o, nodes, keys)
+}
+
+// runDoctorGPULive reads the live pages of nodes (keeping the GPUs of pods, when given) and
+// judges them as the file form does.
+func (a *App) runDoctorGPULive(ctx context.Context, o *doctorOptions, nodes, pods []string) error {
+	if err := o.validate(0, 0, ""); err != nil {
+		return err
+	}
+	kc, err := a.clients()
+	if err != nil {
+		return err
+	}
+	a.sandboxNote(kc)
+	gpus, err := dcgm.ReadNodes(ctx, kc.Config, kc.Kube, nodes, 30*time.Second)
+	var ne *dcgm.NoExporterError
+	switch {
+	case errors.As(err, &ne) && len(gpus) == 0:
+		return ainerr.New(ainerr.CheckFailed, err, "install the GPU Operator (its dcgm-exporter) or NVIDIA's dcgm-exporter Helm chart; or give a saved page as FILE")
+	case errors.As(err, &ne):
+		fmt.Fprintf(a.Streams.Err, "warning: %v: their GPUs are not judged\n", err)
+	case err != nil:
+		return kc.Classify(err, "reading the dcgm-exporter pages")
+	}
+	if pods != nil {
+		var labelled bool
+		if gpus, labelled = dcgm.OfPods(gpus, pods); !labelled {
+			fmt.Fprintln(a.Streams.Err, "warning: the exporter maps no GPU to a pod (its Kubernetes mapping is off): every GPU of the job's nodes is shown")
+		}
+	}
+	r := dcgm.Analyze(gpus)
+	return a.verdict(o.Output, r, func() error { a.printGPUReport(r); return nil }, r.OK)
 }
 
 func (a *App) runDoctorGPU(ctx context.Context, o *doctorOptions) error {

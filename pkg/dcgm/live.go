@@ -2,6 +2,7 @@ package dcgm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -136,4 +137,64 @@ func dialerFor(cfg *rest.Config, target *url.URL) (httpstream.Dialer, error) {
 	return portforward.NewFallbackDialerForStreaming(ws, spdyDialer, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	}), nil
+}
+
+// ReadNodes scrapes the exporter of every node in nodes, each bounded by timeout, and returns
+// their GPUs in node order. Nodes without an exporter are a NoExporterError, returned with the
+// GPUs of the others; a scrape that fails ends the read.
+func ReadNodes(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, nodes []string, timeout time.Duration) ([]GPU, error) {
+	exps, findErr := FindExporters(ctx, cs, nodes)
+	var ne *NoExporterError
+	if findErr != nil && !errors.As(findErr, &ne) {
+		return nil, findErr
+	}
+	var gpus []GPU
+	for _, e := range exps {
+		s, err := Scrape(ctx, cfg, cs, e, timeout)
+		if err != nil {
+			return nil, &ScrapeError{Exporter: e, Err: err}
+		}
+		for _, g := range s.GPUs {
+			if g.Host == "" {
+				g.Host = e.Node
+			}
+			gpus = append(gpus, g)
+		}
+	}
+	return gpus, findErr
+}
+
+// ScrapeError is a failed read of one exporter's page.
+type ScrapeError struct {
+	Exporter Exporter
+	Err      error
+}
+
+func (e *ScrapeError) Error() string {
+	return fmt.Sprintf("dcgm-exporter %s/%s on %s: %v", e.Exporter.Namespace, e.Exporter.Pod, e.Exporter.Node, e.Err)
+}
+func (e *ScrapeError) Unwrap() error { return e.Err }
+
+// OfPods keeps the GPUs the exporter maps to one of pods (namespace/name). ok is false when no
+// GPU carries a pod label at all (an exporter without its Kubernetes mapping): gpus is returned
+// whole, since which GPU is whose cannot be told.
+func OfPods(gpus []GPU, pods []string) (out []GPU, ok bool) {
+	want := map[string]bool{}
+	for _, p := range pods {
+		want[p] = true
+	}
+	labelled := false
+	for _, g := range gpus {
+		if g.Pod == "" {
+			continue
+		}
+		labelled = true
+		if want[g.Namespace+"/"+g.Pod] {
+			out = append(out, g)
+		}
+	}
+	if !labelled {
+		return gpus, false
+	}
+	return out, true
 }

@@ -128,6 +128,7 @@ type gpuState struct {
 // scenario's faults.
 func (a *agent) writeDCGMPage(w io.Writer, node string) {
 	a.mu.Lock()
+	a.reload() // a scenario switched since (SetScenario) shows at once
 	nGPU, faults := a.st.Config.GPUsPerNode, a.sc.Nodes.GPUFaults
 	a.mu.Unlock()
 	gpus := make([]gpuState, nGPU)
