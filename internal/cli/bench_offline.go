@@ -14,6 +14,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
+	"github.com/ain-hpc/ain/pkg/textout"
 )
 
 // benchParseOptions are the flags of `ain bench parse`.
@@ -150,7 +151,7 @@ func (a *App) printPerf(runs []*nccl.PerfRun) {
 	}
 }
 
-func fmtG(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+func fmtG(v float64) string { return textout.G(v) }
 
 // humanBytes prints a size the way nccl-tests' -b/-e take it: 8, 1K, 64M, 8G (binary units).
 func humanBytes(n int64) string {

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/textout"
 )
 
 // ain's output convention, the same for every command: what a person reads is a table on a
@@ -72,9 +73,4 @@ func (a *App) verdict(format string, v any, text func() error, ok bool) error {
 }
 
 // orDash prints an empty table cell as "-".
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func orDash(s string) string { return textout.OrDash(s) }

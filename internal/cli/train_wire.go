@@ -2,12 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/ain-hpc/ain/pkg/bench"
-	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
@@ -20,24 +17,6 @@ type trainJobJSON struct {
 
 // wireRows are the per-HCA rows of a wire check: node, port, bytes sent and received, and a note
 // (NCCL's port, or why a node has no reading); bench and train print them.
-func wireRows(wr *bench.Wire) [][]string {
-	var rows [][]string
-	for _, n := range wr.Nodes {
-		if n.Err != "" {
-			rows = append(rows, []string{n.Node, "-", "unknown", "unknown", n.Err})
-			continue
-		}
-		for _, port := range slices.Sorted(maps.Keys(n.Ports)) {
-			t := n.Ports[port]
-			used := ""
-			if slices.Contains(wr.Devices, port) {
-				used = "NCCL's"
-			}
-			rows = append(rows, []string{n.Node, port, counters.HumanBytes(t.XmitBytes), counters.HumanBytes(t.RcvBytes), orDash(used)})
-		}
-	}
-	return rows
-}
 
 // printJobWire prints the bytes that crossed each HCA of the job's nodes.
 func (a *App) printJobWire(wr *bench.Wire) {
@@ -46,7 +25,7 @@ func (a *App) printJobWire(wr *bench.Wire) {
 	}
 	w := a.Streams.Out
 	fmt.Fprintln(w, "\nbytes that crossed each HCA (RDMA port counters before the job was submitted and after it ended):")
-	if rows := wireRows(wr); len(rows) > 0 {
+	if rows := wr.Rows(); len(rows) > 0 {
 		a.table([]string{"NODE", "PORT", "SENT", "RECEIVED", "NOTE"}, rows)
 	}
 	if wr.Note != "" {
