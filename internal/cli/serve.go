@@ -247,6 +247,8 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 	var ae *vllm.ApplyError
 	var ie *vllm.InterruptedError
 	var kf *vllm.KeyFileError
+	var conflict *vllm.AuthConflictError
+	var badKey *vllm.BadKeyError
 	switch {
 	case errors.As(err, &be):
 		return ainerr.New(ainerr.Usage, be.Err, "")
@@ -268,6 +270,10 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 		return ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set "+tlsErr.Field+".tlsSecret=NAME, or let cert-manager issue it with --set "+tlsErr.Field+".clusterIssuer=ISSUER")
 	case errors.As(err, &kf):
 		return ainerr.Usagef("--api-key-out: %v", kf.Err)
+	case errors.As(err, &conflict):
+		return ainerr.New(ainerr.Usage, err, "drop --allow-unauthenticated to keep the key, or remove spec.serving.apiKeySecret (--set) to serve without one")
+	case errors.As(err, &badKey):
+		return ainerr.New(ainerr.Usage, err, "put the key in that Secret (kubectl create secret generic "+badKey.Secret+" --from-literal="+badKey.Key+"=...), or name another in spec.serving.apiKeySecret")
 	case errors.As(err, &ku):
 		return ainerr.Usagef("--api-key-out %s: %s, whose value ain cannot read", o.APIKeyOut, ku.Auth.Describe())
 	case errors.As(err, &ae):

@@ -137,6 +137,9 @@ func (d *Deployer) say(k EventKind, format string, args ...any) {
 // it left; an interrupt while waiting returns the wait's error (context.Canceled).
 func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, error) {
 	r := o.Recipe
+	if r == nil || r.Serving == nil {
+		return nil, &BuildError{Err: errors.New("the recipe has no spec.serving: only a serving recipe can be deployed")}
+	}
 	oo := ObjectOptions{Name: o.Name, Namespace: o.Namespace}
 	// Built once before the cluster is read, so that a recipe which cannot be built is refused
 	// first; built again once the entry, the claims and the key are resolved.
@@ -171,7 +174,12 @@ func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, 
 		return nil, &ClusterError{Doing: "reading the model volume's claim", Err: err}
 	}
 	auth, err := cl.ResolveAuth(ctx, name, s, o.AllowUnauthenticated, d.Random)
-	if err != nil {
+	var conflict *AuthConflictError
+	var badKey *BadKeyError
+	switch {
+	case errors.As(err, &conflict) || errors.As(err, &badKey):
+		return nil, err // the inputs disagree: not the cluster's failure
+	case err != nil:
 		return nil, &ClusterError{Doing: "reading the model server's API key", Err: err}
 	}
 	objs, err := BuildObjects(r, o.Profile, oo)

@@ -207,3 +207,30 @@ func TestReportsNotFound(t *testing.T) {
 		t.Fatalf("%v, %v", got, err)
 	}
 }
+
+// A recipe without spec.serving is a BuildError before the cluster is asked (it panicked); a key
+// named by the recipe with AllowUnauthenticated is the inputs' conflict, returned as itself, not
+// as a failure to read the cluster.
+func TestDeployRefusesBadInputs(t *testing.T) {
+	d := &Deployer{Cluster: func() (*Cluster, error) { t.Fatal("the cluster was asked for"); return nil, nil }, Now: time.Now}
+	train, err := recipe.Load("qlora", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var be *BuildError
+	if _, err := d.Deploy(context.Background(), DeployOptions{Recipe: train, Profile: profile.Default(), Namespace: "llm"}); !errors.As(err, &be) || !strings.Contains(err.Error(), "no spec.serving") {
+		t.Fatalf("training recipe: %v", err)
+	}
+	cl := deployCluster(t, nil)
+	d = &Deployer{Cluster: func() (*Cluster, error) { return cl, nil }, Now: time.Now}
+	r, err := recipe.Load("vllm", []string{"ingress.host=llm.example.com", "apiKeySecret.name=mine", "apiKeySecret.key=k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Deploy(context.Background(), DeployOptions{Recipe: r, Profile: profile.Default(), Namespace: "llm", ExposeSource: "spec.expose auto", AllowUnauthenticated: true})
+	var conflict *AuthConflictError
+	var ce *ClusterError
+	if !errors.As(err, &conflict) || errors.As(err, &ce) {
+		t.Fatalf("key and --allow-unauthenticated: %v (%T)", err, err)
+	}
+}
