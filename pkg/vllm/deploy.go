@@ -136,13 +136,113 @@ func (d *Deployer) say(k EventKind, format string, args ...any) {
 // Deploy deploys o.Recipe (see Deployer). ctx's end is an interrupt: InterruptedError says what
 // it left; an interrupt while waiting returns the wait's error (context.Canceled).
 func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, error) {
+	p, err := d.prepare(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.keepKey(o, p.auth); err != nil {
+		return nil, err
+	}
+	d.announceAuth(o, p.auth)
+	tlsCreated, err := d.ensureEntryTLS(ctx, p.cl, p.objs, p.s, o.DryRunServer)
+	if err != nil {
+		return nil, err
+	}
+	rest := append([]runtime.Object{}, p.secrets...)
+	rest = append(rest, p.objs.Service)
+	if p.objs.PDB != nil {
+		rest = append(rest, p.objs.PDB)
+	}
+	if p.objs.Ingress != nil {
+		rest = append(rest, p.objs.Ingress)
+	}
+	if p.objs.Gateway != nil {
+		rest = append(rest, p.objs.Gateway)
+	}
+	if p.objs.HTTPRoute != nil {
+		rest = append(rest, p.objs.HTTPRoute)
+	}
+	res := &DeployResult{Name: p.objs.Name, Model: p.s.ServedModelName}
+	if o.DryRunServer {
+		return d.serverDryRun(ctx, p, rest, res)
+	}
+	d.emit(Event{Kind: EventApplying})
+	applied, err := p.cl.Apply(ctx, rest, false)
+	if errors.Is(err, context.Canceled) {
+		// The interrupt came before the first object was sent.
+		return nil, &InterruptedError{Stage: InterruptedBeforeApply, Name: p.objs.Name, TLSSecret: tlsCreated}
+	}
+	if err != nil {
+		// What went in before the refusal stays (a Secret with the generated key, say): named.
+		ae := &ApplyError{Name: p.objs.Name, Err: err}
+		if tlsCreated != "" {
+			ae.Created = append(ae.Created, "Secret "+p.cl.Namespace+"/"+tlsCreated)
+		}
+		for _, u := range applied {
+			ae.Created = append(ae.Created, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
+		}
+		return nil, ae
+	}
+	for _, u := range applied {
+		d.say(EventApplied, "%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+	}
+	if p.auth.Generated != "" {
+		d.emit(Event{Kind: EventKeyGenerated, Auth: &p.auth})
+	}
+	// Pods read the key at start: a new version of its Secret rolls them (a changed key would
+	// otherwise leave the old one working and fail the readiness check with the new one).
+	SetKeyVersion(p.objs.Deployments, p.auth.KeyVersion(applied))
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = p.s.StartupDuration() + 5*time.Minute
+	}
+	if err := d.rollOut(ctx, p, timeout); err != nil {
+		return nil, err
+	}
+	d.say(EventInfo, "model %s as %q: %d replica(s) x %d GPU (%s)", p.s.Model, p.s.ServedModelName, p.s.Replicas, p.s.GPUsPerReplica, p.s.Topology)
+	if o.NoWait {
+		return res, nil
+	}
+	key := o.APIKey
+	if key == "" {
+		key = p.auth.Key // the readiness check sends the key the server requires
+	}
+	client, err := p.cl.WaitReady(ctx, WaitOptions{
+		Name: p.objs.Name, Model: p.s.ServedModelName, Timeout: timeout, Now: d.Now,
+		Progress: func(el time.Duration, line string) {
+			d.emit(Event{Kind: EventWaiting, Message: line, Elapsed: el})
+		},
+		Connect: func(ctx context.Context, st *ServingStatus) (*openaiclient.Client, error) {
+			c, via, err := o.Connect(ctx, st, key)
+			res.Via = via
+			return c, err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Endpoint = client.Endpoint()
+	return res, nil
+}
+
+// prepared is a deployment decided against the cluster, before anything is applied.
+type prepared struct {
+	cl      *Cluster
+	s       *recipe.ServingSpec
+	objs    *Objects
+	auth    Auth
+	secrets []runtime.Object // the caller's credential Secrets and, when generated, the key's
+}
+
+// prepare builds the objects (refusing a recipe that cannot be built before the cluster is
+// read), then chooses the entry, checks the claims and resolves the API key against the cluster,
+// and builds the objects again with what it found.
+func (d *Deployer) prepare(ctx context.Context, o DeployOptions) (*prepared, error) {
 	r := o.Recipe
 	if r == nil || r.Serving == nil {
 		return nil, &BuildError{Err: errors.New("the recipe has no spec.serving: only a serving recipe can be deployed")}
 	}
 	oo := ObjectOptions{Name: o.Name, Namespace: o.Namespace}
-	// Built once before the cluster is read, so that a recipe which cannot be built is refused
-	// first; built again once the entry, the claims and the key are resolved.
 	_, err := BuildObjects(r, o.Profile, oo)
 	var noGateway *NoGatewayError
 	if errors.As(err, &noGateway) {
@@ -191,19 +291,23 @@ func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, 
 		secrets = append(secrets, CredentialSecret(auth.Secret.Name, o.Namespace, auth.Secret.Key, []byte(auth.Generated),
 			map[string]string{jobs.LabelManagedBy: jobs.ManagedByAin, jobs.LabelRun: name}))
 	}
-	key := o.APIKey
-	if key == "" {
-		key = auth.Key // the readiness check sends the key the server requires
+	return &prepared{cl: cl, s: s, objs: objs, auth: auth, secrets: secrets}, nil
+}
+
+// keepKey writes the key through o.WriteKey before anything is applied: a key nobody can read
+// back is not created.
+func (d *Deployer) keepKey(o DeployOptions, auth Auth) error {
+	if o.WriteKey == nil || o.DryRunServer {
+		return nil
 	}
-	if o.WriteKey != nil && !o.DryRunServer {
-		// Written before anything is applied: a key nobody can read back is not created.
-		if auth.Key == "" {
-			return nil, &KeyUnreadableError{Auth: auth}
-		}
-		if err := o.WriteKey(auth.Key); err != nil {
-			return nil, err
-		}
+	if auth.Key == "" {
+		return &KeyUnreadableError{Auth: auth}
 	}
+	return o.WriteKey(auth.Key)
+}
+
+// announceAuth says how the server is guarded (or that it is not).
+func (d *Deployer) announceAuth(o DeployOptions, auth Auth) {
 	if o.DryRunServer && auth.Source == AuthGenerated {
 		d.say(EventInfo, "auth: vLLM would require an API key generated into Secret %s", auth.Secret.Name)
 	} else {
@@ -215,118 +319,58 @@ func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, 
 	if auth.Source == AuthNone {
 		d.emit(Event{Kind: EventUnauthenticated, Auth: &auth})
 	}
-	tlsCreated, err := d.ensureEntryTLS(ctx, cl, objs, s, o.DryRunServer)
+}
+
+// serverDryRun sends everything with dryRun=All: the API server's schema and admission webhooks
+// judge it and nothing is created; the result shows what would be (Secrets left out).
+func (d *Deployer) serverDryRun(ctx context.Context, p *prepared, rest []runtime.Object, res *DeployResult) (*DeployResult, error) {
+	applied, err := p.cl.Apply(ctx, append(rest, deploymentObjects(p.objs)...), true)
 	if err != nil {
-		return nil, err
-	}
-	rest := append([]runtime.Object{}, secrets...)
-	rest = append(rest, objs.Service)
-	if objs.PDB != nil {
-		rest = append(rest, objs.PDB)
-	}
-	if objs.Ingress != nil {
-		rest = append(rest, objs.Ingress)
-	}
-	if objs.Gateway != nil {
-		rest = append(rest, objs.Gateway)
-	}
-	if objs.HTTPRoute != nil {
-		rest = append(rest, objs.HTTPRoute)
-	}
-	res := &DeployResult{Name: objs.Name, Model: s.ServedModelName}
-	if o.DryRunServer {
-		applied, err := cl.Apply(ctx, append(rest, deploymentObjects(objs)...), true)
-		if err != nil {
-			return nil, &ClusterError{Doing: "applying the model server", Err: err}
-		}
-		for _, u := range applied {
-			if u.GetKind() != "Secret" {
-				res.DryRun = append(res.DryRun, u)
-			}
-		}
-		d.say(EventInfo, "server dry run: the API server accepted it (schema and admission webhooks); nothing was created")
-		return res, nil
-	}
-	d.emit(Event{Kind: EventApplying})
-	applied, err := cl.Apply(ctx, rest, false)
-	if errors.Is(err, context.Canceled) {
-		// The interrupt came before the first object was sent.
-		return nil, &InterruptedError{Stage: InterruptedBeforeApply, Name: objs.Name, TLSSecret: tlsCreated}
-	}
-	if err != nil {
-		// What went in before the refusal stays (a Secret with the generated key, say): named.
-		ae := &ApplyError{Name: objs.Name, Err: err}
-		if tlsCreated != "" {
-			ae.Created = append(ae.Created, "Secret "+cl.Namespace+"/"+tlsCreated)
-		}
-		for _, u := range applied {
-			ae.Created = append(ae.Created, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
-		}
-		return nil, ae
+		return nil, &ClusterError{Doing: "applying the model server", Err: err}
 	}
 	for _, u := range applied {
-		d.say(EventApplied, "%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
-	}
-	if auth.Generated != "" {
-		d.emit(Event{Kind: EventKeyGenerated, Auth: &auth})
-	}
-	// Pods read the key at start: a new version of its Secret rolls them (a changed key would
-	// otherwise leave the old one working and fail the readiness check with the new one).
-	SetKeyVersion(objs.Deployments, auth.KeyVersion(applied))
-	timeout := o.Timeout
-	if timeout == 0 {
-		timeout = s.StartupDuration() + 5*time.Minute
-	}
-	progress := func(line string) { d.say(EventRolling, "%s", line) }
-	deps, err := cl.ApplyRolling(ctx, objs.Deployments, RollOptions{ReplicaTimeout: timeout, Progress: progress})
-	for _, dep := range deps {
-		d.say(EventApplied, "Deployment %s/%s", cl.Namespace, objName(dep))
-	}
-	if ctx.Err() != nil {
-		return nil, d.interrupted(ctx, cl, objs, deps)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if auth.Dropped != "" {
-		// The Deployments no longer read it: a key Secret left behind would look like a guard.
-		if err := cl.DeleteAPIKeySecret(ctx, auth.Dropped); err != nil {
-			d.emit(Event{Kind: EventKeyDropFailed, Message: auth.Dropped, Err: err})
-		} else {
-			d.emit(Event{Kind: EventKeyDropped, Message: auth.Dropped})
+		if u.GetKind() != "Secret" {
+			res.DryRun = append(res.DryRun, u)
 		}
 	}
-	pruned, err := cl.Prune(ctx, objs.Name, objs.All())
-	for _, p := range pruned {
-		d.say(EventPruned, "%s", p)
+	d.say(EventInfo, "server dry run: the API server accepted it (schema and admission webhooks); nothing was created")
+	return res, nil
+}
+
+// rollOut applies the Deployments replica by replica, removes a key Secret the server no longer
+// reads, and prunes what this run no longer renders.
+func (d *Deployer) rollOut(ctx context.Context, p *prepared, timeout time.Duration) error {
+	progress := func(line string) { d.say(EventRolling, "%s", line) }
+	deps, err := p.cl.ApplyRolling(ctx, p.objs.Deployments, RollOptions{ReplicaTimeout: timeout, Progress: progress})
+	for _, dep := range deps {
+		d.say(EventApplied, "Deployment %s/%s", p.cl.Namespace, objName(dep))
+	}
+	if ctx.Err() != nil {
+		return d.interrupted(ctx, p.cl, p.objs, deps)
+	}
+	if err != nil {
+		return err
+	}
+	if p.auth.Dropped != "" {
+		// The Deployments no longer read it: a key Secret left behind would look like a guard.
+		if err := p.cl.DeleteAPIKeySecret(ctx, p.auth.Dropped); err != nil {
+			d.emit(Event{Kind: EventKeyDropFailed, Message: p.auth.Dropped, Err: err})
+		} else {
+			d.emit(Event{Kind: EventKeyDropped, Message: p.auth.Dropped})
+		}
+	}
+	pruned, err := p.cl.Prune(ctx, p.objs.Name, p.objs.All())
+	for _, pr := range pruned {
+		d.say(EventPruned, "%s", pr)
 	}
 	if ctx.Err() != nil {
 		// Interrupted once everything was applied (what was not pruned yet is pruned next run).
-		return nil, d.interrupted(ctx, cl, objs, deps)
+		return d.interrupted(ctx, p.cl, p.objs, deps)
 	}
 	if err != nil {
-		return nil, &ClusterError{Doing: "removing what this run no longer renders", Err: err}
+		return &ClusterError{Doing: "removing what this run no longer renders", Err: err}
 	}
-	d.say(EventInfo, "model %s as %q: %d replica(s) x %d GPU (%s)", s.Model, s.ServedModelName, s.Replicas, s.GPUsPerReplica, s.Topology)
-	if o.NoWait {
-		return res, nil
-	}
-	client, err := cl.WaitReady(ctx, WaitOptions{
-		Name: objs.Name, Model: s.ServedModelName, Timeout: timeout, Now: d.Now,
-		Progress: func(el time.Duration, line string) {
-			d.emit(Event{Kind: EventWaiting, Message: line, Elapsed: el})
-		},
-		Connect: func(ctx context.Context, st *ServingStatus) (*openaiclient.Client, error) {
-			c, via, err := o.Connect(ctx, st, key)
-			res.Via = via
-			return c, err
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.Endpoint = client.Endpoint()
-	return res, nil
+	return nil
 }
 
 // interrupted says what an interrupt during the apply left. The Secrets, Service and entry
