@@ -156,7 +156,7 @@ func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Pr
 			}
 		}
 		if w := r.Workload(); w != nil {
-			o.Storage = preflight.Storage{Mounts: w.Volumes, Paths: r.DataPaths()}
+			o.Storage = preflight.Storage{Mounts: w.Volumes, Paths: r.DataPaths(), DefaultCapabilities: r.Serving == nil}
 			o.Tools, o.ImagePullPolicy = r.Tools(), w.ImagePullPolicy
 		}
 		o.Workload = jobs.WorkloadOf(r)

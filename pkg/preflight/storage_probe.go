@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ain-hpc/ain/pkg/claims"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -26,6 +28,11 @@ type Storage struct {
 	// supplementalGroups); nil: the image's own user, as ain's jobs run today (root in the
 	// built-in recipes' images). The probe reads and writes as that user.
 	RunAs *corev1.PodSecurityContext
+	// DefaultCapabilities: the probe keeps the container runtime's default capabilities, as ain's
+	// training ranks do (jobs.Build adds IPC_LOCK and drops none), so that it reads what they read:
+	// root with CAP_DAC_OVERRIDE reads a 0600 file of another user, root without it cannot.
+	// False: every capability dropped, as ain's vLLM pods run.
+	DefaultCapabilities bool
 }
 
 // Free space under which an output path WARNs and FAILs: a merged 7B model in bf16 is ~15 GB, an
@@ -45,9 +52,11 @@ const StorageMarker = "ain-storage-probe"
 // existing directory gets a file created and removed; df -Pk gives its free space. Paths are
 // read under ${AIN_SYSFS_ROOT} (unset in a pod; the sandbox's simulated container root) but
 // printed as the pod sees them.
-func storageScript(paths []recipe.DataPath) string {
+func storageScript(run string, paths []recipe.DataPath) string {
 	var b strings.Builder
 	b.WriteString(`R="${AIN_SYSFS_ROOT:-}"
+t=
+trap 'rm -f "$t"' EXIT
 echo '` + storageFormat + `'
 echo "U $(id -u 2>/dev/null) $(id -g 2>/dev/null)"
 sz() { set -- $(ls -lnLd "$1" 2>/dev/null); echo "${5:--}"; }
@@ -55,7 +64,7 @@ ty() { if [ -d "$1" ]; then echo "T d"; elif [ -f "$1" ]; then echo "T f"; elif 
 ent() { r=-; dd if="$1" of=/dev/null bs=4096 count=1 2>/dev/null && r=r; echo "E $r $(sz "$1") ${1##*/}"; }
 model() {
   echo "P model $1"; p="$R$1"; ty "$p"; [ -d "$p" ] || return 0
-  n=0; for f in "$p"/*; do [ -f "$f" ] || continue; n=$((n+1)); [ $n -le 4000 ] || break; ent "$f"; done
+  find "$p" -mindepth 1 -maxdepth 1 2>/dev/null | head -n 4000 | sort | while IFS= read -r f; do [ -f "$f" ] && ent "$f"; done
   for i in model.safetensors.index.json pytorch_model.bin.index.json; do
     [ -f "$p/$i" ] || continue
     s=$(sz "$p/$i"); echo "I $s $i"
@@ -65,15 +74,15 @@ model() {
 }
 data() {
   echo "P dataset $1"; p="$R$1"; ty "$p"
-  if [ -d "$p" ]; then r=-; ls "$p" >/dev/null 2>&1 && r=r; echo "D $r $(ls -A "$p" 2>/dev/null | wc -l)"; elif [ -f "$p" ]; then ent "$p"; fi
+  if [ -d "$p" ]; then r=-; [ -r "$p" ] && [ -x "$p" ] && r=r; echo "D $r $(find "$p" -mindepth 1 -maxdepth 1 2>/dev/null | head -n 10001 | wc -l)"; elif [ -f "$p" ]; then ent "$p"; fi
 }
 out() {
   echo "P output $1"; p="$R$1"; ty "$p"; a="$p"
   while [ ! -e "$a" ] && [ -n "$a" ] && [ "$a" != "$R" ]; do a="${a%/*}"; done
   [ -n "$a" ] || a="$R/"
   echo "A ${a#"$R"}"
-  t="$a/.ain-probe-write.$$"
-  if e=$( { : >"$t"; } 2>&1 ); then rm -f "$t"; echo "W ok"; else e=$(echo "$e" | tail -n 1); echo "W ${e##*: }"; fi
+  t="$a/.ain-probe-write-` + run + `"
+  if e=$( { : >"$t"; } 2>&1 ); then rm -f "$t"; t=; echo "W ok"; else e=$(echo "$e" | tail -n 1); echo "W ${e##*: }"; fi
   set -- $(df -Pk "$a" 2>/dev/null | tail -n 1); [ -n "$4" ] && echo "F $2 $4"
 }
 `)
@@ -132,7 +141,7 @@ func planStorage(s Storage) (storagePlan, []Check) {
 // storagePod is the probe pod: busybox (o.ProbeImage) as the job's user, the claims mounted as
 // planned, on node (pinToNode).
 func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev1.Pod {
-	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(pl.paths), nil, false)
+	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(run, pl.paths), nil, false)
 	withResultMessage(pod)
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	if ra := o.Storage.RunAs; ra != nil {
@@ -141,6 +150,9 @@ func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev
 		pod.Spec.SecurityContext.RunAsNonRoot = ra.RunAsNonRoot
 	}
 	c := &pod.Spec.Containers[0]
+	if o.Storage.DefaultCapabilities {
+		c.SecurityContext.Capabilities = nil
+	}
 	for _, m := range pl.mounts {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: m.Name, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: m.ClaimName, ReadOnly: m.ReadOnly},
@@ -178,6 +190,12 @@ func checkModel(ctx context.Context, o Options, candidates []corev1.Node, volume
 	if len(candidates) > 0 {
 		node = &candidates[0]
 	}
+	for _, m := range pl.mounts {
+		var skip *Check
+		if node, skip = claimProbeNode(ctx, o, m.ClaimName, node, candidates); skip != nil {
+			return append(out, *skip)
+		}
+	}
 	o.Progress("probing the model, dataset and output paths on the shared volume")
 	run := runID()
 	outs := runProbes(ctx, o, run, probeStorage, []*corev1.Pod{storagePod(o, run, pl, node)})
@@ -211,4 +229,55 @@ func pinToNode(pod *corev1.Pod, node *corev1.Node) {
 	}}
 	pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 	pod.Annotations[AnnotationFor] = node.Name
+}
+
+// claimProbeNode decides where the storage probe may mount claim, or why it must not: a claim
+// not Bound yet would be bound by the probe (WaitForFirstConsumer: to a volume on the probe's
+// node, not the job's); a claim that attaches to one node at a time (no ReadWriteMany or
+// ReadOnlyMany) and is in use by a pod on another node cannot be mounted elsewhere (the
+// attach-detach controller refuses a Multi-Attach, k8s.io/kubernetes pkg/volume/util
+// IsMultiAttachAllowed), so the probe goes to that node when it is a candidate. A claim that
+// cannot be read is probed as planned (the volumes check says why).
+func claimProbeNode(ctx context.Context, o Options, claim string, node *corev1.Node, candidates []corev1.Node) (*corev1.Node, *Check) {
+	pvc, err := o.Kube.CoreV1().PersistentVolumeClaims(o.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return node, nil
+	}
+	if pvc.Status.Phase != corev1.ClaimBound {
+		return node, &Check{Name: CheckModel, Target: claim, Status: Warn,
+			Message: fmt.Sprintf("not probed: PersistentVolumeClaim %s is %s: a probe pod would bind it (to a volume where the probe runs, not where the job will)", claim, pvc.Status.Phase),
+			Fix:     "the model on it is checked once the claim is bound (by the first job, or a pod of yours that mounts it)"}
+	}
+	for _, mode := range pvc.Status.AccessModes {
+		if mode == corev1.ReadWriteMany || mode == corev1.ReadOnlyMany {
+			return node, nil
+		}
+	}
+	pods, err := o.Kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return node, nil
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.Labels[LabelProbe] != "" {
+			continue
+		}
+		if node != nil && p.Spec.NodeName == node.Name {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claim {
+				continue
+			}
+			for i := range candidates {
+				if candidates[i].Name == p.Spec.NodeName {
+					return &candidates[i], nil
+				}
+			}
+			return node, &Check{Name: CheckModel, Target: claim, Status: Warn,
+				Message: fmt.Sprintf("not probed: PersistentVolumeClaim %s (%s) is attached on node %s for pod %s, and a pod on another node cannot mount it (Multi-Attach)",
+					claim, claims.ModesString(pvc.Status.AccessModes), p.Spec.NodeName, p.Name),
+				Fix: "a ReadWriteOnce claim serves one node: run the job there (or after " + p.Name + " ends), or use a ReadWriteMany claim (NFS, CephFS)"}
+		}
+	}
+	return node, nil
 }

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -85,7 +87,7 @@ func qloraClaims() map[string]*recipe.Volume {
 // runStorageScript runs the probe's own script with /bin/sh over root, as the sandbox does.
 func runStorageScript(t *testing.T, root string) []byte {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript(qloraPaths)))
+	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", qloraPaths)))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 	out, err := cmd.Output()
 	if err != nil {
@@ -260,5 +262,68 @@ func TestJudgeStorageHugeIndexWarns(t *testing.T) {
 	c := JudgeStorage(rep, qloraPaths[:1], qloraClaims())
 	if len(c) != 1 || c[0].Status != Warn || !strings.Contains(c[0].Message, "were not checked") || c[0].Fix == "" {
 		t.Errorf("%+v", c)
+	}
+}
+
+// TestStorageScriptSymlinksAndNoLeftover: a model directory of symlinks (the Hugging Face cache's
+// snapshots/<rev>/ links into blobs/) is read through them, and the write test leaves no file in
+// the output directory.
+func TestStorageScriptSymlinksAndNoLeftover(t *testing.T) {
+	root := t.TempDir()
+	writeModelTree(t, root)
+	model := filepath.Join(root, qloraPaths[0].Path)
+	blobs := filepath.Join(root, "blobs")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		blob := filepath.Join(blobs, e.Name())
+		if err := os.Rename(filepath.Join(model, e.Name()), blob); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(blob, filepath.Join(model, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := ParseStorageReport(runStorageScript(t, root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range JudgeStorage(rep, qloraPaths, qloraClaims()) {
+		if c.Status == Fail {
+			t.Errorf("FAIL through symlinks: %+v", c)
+		}
+	}
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".ain-probe-write") {
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoragePodCapabilities: for a training job the probe keeps the runtime's default
+// capabilities as the ranks do (a 0600 file root can read through CAP_DAC_OVERRIDE is not a
+// false FAIL); for serving it drops them all, as the vLLM pods do.
+func TestStoragePodCapabilities(t *testing.T) {
+	pl, _ := planStorage(Storage{Mounts: []recipe.Volume{*sharedVol}, Paths: qloraPaths})
+	o := Options{Namespace: "ns", ProbeImage: "busybox:1.36", ProbeTimeout: time.Minute, Profile: profile.Default()}
+	o.Storage.DefaultCapabilities = true
+	if sc := storagePod(o, "r1", pl, nil).Spec.Containers[0].SecurityContext; sc == nil || sc.Capabilities != nil {
+		t.Errorf("training: %+v, want the runtime's default capabilities", sc)
+	}
+	o.Storage.DefaultCapabilities = false
+	if sc := storagePod(o, "r1", pl, nil).Spec.Containers[0].SecurityContext; sc == nil || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 {
+		t.Errorf("serving: %+v, want ALL dropped", sc)
 	}
 }
