@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
@@ -325,5 +330,36 @@ func TestStoragePodCapabilities(t *testing.T) {
 	o.Storage.DefaultCapabilities = false
 	if sc := storagePod(o, "r1", pl, nil).Spec.Containers[0].SecurityContext; sc == nil || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 {
 		t.Errorf("serving: %+v, want ALL dropped", sc)
+	}
+}
+
+// TestClaimProbeNode: an unbound claim is not probed; a ReadWriteOnce claim in use on another
+// node sends the probe there when it is a candidate, else is not probed, naming the pod; a
+// ReadWriteMany claim goes where planned.
+func TestClaimProbeNode(t *testing.T) {
+	pvc := func(name string, phase corev1.PersistentVolumeClaimPhase, mode corev1.PersistentVolumeAccessMode) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: phase, AccessModes: []corev1.PersistentVolumeAccessMode{mode}}}
+	}
+	user := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "vllm-0", Namespace: "ns"},
+		Spec: corev1.PodSpec{NodeName: "n2", Volumes: []corev1.Volume{{Name: "m", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "rwo"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	cs := fake.NewSimpleClientset(pvc("pending", corev1.ClaimPending, corev1.ReadWriteMany), pvc("rwo", corev1.ClaimBound, corev1.ReadWriteOnce),
+		pvc("rwx", corev1.ClaimBound, corev1.ReadWriteMany), user)
+	o := Options{Kube: cs, Namespace: "ns"}
+	n1, n2 := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
+	ctx := context.Background()
+	if _, c := claimProbeNode(ctx, o, "pending", &n1, []corev1.Node{n1}); c == nil || c.Status != Warn || !strings.Contains(c.Message, "Pending") {
+		t.Errorf("pending: %+v", c)
+	}
+	if n, c := claimProbeNode(ctx, o, "rwo", &n1, []corev1.Node{n1, n2}); c != nil || n == nil || n.Name != "n2" {
+		t.Errorf("rwo with n2 a candidate: %v %+v", n, c)
+	}
+	if _, c := claimProbeNode(ctx, o, "rwo", &n1, []corev1.Node{n1}); c == nil || !strings.Contains(c.Message, "vllm-0") || !strings.Contains(c.Message, "Multi-Attach") {
+		t.Errorf("rwo elsewhere: %+v", c)
+	}
+	if n, c := claimProbeNode(ctx, o, "rwx", &n1, []corev1.Node{n1}); c != nil || n.Name != "n1" {
+		t.Errorf("rwx: %v %+v", n, c)
 	}
 }
