@@ -170,6 +170,13 @@ func TestUnpickle(t *testing.T) {
 			}
 		})
 	}
+	// A list referenced twice, memoized before its items were appended (as Python's pickler
+	// writes [a, a]), reads whole both times.
+	if v, err := unpickle([]byte("\x80\x02]q\x00(]q\x01(K\x01K\x02K\x03eh\x01e.")); err != nil {
+		t.Fatal(err)
+	} else if got, _ := json.Marshal(v); string(got) != "[[1,2,3],[1,2,3]]" {
+		t.Errorf("shared list: %s", got)
+	}
 	// A list that contains itself (pickle allows it) terminates.
 	if _, err := unpickle([]byte("\x80\x02]q\x00h\x00a.")); err != nil {
 		t.Fatal(err)
