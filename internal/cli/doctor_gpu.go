@@ -94,13 +94,20 @@ func (a *App) runDoctorGPULive(ctx context.Context, o *doctorOptions, nodes, pod
 		return err
 	}
 	a.sandboxNote(kc)
-	gpus, err := dcgm.ReadNodes(ctx, kc.Config, kc.Kube, nodes, 30*time.Second)
+	gpus, err := dcgm.ReadNodes(ctx, kc.Config, kc.Kube, nodes, 30*time.Second, func(e dcgm.Exporter) {
+		fmt.Fprintf(a.Streams.Err, "reading dcgm-exporter %s/%s on %s\n", e.Namespace, e.Pod, e.Node)
+	})
 	var ne *dcgm.NoExporterError
+	var se *dcgm.ScrapeError
 	switch {
-	case errors.As(err, &ne) && len(gpus) == 0:
+	case ctx.Err() != nil:
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted while reading the dcgm-exporter pages: no verdict"), "")
+	case err != nil && len(gpus) == 0 && errors.As(err, &ne) && !errors.As(err, &se):
 		return ainerr.New(ainerr.CheckFailed, err, "install the GPU Operator (its dcgm-exporter) or NVIDIA's dcgm-exporter Helm chart; or give a saved page as FILE")
-	case errors.As(err, &ne):
-		fmt.Fprintf(a.Streams.Err, "warning: %v: their GPUs are not judged\n", err)
+	case err != nil && len(gpus) == 0 && (errors.As(err, &se) || errors.As(err, &ne)):
+		return ainerr.New(ainerr.Failure, err, "reading an exporter needs list on pods and create on pods/portforward in its namespace; or give a saved page as FILE")
+	case err != nil && (errors.As(err, &ne) || errors.As(err, &se)):
+		fmt.Fprintf(a.Streams.Err, "warning: %v: those GPUs are not judged\n", err)
 	case err != nil:
 		return kc.Classify(err, "reading the dcgm-exporter pages")
 	}

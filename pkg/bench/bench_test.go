@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -483,26 +485,48 @@ func TestPinWorkersBackends(t *testing.T) {
 	}
 }
 
-// TestLimitCountsTheNICsNCCLUsed: planned with 2 NICs per node (a profile listing both HCAs of a
-// 1-GPU node) while NCCL's logs name one, the limit is one NIC's rate and a note says why: the
-// same healthy samples must not read "47% ... suspect the fabric". Summarize stays idempotent.
-func TestLimitCountsTheNICsNCCLUsed(t *testing.T) {
+// TestLimitCountsTheNICsUsed: planned with 2 NICs per node (a profile listing both HCAs of a
+// 1-GPU node), the limit counts one NIC per GPU: the healthy samples must not read "47% ...
+// suspect the fabric". Port counters that show more NICs busy raise it; fewer than expected keep
+// it and say so. Summarize stays idempotent.
+func TestLimitCountsTheNICsUsed(t *testing.T) {
 	res := threeVariants(t, 25)
 	res.NICsPerNode, res.PlannedNICs = 2, 0
 	res.Summarize()
 	res.Summarize()
-	if res.NICsPerNode != 1 || res.PlannedNICs != 2 || res.LimitGBps != 25 {
-		t.Fatalf("NICs %d (planned %d), limit %v", res.NICsPerNode, res.PlannedNICs, res.LimitGBps)
-	}
-	if want := "NCCL's log names 1 NIC(s) per node in use (mlx5_0:1), the plan 2: the busbw limit counts 1"; res.NICsNote != want {
-		t.Errorf("note %q, want %q", res.NICsNote, want)
+	if res.NICsPerNode != 1 || res.PlannedNICs != 2 || res.LimitGBps != 25 || !strings.Contains(res.NICsNote, "1 GPU(s) per node drive 1 of the node's 2 NICs") {
+		t.Fatalf("NICs %d (planned %d), limit %v, note %q", res.NICsPerNode, res.PlannedNICs, res.LimitGBps, res.NICsNote)
 	}
 	if !strings.Contains(res.Verdict, "the fabric is healthy") || strings.Contains(res.Verdict, "suspect the fabric") {
 		t.Errorf("verdict: %s", res.Verdict)
 	}
-	// A plan that matches what NCCL used says nothing.
-	res = threeVariants(t, 25)
-	if res.NICsNote != "" || res.NICsPerNode != 1 {
-		t.Errorf("matching plan: %d NICs, note %q", res.NICsPerNode, res.NICsNote)
+	wire := func(ports map[string]uint64) *Wire {
+		n := WireNode{Node: "gpu-node-1", Ports: map[string]counters.Traffic{}}
+		for p, b := range ports {
+			n.Ports[p] = counters.Traffic{XmitBytes: b}
+			n.Sent += b
+		}
+		return &Wire{Nodes: []WireNode{n}}
+	}
+	// Both ports carried half: NCCL spread the GPU over both NICs, and the limit counts both.
+	res.Variants[0].Wire = wire(map[string]uint64{"mlx5_0:1": 500 << 30, "mlx5_1:1": 480 << 30})
+	res.Summarize()
+	if res.NICsPerNode != 2 || res.LimitGBps != 50 || !strings.Contains(res.NICsNote, "traffic on 2 NICs per node (mlx5_0:1, mlx5_1:1)") {
+		t.Errorf("both busy: NICs %d, limit %v, note %q", res.NICsPerNode, res.LimitGBps, res.NICsNote)
+	}
+	// 8 GPUs and 8 NICs planned, traffic on 4: the limit stays 8 and the note says 4 were missing.
+	res.GPUsPerNode, res.PlannedNICs = 8, 8
+	ports := map[string]uint64{}
+	for i := range 8 {
+		if i < 4 {
+			ports[fmt.Sprintf("mlx5_%d:1", i)] = 100 << 30
+		} else {
+			ports[fmt.Sprintf("mlx5_%d:1", i)] = 1 << 20
+		}
+	}
+	res.Variants[0].Wire = wire(ports)
+	res.Summarize()
+	if res.NICsPerNode != 8 || !strings.Contains(res.NICsNote, "traffic on only 4 of the 8 NICs per node expected") {
+		t.Errorf("4 of 8: NICs %d, note %q", res.NICsPerNode, res.NICsNote)
 	}
 }

@@ -53,8 +53,8 @@ type Result struct {
 	// NICsPerNode is how many NICs NCCL spreads a node's traffic over (the profile's HCAs when
 	// listed, else one per GPU, as on rail-optimised GPU nodes); 0 before Summarize.
 	NICsPerNode int `json:"nicsPerNode"`
-	// PlannedNICs is NICsPerNode as planned, before NCCL's logs said how many it used; NICsNote
-	// says when the two differ and which NICs NCCL named.
+	// PlannedNICs is the NICs per node of the plan (the profile's HCAs, else one per GPU);
+	// NICsNote says when the limit counts another number, and why.
 	PlannedNICs int    `json:"plannedNICsPerNode,omitempty"`
 	NICsNote    string `json:"nicsNote,omitempty"`
 	// LimitGBps is the busbw the network allows: NICsPerNode x LineRateGBps (with one GPU and one
@@ -185,11 +185,22 @@ func (res *Result) Summarize() {
 		}
 	}
 	res.NICsPerNode, res.NICsNote = res.PlannedNICs, ""
-	if used, names := NICsUsed(res.Variants); used > 0 && used != res.PlannedNICs {
-		// The busbw limit is the NICs the traffic could cross: with fewer GPUs than NICs, NCCL
-		// drives the NICs nearest the GPUs (its log's "NET/IB : Using" list), not all of them.
-		res.NICsNote = fmt.Sprintf("NCCL's log names %d NIC(s) per node in use (%s), the plan %d: the busbw limit counts %d", used, strings.Join(names, ", "), res.PlannedNICs, used)
+	if g := res.GPUsPerNode; g > 0 && g < res.PlannedNICs {
+		// A rank sends over the NIC nearest its GPU; NCCL spreads one GPU over several NICs
+		// only when they are as near (the same PCIe switch), so with fewer GPUs than NICs the
+		// limit counts one NIC per GPU unless the port counters show more carried traffic.
+		res.NICsPerNode = g
+		res.NICsNote = fmt.Sprintf("%d GPU(s) per node drive %d of the node's %d NICs (each rank's nearest): the busbw limit counts %d", g, g, res.PlannedNICs, g)
+	}
+	if used, ports := WireNICs(res.Variants); used > res.NICsPerNode {
+		// Bytes on the ports are the proof: the traffic crossed that many NICs.
+		res.NICsNote = fmt.Sprintf("the port counters show traffic on %d NICs per node (%s): the busbw limit counts %d", used, strings.Join(ports, ", "), used)
 		res.NICsPerNode = used
+	} else if used > 0 && used < res.NICsPerNode {
+		// Fewer than expected carried it: a rail down, NCCL_IB_HCA narrower than the profile,
+		// or a NIC farther from the GPUs. The limit stays: that bandwidth is missing.
+		res.NICsNote = fmt.Sprintf("the port counters show traffic on only %d of the %d NICs per node expected (%s): a NIC that should carry it did not (a port down, NCCL_IB_HCA narrower than the profile's HCAs, or a NIC farther from the GPUs than planned)",
+			used, res.NICsPerNode, strings.Join(ports, ", "))
 	}
 	res.LimitGBps = float64(res.NICsPerNode) * res.LineRateGBps
 	res.model()
@@ -603,38 +614,30 @@ func (c *CrossoverResult) Describe() (measured, predicted string) {
 	return measured, predicted
 }
 
-// NICsUsed is the most NICs any node's ranks named in NCCL's log across the variants, with
-// their names; 0 when no log named any. Ranks are grouped by host where the log says it, else
-// the whole log's list counts as one node's (every node of a job uses the same HCA names).
-func NICsUsed(vs []*VariantResult) (int, []string) {
-	best, names := 0, []string(nil)
+// WireNICs is the most NICs of one node that carried a variant's traffic, by the port counters
+// (a port counts when it sent at least a tenth of what its node sent), with their ports; 0 when no
+// variant has counters.
+func WireNICs(vs []*VariantResult) (int, []string) {
+	best, ports := 0, []string(nil)
 	for _, v := range vs {
-		if v.NCCL == nil {
+		if v.Wire == nil {
 			continue
 		}
-		perHost := map[string]map[string]bool{}
-		for _, r := range v.NCCL.PerRank {
-			if r.Host == "" {
+		for _, n := range v.Wire.Nodes {
+			if n.Err != "" || n.Sent == 0 {
 				continue
 			}
-			if perHost[r.Host] == nil {
-				perHost[r.Host] = map[string]bool{}
+			var busy []string
+			for port, t := range n.Ports {
+				if t.XmitBytes*10 >= n.Sent {
+					busy = append(busy, port)
+				}
 			}
-			for _, d := range r.Devices {
-				perHost[r.Host][d] = true
-			}
-		}
-		if len(perHost) == 0 && len(v.NCCL.Devices) > 0 {
-			perHost[""] = map[string]bool{}
-			for _, d := range v.NCCL.Devices {
-				perHost[""][d] = true
-			}
-		}
-		for _, devs := range perHost {
-			if len(devs) > best {
-				best, names = len(devs), slices.Sorted(maps.Keys(devs))
+			if len(busy) > best {
+				best, ports = len(busy), busy
 			}
 		}
 	}
-	return best, names
+	sort.Strings(ports)
+	return best, ports
 }

@@ -140,19 +140,28 @@ func dialerFor(cfg *rest.Config, target *url.URL) (httpstream.Dialer, error) {
 }
 
 // ReadNodes scrapes the exporter of every node in nodes, each bounded by timeout, and returns
-// their GPUs in node order. Nodes without an exporter are a NoExporterError, returned with the
-// GPUs of the others; a scrape that fails ends the read.
-func ReadNodes(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, nodes []string, timeout time.Duration) ([]GPU, error) {
+// the GPUs of those it read, in node order, with an error for the others (a NoExporterError for
+// nodes without an exporter, a ScrapeError per failed read; errors.Join of them): one node that
+// cannot be read does not lose the others. progress, when set, is told each node before it is read.
+func ReadNodes(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, nodes []string, timeout time.Duration, progress func(Exporter)) ([]GPU, error) {
 	exps, findErr := FindExporters(ctx, cs, nodes)
 	var ne *NoExporterError
 	if findErr != nil && !errors.As(findErr, &ne) {
 		return nil, findErr
 	}
+	errs := []error{findErr}
 	var gpus []GPU
 	for _, e := range exps {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if progress != nil {
+			progress(e)
+		}
 		s, err := Scrape(ctx, cfg, cs, e, timeout)
 		if err != nil {
-			return nil, &ScrapeError{Exporter: e, Err: err}
+			errs = append(errs, &ScrapeError{Exporter: e, Err: err})
+			continue
 		}
 		for _, g := range s.GPUs {
 			if g.Host == "" {
@@ -161,7 +170,7 @@ func ReadNodes(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, n
 			gpus = append(gpus, g)
 		}
 	}
-	return gpus, findErr
+	return gpus, errors.Join(errs...)
 }
 
 // ScrapeError is a failed read of one exporter's page.

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/kube"
@@ -50,7 +51,8 @@ type Options struct {
 	Getenv   func(string) string
 	Now      func() time.Time
 	Run      Runner
-	// Event, when set, receives the demo's progress; it is called from the demo's goroutine only.
+	// Event, when set, receives the demo's progress, one call at a time (the stand-in ingress
+	// reports from a goroutine of its own).
 	Event func(Event)
 	// BuildEvery is how often a waiting build reports its progress (15 s when zero).
 	BuildEvery time.Duration
@@ -116,6 +118,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.Event == nil {
 		o.Event = func(Event) {}
+	}
+	var evMu sync.Mutex
+	event := o.Event
+	o.Event = func(e Event) {
+		evMu.Lock()
+		defer evMu.Unlock()
+		event(e)
 	}
 	if o.BuildEvery == 0 {
 		o.BuildEvery = 15 * time.Second

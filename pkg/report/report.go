@@ -134,6 +134,9 @@ func Build(inputs []Input) (*Report, error) {
 	b := &builder{r: &Report{}}
 	for _, in := range inputs {
 		data, err := readBounded(in.Path)
+		if err != nil && !in.Given {
+			continue // found by a walk: passed over, as any other file that is no result
+		}
 		if err != nil {
 			return nil, &InputError{Path: in.Path, Err: err}
 		}
@@ -194,6 +197,12 @@ func (b *builder) add(in Input, data []byte) {
 			b.skip(in, "a bench allreduce result that does not decode: %v", err)
 			return
 		}
+		if res.PlannedNICs == 0 && res.GPUsPerNode > 0 && res.NICsPerNode > res.GPUsPerNode {
+			// Saved by an ain that judged busbw against every HCA of the node: judged again.
+			old := res.NICsPerNode
+			res.Summarize()
+			b.r.Disagreements = append(b.r.Disagreements, fmt.Sprintf("%s was judged against %d NICs per node by an older ain; judged again here: %s", file, old, res.NICsNote))
+		}
 		b.allreduce = append(b.allreduce, &res)
 		b.training(file, &res)
 	case head.Kind == bench.RDMAKind:
@@ -250,11 +259,6 @@ func (b *builder) training(file string, res *bench.Result) {
 		}
 		b.r.Rows = append(b.r.Rows, Row{Path: Training, Measure: measure, Value: p.Busbw, Unit: "GB/s", Against: against,
 			Pct: p.PctLineRate, Source: src, Detail: detail})
-		if n, names := nicsUsed(res, p.Variant); n != res.NICsPerNode {
-			// A result judged before bench counted the NICs NCCL named (plannedNICsPerNode).
-			b.r.Disagreements = append(b.r.Disagreements, fmt.Sprintf("%s judged %s's busbw against %d NIC(s) per node, but %s: its %% of line rate counts the wrong NICs (saved by an older ain; run the bench again)",
-				file, p.Variant, res.NICsPerNode, names))
-		}
 	}
 	for _, v := range res.Variants {
 		if v.Wire == nil {

@@ -50,14 +50,19 @@ func TestServingEntryAgainstDirect(t *testing.T) {
 	direct := servingResult(t, dir, "direct", 5*time.Millisecond, 4)
 	entry := servingResult(t, dir, "entry", 60*time.Millisecond, 4)
 	other := servingResult(t, dir, "other-load", 5*time.Millisecond, 2)
-	r, err := Build([]Input{{direct, true}, {entry, true}, {other, true}})
+	// vLLM writes a run where every request failed with 0 ms latencies: never compared.
+	failed := filepath.Join(dir, "failed.json")
+	if err := os.WriteFile(failed, []byte(`{"label":"down","model_id":"test-model","num_prompts":12,"max_concurrency":4,"request_rate":"inf","completed":0,"failed":12,"output_throughput":0,"median_ttft_ms":0,"p99_ttft_ms":0}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build([]Input{{direct, true}, {entry, true}, {other, true}, {failed, true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Comparisons) != 1 || !strings.HasPrefix(r.Comparisons[0], "serving entry against direct: TTFT median +") {
 		t.Errorf("comparisons %q: want entry against direct with a slower first token", r.Comparisons)
 	}
-	if len(r.Disagreements) != 2 || !strings.Contains(r.Disagreements[0], "different loads") {
+	if all := strings.Join(r.Disagreements, "\n"); len(r.Disagreements) != 3 || strings.Count(all, "different loads") != 2 || !strings.Contains(all, "down completed no request") {
 		t.Errorf("disagreements %q", r.Disagreements)
 	}
 	var paths []string
@@ -71,7 +76,7 @@ func TestServingEntryAgainstDirect(t *testing.T) {
 	if err := r.WriteText(&text, func(m Missing) string { return "run " + m.Measure }); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"serving  TTFT median, entry", entry + " (entry, test-model, 12 prompts, concurrency 4; 12 completed, 0 failed)", "missing storage: run a read of the model files"} {
+	for _, want := range []string{"serving  TTFT median, entry", entry + " (entry, test-model, 12 prompts, concurrency 4, rate inf, ~", "missing storage: run a read of the model files"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
@@ -93,7 +98,7 @@ func TestSandboxResults(t *testing.T) {
 	var text bytes.Buffer
 	_ = r.WriteText(&text, func(m Missing) string { return m.Measure })
 	got := text.String()
-	for _, want := range []string{"training  allreduce busbw peak, ring", "bytes sent on the RDMA ports of gpu-node-", "fabric    ib_write_bw bandwidth", "TCP baseline (iperf3)", "per NIC (1 NIC(s) per node, NCCL's: mlx5_0:1), 97% of what ib_write_bw measured", "225% of the least any allreduce sends per node, 426.67 GiB"} {
+	for _, want := range []string{"training  allreduce busbw peak, ring", "bytes sent on the RDMA ports of gpu-node-", "fabric    ib_write_bw bandwidth", "TCP baseline (iperf3)", "per NIC (1 GPU(s) per node drive 1 of the node's 2 NICs (each rank's nearest): the busbw limit counts 1), 97% of what ib_write_bw measured", "225% of the least any allreduce sends per node, 426.67 GiB"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("text lacks %q:\n%s", want, got)
 		}
@@ -162,15 +167,14 @@ func TestPlot(t *testing.T) {
 	}
 }
 
-// TestOldResultDisagrees: a result saved before bench counted the NICs NCCL names (judged
-// against both HCAs of a node while NCCL used one) is said to disagree, not set beside the others
-// as if right.
+// TestOldResultDisagrees: a result saved by an ain that judged busbw against every HCA of a
+// 1-GPU node ("47% of line rate") is judged again, and the report says so.
 func TestOldResultDisagrees(t *testing.T) {
 	r, err := Build([]Input{{Path: "testdata/old-nics/result.json", Given: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Disagreements) != 1 || !strings.Contains(r.Disagreements[0], "judged ring's busbw against 2 NIC(s) per node, but NCCL used 1 of the 2 NICs per node: mlx5_0:1") {
+	if len(r.Disagreements) != 1 || !strings.Contains(r.Disagreements[0], "judged against 2 NICs per node by an older ain; judged again here: 1 GPU(s) per node drive 1") || !strings.Contains(r.Rows[0].Against, "x 1 NIC(s)") {
 		t.Errorf("disagreements %q", r.Disagreements)
 	}
 }

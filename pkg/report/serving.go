@@ -20,6 +20,8 @@ type servingRun struct {
 	Failed            int      `json:"failed"`
 	Duration          float64  `json:"duration"`
 	RequestThroughput float64  `json:"request_throughput"`
+	RequestRate       any      `json:"request_rate"`
+	Burstiness        *float64 `json:"burstiness"`
 	OutputThroughput  float64  `json:"output_throughput"`
 	MedianTTFT        *float64 `json:"median_ttft_ms"`
 	P99TTFT           *float64 `json:"p99_ttft_ms"`
@@ -41,11 +43,30 @@ func (s servingRun) load() string {
 	if s.MaxConcurrency != nil {
 		c = fmt.Sprintf("concurrency %d", *s.MaxConcurrency)
 	}
-	return fmt.Sprintf("%d prompts, %s", s.Prompts, c)
+	rate := "rate inf"
+	switch v := s.RequestRate.(type) {
+	case float64:
+		rate = fmt.Sprintf("rate %g/s", v)
+	case string:
+		rate = "rate " + v
+	}
+	if s.Burstiness != nil && *s.Burstiness != 1 {
+		rate += fmt.Sprintf(" (burstiness %g)", *s.Burstiness)
+	}
+	in := ""
+	if s.Completed > 0 {
+		in = fmt.Sprintf(", ~%d input tokens", s.InputTokens/s.Completed)
+	}
+	return fmt.Sprintf("%d prompts, %s, %s%s", s.Prompts, c, rate, in)
 }
 
 func (b *builder) serve(s servingRun) {
 	src := fmt.Sprintf("%s (%s, %s, %s; %d completed, %d failed)", s.file, orDash(s.Label), s.Model, s.load(), s.Completed, s.Failed)
+	if s.Completed == 0 {
+		// vLLM writes 0 ms latencies when nothing succeeded (np.median(ttfts or 0)): no numbers.
+		b.r.Disagreements = append(b.r.Disagreements, fmt.Sprintf("serving run %s completed no request (%d failed): it has no latency or throughput to show", s.name(), s.Failed))
+		return
+	}
 	add := func(measure string, v *float64, unit string) {
 		if v != nil {
 			b.r.Rows = append(b.r.Rows, Row{Path: Serving, Measure: measure + ", " + s.name(), Value: *v, Unit: unit, Source: src})
@@ -80,7 +101,13 @@ func (b *builder) compare() {
 // the HTTPS entry against a pod directly); runs of another model or load are said not to compare.
 func (b *builder) compareServing() {
 	for i, s := range b.serving {
+		if s.Completed == 0 {
+			continue
+		}
 		for _, base := range b.serving[:i] {
+			if base.Completed == 0 {
+				continue
+			}
 			if base.Model != s.Model {
 				b.r.Disagreements = append(b.r.Disagreements, fmt.Sprintf("serving runs %s and %s are of different models (%s, %s): not compared", base.name(), s.name(), base.Model, s.Model))
 				continue
@@ -142,17 +169,24 @@ func (b *builder) compareFabric() {
 		return
 	}
 	for _, a := range b.allreduce {
+		valid := map[string]bool{}
+		for _, v := range a.Variants {
+			valid[v.Name] = v.Valid
+		}
+		var best *bench.Peak
+		for i, p := range a.Peaks {
+			if valid[p.Variant] && (best == nil || p.Busbw > best.Busbw) {
+				best = &a.Peaks[i]
+			}
+		}
+		if a.Nodes < 2 || best == nil {
+			continue // one node's busbw never crossed the fabric; an invalid variant proves nothing
+		}
 		for _, r := range b.rdma {
-			if r.RDMAGbps == nil || *r.RDMAGbps == 0 || len(a.Peaks) == 0 {
+			if r.RDMAGbps == nil || *r.RDMAGbps == 0 {
 				continue
 			}
-			best := a.Peaks[0]
-			for _, p := range a.Peaks[1:] {
-				if p.Busbw > best.Busbw {
-					best = p
-				}
-			}
-			nics, used := nicsUsed(a, best.Variant)
+			nics, used := nicsUsed(a)
 			nic := best.Busbw * 8 / float64(nics)
 			b.r.Comparisons = append(b.r.Comparisons, fmt.Sprintf("NCCL allreduce %s (%s) reaches %.4g Gb/s per NIC (%s), %.0f%% of what %s measured between two nodes (%.4g Gb/s)",
 				a.Name, best.Variant, nic, used, 100*nic / *r.RDMAGbps, r.Test, *r.RDMAGbps))
@@ -173,19 +207,11 @@ func joinGroups(m map[string][]string) string {
 	return strings.Join(parts, "; ")
 }
 
-// nicsUsed is how many NICs per node variant's traffic crossed: the HCAs NCCL's logs name when
-// they do, else the result's NICs per node; used words which it is.
-func nicsUsed(a *bench.Result, variant string) (int, string) {
-	for _, v := range a.Variants {
-		if v.Name != variant {
-			continue
-		}
-		if n, names := bench.NICsUsed([]*bench.VariantResult{v}); n > 0 {
-			if n != a.NICsPerNode {
-				return n, fmt.Sprintf("NCCL used %d of the %d NICs per node: %s", n, a.NICsPerNode, strings.Join(names, ", "))
-			}
-			return n, fmt.Sprintf("%d NIC(s) per node, NCCL's: %s", n, strings.Join(names, ", "))
-		}
+// nicsUsed is how many NICs per node the result judged busbw against, in words with why.
+func nicsUsed(a *bench.Result) (int, string) {
+	n := max(a.NICsPerNode, 1)
+	if a.NICsNote != "" {
+		return n, a.NICsNote
 	}
-	return max(a.NICsPerNode, 1), fmt.Sprintf("%d NIC(s) per node, from the result's profile", max(a.NICsPerNode, 1))
+	return n, fmt.Sprintf("%d NIC(s) per node", n)
 }
