@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -47,17 +48,29 @@ func (e *NoExporterError) Error() string {
 // NoExporterError returned beside the exporters found.
 func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string) ([]Exporter, error) {
 	byNode := map[string]Exporter{}
-	for _, sel := range ExporterSelectors {
-		pods, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-				continue
+	// All namespaces; a user without a cluster-wide pod list reads the namespaces the GPU
+	// Operator is installed into (its README's -n gpu-operator; OpenShift's nvidia-gpu-operator).
+	namespaces := []string{metav1.NamespaceAll}
+	for i := 0; i < len(namespaces); i++ {
+		for _, sel := range ExporterSelectors {
+			list, err := cs.CoreV1().Pods(namespaces[i]).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			switch {
+			case apierrors.IsForbidden(err) && namespaces[i] == metav1.NamespaceAll:
+				namespaces = append(namespaces, "gpu-operator", "nvidia-gpu-operator")
+			case apierrors.IsForbidden(err) && i > 0:
+			case err != nil:
+				return nil, err
 			}
-			if _, ok := byNode[p.Spec.NodeName]; !ok {
-				byNode[p.Spec.NodeName] = Exporter{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName}
+			if err != nil {
+				break
+			}
+			for _, p := range list.Items {
+				if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+					continue
+				}
+				if _, ok := byNode[p.Spec.NodeName]; !ok {
+					byNode[p.Spec.NodeName] = Exporter{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName}
+				}
 			}
 		}
 	}

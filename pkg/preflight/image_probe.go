@@ -227,6 +227,11 @@ func checkImage(ctx context.Context, o Options, candidates []corev1.Node) []Chec
 		c.ImagePullPolicy = corev1.PullPolicy(o.ImagePullPolicy)
 	}
 	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("256Mi")
+	// NVIDIA's images set NVIDIA_VISIBLE_DEVICES=all: on a GPU node whose container runtime
+	// injects by that variable (nvidia-container-toolkit's legacy mode), the probe, which requests
+	// no GPU, would be handed every GPU of the node. "void" gives it none (the toolkit's
+	// documented value for "no GPU").
+	c.Env = append(c.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: "void"})
 	if len(candidates) > 0 {
 		pinToNode(pod, &candidates[0])
 	}

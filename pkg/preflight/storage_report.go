@@ -170,8 +170,10 @@ func (p *StoragePath) entry(name string) *StorageEntry {
 const lfsPointerMax = 1024
 
 // tokenizerFiles are the files one of which a Hugging Face tokenizer loads from: the fast
-// tokenizer's tokenizer.json, a SentencePiece model, or a BPE/WordPiece vocabulary.
-var tokenizerFiles = []string{"tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model"}
+// tokenizer's tokenizer.json, a SentencePiece model (LLaMA's tokenizer.model, T5's spiece.model,
+// XLM-R's sentencepiece.bpe.model), a WordPiece vocab.txt, or a GPT-2 style BPE vocab.json (which
+// needs its merges.txt beside it: tokenFile checks); Mistral's own format (tekken.json) too.
+var tokenizerFiles = []string{"tokenizer.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "vocab.txt", "vocab.json", "tekken.json"}
 
 // ModelProblems judges a model directory: config.json, a tokenizer file, and the weights (every
 // shard the index's weight_map names, or one model.safetensors / pytorch_model.bin), each present,
@@ -194,14 +196,46 @@ func ModelProblems(p *StoragePath) (problems []string, found string) {
 		return e != nil
 	}
 	var have []string
-	if need("config.json") {
+	switch {
+	case p.entry("config.json") == nil && p.entry("adapter_config.json") != nil:
+		// A PEFT adapter (LoRA): adapter_config.json and its weights; the base model holds the rest.
+		need("adapter_config.json")
+		have = append(have, "adapter_config.json (a PEFT adapter)")
+		for _, w := range []string{"adapter_model.safetensors", "adapter_model.bin"} {
+			if need(w) {
+				have = append(have, w)
+				return append(problems, unreadableProblem(unreadable)...), strings.Join(have, ", ")
+			}
+		}
+		return append(problems, "no adapter weights (adapter_model.safetensors or adapter_model.bin)"), strings.Join(have, ", ")
+	case p.entry("config.json") == nil && p.entry("params.json") != nil:
+		// Mistral's own format (vLLM --config-format mistral --load-format mistral).
+		need("params.json")
+		have = append(have, "params.json (Mistral format)")
+		if tok := slices.IndexFunc([]string{"tekken.json", "tokenizer.model.v3", "tokenizer.model"}, need); tok < 0 {
+			problems = append(problems, "no tokenizer file (tekken.json, tokenizer.model.v3)")
+		}
+		var weights []string
+		for _, e := range p.Entries {
+			if strings.HasPrefix(e.Name, "consolidated") && (strings.HasSuffix(e.Name, ".safetensors") || strings.HasSuffix(e.Name, ".pth")) {
+				weights = append(weights, e.Name)
+				need(e.Name)
+			}
+		}
+		if len(weights) == 0 {
+			return append(problems, "no weights: no consolidated*.safetensors"), strings.Join(have, ", ")
+		}
+		have = append(have, fileList(weights))
+		return append(problems, unreadableProblem(unreadable)...), strings.Join(have, ", ")
+	case need("config.json"):
 		have = append(have, "config.json")
-	} else {
+	default:
 		problems = append(problems, "config.json is missing")
 	}
-	tok := slices.IndexFunc(tokenizerFiles, need)
-	if tok < 0 {
+	if tok := slices.IndexFunc(tokenizerFiles, need); tok < 0 {
 		problems = append(problems, "no tokenizer file ("+strings.Join(tokenizerFiles, ", ")+")")
+	} else if tokenizerFiles[tok] == "vocab.json" && !need("merges.txt") {
+		problems = append(problems, "vocab.json without merges.txt: a BPE tokenizer needs both")
 	} else {
 		have = append(have, tokenizerFiles[tok])
 	}
@@ -227,9 +261,7 @@ func ModelProblems(p *StoragePath) (problems []string, found string) {
 	if len(pointers) > 0 {
 		problems = append(problems, fmt.Sprintf("%s under %d bytes: Git LFS pointers, not weights", fileList(pointers), lfsPointerMax))
 	}
-	if len(unreadable) > 0 {
-		problems = append(problems, "not readable: "+fileList(unreadable))
-	}
+	problems = append(problems, unreadableProblem(unreadable)...)
 	var bytes int64
 	for _, s := range shards {
 		if e := p.entry(s); e != nil && e.Size > 0 {
@@ -296,4 +328,11 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
+
+func unreadableProblem(unreadable []string) []string {
+	if len(unreadable) == 0 {
+		return nil
+	}
+	return []string{"not readable: " + fileList(unreadable)}
 }

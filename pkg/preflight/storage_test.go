@@ -363,3 +363,33 @@ func TestClaimProbeNode(t *testing.T) {
 		t.Errorf("rwx: %v %+v", n, c)
 	}
 }
+
+// TestModelLayouts: Mistral's own format, a PEFT adapter and XLM-R's SentencePiece tokenizer are
+// complete models (they were false FAILs); a GPT-2 style vocab.json without merges.txt is not.
+func TestModelLayouts(t *testing.T) {
+	dir := func(names ...string) *StoragePath {
+		p := &StoragePath{Type: "d"}
+		for _, n := range names {
+			p.Entries = append(p.Entries, StorageEntry{Name: n, Readable: true, Size: 1 << 30})
+		}
+		return p
+	}
+	for name, c := range map[string]struct {
+		p    *StoragePath
+		want string // "" complete, else a problem's substring
+	}{
+		"mistral":      {dir("params.json", "tekken.json", "consolidated.safetensors"), ""},
+		"mistral-none": {dir("params.json", "tekken.json"), "no consolidated"},
+		"peft":         {dir("adapter_config.json", "adapter_model.safetensors", "README.md"), ""},
+		"peft-none":    {dir("adapter_config.json"), "no adapter weights"},
+		"xlmr":         {dir("config.json", "sentencepiece.bpe.model", "model.safetensors"), ""},
+		"gpt2-merges":  {dir("config.json", "vocab.json", "merges.txt", "model.safetensors"), ""},
+		"gpt2-alone":   {dir("config.json", "vocab.json", "model.safetensors"), "without merges.txt"},
+	} {
+		problems, _ := ModelProblems(c.p)
+		got := strings.Join(problems, "; ")
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: problems %q, want %q", name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package dcgm
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// TestFindExportersWithoutClusterList: a user who may not list pods cluster-wide still finds the
+// exporters in the GPU Operator's namespace; a node without one is named.
+func TestFindExportersWithoutClusterList(t *testing.T) {
+	exp := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nvidia-dcgm-exporter-x", Namespace: "gpu-operator", Labels: map[string]string{"app": "nvidia-dcgm-exporter"}},
+		Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	cs := fake.NewSimpleClientset(exp)
+	cs.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() != "gpu-operator" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	exps, err := FindExporters(context.Background(), cs, []string{"n1", "n2"})
+	var ne *NoExporterError
+	if len(exps) != 1 || exps[0].Pod != "nvidia-dcgm-exporter-x" || !errors.As(err, &ne) || len(ne.Nodes) != 1 || ne.Nodes[0] != "n2" {
+		t.Fatalf("%+v %v", exps, err)
+	}
+}
