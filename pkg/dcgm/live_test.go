@@ -3,6 +3,7 @@ package dcgm
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,5 +31,16 @@ func TestFindExportersWithoutClusterList(t *testing.T) {
 	var ne *NoExporterError
 	if len(exps) != 1 || exps[0].Pod != "nvidia-dcgm-exporter-x" || !errors.As(err, &ne) || len(ne.Nodes) != 1 || ne.Nodes[0] != "n2" {
 		t.Fatalf("%+v %v", exps, err)
+	}
+}
+
+// TestNotJudged: a page from dcgm-exporter's default counters (no clock event reasons) says
+// throttling was not judged, in the summary a user reads first.
+func TestNotJudged(t *testing.T) {
+	util := 97.0
+	xid := int64(0)
+	r := Analyze([]GPU{{Host: "n1", GPU: "0", UtilPct: &util, XID: &xid}})
+	if len(r.NotJudged) != 1 || !strings.Contains(r.Summary, "not judged: throttling (the exporter collects no DCGM_FI_DEV_CLOCKS_EVENT_REASONS") {
+		t.Errorf("summary %q, not judged %q", r.Summary, r.NotJudged)
 	}
 }

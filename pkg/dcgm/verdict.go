@@ -55,6 +55,9 @@ type Report struct {
 	Hosts    int       `json:"hosts"`
 	GPUs     []GPU     `json:"gpus"`
 	Problems []Problem `json:"problems"`
+	// NotJudged names the checks no GPU of the input had the field for (dcgm-exporter collects
+	// what its counters CSV lists: the default one has no clock event reasons, for instance).
+	NotJudged []string `json:"notJudged,omitempty"`
 }
 
 // xidMeanings are the well-known XIDs: NVIDIA's Xid catalog
@@ -133,7 +136,36 @@ func Analyze(gpus []GPU) *Report {
 	default:
 		r.Summary = "healthy (" + what + ")"
 	}
+	r.NotJudged = notJudged(gpus)
+	if len(r.NotJudged) > 0 {
+		r.Summary += "; not judged: " + strings.Join(r.NotJudged, "; ")
+	}
 	return r
+}
+
+// notJudged lists the checks whose field no GPU has, with the field to add to dcgm-exporter's
+// counters CSV (its -f file or ConfigMap).
+func notJudged(gpus []GPU) []string {
+	if len(gpus) == 0 {
+		return nil
+	}
+	var clocks, xid, util bool
+	for i := range gpus {
+		clocks = clocks || gpus[i].ClockEvents != nil
+		xid = xid || gpus[i].XID != nil
+		util = util || gpus[i].UtilPct != nil || gpus[i].SMActive != nil
+	}
+	var out []string
+	if !clocks {
+		out = append(out, "throttling (the exporter collects no DCGM_FI_DEV_CLOCKS_EVENT_REASONS: add it to its counters CSV)")
+	}
+	if !xid {
+		out = append(out, "XIDs (no DCGM_FI_DEV_XID_ERRORS)")
+	}
+	if !util {
+		out = append(out, "idle GPUs (no DCGM_FI_DEV_GPU_UTIL nor DCGM_FI_PROF_SM_ACTIVE)")
+	}
+	return out
 }
 
 func base(g *GPU, kind, sev string) Problem {
