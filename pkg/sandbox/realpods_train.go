@@ -18,9 +18,9 @@ import (
 //go:embed all:data/standins
 var standIns embed.FS
 
-// The training image's paths: pytorch/pytorch (the base of huggingface/trl) installs conda in
-// /opt/conda and puts /opt/conda/bin first on PATH (its Dockerfile: ENV PATH
-// /opt/conda/bin:$PATH); the stand-in modules go in a folder of their own.
+// The training image's paths: its base, pytorch/pytorch, has python and torchrun in
+// /opt/conda/bin, on PATH (recipes/qlora.yaml's image notes); the stand-in modules go in a
+// folder of their own.
 const (
 	trainImageBin    = "/opt/conda/bin"
 	trainImageModule = "/opt/ain-standins"

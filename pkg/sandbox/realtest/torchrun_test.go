@@ -90,8 +90,9 @@ func podLogs(t *testing.T, c *jobs.Cluster, b jobs.Backend, name string) map[str
 // TrainJob) runs real torchrun in each of its pods, which rendezvous at the MASTER_ADDR the
 // Trainer gives (PET_MASTER_ADDR, resolved through CoreDNS) and start the trl stand-in: it joins
 // the gloo group and allreduces rank+1 for 8 steps. Every rank's log has the sum 3 = 1+2 it
-// computed with world size 2 (the shared sandbox has 2 nodes: nodes=2), and the job Succeeds. Checked to fail with real mode off
-// (AIN_REALTEST_OFF=1: the logs are the simulated sample, without the stand-in's lines).
+// computed with world size 2 (the shared sandbox has 2 nodes: nodes=2), and the job Succeeds.
+// Checked to fail with real mode off (AIN_REALTEST_OFF=1: the logs are the simulated sample,
+// without the stand-in's lines).
 func TestIntegrationRealTorchrunTrainJobSucceeds(t *testing.T) {
 	sb := needTorchrun(t)
 	ns := sb.Namespace(t)

@@ -1,3 +1,3 @@
-"""Import-only stand-in for bitsandbytes in ain's sandbox (see ../README.md)."""
+"""Import-only stand-in for bitsandbytes in ain's sandbox (pkg/sandbox/data/standins/README.md)."""
 
-__version__ = "0.49.2+ain-standin"
+__version__ = "0.49.2"

@@ -1,3 +1,3 @@
-"""Stand-in for trl in ain's sandbox (see ../README.md)."""
+"""Stand-in for trl in ain's sandbox (pkg/sandbox/data/standins/README.md)."""
 
-__version__ = "0.25.1+ain-standin"
+__version__ = "0.25.1"

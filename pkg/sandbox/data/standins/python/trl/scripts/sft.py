@@ -1,4 +1,4 @@
-"""Stand-in for `python -m trl.scripts.sft` in ain's sandbox (see ../../README.md).
+"""Stand-in for `python -m trl.scripts.sft` in ain's sandbox (pkg/sandbox/data/standins/README.md).
 
 Run by torchrun: the process group comes from the environment torchrun gives each worker
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT). Every step allreduces rank+1 over gloo
