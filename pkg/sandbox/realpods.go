@@ -410,6 +410,11 @@ func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result,
 		msg = terminationMessage(&pod.Spec.Containers[0], msg, log, r.ExitCode)
 	}
 	fmt.Fprintf(a.log, "sandbox agent: %s/%s: exited %d (%s), %d bytes of log in %s\n", pod.Namespace, pod.Name, r.ExitCode, r.Reason, len(log), file)
+	// A training rank's NCCL lines (the stand-in's) say what crossed the simulated fabric: the
+	// agent counts it on the node's ports as for a sample, before the pod ends.
+	a.mu.Lock()
+	a.account(a.sampleData(pod), log)
+	a.mu.Unlock()
 	return a.annotate(ctx, pod, map[string]string{
 		AnnoLogs: file, AnnoOutcome: outcome, AnnoExitCode: strconv.Itoa(r.ExitCode),
 		AnnoTerminationMessage: msg, AnnoRealExit: r.Reason,
