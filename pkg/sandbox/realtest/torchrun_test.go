@@ -168,8 +168,10 @@ func TestIntegrationRealTorchrunBadMasterAddr(t *testing.T) {
 	want := "timed out after 20s while trying to connect to (" + bad
 	seen := 0
 	for pod, log := range logs {
-		if strings.Contains(log, want) {
+		if i := strings.Index(log, want); i >= 0 {
 			seen++
+			line := log[strings.LastIndex(log[:i], "\n")+1:]
+			t.Logf("%s: %s", pod, line[:strings.IndexByte(line+"\n", '\n')])
 		} else {
 			t.Logf("%s:\n%s", pod, log)
 		}
