@@ -39,6 +39,9 @@ const (
 type realImage struct {
 	// SSHPort is the port the image's sshd listens on (its Dockerfile's sshd_config).
 	SSHPort int
+	// Train is a training image: torchrun and python, with the stand-in modules of trl, peft
+	// and bitsandbytes (realpods_train.go).
+	Train bool
 }
 
 // realImages is the one table of images the sandbox runs for real; any other image keeps the
@@ -54,6 +57,11 @@ var realImages = map[string]realImage{
 	"mpioperator/base":            {SSHPort: 2222},
 	"mpioperator/openmpi":         {SSHPort: 2222},
 	"mpioperator/openmpi-builder": {SSHPort: 2222},
+	// The qlora recipe's image (recipes/qlora.yaml): huggingface/trl 0.25.1, FROM
+	// pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime with trl[liger,peft,vlm]; torchrun and
+	// python in /opt/conda/bin, first on PATH. Here: Debian's python3-torch 1.13 (gloo, no CUDA)
+	// and the stand-ins of data/standins.
+	"huggingface/trl": {Train: true},
 }
 
 // lookupRealImage finds image in realImages, by its full reference or by its name without
@@ -92,6 +100,9 @@ func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error 
 		return err
 	}
 	if err := ensureCoreDNS(ctx, cache, dir, w); err != nil {
+		return err
+	}
+	if err := writeStandIns(dir); err != nil {
 		return err
 	}
 	// all_reduce_perf is made last (renamed into place): with it, the rest is there.
@@ -152,6 +163,9 @@ func podrunImage(r realImage, dir string) podrun.Image {
 	if r.SSHPort == 2222 {
 		img.Files["/etc/ssh/sshd_config.d/port.conf"] = filepath.Join(dir, "port-2222.conf")
 		img.Files["/etc/ssh/ssh_config.d/image.conf"] = filepath.Join(dir, "ssh_config-2222")
+	}
+	if r.Train {
+		img = trainImage(img, dir)
 	}
 	return img
 }
@@ -299,7 +313,7 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 		return err
 	}
 	spec := podrun.Spec{Pod: pod, Secrets: secrets, ConfigMaps: configMaps, IP: ip, Network: n,
-		Image: podrunImage(img, a.real.dir), ServiceAccountToken: token,
+		Image: podrunImage(img, a.real.dir), ServiceAccountToken: token, Claims: claimDirs(a.real.dir, pod),
 		// Other pods' names resolve as on a cluster: through cluster DNS, not /etc/hosts.
 		Nameserver: clusterDNSIP}
 	p, err := podrun.Start(spec)
@@ -396,6 +410,11 @@ func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result,
 		msg = terminationMessage(&pod.Spec.Containers[0], msg, log, r.ExitCode)
 	}
 	fmt.Fprintf(a.log, "sandbox agent: %s/%s: exited %d (%s), %d bytes of log in %s\n", pod.Namespace, pod.Name, r.ExitCode, r.Reason, len(log), file)
+	// A training rank's NCCL lines (the stand-in's) say what crossed the simulated fabric: the
+	// agent counts it on the node's ports as for a sample, before the pod ends.
+	a.mu.Lock()
+	a.account(a.sampleData(pod), log)
+	a.mu.Unlock()
 	return a.annotate(ctx, pod, map[string]string{
 		AnnoLogs: file, AnnoOutcome: outcome, AnnoExitCode: strconv.Itoa(r.ExitCode),
 		AnnoTerminationMessage: msg, AnnoRealExit: r.Reason,

@@ -68,6 +68,9 @@ type Spec struct {
 	// ServiceAccountToken is what a projected serviceAccountToken source holds (the caller
 	// asks the API server for it: TokenRequest).
 	ServiceAccountToken string
+	// Claims maps a PersistentVolumeClaim's name to the host folder that holds its volume,
+	// shared by every pod that mounts the claim (as an NFS volume is).
+	Claims map[string]string
 }
 
 // Result is how the container's process ended, in the terms of a container status's
@@ -123,7 +126,7 @@ func Start(spec Spec) (*Pod, error) {
 	}
 	uid, gid, groups := identity(pod, c)
 	hostname := hostnameOf(pod)
-	src := sources{secrets: spec.Secrets, configMaps: spec.ConfigMaps, token: spec.ServiceAccountToken, podIP: spec.IP.String()}
+	src := sources{secrets: spec.Secrets, configMaps: spec.ConfigMaps, token: spec.ServiceAccountToken, podIP: spec.IP.String(), claims: spec.Claims}
 	env, err := containerEnv(pod, c, spec.Image, spec.IP.String(), hostname, uid, src)
 	if err != nil {
 		return nil, err

@@ -177,8 +177,20 @@ func makeVolumes(dir string, pod *corev1.Pod, src sources) (map[string]*volume, 
 			} else if err := os.Chmod(vd, 0o777); err != nil {
 				return nil, err
 			}
+		case v.PersistentVolumeClaim != nil:
+			claim := v.PersistentVolumeClaim.ClaimName
+			hostDir, ok := src.claims[claim]
+			if !ok {
+				return nil, fmt.Errorf("volume %q: claim %q has no folder here (Spec.Claims)", v.Name, claim)
+			}
+			if err := os.MkdirAll(hostDir, 0o777); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			// The claim's folder is shared: it is mounted as it is, with no fsGroup walk.
+			out[v.Name] = &volume{dir: hostDir, readOnly: v.PersistentVolumeClaim.ReadOnly}
+			continue
 		default:
-			return nil, fmt.Errorf("volume %q: only secret, configMap, projected and emptyDir volumes run for real so far", v.Name)
+			return nil, fmt.Errorf("volume %q: only secret, configMap, projected, emptyDir and persistentVolumeClaim volumes run for real so far", v.Name)
 		}
 		if files != nil {
 			if err := os.Chmod(vd, os.ModeSticky|0o777); err != nil {
@@ -206,6 +218,7 @@ type sources struct {
 	configMaps map[string]*corev1.ConfigMap
 	token      string
 	podIP      string
+	claims     map[string]string
 }
 
 // projected is a projected volume's files, as the kubelet's projected plugin makes them
