@@ -66,7 +66,7 @@ func (a *App) sandboxCommand() *ucli.Command {
 					&ucli.IntFlag{Name: "rdma-count", Value: sandbox.DefaultRDMACount, Usage: "allocatable RDMA resource per node", Destination: &o.RDMACount, Action: intBetween("rdma-count", 1, sandbox.MaxRDMACount)},
 					&ucli.StringSliceFlag{Name: "forward", Usage: "PODPORT=HOST:PORT: port-forwards to any sandbox pod's PODPORT reach this local address (repeatable)", Destination: &o.Forwards},
 					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
-					&ucli.BoolFlag{Name: "real-pods", Usage: "run the nccl-tests images' pods as real processes (sshd, mpirun; needs root and scripts/debian-packages.sh); see docs/sandbox-real-pods.md", Destination: &o.RealPods},
+					&ucli.BoolFlag{Name: "real-pods", Usage: "run the pods of the mapped images as real processes (nccl-tests: sshd, Open MPI; the training image: torchrun with gloo; needs root and scripts/debian-packages.sh); see docs/sandbox-real-pods.md", Destination: &o.RealPods},
 					stackFlag(&o.Stack, string(sandbox.DefaultStack), "the job controllers to run: current (mpi-operator, JobSet, Trainer v2) or legacy (training-operator v1); without it, a sandbox already in the state folder keeps its own"),
 				},
 				Action: func(c *ucli.Context) error {
