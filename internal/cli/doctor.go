@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -194,89 +193,7 @@ func (a *App) runDoctorNCCLLog(ctx context.Context, o *doctorOptions) error {
 }
 
 func (a *App) reportNCCLLog(o *doctorOptions, r *nccl.LogReport) error {
-	return a.verdict(o.Output, r, func() error { a.printNCCLLog(r); return nil }, r.OK())
-}
-
-func evRef(file string, line int) string {
-	if file == "" {
-		return "line " + strconv.Itoa(line)
-	}
-	return file + ":" + strconv.Itoa(line)
-}
-
-func (a *App) printNCCLLog(r *nccl.LogReport) {
-	w := a.Streams.Out
-	status := "OK"
-	if !r.OK() {
-		status = "PROBLEM"
-	}
-	fmt.Fprintf(w, "%s: %s\n", status, r.Verdict())
-	gdr := "unknown"
-	if r.GDR != nil {
-		gdr = strconv.FormatBool(*r.GDR)
-	}
-	devs := "-"
-	if len(r.Devices) > 0 {
-		devs = strings.Join(r.Devices, ",")
-	}
-	fmt.Fprintf(w, "transport: %s   gdr: %s   devices: %s\n", r.Transport, gdr, devs)
-	if len(r.Evidence) > 0 {
-		fmt.Fprintln(w, "\nevidence:")
-		for _, e := range r.Evidence {
-			fmt.Fprintf(w, "  %s: %s\n", evRef(e.File, e.Line), e.Text)
-		}
-	}
-	printFindings(w, "problem", r.Problems)
-	printFindings(w, "warning", r.Warnings)
-	if len(r.PerRank) > 1 {
-		fmt.Fprintln(w, "\nper rank:")
-		rows := make([][]string, 0, len(r.PerRank))
-		for _, p := range r.PerRank {
-			rank := "?"
-			if p.Rank != nil {
-				rank = strconv.Itoa(*p.Rank)
-			}
-			g := "?"
-			if p.GDR != nil {
-				g = strconv.FormatBool(*p.GDR)
-			}
-			where := p.Host
-			if p.Pid != 0 {
-				where += ":" + strconv.Itoa(p.Pid)
-			}
-			if p.File != "" {
-				where += " (" + p.File + ")"
-			}
-			rows = append(rows, []string{rank, where, p.Transport, g, strings.Join(p.Devices, ",")})
-		}
-		a.table([]string{"RANK", "PROCESS", "TRANSPORT", "GDR", "DEVICES"}, rows)
-	}
-	if len(r.Tuning) > 0 {
-		fmt.Fprintln(w, "\nalgorithm/protocol chosen (TUNING):")
-		rows := make([][]string, 0, len(r.Tuning))
-		for _, t := range r.Tuning {
-			rows = append(rows, []string{t.Collective, t.Algo, t.Proto, strconv.FormatInt(t.MinBytes, 10), strconv.FormatInt(t.MaxBytes, 10), strconv.FormatInt(t.Count, 10)})
-		}
-		a.table([]string{"COLLECTIVE", "ALGO", "PROTO", "MIN BYTES", "MAX BYTES", "CALLS"}, rows)
-	}
-	if len(r.Env) > 0 {
-		fmt.Fprintln(w, "\nset by environment:")
-		for _, e := range r.Env {
-			fmt.Fprintf(w, "  %s=%q  (%s)\n", e.Name, e.Value, evRef(e.File, e.Line))
-		}
-	}
-}
-
-func printFindings(w io.Writer, kind string, fs []nccl.Finding) {
-	for _, f := range fs {
-		fmt.Fprintf(w, "\n%s [%s]: %s\n", kind, f.Code, f.Message)
-		for _, e := range f.Lines {
-			fmt.Fprintf(w, "  evidence %s: %s\n", evRef(e.File, e.Line), e.Text)
-		}
-		if f.Fix != "" {
-			fmt.Fprintf(w, "  fix: %s\n", withNext(f.Fix, f.Next))
-		}
-	}
+	return a.verdict(o.Output, r, func() error { r.WriteText(a.Streams.Out, a.Streams.IsTTY, withNext); return nil }, r.OK())
 }
 
 func (a *App) doctorIBPortsCommand() *ucli.Command {
@@ -312,63 +229,7 @@ func (a *App) runDoctorIBPorts(ctx context.Context, o *doctorOptions) error {
 			all.GIDIndex = nil
 		}
 	}
-	return a.verdict(o.Output, all, func() error { a.printIBPorts(all); return nil }, all.Ready)
-}
-
-func (a *App) printIBPorts(r *ibport.Report) {
-	w := a.Streams.Out
-	status := "OK"
-	if !r.Ready {
-		status = "PROBLEM"
-	}
-	fmt.Fprintf(w, "%s: %s (format: %s)\n", status, r.Summary(), r.Format)
-	if len(r.Ports) == 0 {
-		fmt.Fprintln(w, "  fix: check the input is the output of ibstat, ibv_devinfo [-v], ibstatus, rdma link [-j] or:\n  "+ibport.SysfsDumpCommandShown())
-		return
-	}
-	rows := make([][]string, 0, len(r.Ports))
-	for _, p := range r.Ports {
-		rate := "-"
-		if p.Rate != nil {
-			rate = *p.Rate
-		}
-		gid := "-"
-		if p.RoCEv2GIDIndex != nil {
-			gid = strconv.Itoa(*p.RoCEv2GIDIndex)
-		}
-		ready := "yes"
-		if !p.Ready {
-			ready = "no: " + p.Reason
-		}
-		rows = append(rows, []string{fmt.Sprintf("%s:%d", p.Device, p.Port), orDash(p.State), orDash(p.PhysState), orDash(p.LinkLayer), rate, gid, ready})
-	}
-	fmt.Fprintln(w)
-	a.table([]string{"PORT", "STATE", "PHYS", "LINK", "RATE", "ROCEV2 GID", "READY"}, rows)
-	seen := map[string]bool{}
-	for _, p := range r.Ports {
-		if p.Ready || seen[p.Reason+p.LinkLayer] {
-			continue
-		}
-		seen[p.Reason+p.LinkLayer] = true
-		var names []string
-		for _, q := range r.Ports {
-			if !q.Ready && q.Reason == p.Reason && q.LinkLayer == p.LinkLayer {
-				names = append(names, fmt.Sprintf("%s:%d (line %d: state %s, phys %s)", q.Device, q.Port, q.Line, orDash(q.State), orDash(q.PhysState)))
-			}
-		}
-		fmt.Fprintf(w, "\nproblem [%s]: %s\n", p.Reason, strings.Join(names, ", "))
-		fmt.Fprintf(w, "  fix: %s\n", ibport.Fix(p.Reason, p.LinkLayer))
-	}
-	if r.GIDIndex != nil {
-		fmt.Fprintf(w, "\nRoCE v2 IPv4 GID index: %d  (NCCL_IB_GID_INDEX=%d)\n", *r.GIDIndex, *r.GIDIndex)
-	} else {
-		for _, p := range r.Ports {
-			if p.RoCEv2GIDIndex != nil {
-				fmt.Fprintln(w, "\nRoCE v2 GID indexes differ between ports: set NCCL_IB_GID_INDEX per pod, or leave it unset (auto, NCCL >= 2.21)")
-				break
-			}
-		}
-	}
+	return a.verdict(o.Output, all, func() error { all.WriteText(a.Streams.Out, a.Streams.IsTTY); return nil }, all.Ready)
 }
 
 func (a *App) doctorLauncherCommand() *ucli.Command {
@@ -395,50 +256,7 @@ func (a *App) runDoctorLauncher(ctx context.Context, o *doctorOptions) error {
 }
 
 func (a *App) reportLauncher(o *doctorOptions, r *mpilauncher.Report) error {
-	return a.verdict(o.Output, r, func() error { a.printLauncher(r); return nil }, r.OK())
-}
-
-// printLauncher prints the launcher log's verdict, the hosts it names, its evidence and the fix.
-func (a *App) printLauncher(r *mpilauncher.Report) {
-	w := a.Streams.Out
-	status := "OK"
-	if !r.OK() {
-		status = "PROBLEM"
-	}
-	fmt.Fprintf(w, "%s: %s", status, r.Verdict)
-	switch r.Verdict {
-	case mpilauncher.VerdictLauncherBeforeWorkers:
-		fmt.Fprint(w, ": launcher started before workers were ready")
-	case mpilauncher.VerdictConfigError:
-		fmt.Fprint(w, ": the host:slots syntax reached ssh as a host name")
-	case mpilauncher.VerdictSSHThrottled:
-		fmt.Fprint(w, ": sshd on a worker throttled the launcher's connections")
-	case mpilauncher.VerdictWorkerLost:
-		fmt.Fprint(w, ": a worker died mid-job, after the launch succeeded")
-	case mpilauncher.VerdictHealthy:
-		// Any text without a failure signature is healthy: say what was read, so that a wrong
-		// file is not taken for a good launch.
-		fmt.Fprintf(w, ": no launcher failure in %d line(s)", r.Lines)
-	case mpilauncher.VerdictEmpty, mpilauncher.VerdictNotText, mpilauncher.VerdictNotLauncher:
-		fmt.Fprint(w, ": no launcher log to judge")
-	}
-	if len(r.Hosts) > 0 {
-		what := "unreachable"
-		if r.Verdict == mpilauncher.VerdictWorkerLost {
-			what = "lost"
-		}
-		fmt.Fprintf(w, " (%s: %s)", what, strings.Join(r.Hosts, ", "))
-	}
-	fmt.Fprintln(w)
-	if len(r.Evidence) > 0 {
-		fmt.Fprintln(w, "\nevidence:")
-		for _, e := range r.Evidence {
-			fmt.Fprintf(w, "  line %d [%s]: %s\n", e.Line, e.Kind, e.Text)
-		}
-	}
-	if r.Fix != "" {
-		fmt.Fprintf(w, "\nfix: %s\n", withNext(r.Fix, r.Next))
-	}
+	return a.verdict(o.Output, r, func() error { r.WriteText(a.Streams.Out, withNext); return nil }, r.OK())
 }
 
 // parseInput opens input name (a file; - for stdin), gives it to parse and closes it. A parse

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/hang"
+	"github.com/ain-hpc/ain/pkg/nccl"
 )
 
 func (a *App) doctorHangCommand() *ucli.Command {
@@ -92,7 +93,7 @@ func (a *App) printHang(r *hang.Report) {
 		for _, e := range r.Evidence {
 			switch {
 			case e.File != "" && e.Line > 0:
-				fmt.Fprintf(w, "  %s: %s\n", evRef(e.File, e.Line), e.Text)
+				fmt.Fprintf(w, "  %s: %s\n", nccl.EvidenceRef(e.File, e.Line), e.Text)
 			case e.File != "":
 				fmt.Fprintf(w, "  %s: %s\n", e.File, e.Text)
 			default:
