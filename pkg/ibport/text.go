@@ -12,11 +12,7 @@ import (
 // WriteText writes the verdict, a table of the ports (tty: bordered), each reason a port is not
 // ready with its fix, and the RoCE v2 GID index to give NCCL.
 func (r *Report) WriteText(w io.Writer, tty bool) {
-	status := "OK"
-	if !r.Ready {
-		status = "PROBLEM"
-	}
-	fmt.Fprintf(w, "%s: %s (format: %s)\n", status, r.Summary(), r.Format)
+	fmt.Fprintf(w, "%s: %s (format: %s)\n", map[bool]string{true: "OK", false: "PROBLEM"}[r.Ready], r.Summary(), r.Format)
 	if len(r.Ports) == 0 {
 		fmt.Fprintln(w, "  fix: check the input is the output of ibstat, ibv_devinfo [-v], ibstatus, rdma link [-j] or:\n  "+SysfsDumpCommandShown())
 		return
