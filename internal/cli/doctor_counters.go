@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -165,64 +161,8 @@ func (a *App) reportCounters(o *doctorCountersOptions, snaps []*counters.Snapsho
 	} else {
 		r = counters.Compare(snaps[0], snaps[1], opts)
 	}
-	return a.verdict(o.Output, r, func() error { a.printCounters(r, len(snaps) == 2, o.All); return nil }, r.OK)
-}
-
-func (a *App) printCounters(r *counters.Report, deltas, all bool) {
-	w := a.Streams.Out
-	problems, backwards := 0, 0
-	for _, f := range r.Findings {
-		switch {
-		case f.Severity == "problem":
-			problems++
-		case f.Code == "counter-went-backwards":
-			backwards = len(f.Ports)
-		}
-	}
-	switch {
-	case !deltas:
-		fmt.Fprintf(w, "OK: one snapshot of %d port(s) (%s); values since the last counter reset\n", len(r.Ports), strings.Join(r.Formats, ", "))
-	case problems > 0:
-		fmt.Fprintf(w, "PROBLEM: %d problem(s) in the counter deltas of %d port(s)\n", problems, len(r.Ports))
-	case backwards > 0:
-		fmt.Fprintf(w, "INCONCLUSIVE: %d counter(s) went backwards between the snapshots: their deltas are unknown (BEFORE must come first)\n", backwards)
-	default:
-		fmt.Fprintf(w, "OK: no loss or error counter moved on %d port(s)\n", len(r.Ports))
-	}
-	if len(r.Bytes) > 0 {
-		fmt.Fprintln(w)
-		rows := make([][]string, 0, len(r.Bytes))
-		for _, p := range slices.Sorted(maps.Keys(r.Bytes)) {
-			t := r.Bytes[p]
-			if t.Unknown {
-				rows = append(rows, []string{p, "unknown (went backwards)", "unknown (went backwards)"})
-				continue
-			}
-			rows = append(rows, []string{p, counters.HumanBytes(t.XmitBytes), counters.HumanBytes(t.RcvBytes)})
-		}
-		a.table([]string{"RDMA PORT", "SENT (4 x port_xmit_data)", "RECEIVED (4 x port_rcv_data)"}, rows)
-	}
-	if deltas && len(r.Deltas) > 0 {
-		fmt.Fprintln(w)
-		var rows [][]string
-		for _, p := range slices.Sorted(maps.Keys(r.Deltas)) {
-			for _, d := range r.Deltas[p] {
-				if d.Meaning == "" && !all {
-					continue
-				}
-				delta := "went backwards"
-				if d.Delta != nil {
-					delta = "+" + strconv.FormatUint(*d.Delta, 10)
-				}
-				rows = append(rows, []string{p, d.Counter, delta, orDash(d.Class), orDash(d.Meaning)})
-			}
-		}
-		a.table([]string{"PORT", "COUNTER", "DELTA", "CLASS", "MEANING"}, rows)
-	}
-	for _, f := range r.Findings {
-		fmt.Fprintf(w, "\n%s [%s]: %s\n", f.Severity, f.Code, f.Message)
-		if f.Fix != "" {
-			fmt.Fprintf(w, "  fix: %s\n", withNext(f.Fix, f.Next))
-		}
-	}
+	return a.verdict(o.Output, r, func() error {
+		r.WriteText(a.Streams.Out, counters.TextOptions{TTY: a.Streams.IsTTY, Deltas: len(snaps) == 2, All: o.All, Fix: withNext})
+		return nil
+	}, r.OK)
 }

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/hang"
-	"github.com/ain-hpc/ain/pkg/nccl"
 )
 
 func (a *App) doctorHangCommand() *ucli.Command {
@@ -57,53 +55,7 @@ func (a *App) runDoctorHang(ctx context.Context, o *doctorOptions) error {
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
-	return a.verdict(o.Output, r, func() error { a.printHang(r); return nil }, r.OK())
-}
-
-func ranksText(rs []int) string {
-	if len(rs) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(rs))
-	for i, k := range rs {
-		parts[i] = strconv.Itoa(k)
-	}
-	return strings.Join(parts, ",")
-}
-
-func (a *App) printHang(r *hang.Report) {
-	w := a.Streams.Out
-	status := "OK"
-	if !r.OK() {
-		status = "PROBLEM"
-	}
-	// RAS's Errors section alone does not say how many ranks the job has: print no "0 ranks".
-	ranks := "ranks unknown"
-	if r.NRanks > 0 {
-		ranks = fmt.Sprintf("%d ranks", r.NRanks)
-	}
-	fmt.Fprintf(w, "%s: %s (%s, %s)\n", status, r.Status, r.Format, ranks)
-	if r.Collective != "" {
-		fmt.Fprintf(w, "collective: %s\n", r.Collective)
-	}
-	fmt.Fprintf(w, "stuck (did not enter it): %s   ahead (wait in it): %s   missing (no data): %s\n",
-		ranksText(r.StuckRanks), ranksText(r.AheadRanks), ranksText(r.MissingRanks))
-	if len(r.Evidence) > 0 {
-		fmt.Fprintln(w, "\nevidence:")
-		for _, e := range r.Evidence {
-			switch {
-			case e.File != "" && e.Line > 0:
-				fmt.Fprintf(w, "  %s: %s\n", nccl.EvidenceRef(e.File, e.Line), e.Text)
-			case e.File != "":
-				fmt.Fprintf(w, "  %s: %s\n", e.File, e.Text)
-			default:
-				fmt.Fprintf(w, "  %s\n", e.Text)
-			}
-		}
-	}
-	if r.Fix != "" {
-		fmt.Fprintf(w, "\nfix: %s\n", withNext(r.Fix, r.Next))
-	}
+	return a.verdict(o.Output, r, func() error { r.WriteText(a.Streams.Out, withNext); return nil }, r.OK())
 }
 
 // expandDirs replaces a directory argument by the regular files in it, sorted (the directory a

@@ -49,7 +49,7 @@ func TestNextCommandsOfReportsAndChecks(t *testing.T) {
 	var out bytes.Buffer
 	a := &App{Streams: Streams{Out: &out, Err: &out}, Now: time.Now, Getenv: func(string) string { return "" }}
 
-	a.printHang(&hang.Report{Status: hang.StatusInCollective, NRanks: 2, Fix: "check the ports", Next: []next.Command{"doctor nccl-log", "doctor ib-ports"}})
+	(&hang.Report{Status: hang.StatusInCollective, NRanks: 2, Fix: "check the ports", Next: []next.Command{"doctor nccl-log", "doctor ib-ports"}}).WriteText(a.Streams.Out, withNext)
 	a.printPreflight(&preflight.Result{Checks: []preflight.Check{{Name: "operators", Status: preflight.Warn, Message: "unknown",
 		Fix: "ask for the node read", Next: []next.Command{"preflight --print-role --node-read"}}}}, true)
 	a.printSummary(jobs.Summary{Transport: "ib", Problems: []nccl.Finding{{Code: "wire", Message: "counters contradict the log",
