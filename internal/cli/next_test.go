@@ -50,8 +50,8 @@ func TestNextCommandsOfReportsAndChecks(t *testing.T) {
 	a := &App{Streams: Streams{Out: &out, Err: &out}, Now: time.Now, Getenv: func(string) string { return "" }}
 
 	(&hang.Report{Status: hang.StatusInCollective, NRanks: 2, Fix: "check the ports", Next: []next.Command{"doctor nccl-log", "doctor ib-ports"}}).WriteText(a.Streams.Out, withNext)
-	a.printPreflight(&preflight.Result{Checks: []preflight.Check{{Name: "operators", Status: preflight.Warn, Message: "unknown",
-		Fix: "ask for the node read", Next: []next.Command{"preflight --print-role --node-read"}}}}, true)
+	(&preflight.Result{Checks: []preflight.Check{{Name: "operators", Status: preflight.Warn, Message: "unknown",
+		Fix: "ask for the node read", Next: []next.Command{"preflight --print-role --node-read"}}}}).WriteText(a.Streams.Out, preflight.TextOptions{Brief: true, Fix: withNext})
 	a.printSummary(jobs.Summary{Transport: "ib", Problems: []nccl.Finding{{Code: "wire", Message: "counters contradict the log",
 		Fix: "read the counters", Next: []next.Command{"doctor counters --node NODE", "doctor nccl-log"}}}}, nil)
 	res, err := bench.Load(savedBench(t, "sock", "ib", "socket"))

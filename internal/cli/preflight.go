@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -114,7 +113,7 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 			return err
 		}
 	} else {
-		a.printPreflight(res, false)
+		res.WriteText(a.Streams.Out, preflight.TextOptions{TTY: a.Streams.IsTTY, Fix: withNext})
 	}
 	if res.Failed() {
 		return quiet(ainerr.PreflightFailed)
@@ -194,7 +193,7 @@ func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Rec
 	var failed *preflight.FailedError
 	switch {
 	case errors.As(err, &failed):
-		a.printPreflight(failed.Result, true)
+		failed.Result.WriteText(a.Streams.Err, preflight.TextOptions{Brief: true, Fix: withNext})
 		return ainerr.New(ainerr.PreflightFailed, err,
 			"fix the FAIL checks above (`ain preflight` shows them all), or submit anyway with --skip-preflight")
 	case err != nil:
@@ -206,47 +205,9 @@ func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Rec
 		}
 		fmt.Fprintf(w, "preflight: %s (cached %s ago%s; `ain preflight` re-runs it all)\n", res.Summary(), res.Age.Round(time.Second), now)
 	default:
-		a.printPreflight(res.Result, true)
+		res.Result.WriteText(a.Streams.Err, preflight.TextOptions{Brief: true, Fix: withNext})
 	}
 	return nil
-}
-
-// printPreflight prints a result: the table and every non-PASS check's evidence and fix on
-// stdout, or (brief, for the gate) only the non-PASS checks and the summary on stderr.
-func (a *App) printPreflight(res *preflight.Result, brief bool) {
-	w := a.Streams.Out
-	if brief {
-		w = a.Streams.Err
-	} else {
-		rows := make([][]string, 0, len(res.Checks))
-		for _, c := range res.Checks {
-			rows = append(rows, []string{strings.ToUpper(c.Name), orDash(c.Target), string(c.Status), c.Message})
-		}
-		a.table([]string{"CHECK", "TARGET", "STATUS", "MESSAGE"}, rows)
-	}
-	for _, c := range res.Checks {
-		if c.Status == preflight.Pass {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s %s", c.Status, c.Name)
-		if c.Target != "" {
-			fmt.Fprintf(w, " %s", c.Target)
-		}
-		fmt.Fprintf(w, ": %s\n", c.Message)
-		for _, e := range c.Evidence {
-			fmt.Fprintf(w, "  evidence: %s\n", e)
-		}
-		if c.Fix != "" {
-			fmt.Fprintf(w, "  fix: %s\n", withNext(c.Fix, c.Next))
-		}
-	}
-	when := "in " + res.Duration.Round(100*time.Millisecond).String()
-	if res.Cached {
-		// A gate's cached result: only the job-controller checks were run now.
-		when = "- the job controllers checked now, the rest cached from the run at " + res.StartedAt.Local().Format("15:04:05")
-	}
-	fmt.Fprintf(w, "\npreflight: %s %s (namespace %s, profile %s, fabric %s, %d node(s) probed)\n",
-		res.Summary(), when, res.Namespace, res.Profile, res.Fabric, res.Probed)
 }
 
 // printRole prints the Role ain needs in the namespace (-n, else "default") and its binding
