@@ -97,17 +97,7 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 	}
 }
 
-// benchPlan is a bench.Plan with what the cluster decides once per bench.
-type benchPlan struct {
-	*bench.Plan
-	// gangs: the gang schedulers the cluster serves that the job API can use (discovered once
-	// per bench; empty: none), for jobs.Options.GangSchedulers.
-	gangs []string
-	// backend is the job API every variant is submitted as (chosen once per bench).
-	backend jobs.Backend
-}
-
-func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, error) {
+func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*bench.Plan, error) {
 	switch o.Output {
 	case "", "text", "json":
 	default:
@@ -130,7 +120,7 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
 	a.printWarnings(plan.Recipes[0])
-	return &benchPlan{Plan: plan}, nil
+	return plan, nil
 }
 
 func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error {
@@ -145,20 +135,14 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	cl := a.cluster(kc)
 	a.sandboxNote(kc)
-	if plan.backend, err = a.chooseBackend(kc, plan.Recipes[0], p, o.API); err != nil {
+	r0 := plan.Recipes[0]
+	backend, err := a.chooseBackend(kc, r0, p, o.API)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.Streams.Err, "job API: %s\n", plan.backend.API().Describe())
-	gangs := gangSchedulers(kc)
-	if jobs.OperatorGang(gangs) {
-		plan.gangs = gangs
-	}
-	if note := jobs.GangAssumption(plan.backend.API(), plan.Recipes[0], gangs); note != "" {
-		fmt.Fprintln(a.Streams.Err, note)
-	}
+	fmt.Fprintf(a.Streams.Err, "job API: %s\n", backend.API().Describe())
 	errw := a.Streams.Err
-	runner := &bench.Runner{Cluster: cl, Backend: plan.backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace,
-		GangSchedulers: plan.gangs, Keep: o.KeepJobs, Now: a.Now,
+	runner := &bench.Runner{Cluster: cl, Backend: backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace, Keep: o.KeepJobs, Now: a.Now,
 		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
 			view := newJobView(a, start)
 			return view.update, view.stop
@@ -172,12 +156,11 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			fmt.Fprintln(errw, e)
 		},
 	}
-	r0 := plan.Recipes[0]
 	s := &bench.Session{Runner: runner, Probe: a.preflightOptions(kc, r0, p), Say: func(l string) { fmt.Fprintln(errw, l) },
 		Gate: func(ctx context.Context) error {
-			return a.preflightGate(ctx, kc, r0, p, plan.backend.API(), o.SkipPreflight)
+			return a.preflightGate(ctx, kc, r0, p, backend.API(), o.SkipPreflight)
 		}}
-	rep, runErr := s.Run(c.Context, bench.SessionOptions{Plan: plan.Plan, Out: o.Out, Timeout: o.Timeout, NoCounters: o.NoCounters})
+	rep, runErr := s.Run(c.Context, bench.SessionOptions{Plan: plan, Out: o.Out, Timeout: o.Timeout, NoCounters: o.NoCounters, Gangs: gangSchedulers(kc)})
 	var (
 		oe *bench.OutDirError
 		ge *bench.PreflightError

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/counters"
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
@@ -37,6 +38,9 @@ type SessionOptions struct {
 	Timeout time.Duration
 	// NoCounters skips the counters before and after each variant.
 	NoCounters bool
+	// Gangs are the gang schedulers the cluster serves: with the mpi-operator's PodGroup API
+	// among them the jobs are built with gang scheduling (jobs.OperatorGang).
+	Gangs []string
 }
 
 // Report is what a session leaves: its folder and, when a variant ran or the bench was
@@ -73,6 +77,12 @@ func (s *Session) say(format string, args ...any) {
 // Runner's (returned with the report of what ran before them).
 func (s *Session) Run(parent context.Context, o SessionOptions) (*Report, error) {
 	plan, r := o.Plan, s.Runner
+	if jobs.OperatorGang(o.Gangs) {
+		r.GangSchedulers = o.Gangs
+	}
+	if note := jobs.GangAssumption(r.Backend.API(), plan.Recipes[0], o.Gangs); note != "" {
+		s.say("%s", note)
+	}
 	ctx := parent
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
