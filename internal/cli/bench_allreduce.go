@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -98,17 +97,7 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 	}
 }
 
-// benchPlan is a bench.Plan with what the cluster decides once per bench.
-type benchPlan struct {
-	*bench.Plan
-	// gangs: the gang schedulers the cluster serves that the job API can use (discovered once
-	// per bench; empty: none), for jobs.Options.GangSchedulers.
-	gangs []string
-	// backend is the job API every variant is submitted as (chosen once per bench).
-	backend jobs.Backend
-}
-
-func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, error) {
+func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*bench.Plan, error) {
 	switch o.Output {
 	case "", "text", "json":
 	default:
@@ -131,7 +120,7 @@ func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*benchPlan, 
 		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
 	a.printWarnings(plan.Recipes[0])
-	return &benchPlan{Plan: plan}, nil
+	return plan, nil
 }
 
 func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error {
@@ -146,58 +135,14 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	}
 	cl := a.cluster(kc)
 	a.sandboxNote(kc)
-	if plan.backend, err = a.chooseBackend(kc, plan.Recipes[0], p, o.API); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.Streams.Err, "job API: %s\n", plan.backend.API().Describe())
-	gangs := gangSchedulers(kc)
-	if jobs.OperatorGang(gangs) {
-		plan.gangs = gangs
-	}
-	if note := jobs.GangAssumption(plan.backend.API(), plan.Recipes[0], gangs); note != "" {
-		fmt.Fprintln(a.Streams.Err, note)
-	}
-	parent := c.Context
-	ctx := parent
-	cancel := context.CancelFunc(func() {})
-	if o.Timeout > 0 {
-		ctx, cancel = context.WithTimeout(parent, o.Timeout)
-	}
-	defer cancel()
-	start := a.Now()
-	dir, err := bench.ResultDir(o.Out, start, plan.Name)
-	if err != nil {
-		return ainerr.New(ainerr.Usage, fmt.Errorf("--out: %w", err), "")
-	}
-	// The preflight (issue 6) checks the cluster for the first variant's shape; it is the same for all.
-	if err := a.preflightGate(ctx, kc, plan.Recipes[0], p, plan.backend.API(), o.SkipPreflight); err != nil {
-		_ = os.Remove(dir) // only if still empty
-		return err
-	}
 	r0 := plan.Recipes[0]
-	w := r0.Workload()
-	res := plan.NewResult(kc.Namespace, start)
-	names := make([]string, len(plan.Variants))
-	for i, v := range plan.Variants {
-		names[i] = v.Name
+	backend, err := a.chooseBackend(kc, r0, p, o.API)
+	if err != nil {
+		return err
 	}
-	t := r0.MPI.NCCLTests
+	fmt.Fprintf(a.Streams.Err, "job API: %s\n", backend.API().Describe())
 	errw := a.Streams.Err
-	fmt.Fprintf(errw, "bench %s: %d variant(s) (%s) of all_reduce_perf -b %s -e %s -f %d on %d node(s) x %d GPU, fabric %s, line rate %s = %.4g GB/s per NIC\n",
-		plan.Name, len(plan.Variants), strings.Join(names, ", "), t.MinBytes, t.MaxBytes, t.StepFactor, w.Nodes, w.GPUsPerNode, p.Spec.Fabric, p.Spec.LineRate, p.LineRateGBps())
-	if len(plan.Variants) > 1 {
-		fmt.Fprintf(errw, "the variants run one after another on the same nodes: each %s is deleted once its output is read, the next is pinned to the first one's nodes\n", plan.backend.Kind())
-	}
-	fmt.Fprintf(errw, "results: %s\n", dir)
-
-	var counterSnaps func(context.Context, []string, string) (map[string]*counters.Snapshot, map[string]string)
-	if p.RDMA() && !o.NoCounters && r0.Workload().Nodes > 1 {
-		counterSnaps = func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
-			return a.snapshotCounters(ctx, kc, r0, p, nodes, when)
-		}
-	}
-	runner := &bench.Runner{Cluster: cl, Backend: plan.backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace,
-		GangSchedulers: plan.gangs, Keep: o.KeepJobs, Now: a.Now, Counters: counterSnaps,
+	runner := &bench.Runner{Cluster: cl, Backend: backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace, Keep: o.KeepJobs, Now: a.Now,
 		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
 			view := newJobView(a, start)
 			return view.update, view.stop
@@ -211,37 +156,37 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			fmt.Fprintln(errw, e)
 		},
 	}
-	pinned, runErr := runner.Run(parent, ctx, plan.Plan, res)
-	runErr = a.benchRunError(kc, runErr, o, dir)
-	if runErr != nil && len(res.Variants) == 0 && !res.Interrupted {
-		// Nothing ran (the first apply was refused, say): no report and no result.json, whose
-		// "No variant ran" would only hide the error.
-		_ = os.Remove(dir) // only if still empty
+	s := &bench.Session{Runner: runner, Probe: a.preflightOptions(kc, r0, p), Say: func(l string) { fmt.Fprintln(errw, l) },
+		Gate: func(ctx context.Context) error {
+			return a.preflightGate(ctx, kc, r0, p, backend.API(), o.SkipPreflight)
+		}}
+	rep, runErr := s.Run(c.Context, bench.SessionOptions{Plan: plan, Out: o.Out, Timeout: o.Timeout, NoCounters: o.NoCounters, Gangs: gangSchedulers(kc)})
+	var (
+		oe *bench.OutDirError
+		ge *bench.PreflightError
+	)
+	switch {
+	case errors.As(runErr, &oe):
+		return ainerr.New(ainerr.Usage, fmt.Errorf("--out: %w", oe.Err), "")
+	case errors.As(runErr, &ge):
+		return ge.Err
+	}
+	runErr = a.benchRunError(kc, runErr, o, rep.Dir)
+	res := rep.Result
+	if res == nil {
 		return runErr
 	}
-	if p.RDMA() && len(pinned) > 0 && parent.Err() == nil {
-		// "% of line rate" against what the ports on these nodes really run at, not only the
-		// profile's lineRate (a 400Gb profile over 200 Gb/s ports called a healthy fabric broken).
-		fmt.Fprintf(errw, "probing the ports of %s for their rate: busbw is judged against it\n", strings.Join(pinned, ","))
-		if res.ProbeLineRate(parent, a.preflightOptions(kc, r0, p), pinned, p.Spec.HCAs) != nil && !res.Interrupted {
-			res.Interrupted = true
-			res.InterruptedNote = "after the last variant, while probing the ports' rate"
-		}
-	} else if parent.Err() != nil && runErr == nil && !res.Interrupted {
-		res.Interrupted = true
-		res.InterruptedNote = "after the last variant"
-	}
-	files, serr := res.Finish(a.Now(), dir)
-	if serr != nil {
-		fmt.Fprintf(errw, "warning: saving the results: %v\n", serr)
+	if rep.SaveErr != nil {
+		fmt.Fprintf(errw, "warning: saving the results: %v\n", rep.SaveErr)
 	}
 	var outErr error
 	if o.Output == "json" {
 		outErr = a.writeJSON(res)
 	} else {
-		a.printBenchReport(res, files)
+		a.printBenchReport(res, rep.Files)
 	}
 	// The run's own error says more than a lost output; a lost output is still no success.
+	dir := rep.Dir
 	if runErr != nil {
 		return runErr
 	}
@@ -256,6 +201,11 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 			"`ain doctor nccl-log "+dir+"/"+res.Variants[0].Name+".log` explains the transport; fix it and run the bench again")
 	}
 	return nil
+}
+
+// printBenchReport prints a bench result with the suggested commands worded as ain's.
+func (a *App) printBenchReport(res *bench.Result, files []string) {
+	res.WriteText(a.Streams.Out, bench.TextOptions{TTY: a.Streams.IsTTY, Next: runText, Saved: files})
 }
 
 // benchRunError maps the Runner's typed errors to exit codes and hints.

@@ -1,10 +1,6 @@
 package cli
 
 import (
-	"encoding/csv"
-	"fmt"
-	"strconv"
-
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
@@ -69,72 +65,7 @@ func (a *App) runBenchCompare(o *benchCompareOptions) error {
 	case "json":
 		return a.writeJSON(cmp)
 	case "csv":
-		cw := csv.NewWriter(a.Streams.Out)
-		head := []string{"size"}
-		for i, s := range cmp.Series {
-			head = append(head, s.Label+"_busbw")
-			if i > 0 {
-				head = append(head, s.Label+"_ratio")
-			}
-		}
-		_ = cw.Write(head)
-		for _, r := range cmp.Rows {
-			rec := []string{strconv.FormatInt(r.Size, 10)}
-			for i := range cmp.Series {
-				rec = append(rec, fptr(r.Busbw[i], 'f', -1))
-				if i > 0 {
-					rec = append(rec, fptr(r.Ratio[i], 'f', 4))
-				}
-			}
-			_ = cw.Write(rec)
-		}
-		cw.Flush()
-		return cw.Error()
+		return cmp.WriteCSV(a.Streams.Out)
 	}
-	w := a.Streams.Out
-	fmt.Fprintf(w, "baseline: %s; X/%s = X's busbw over the baseline's at the same size (from the times: nccl-tests rounds busbw)\n", cmp.Baseline, cmp.Baseline)
-	for _, s := range cmp.Series {
-		valid := ""
-		if !s.Valid {
-			valid = "  INVALID (see its result.json)"
-		}
-		fmt.Fprintf(w, "  %-20s %s, fabric %s, run %s%s\n", s.Label, orDash(s.Source), s.Fabric, s.Run, valid)
-	}
-	fmt.Fprintln(w)
-	head := []string{"SIZE"}
-	for i, s := range cmp.Series {
-		head = append(head, s.Label)
-		if i > 0 {
-			head = append(head, s.Label+"/"+cmp.Baseline)
-		}
-	}
-	rows := [][]string{}
-	for _, r := range cmp.Rows {
-		rec := []string{bench.SizeLabel(r.Size)}
-		for i := range cmp.Series {
-			rec = append(rec, orDash(fptr(r.Busbw[i], 'f', -1)))
-			if i > 0 {
-				rec = append(rec, orDash(fptr(r.Ratio[i], 'f', 2)))
-			}
-		}
-		rows = append(rows, rec)
-	}
-	peak := []string{"PEAK"}
-	for i := range cmp.Series {
-		peak = append(peak, fmtG(cmp.Peaks[i]))
-		if i > 0 {
-			peak = append(peak, orDash(fptr(cmp.PeakRatio[i], 'f', 2)))
-		}
-	}
-	rows = append(rows, peak)
-	a.table(head, rows)
-	fmt.Fprintln(w, "(busbw in GB/s, out-of-place)")
-	return nil
-}
-
-func fptr(v *float64, f byte, prec int) string {
-	if v == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*v, f, prec, 64)
+	return cmp.WriteText(a.Streams.Out, a.Streams.IsTTY)
 }

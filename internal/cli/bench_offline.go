@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
+	"io"
+	"slices"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -71,98 +72,45 @@ func (a *App) runBenchParse(ctx context.Context, o *benchParseOptions) error {
 		return ainerr.New(ainerr.Failure, fmt.Errorf("no nccl-tests or perftest results in %s", inputName(o.File)),
 			"the input should hold the table printed by an nccl-tests *_perf binary (size count type ... busbw #wrong) or by perftest's ib_*_bw/ib_*_lat (#bytes #iterations ...)")
 	}
-	return reportRuns(a, o.Output, runs, nccl.WritePerfCSV, a.printPerf, perfOK)
+	return reportRuns(a, o.Output, runs, nccl.WritePerfCSV, nccl.WritePerfText, (*nccl.PerfRun).OK)
 }
 
-func perfOK(r *nccl.PerfRun) bool {
-	if len(r.Errors) > 0 || (r.OutOfBounds != nil && *r.OutOfBounds > 0) {
-		return false
+// maxParseInput bounds what `bench parse` reads into memory to tell perftest from nccl-tests.
+const maxParseInput = 256 << 20
+
+// runPerftestParse is `bench parse` on perftest output (ib_write_bw, ib_read_lat, ...).
+func (a *App) runPerftestParse(o *benchParseOptions, data []byte) error {
+	runs, err := perftest.Parse(bytes.NewReader(data))
+	if err != nil {
+		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", o.File, err), "")
 	}
-	for _, row := range r.Rows {
-		for _, c := range []*nccl.PerfCell{row.OOP, row.IP} {
-			if c != nil && c.Wrong != nil && *c.Wrong > 0 {
-				return false
-			}
-		}
+	if len(runs) == 0 {
+		return ainerr.New(ainerr.Failure, fmt.Errorf("no perftest results in %s", o.File),
+			"the input should hold the table a perftest binary prints (#bytes #iterations BW peak... or t_min...)")
 	}
-	return true
+	return reportRuns(a, o.Output, runs, perftest.WriteCSV, perftest.WriteText, (*perftest.Run).OK)
 }
 
-func (a *App) printPerf(runs []*nccl.PerfRun) {
-	w := a.Streams.Out
-	for i, r := range runs {
-		if i > 0 {
-			fmt.Fprintln(w)
+// reportRuns is `bench parse`'s output for either parser's runs: JSON (one run or the list),
+// CSV or the text report, then exit 5 when a run is not ok.
+func reportRuns[T any](a *App, format string, runs []T, writeCSV func(io.Writer, []T) error, text func(io.Writer, []T, bool) error, ok func(T) bool) error {
+	return a.verdict(format, oneOrAll(runs), func() error {
+		if format == "csv" {
+			return writeCSV(a.Streams.Out, runs)
 		}
-		status := "OK"
-		if !perfOK(r) {
-			status = "PROBLEM"
-		}
-		coll := r.Collective
-		if r.CollectiveInferred {
-			coll += " (inferred)"
-		}
-		ranks := "not printed"
-		if r.NRanks != nil {
-			ranks = strconv.Itoa(*r.NRanks)
-		} else if r.NRanksInferred != nil {
-			ranks = strconv.Itoa(*r.NRanksInferred) + " (inferred from busbw/algbw)"
-		}
-		avg, max := "-", "-"
-		if r.AvgBusbw != nil {
-			avg = r.AvgBusbw.String()
-		}
-		if r.MaxBusbw != nil {
-			max = fmtG(*r.MaxBusbw)
-		}
-		fmt.Fprintf(w, "%s: %s, ranks %s, %d sizes, max busbw %s GB/s, avg busbw %s GB/s\n", status, coll, ranks, len(r.Rows), max, avg)
-		if r.OutOfBounds != nil && *r.OutOfBounds > 0 {
-			fmt.Fprintf(w, "  problem: %d out-of-bounds values: the results are wrong, not just slow\n", *r.OutOfBounds)
-		}
-		for _, e := range r.Errors {
-			fmt.Fprintf(w, "  problem: %s\n", e)
-		}
-		if r.Elided {
-			fmt.Fprintln(w, "  note: rows were elided (...) in the input; the printed average covers them, maxBusbw does not")
-		}
-		perIter := false // nccl-tests -I 1: add the out-of-place p99 and coefficient of variation
-		for _, row := range r.Rows {
-			perIter = perIter || row.OOP.PerIter != nil
-		}
-		rows := make([][]string, 0, len(r.Rows))
-		for _, row := range r.Rows {
-			rec := []string{humanBytes(row.Size), row.Type, orDash(row.Redop)}
-			rec = append(rec, row.OOP.Texts("-", "N/A")...)
-			rec = append(rec, row.IP.Texts("-", "N/A")...)
-			if perIter {
-				p99, cv := "-", "-"
-				if pi := row.OOP.PerIter; pi != nil {
-					p99, cv = fmtG(pi.P99Us), fmtG(pi.CVPct)
-				}
-				rec = append(rec, p99, cv)
-			}
-			rows = append(rows, rec)
-		}
-		head := []string{"SIZE", "TYPE", "REDOP", "OOP TIME(us)", "OOP ALGBW", "OOP BUSBW", "OOP WRONG", "IP TIME(us)", "IP ALGBW", "IP BUSBW", "IP WRONG"}
-		if perIter {
-			head = append(head, "OOP P99(us)", "OOP CV%")
-		}
-		a.table(head, rows)
+		return text(a.Streams.Out, runs, a.Streams.IsTTY)
+	}, !slices.ContainsFunc(runs, func(r T) bool { return !ok(r) }))
+}
+
+// oneOrAll is what -o json prints for parsed runs: the run itself when there is one, else the array.
+func oneOrAll[T any](runs []T) any {
+	if len(runs) == 1 {
+		return runs[0]
 	}
+	return runs
 }
 
 func fmtG(v float64) string { return textout.G(v) }
-
-// humanBytes prints a size the way nccl-tests' -b/-e take it: 8, 1K, 64M, 8G (binary units).
-func humanBytes(n int64) string {
-	units := []string{"", "K", "M", "G", "T", "P"}
-	i := 0
-	for n >= 1024 && n%1024 == 0 && i < len(units)-1 {
-		n /= 1024
-		i++
-	}
-	return strconv.FormatInt(n, 10) + units[i]
-}
 
 // parseBytes reads a size from a flag with the recipe's grammar (recipe.ParseBytes: 8, 1K, 64M,
 // 8G, optionally with B or iB), so a flag accepts exactly what a recipe does; a flag's size
@@ -253,35 +201,5 @@ func (a *App) runBenchModel(o *benchModelOptions) error {
 	if o.Output == "json" {
 		return a.writeJSON(res)
 	}
-	w := a.Streams.Out
-	pp := res.Params
-	fmt.Fprintf(w, "allreduce model: %d nodes x %d GPUs = %d ranks, %d x %s Gb/s NICs per node = %s GB/s per node (%s intra-node)\n",
-		pp.Nodes, pp.GPUsPerNode, res.NRanks, pp.NICsPerNode, fmtG(pp.LinkGbps), fmtG(res.NodeBusBwGBps), pp.Intra)
-	fmt.Fprintf(w, "ring: latency %.1f us, algBw %.1f GB/s   tree: latency %.1f us, algBw %.1f GB/s\n",
-		res.Ring.LatencyUs, res.Ring.AlgBwGBps, res.Tree.LatencyUs, res.Tree.AlgBwGBps)
-	switch {
-	case res.CrossoverBytes == nil:
-		fmt.Fprintln(w, "crossover: none, tree is faster at every size")
-	case *res.CrossoverBytes == 0:
-		fmt.Fprintln(w, "crossover: none, ring is faster at every size")
-	default:
-		fmt.Fprintf(w, "crossover: ring is faster from %d bytes (%.1f MiB) on, tree below\n", *res.CrossoverBytes, float64(*res.CrossoverBytes)/(1<<20))
-	}
-	fmt.Fprintln(w)
-	rows := make([][]string, 0, len(res.Rows))
-	for _, r := range res.Rows {
-		rec := []string{humanBytes(r.Size)}
-		for _, pt := range []*nccl.ModelPoint{r.Ring, r.Tree} {
-			if pt == nil {
-				rec = append(rec, "-", "-", "-")
-				continue
-			}
-			rec = append(rec, fmt.Sprintf("%.1f", pt.TimeUs), fmt.Sprintf("%.2f", pt.Algbw), fmt.Sprintf("%.2f", pt.Busbw))
-		}
-		rec = append(rec, r.Best)
-		rows = append(rows, rec)
-	}
-	a.table([]string{"SIZE", "RING TIME(us)", "RING ALGBW", "RING BUSBW", "TREE TIME(us)", "TREE ALGBW", "TREE BUSBW", "BEST"}, rows)
-	fmt.Fprintln(w, "\n(GB/s; Simple protocol only: small-message times are pessimistic, see `ain bench model --help`)")
-	return nil
+	return res.WriteText(a.Streams.Out, a.Streams.IsTTY)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,17 +14,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/image"
 	"github.com/ain-hpc/ain/pkg/perftest"
-	"github.com/ain-hpc/ain/pkg/profile"
 )
-
-// DefaultPerftestImage runs both perftest pods: the allreduce recipe's nccl-tests image, so one
-// pull serves both benches. coreweave/nccl-tests Dockerfile.ubuntu22 at 85f9143 (the tag's
-// suffix; the tag is written once per commit by docker/metadata-action type=sha) builds
-// coreweave/perftest 5b47ede with CUDA_H_PATH (ib_write_bw --use_cuda) and installs it on PATH
-// (/usr/local/bin), with ibverbs-utils and sh. It is built for amd64 only (pkg/image): ain
-// refuses a pair of nodes of another architecture instead of starting a pod that cannot exec.
-// mellanox/cuda-perftest, which NVIDIA's GPU Operator documentation uses, publishes :latest only.
-const DefaultPerftestImage = "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22.04-nccl2.21.5-1-85f9143"
 
 type benchRDMAOptions struct {
 	Profile, Fabric string
@@ -46,13 +35,6 @@ type benchRDMAOptions struct {
 	TCPStreams      int
 	TCPSeconds      int
 }
-
-// DefaultIperfImage runs the TCP baseline: Debian with the iperf3 package (nerdalert/iperf3's
-// Dockerfile, published as networkstatic/iperf3), so it has sh for ain's command. The image
-// publishes no version tags, so it is pinned by digest: the one a running pod's status reported
-// for networkstatic/iperf3:latest (imageID in a kubectl listing of the TriSLA project), also
-// pinned in a Nomad job of another project; a digest names the same bytes on every node.
-const DefaultIperfImage = "docker.io/networkstatic/iperf3@sha256:07dcca91c0e47d82d83d91de8c3d46b840eef4180499456b4fa8d6dadb46b6c8"
 
 func (a *App) benchRDMACommand() *ucli.Command {
 	o := &benchRDMAOptions{}
@@ -86,13 +68,13 @@ func (a *App) benchRDMACommand() *ucli.Command {
 			&ucli.IntFlag{Name: "gid-index", Value: -1, Usage: "RoCE GID index, perftest -x", DefaultText: "the profile's numeric gidIndex, else each pod's own RoCE v2 GID, chosen in the pod from its address", Destination: &o.GIDIndex, Action: intBetween("gid-index", -1, 255)},
 			&ucli.StringFlag{Name: "size", Usage: "one message size, perftest -s (64K, 1M); default: every size from 2 B to 8 MiB (-a)", Destination: &o.Size},
 			&ucli.IntFlag{Name: "iters", Usage: "iterations per size, perftest -n (at least 100)", DefaultText: "perftest's", Destination: &o.Iters},
-			&ucli.StringFlag{Name: "image", Value: DefaultPerftestImage, Usage: "image with sh and the perftest binaries on PATH (and CUDA support for --gpu)", Destination: &o.Image, Action: imageReference("image")},
+			&ucli.StringFlag{Name: "image", Value: bench.DefaultPerftestImage, Usage: "image with sh and the perftest binaries on PATH (and CUDA support for --gpu)", Destination: &o.Image, Action: imageReference("image")},
 			&ucli.StringFlag{Name: "results", Value: "ain-results", Usage: "`DIR` of saved ain bench allreduce results: the last one gives the NCCL column", Destination: &o.Results},
 			&ucli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up after this long (exit 6); the pods are deleted", Destination: &o.Timeout, Action: positiveDuration("timeout")},
 			&ucli.StringFlag{Name: "profile", Usage: "fabric profile file (default: $AIN_PROFILE, $XDG_CONFIG_HOME/ain/profile.yaml, else built-in)", Destination: &o.Profile},
 			&ucli.StringFlag{Name: "fabric", Usage: "override the profile's fabric: ib or roce", Destination: &o.Fabric},
 			&ucli.BoolFlag{Name: "tcp", Usage: "also run the TCP baseline (course 3.10.1): iperf3 server and client pods on the same nodes and networks", Destination: &o.TCP},
-			&ucli.StringFlag{Name: "tcp-image", Value: DefaultIperfImage, Usage: "image with sh and iperf3 for --tcp", Destination: &o.TCPImage, Action: imageReference("tcp-image")},
+			&ucli.StringFlag{Name: "tcp-image", Value: bench.DefaultIperfImage, Usage: "image with sh and iperf3 for --tcp", Destination: &o.TCPImage, Action: imageReference("tcp-image")},
 			&ucli.IntFlag{Name: "tcp-streams", Value: 8, Usage: "parallel TCP streams for --tcp, iperf3 -P", Destination: &o.TCPStreams, Action: intBetween("tcp-streams", 1, 128)},
 			&ucli.IntFlag{Name: "tcp-seconds", Value: 10, Usage: "seconds of the --tcp run, iperf3 -t", Destination: &o.TCPSeconds, Action: intBetween("tcp-seconds", 1, 600)},
 			outputFlag(&o.Output, "text", "text, or json (the whole result, both pods' output included)", "json"),
@@ -106,93 +88,24 @@ func (a *App) benchRDMACommand() *ucli.Command {
 	}
 }
 
-// rdmaPlan is what the flags resolve to before any pod runs.
-type rdmaPlan struct {
-	cmd            perftest.Command
-	server, client string
-	profile        *profile.Profile
-	hca            string // the profile's HCA the device came from, if any
-	gidSource      string // where a fixed -x came from ("" : none fixed)
-}
-
-// perftestFlags are the flags of perftest.Command's fields.
-var perftestFlags = map[string]string{"Test": "--test", "QPs": "--qps", "CUDA": "--gpu", "Iters": "--iters", "Size": "--size", "Device": "--device"}
-
-func (a *App) planRDMA(o *benchRDMAOptions) (*rdmaPlan, error) {
+func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 	in := recipeInput{Profile: o.Profile, Fabric: o.Fabric}
 	p, err := in.loadProfile(a.Getenv)
 	if err != nil {
-		return nil, err
-	}
-	if !p.RDMA() {
-		return nil, ainerr.New(ainerr.Usage, fmt.Errorf("bench rdma measures RDMA, but the fabric is %s", p.Spec.Fabric), "use --fabric ib or roce (a TCP baseline is `ain bench allreduce --fabric socket`)")
-	}
-	pl := &rdmaPlan{profile: p, cmd: perftest.Command{Test: o.Test, QPs: o.QPs, Iters: o.Iters}}
-	if o.Size != "" {
-		n, err := parseBytes(o.Size)
-		if err != nil {
-			return nil, ainerr.Usagef("--size: %v", err)
-		}
-		pl.cmd.Size = n
-	}
-	if o.GPU {
-		gpu := 0
-		pl.cmd.CUDA = &gpu
-	}
-	dev := o.Device
-	if dev == "" && len(p.Spec.HCAs) > 0 {
-		dev, pl.hca = strings.TrimPrefix(p.Spec.HCAs[0], "="), p.Spec.HCAs[0]
-	}
-	if dev != "" {
-		d, port, hasPort := strings.Cut(dev, ":")
-		pl.cmd.Device = d
-		if hasPort {
-			n, err := strconv.Atoi(port)
-			if err != nil || n < 1 {
-				return nil, ainerr.Usagef("--device %q: DEVICE or DEVICE:PORT, e.g. mlx5_0 or mlx5_0:1", dev)
-			}
-			pl.cmd.Port = n
-		}
-	}
-	// A GID index the user fixed wins; else, on RoCE, each pod chooses its own (ChoosePort).
-	if o.GIDIndex >= 0 {
-		g := o.GIDIndex
-		pl.cmd.GIDIndex, pl.gidSource = &g, fmt.Sprintf("--gid-index %d (given, not checked against the pods' addresses)", g)
-	} else if p.Spec.Fabric == profile.FabricRoCE {
-		if g, err := strconv.Atoi(p.Spec.GIDIndex); err == nil && g >= 0 {
-			pl.cmd.GIDIndex, pl.gidSource = &g, fmt.Sprintf("the profile's gidIndex %d (fixed: on a port shared by pods, set gidIndex: auto so each pod takes its own)", g)
-		}
-	}
-	if o.GIDIndex >= 0 && p.Spec.Fabric == profile.FabricIB {
-		fmt.Fprintln(a.Streams.Err, "note: --gid-index on InfiniBand: perftest then sends a GRH with that GID; IB routes by LID without it")
-	}
-	if err := pl.cmd.Validate(); err != nil {
-		flag := "--test"
-		var fe *perftest.FieldError
-		if errors.As(err, &fe) {
-			flag = cmp.Or(perftestFlags[fe.Field], flag)
-		}
-		return nil, ainerr.Usagef("%s: %v", flag, err)
-	}
-	if o.Nodes != "" {
-		parts := strings.Split(o.Nodes, ",")
-		if len(parts) != 2 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[1]) == "" {
-			return nil, ainerr.Usagef("--nodes %q: two node names, SERVER,CLIENT", o.Nodes)
-		}
-		pl.server, pl.client = strings.TrimSpace(parts[0]), strings.TrimSpace(parts[1])
-		if pl.server == pl.client {
-			return nil, ainerr.Usagef("--nodes %q: two different nodes (on one node the traffic never crosses the fabric)", o.Nodes)
-		}
-	}
-	return pl, nil
-}
-
-func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
-	pl, err := a.planRDMA(o)
-	if err != nil {
 		return err
 	}
-	p := pl.profile
+	ro, notes, err := bench.PlanRDMA(p, bench.RDMAPlanInput{Test: o.Test, QPs: o.QPs, Iters: o.Iters, Size: o.Size,
+		GPU: o.GPU, Device: o.Device, GIDIndex: o.GIDIndex, Nodes: o.Nodes})
+	for _, n := range notes {
+		fmt.Fprintln(a.Streams.Err, n)
+	}
+	var nr *bench.NotRDMAError
+	switch {
+	case errors.As(err, &nr):
+		return ainerr.New(ainerr.Usage, err, "use --fabric ib or roce (a TCP baseline is `ain bench allreduce --fabric socket`)")
+	case err != nil:
+		return ainerr.Usagef("%v", err)
+	}
 	kc, err := a.clients()
 	if err != nil {
 		return err
@@ -207,8 +120,7 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 		}
 	}
 	run := &bench.RDMARun{Probe: a.preflightOptions(kc, nil, p), Now: a.Now, Progress: func(s string) { fmt.Fprintln(errw, s) }}
-	ro := bench.RDMAOptions{Profile: p, Command: pl.cmd, Server: pl.server, Client: pl.client, GIDSource: pl.gidSource,
-		Image: o.Image, GPU: o.GPU, Timeout: o.Timeout, Results: o.Results}
+	ro.Image, ro.Timeout, ro.Results = o.Image, o.Timeout, o.Results
 	if o.TCP {
 		ro.TCP = &bench.TCPOptions{Image: o.TCPImage, Streams: o.TCPStreams, Seconds: o.TCPSeconds}
 	}

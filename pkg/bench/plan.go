@@ -94,13 +94,19 @@ type Shape struct {
 	StepFactor, Iters  int
 }
 
-// FlagError says the value of a command-line flag is wrong; Flag names it (--max).
+// FlagError says the value of a command-line flag is wrong; Flag names it (--max), Value, when
+// set, is the value quoted in the message.
 type FlagError struct {
-	Flag string
-	Err  error
+	Flag, Value string
+	Err         error
 }
 
-func (e *FlagError) Error() string { return e.Flag + ": " + e.Err.Error() }
+func (e *FlagError) Error() string {
+	if e.Value != "" {
+		return e.Flag + " " + strconv.Quote(e.Value) + ": " + e.Err.Error()
+	}
+	return e.Flag + ": " + e.Err.Error()
+}
 func (e *FlagError) Unwrap() error { return e.Err }
 
 // SetConflictError says a --set fixes an NCCL variable that a sweep flag varies.

@@ -50,3 +50,14 @@ func OrDash(s string) string {
 
 // G prints v with the digits it has (23.49, 8, 0.5).
 func G(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// Size prints a byte count the way nccl-tests' -b/-e take it: 8, 1K, 64M, 8G (binary units).
+func Size(n int64) string {
+	units := []string{"", "K", "M", "G", "T", "P"}
+	i := 0
+	for n >= 1024 && n%1024 == 0 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	return strconv.FormatInt(n, 10) + units[i]
+}
