@@ -150,7 +150,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		return err
 	}
 	fmt.Fprintf(a.Streams.Err, "job API: %s\n", plan.backend.API().Describe())
-	gangs := gangSchedulers(kc)
+	gangs := jobs.GangSchedulers(kc.Discovery)
 	if jobs.OperatorGang(gangs) {
 		plan.gangs = gangs
 	}
@@ -199,12 +199,12 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	runner := &bench.Runner{Cluster: cl, Backend: plan.backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace,
 		GangSchedulers: plan.gangs, Keep: o.KeepJobs, Now: a.Now, Counters: counterSnaps,
 		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
-			view := newJobView(a, start)
-			return view.update, view.stop
+			view := jobs.NewView(a.Streams.Err, a.Streams.IsTTY, a.Now, start)
+			return view.Update, view.Stop
 		},
 		Progress: func(e bench.Event) {
 			if e.Kind == bench.EventStopped {
-				if why := pendingReasons(*e.Snapshot, kc); why != "" {
+				if why := jobs.PendingReasons(*e.Snapshot, jobs.GangSchedulers(kc.Discovery)); why != "" {
 					fmt.Fprintln(errw, why)
 				}
 			}
