@@ -195,12 +195,12 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return nil
 	case res != nil && res.Summary != nil:
 		if o.Output == "json" {
-			if jerr := a.writeJSON(trainJobJSON{Summary: *res.Summary, Wire: res.Wire}); jerr != nil {
+			if jerr := a.writeJSON(train.SummaryJSON{Summary: *res.Summary, Wire: res.Wire}); jerr != nil {
 				return jerr
 			}
 		} else {
 			res.Summary.WriteText(a.Streams.Out, a.textOptions())
-			a.printJobWire(res.Wire)
+			train.WriteWireText(a.Streams.Out, res.Wire, a.Streams.IsTTY)
 		}
 	}
 	return a.trainError(kc, err)
