@@ -71,32 +71,7 @@ func (a *App) renderBackend(r *recipe.Recipe, p *profile.Profile, flag string) (
 	if err != nil {
 		return nil, err
 	}
-	served := jobs.Served{}
-	why := "no cluster asked"
-	if forced == jobs.APIAuto {
-		// Why no cluster was asked is said: a kubeconfig named but missing is not "no cluster"
-		// (issue 19: KUBECONFIG at a missing file said only "no cluster asked").
-		if kc, err := a.clusterConfig(); err != nil {
-			why += ": " + err.Error()
-		} else {
-			if d, err := kc.DiscoveryWithin(renderDiscoveryTimeout); err == nil {
-				if s, err := jobs.Discover(d); err == nil {
-					served, why = s, "served by "+kc.Server
-				} else {
-					why = "cluster " + kc.Server + " not reachable"
-				}
-			}
-		}
-	} else {
-		why = "forced"
-	}
-	b, err := jobs.Choose(r, served, forced)
-	var none *jobs.NoAPIError
-	if errors.As(err, &none) {
-		// render needs no cluster: one that serves no job API gets the default, said so.
-		why += ", which serves none of ain's job APIs: the default"
-		b, err = jobs.Choose(r, jobs.Served{}, forced)
-	}
+	b, why, err := jobs.ChooseForRender(r, forced, a.clusterConfig, renderDiscoveryTimeout)
 	if err != nil {
 		return nil, a.choiceError(err)
 	}

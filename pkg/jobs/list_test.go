@@ -3,10 +3,12 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,5 +100,25 @@ func TestReleaseOrphanRuntimes(t *testing.T) {
 	}
 	if l, _ := c.Dynamic.Resource(TrainingRuntimeGVR).Namespace("ns").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Errorf("the runtime is still there")
+	}
+}
+
+// Started refuses a selection whose every pod is Pending, naming them; a following read takes it.
+func TestSelectPodsStarted(t *testing.T) {
+	pod := func(name, replica string, phase corev1.PodPhase) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"training.kubeflow.org/replica-type": replica, "training.kubeflow.org/replica-index": "0"}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	pods := []corev1.Pod{pod("j-master-0", "master", corev1.PodPending), pod("j-worker-0", "worker", corev1.PodRunning)}
+	_, err := SelectPods("j", pods, LogSelection{Index: -1, Started: true})
+	var ns *NotStartedError
+	if !errors.As(err, &ns) || err.Error() != "no log yet: j-master-0 is Pending (not started)" {
+		t.Fatalf("err = %v", err)
+	}
+	if sel, err := SelectPods("j", pods, LogSelection{Index: -1}); err != nil || len(sel) != 1 {
+		t.Fatalf("without Started: %v, %v", sel, err)
+	}
+	if sel, err := SelectPods("j", pods, LogSelection{Index: -1, All: true, Started: true}); err != nil || len(sel) != 2 {
+		t.Fatalf("one started pod among them: %v, %v", sel, err)
 	}
 }
