@@ -12,7 +12,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // apiFlag is --api: the workload API a job is submitted as (train, bench allreduce, render).
@@ -93,7 +92,7 @@ func (a *App) choiceError(err error) error {
 }
 
 // renderJob builds r as the job API renderBackend picks (render, train --dry-run=client).
-func (a *App) renderJob(r *recipe.Recipe, p *profile.Profile, flag, name string) ([]runtime.Object, error) {
+func (a *App) renderJob(r *recipe.Recipe, p *profile.Profile, flag, name string) (*jobs.Bundle, error) {
 	be, err := a.renderBackend(r, p, flag)
 	if err != nil {
 		return nil, err
@@ -102,5 +101,5 @@ func (a *App) renderJob(r *recipe.Recipe, p *profile.Profile, flag, name string)
 	if err != nil {
 		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
-	return b.Objects, nil
+	return b, nil
 }

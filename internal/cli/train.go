@@ -140,16 +140,16 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return err
 	}
 	if o.DryRun == "client" {
-		objs, err := a.renderJob(r, p, o.API, o.Name)
+		b, err := a.renderJob(r, p, o.API, o.Name)
 		if err != nil {
 			return err
 		}
 		if validated != nil {
-			if err := bench.PinWorkers(objs, validated.Nodes); err != nil {
+			if err := bench.PinWorkers(b.Objects, validated.Nodes); err != nil {
 				return ainerr.New(ainerr.Usage, err, "")
 			}
 		}
-		return a.printObjects(objs, o.Output)
+		return a.printObjects(b.Objects, o.Output)
 	}
 	if o.SaveLogs != "" && o.DryRun == "" {
 		if err := writableDir("save-logs", o.SaveLogs); err != nil {
