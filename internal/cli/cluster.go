@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
@@ -43,6 +42,3 @@ func (a *App) sandboxNote(kc *kube.Clients) {
 		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: the control plane is real, the GPU nodes and what runs in the pods are simulated (logs are recorded samples)")
 	}
 }
-
-// age prints a duration the way kubectl does: 5s, 3m, 2h, 4d.
-func age(d time.Duration) string { return jobs.Age(d) }
