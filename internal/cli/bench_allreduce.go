@@ -144,12 +144,12 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	errw := a.Streams.Err
 	runner := &bench.Runner{Cluster: cl, Backend: backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace, Keep: o.KeepJobs, Now: a.Now,
 		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
-			view := newJobView(a, start)
-			return view.update, view.stop
+			view := jobs.NewView(a.Streams.Err, a.Streams.IsTTY, a.Now, start)
+			return view.Update, view.Stop
 		},
 		Progress: func(e bench.Event) {
 			if e.Kind == bench.EventStopped {
-				if why := pendingReasons(*e.Snapshot, kc); why != "" {
+				if why := jobs.PendingReasons(*e.Snapshot, jobs.GangSchedulers(kc.Discovery)); why != "" {
 					fmt.Fprintln(errw, why)
 				}
 			}
@@ -160,7 +160,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		Gate: func(ctx context.Context) error {
 			return a.preflightGate(ctx, kc, r0, p, backend.API(), o.SkipPreflight)
 		}}
-	rep, runErr := s.Run(c.Context, bench.SessionOptions{Plan: plan, Out: o.Out, Timeout: o.Timeout, NoCounters: o.NoCounters, Gangs: gangSchedulers(kc)})
+	rep, runErr := s.Run(c.Context, bench.SessionOptions{Plan: plan, Out: o.Out, Timeout: o.Timeout, NoCounters: o.NoCounters, Gangs: jobs.GangSchedulers(kc.Discovery)})
 	var (
 		oe *bench.OutDirError
 		ge *bench.PreflightError

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
@@ -42,28 +41,4 @@ func (a *App) sandboxNote(kc *kube.Clients) {
 		a.sandboxNoted = true
 		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: the control plane is real, the GPU nodes and what runs in the pods are simulated (logs are recorded samples)")
 	}
-}
-
-// age prints a duration the way kubectl does: 5s, 3m, 2h, 4d.
-func age(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < 2*time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < 2*time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-func clock(d time.Duration) string {
-	d = d.Round(time.Second)
-	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	if h > 0 {
-		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
-	}
-	return fmt.Sprintf("%02d:%02d", m, s)
 }

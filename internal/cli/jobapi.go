@@ -12,7 +12,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // apiFlag is --api: the workload API a job is submitted as (train, bench allreduce, render).
@@ -71,32 +70,7 @@ func (a *App) renderBackend(r *recipe.Recipe, p *profile.Profile, flag string) (
 	if err != nil {
 		return nil, err
 	}
-	served := jobs.Served{}
-	why := "no cluster asked"
-	if forced == jobs.APIAuto {
-		// Why no cluster was asked is said: a kubeconfig named but missing is not "no cluster"
-		// (issue 19: KUBECONFIG at a missing file said only "no cluster asked").
-		if kc, err := a.clusterConfig(); err != nil {
-			why += ": " + err.Error()
-		} else {
-			if d, err := kc.DiscoveryWithin(renderDiscoveryTimeout); err == nil {
-				if s, err := jobs.Discover(d); err == nil {
-					served, why = s, "served by "+kc.Server
-				} else {
-					why = "cluster " + kc.Server + " not reachable"
-				}
-			}
-		}
-	} else {
-		why = "forced"
-	}
-	b, err := jobs.Choose(r, served, forced)
-	var none *jobs.NoAPIError
-	if errors.As(err, &none) {
-		// render needs no cluster: one that serves no job API gets the default, said so.
-		why += ", which serves none of ain's job APIs: the default"
-		b, err = jobs.Choose(r, jobs.Served{}, forced)
-	}
+	b, why, err := jobs.ChooseForRender(r, forced, a.clusterConfig, renderDiscoveryTimeout)
 	if err != nil {
 		return nil, a.choiceError(err)
 	}
@@ -118,7 +92,7 @@ func (a *App) choiceError(err error) error {
 }
 
 // renderJob builds r as the job API renderBackend picks (render, train --dry-run=client).
-func (a *App) renderJob(r *recipe.Recipe, p *profile.Profile, flag, name string) ([]runtime.Object, error) {
+func (a *App) renderJob(r *recipe.Recipe, p *profile.Profile, flag, name string) (*jobs.Bundle, error) {
 	be, err := a.renderBackend(r, p, flag)
 	if err != nil {
 		return nil, err
@@ -127,5 +101,5 @@ func (a *App) renderJob(r *recipe.Recipe, p *profile.Profile, flag, name string)
 	if err != nil {
 		return nil, ainerr.New(ainerr.Usage, err, "")
 	}
-	return b.Objects, nil
+	return b, nil
 }

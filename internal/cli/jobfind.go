@@ -42,17 +42,3 @@ func (a *App) jobAndPods(ctx context.Context, name string) (*kube.Clients, *jobs
 	}
 	return kc, cl, job, pods, nil
 }
-
-// listJobs lists ain's jobs in the namespace (newest first).
-func (a *App) listJobs(ctx context.Context) (*kube.Clients, *jobs.Cluster, []unstructured.Unstructured, error) {
-	kc, err := a.clients()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cl := a.cluster(kc)
-	items, err := cl.List(ctx)
-	if err != nil {
-		return nil, nil, nil, kc.Classify(err, "listing jobs")
-	}
-	return kc, cl, items, nil
-}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -59,16 +58,14 @@ func (a *App) releaseCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "finished", Usage: "only jobs that have ended", Destination: &finishedOnly},
 		},
 		Action: func(c *ucli.Context) error {
-			kc, cl, items, err := a.listJobs(c.Context)
+			kc, err := a.clients()
 			if err != nil {
 				return err
 			}
-			var todo []*unstructured.Unstructured
-			for i := range items {
-				if finishedOnly && !jobs.Terminal(jobs.PhaseOf(&items[i])) {
-					continue
-				}
-				todo = append(todo, &items[i])
+			cl := a.cluster(kc)
+			todo, err := cl.Releasable(c.Context, finishedOnly)
+			if err != nil {
+				return kc.Classify(err, "listing jobs")
 			}
 			if len(todo) == 0 {
 				fmt.Fprintf(a.Streams.Out, "no ain jobs to release in namespace %s; services are kept\n", kc.Namespace)
@@ -116,17 +113,15 @@ func (a *App) deleteOrphanRuntime(ctx context.Context, name string, yes bool) (d
 
 // releaseOrphanRuntimes deletes ain's TrainingRuntimes that have no TrainJob.
 func (a *App) releaseOrphanRuntimes(ctx context.Context, cl *jobs.Cluster) error {
-	orphans, err := cl.OrphanRuntimes(ctx, "")
-	if err != nil {
-		fmt.Fprintf(a.Streams.Err, "note: could not list ain's TrainingRuntimes: %v\n", err)
-		return nil
-	}
-	for _, name := range orphans {
-		if err := cl.DeleteRuntime(ctx, name); err != nil {
+	err := cl.ReleaseOrphanRuntimes(ctx, func(name string, err error) {
+		if err != nil {
 			fmt.Fprintf(a.Streams.Err, "note: could not delete TrainingRuntime %s: %v\n", name, err)
-			continue
+			return
 		}
 		fmt.Fprintf(a.Streams.Out, "released TrainingRuntime/%s (no TrainJob uses it)\n", name)
+	})
+	if err != nil {
+		fmt.Fprintf(a.Streams.Err, "note: could not list ain's TrainingRuntimes: %v\n", err)
 	}
 	return nil
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -51,27 +49,19 @@ func (a *App) runLogs(ctx context.Context, name string, o *logsOptions) error {
 	if len(pods) == 0 {
 		return ainerr.Newf(ainerr.Failure, "%s has no pods (yet, or they were cleaned up): ain status %s%s", name, name, nsFlag(kc.Namespace))
 	}
-	sel, err := jobs.SelectPods(name, pods, jobs.LogSelection{Replica: o.Replica, Index: o.Index, All: o.All})
+	sel, err := jobs.SelectPods(name, pods, jobs.LogSelection{Replica: o.Replica, Index: o.Index, All: o.All, Started: !o.Follow})
 	var nm *jobs.NoPodMatchError
+	var ns *jobs.NotStartedError
 	switch {
 	case errors.As(err, &nm) && nm.NoLead:
 		// The operator makes workers before the master/launcher: nothing to show yet, not a usage
 		// error (CI caught `ain logs` between the two: "no pod of NAME matches", exit 2).
 		return ainerr.New(ainerr.Failure, fmt.Errorf("no log yet: %w", err),
 			"`ain status "+name+nsFlag(kc.Namespace)+"` says where it is; `ain logs "+name+" --all` shows the pods there are")
+	case errors.As(err, &ns):
+		return ainerr.New(ainerr.Failure, err, "`ain status "+name+nsFlag(kc.Namespace)+"` says why it has not started")
 	case err != nil:
 		return ainerr.New(ainerr.Usage, err, "")
-	}
-	var pending []string
-	for _, p := range sel {
-		if p.Status.Phase == corev1.PodPending {
-			pending = append(pending, p.Name)
-		}
-	}
-	if len(pending) == len(sel) && !o.Follow {
-		// Nothing has run yet: an empty output and exit 0 read as "it ran and printed nothing".
-		return ainerr.New(ainerr.Failure, fmt.Errorf("no log yet: %s %s Pending (not started)", strings.Join(pending, ", "), map[bool]string{true: "is", false: "are"}[len(pending) == 1]),
-			"`ain status "+name+nsFlag(kc.Namespace)+"` says why it has not started")
 	}
 	be, err := jobs.BackendOf(job)
 	if err != nil {

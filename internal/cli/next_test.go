@@ -52,8 +52,8 @@ func TestNextCommandsOfReportsAndChecks(t *testing.T) {
 	(&hang.Report{Status: hang.StatusInCollective, NRanks: 2, Fix: "check the ports", Next: []next.Command{"doctor nccl-log", "doctor ib-ports"}}).WriteText(a.Streams.Out, withNext)
 	(&preflight.Result{Checks: []preflight.Check{{Name: "operators", Status: preflight.Warn, Message: "unknown",
 		Fix: "ask for the node read", Next: []next.Command{"preflight --print-role --node-read"}}}}).WriteText(a.Streams.Out, preflight.TextOptions{Brief: true, Fix: withNext})
-	a.printSummary(jobs.Summary{Transport: "ib", Problems: []nccl.Finding{{Code: "wire", Message: "counters contradict the log",
-		Fix: "read the counters", Next: []next.Command{"doctor counters --node NODE", "doctor nccl-log"}}}}, nil)
+	(&jobs.Summary{Transport: "ib", Problems: []nccl.Finding{{Code: "wire", Message: "counters contradict the log",
+		Fix: "read the counters", Next: []next.Command{"doctor counters --node NODE", "doctor nccl-log"}}}}).WriteText(&out, a.textOptions())
 	res, err := bench.Load(savedBench(t, "sock", "ib", "socket"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -65,7 +64,7 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 		return err
 	}
 	a.printWarnings(r)
-	var objs []runtime.Object
+	b := &jobs.Bundle{}
 	if r.Serving != nil {
 		// A serving recipe renders what `ain serve` applies (Secrets it would create hold
 		// credentials and are never rendered).
@@ -82,13 +81,11 @@ func (a *App) runRender(c *ucli.Context, o *renderOptions) error {
 		if err != nil {
 			return ainerr.New(ainerr.Usage, err, "")
 		}
-		objs = so.All()
-	} else {
-		if objs, err = a.renderJob(r, p, o.API, o.Name); err != nil {
-			return err
-		}
+		b.Objects = so.All()
+	} else if b, err = a.renderJob(r, p, o.API, o.Name); err != nil {
+		return err
 	}
-	out, err := jobs.Encode(objs, o.Output)
+	out, err := jobs.Encode(b.Objects, o.Output)
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -17,8 +15,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
-	"github.com/ain-hpc/ain/pkg/mpilauncher"
-	"github.com/ain-hpc/ain/pkg/nccl"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/train"
@@ -144,16 +140,16 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return err
 	}
 	if o.DryRun == "client" {
-		objs, err := a.renderJob(r, p, o.API, o.Name)
+		b, err := a.renderJob(r, p, o.API, o.Name)
 		if err != nil {
 			return err
 		}
 		if validated != nil {
-			if err := bench.PinWorkers(objs, validated.Nodes); err != nil {
+			if err := bench.PinWorkers(b.Objects, validated.Nodes); err != nil {
 				return ainerr.New(ainerr.Usage, err, "")
 			}
 		}
-		return a.printObjects(objs, o.Output)
+		return a.printObjects(b.Objects, o.Output)
 	}
 	if o.SaveLogs != "" && o.DryRun == "" {
 		if err := writableDir("save-logs", o.SaveLogs); err != nil {
@@ -171,7 +167,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	cl := a.cluster(kc)
 	w := a.Streams.Err
 	runner := &train.Runner{
-		Cluster: cl, Backend: be, GangSchedulers: gangSchedulers(kc), Now: a.Now,
+		Cluster: cl, Backend: be, GangSchedulers: jobs.GangSchedulers(kc.Discovery), Now: a.Now,
 		Gate: func(ctx context.Context) error {
 			a.sandboxNote(kc)
 			return a.preflightGate(ctx, kc, r, p, be.API(), o.SkipPreflight)
@@ -180,27 +176,10 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 			return a.snapshotCounters(ctx, kc, r, p, nodes, when)
 		},
 		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
-			v := newJobView(a, start)
-			return v.update, v.stop
+			v := jobs.NewView(w, a.Streams.IsTTY, a.Now, start)
+			return v.Update, v.Stop
 		},
-		Progress: func(e train.Event) {
-			switch e.Kind {
-			case train.EventGang, train.EventUnchanged, train.EventNoWire:
-				fmt.Fprintln(w, e.Message)
-			case train.EventAPI:
-				fmt.Fprintf(w, "job API: %s\n", e.Message)
-			case train.EventDryRun, train.EventDryRunSkipped:
-				fmt.Fprintf(w, "server dry run: %s\n", e.Message)
-			case train.EventApplied:
-				fmt.Fprintf(w, "applied %s\n", e.Message)
-			case train.EventValidated:
-				fmt.Fprintf(w, "validated nodes: %s\n", e.Message)
-			case train.EventLogsSaved:
-				fmt.Fprintf(w, "logs saved under %s\n", e.Message)
-			case train.EventWarning:
-				fmt.Fprintf(w, "warning: %s\n", e.Message)
-			}
-		},
+		Progress: func(e train.Event) { fmt.Fprintln(w, e) },
 	}
 	res, err := runner.Run(c.Context, train.Options{
 		Recipe: r, Profile: p, Name: o.Name, Namespace: a.Global.Namespace,
@@ -216,12 +195,12 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return nil
 	case res != nil && res.Summary != nil:
 		if o.Output == "json" {
-			if jerr := a.writeJSON(trainJobJSON{Summary: *res.Summary, Wire: res.Wire}); jerr != nil {
+			if jerr := a.writeJSON(train.SummaryJSON{Summary: *res.Summary, Wire: res.Wire}); jerr != nil {
 				return jerr
 			}
 		} else {
-			a.printSummary(*res.Summary, kc)
-			a.printJobWire(res.Wire)
+			res.Summary.WriteText(a.Streams.Out, a.textOptions())
+			train.WriteWireText(a.Streams.Out, res.Wire, a.Streams.IsTTY)
 		}
 	}
 	return a.trainError(kc, err)
@@ -293,7 +272,7 @@ func (a *App) trainError(kc *kube.Clients, err error) error {
 		return ainerr.New(ainerr.JobFailed, stuck, "read the failed worker's log: `ain logs "+stuck.Name+" --replica worker"+ns+"`; then end the job: `ain delete "+stuck.Name+ns+"`")
 	case errors.As(err, &te):
 		msg := "--" + te.Error()
-		if why := pendingReasons(te.Snapshot, kc); why != "" {
+		if why := jobs.PendingReasons(te.Snapshot, jobs.GangSchedulers(kc.Discovery)); why != "" {
 			msg += "\n" + why
 		}
 		return ainerr.New(ainerr.Timeout, errors.New(msg), "the job keeps running: `ain status "+te.Name+ns+"`, or end it: `ain delete "+te.Name+ns+"`")
@@ -329,6 +308,11 @@ func (a *App) applyError(kc *kube.Clients, err error) error {
 	return kc.Classify(err, "applying the job")
 }
 
+// textOptions are the terminal's choices for a library's text printer.
+func (a *App) textOptions() jobs.TextOptions {
+	return jobs.TextOptions{TTY: a.Streams.IsTTY, Fix: withNext}
+}
+
 func (a *App) printObjects(objs []runtime.Object, format string) error {
 	if format == "" {
 		format = "yaml"
@@ -339,314 +323,4 @@ func (a *App) printObjects(objs []runtime.Object, format string) error {
 	}
 	_, err = a.Streams.Out.Write(out)
 	return err
-}
-
-func pendingReasons(s jobs.Snapshot, kc *kube.Clients) string {
-	var lines []string
-	for _, p := range s.Pods {
-		if p.Why != "" {
-			lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, p.Why))
-		}
-	}
-	if s.Waiting != "" {
-		lines = append(lines, "  "+s.Waiting)
-	}
-	if note := jobs.GangNote(s, gangSchedulers(kc)); note != "" {
-		lines = append(lines, "  "+note)
-	}
-	if len(s.Pods) == 0 {
-		if s.Message != "" && strings.HasPrefix(s.Message, "no pods: ") {
-			lines = append(lines, "  "+s.Message)
-		} else if s.Phase == jobs.PhasePending {
-			lines = append(lines, "  no pods yet: is the job's controller running? (ain preflight checks which job APIs the cluster serves)")
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// gangSchedulers names the gang schedulers the cluster serves (none when discovery fails).
-func gangSchedulers(kc *kube.Clients) []string {
-	if kc == nil || kc.Discovery == nil {
-		return nil
-	}
-	groups, err := kc.Discovery.ServerGroups()
-	if err != nil {
-		return nil
-	}
-	names := make([]string, 0, len(groups.Groups))
-	for _, g := range groups.Groups {
-		names = append(names, g.Name)
-	}
-	return jobs.GangAPIs(names)
-}
-
-// rankResult is a rank's RESULT cell: its exit code once its container ended, else its phase. A
-// pod still Running or Pending when the job has ended says so: the operator decides a PyTorchJob's
-// success by its master alone, and a worker may still be finishing (or be stopped by the
-// cleanPodPolicy), which a bare "Running" under "Succeeded" left unexplained.
-func rankResult(jobPhase string, p jobs.PodInfo) string {
-	if p.ExitCode != nil {
-		return fmt.Sprintf("exit %d", *p.ExitCode)
-	}
-	if jobs.Terminal(jobPhase) {
-		switch p.Phase {
-		case "Running":
-			return "still running at job end"
-		case "Pending":
-			return "never started (job ended)"
-		}
-	}
-	return p.Phase
-}
-
-func (a *App) printSummary(s jobs.Summary, kc *kube.Clients) {
-	w := a.Streams.Out
-	dur := ""
-	if s.Duration > 0 {
-		dur = " in " + s.Duration.Round(time.Second).String()
-	}
-	fmt.Fprintf(w, "\n%s %s/%s %s%s\n", s.Kind, s.Namespace, s.Name, s.Phase, dur)
-	if s.Message != "" && s.Phase == jobs.PhaseFailed {
-		fmt.Fprintf(w, "  %s\n", s.Message)
-	}
-	rows := [][]string{}
-	for _, r := range s.Ranks {
-		result := rankResult(s.Phase, r.PodInfo)
-		gdr := "-"
-		if r.GDR != nil {
-			gdr = map[bool]string{true: "yes", false: "no"}[*r.GDR]
-		}
-		t := r.Transport
-		if t == "" {
-			t = "-"
-		}
-		rows = append(rows, []string{replicaLabel(r.PodInfo), r.Name, r.Node, result, t, gdr, strings.Join(r.Devices, ",")})
-	}
-	a.table([]string{"REPLICA", "POD", "NODE", "RESULT", "TRANSPORT", "GDR", "DEVICES"}, rows)
-	switch {
-	case s.Transport == "":
-		fmt.Fprintln(w, "NCCL: no transport lines in the logs (set NCCL_DEBUG=INFO, as ain does by default, to verify the fabric)")
-	case len(s.Problems) == 0:
-		fmt.Fprintf(w, "NCCL: every rank used %s\n", describeTransport(s.Transport))
-	default:
-		fmt.Fprintf(w, "NCCL: %s\n", describeTransport(s.Transport))
-	}
-	for _, p := range s.Problems {
-		fmt.Fprintf(w, "  problem: %s\n", p.Message)
-		for _, e := range p.Lines {
-			fmt.Fprintf(w, "    %s:%d: %s\n", e.File, e.Line, e.Text)
-		}
-		if p.Fix != "" {
-			fmt.Fprintf(w, "    fix: %s\n", withNext(p.Fix, p.Next))
-		}
-	}
-	if s.Phase == jobs.PhaseFailed {
-		for _, r := range s.Ranks {
-			if r.Replica != "launcher" {
-				continue
-			}
-			// Failure 1 of the course (10.7.1): mpirun started before its workers were ready.
-			if rep := r.Launcher; rep != nil && rep.Verdict == mpilauncher.VerdictLauncherBeforeWorkers {
-				fmt.Fprintf(w, "\nlauncher started before workers were ready (%s):\n", strings.Join(rep.Hosts, ", "))
-				for _, e := range rep.Evidence {
-					fmt.Fprintf(w, "  | %s\n", e.Text)
-				}
-				fmt.Fprintf(w, "  fix: %s\n", rep.Fix)
-			}
-		}
-		for _, r := range s.Ranks {
-			if failed := r.Phase == "Failed" || (r.ExitCode != nil && *r.ExitCode != 0); !failed {
-				continue
-			}
-			fmt.Fprintf(w, "\n%s (%s on %s) failed; its last %d lines:\n", r.Name, r.State, r.Node, len(r.LastLines))
-			for _, l := range r.LastLines {
-				fmt.Fprintf(w, "  | %s\n", l)
-			}
-		}
-	}
-}
-
-// replicaLabel is "master-0", "worker-1", or "launcher" (which has no index).
-func replicaLabel(p jobs.PodInfo) string {
-	if p.Index < 0 {
-		return p.Replica
-	}
-	return fmt.Sprintf("%s-%d", p.Replica, p.Index)
-}
-
-func describeTransport(t string) string {
-	switch t {
-	case nccl.TransportIB:
-		return "ib (InfiniBand verbs)"
-	case nccl.TransportRoCE:
-		return "roce (RDMA over Converged Ethernet)"
-	case nccl.TransportSocket:
-		return "socket (TCP): the RDMA fabric was NOT used"
-	case nccl.TransportNone:
-		return "none (no network: single node, P2P/SHM only)"
-	case "mixed":
-		return "mixed: ranks used different transports"
-	}
-	return t
-}
-
-// jobView prints the job's progress: a live block redrawn on a TTY, one line per change otherwise.
-type jobView struct {
-	a        *App
-	start    time.Time
-	mu       sync.Mutex
-	last     *jobs.Snapshot
-	lines    int
-	podKeys  map[string]string
-	ranks    map[string]string // pod name -> its rank (replicaLabel), for every pod in the job
-	departed map[string]string // rank -> the pod that left it, until another takes its place
-	gone     []string          // what happened to pods that left the job while it ran
-	phase    string
-	done     chan struct{}
-	once     sync.Once
-}
-
-func newJobView(a *App, start time.Time) *jobView {
-	v := &jobView{a: a, start: start, podKeys: map[string]string{}, ranks: map[string]string{}, departed: map[string]string{}, done: make(chan struct{})}
-	if a.Streams.IsTTY {
-		go func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-v.done:
-					return
-				case <-t.C:
-					v.mu.Lock()
-					v.redraw()
-					v.mu.Unlock()
-				}
-			}
-		}()
-	}
-	return v
-}
-
-func (v *jobView) stop() { v.once.Do(func() { close(v.done) }) }
-
-func (v *jobView) update(s jobs.Snapshot) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.last = &s
-	left := v.departures(s)
-	v.gone = append(v.gone, left...)
-	if v.a.Streams.IsTTY {
-		v.redraw()
-		return
-	}
-	el := clock(v.a.Now().Sub(v.start))
-	w := v.a.Streams.Err
-	for _, l := range left {
-		fmt.Fprintf(w, "%s    %s\n", el, l)
-	}
-	if s.Phase+s.Message != v.phase {
-		v.phase = s.Phase + s.Message
-		msg := ""
-		if s.Message != "" {
-			msg = ": " + s.Message
-		}
-		fmt.Fprintf(w, "%s  %s %s/%s %s%s\n", el, s.Kind, s.Namespace, s.Name, s.Phase, msg)
-	}
-	for _, p := range s.Pods {
-		k := fmt.Sprintf("%s %s %v %d %s %s", p.Phase, p.Node, p.Ready, p.Restarts, p.State, p.Why)
-		if v.podKeys[p.Name] == k {
-			continue
-		}
-		v.podKeys[p.Name] = k
-		fmt.Fprintf(w, "%s    %s\n", el, podLine(p))
-	}
-}
-
-// departures says which pods seen before left the job while it ran, and which new pod took a
-// departed one's rank (the operator replaced it): a rank's pod that vanishes mid-run is worth a
-// line, not silence. Once the job has ended its pods go by design (clean-pod policy): not said.
-func (v *jobView) departures(s jobs.Snapshot) []string {
-	now := map[string]bool{}
-	for _, p := range s.Pods {
-		now[p.Name] = true
-	}
-	var out []string
-	for name, rank := range v.ranks {
-		if now[name] {
-			continue
-		}
-		delete(v.ranks, name)
-		delete(v.podKeys, name)
-		if !jobs.Terminal(s.Phase) {
-			v.departed[rank] = name
-			out = append(out, fmt.Sprintf("%s (%s) left the job: deleted or evicted", name, rank))
-		}
-	}
-	slices.Sort(out)
-	for _, p := range s.Pods {
-		rank := replicaLabel(p)
-		if _, seen := v.ranks[p.Name]; !seen {
-			if old, ok := v.departed[rank]; ok {
-				delete(v.departed, rank)
-				out = append(out, fmt.Sprintf("%s replaces %s as %s", p.Name, old, rank))
-			}
-		}
-		v.ranks[p.Name] = rank
-	}
-	return out
-}
-
-func podLine(p jobs.PodInfo) string {
-	s := fmt.Sprintf("%s: %s", p.Name, p.Phase)
-	if p.Node != "" {
-		s += " on " + p.Node
-	}
-	if p.Ready {
-		s += ", ready"
-	}
-	if p.Restarts > 0 {
-		s += fmt.Sprintf(", %d restarts", p.Restarts)
-	}
-	if p.Why != "" {
-		s += " (" + p.Why + ")"
-	}
-	return s
-}
-
-func (v *jobView) redraw() {
-	s := v.last
-	if s == nil {
-		return
-	}
-	w := v.a.Streams.Err
-	if v.lines > 0 {
-		fmt.Fprintf(w, "\x1b[%dA\x1b[J", v.lines)
-	}
-	now := v.a.Now()
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s/%s  %s  %s\n", s.Kind, s.Namespace, s.Name, s.Phase, clock(now.Sub(v.start)))
-	if s.Message != "" && len(s.Pods) == 0 {
-		fmt.Fprintf(&b, "  %s\n", s.Message)
-	}
-	fmt.Fprintf(&b, "  %-12s %-32s %-10s %-14s %-8s %s\n", "REPLICA", "POD", "PHASE", "NODE", "RESTARTS", "AGE")
-	for _, p := range s.Pods {
-		ph := p.Phase
-		if p.Ready {
-			ph += "*"
-		}
-		a := "-"
-		if !p.Started.IsZero() {
-			a = age(now.Sub(p.Started))
-		}
-		fmt.Fprintf(&b, "  %-12s %-32s %-10s %-14s %-8d %s\n", replicaLabel(p), p.Name, ph, p.Node, p.Restarts, a)
-		if p.Why != "" {
-			fmt.Fprintf(&b, "      %s\n", p.Why)
-		}
-	}
-	for _, g := range v.gone[max(0, len(v.gone)-5):] { // the last few: the table must fit
-		fmt.Fprintf(&b, "  %s\n", g)
-	}
-	out := b.String()
-	v.lines = strings.Count(out, "\n")
-	fmt.Fprint(w, out)
 }

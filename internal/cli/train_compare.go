@@ -3,17 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/figure"
-	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/train"
 	"github.com/ain-hpc/ain/pkg/trainlog"
 )
 
@@ -128,110 +128,28 @@ func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error
 			return err
 		}
 	} else {
-		a.printTrainCompare(c)
+		c.WriteText(a.Streams.Out, a.Streams.IsTTY)
 	}
-	if c.Verdict != trainlog.VerdictMatches && c.Verdict != trainlog.VerdictBetter {
+	if !c.Passed() {
 		return checkFailed()
 	}
 	return nil
 }
 
-func (a *App) printTrainCompare(c *trainlog.Comparison) {
-	w := a.Streams.Out
-	status := "OK"
-	if c.Verdict != trainlog.VerdictMatches && c.Verdict != trainlog.VerdictBetter {
-		status = "PROBLEM"
-	}
-	fmt.Fprintf(w, "%s: %s: %s\n", status, c.Verdict, strings.Join(c.Reasons, "; "))
-	fmt.Fprintln(w)
-	a.table([]string{"", "RUN", "ARCHIVE"}, [][]string{
-		{"file", c.Run.Name, c.Archive.Name},
-		{"format (steps from)", c.Run.Format + " (" + c.Run.StepSource + ")", c.Archive.Format + " (" + c.Archive.StepSource + ")"},
-		{"loss entries", strconv.Itoa(len(c.Run.Entries)), strconv.Itoa(len(c.Archive.Entries))},
-		{"last " + c.Axis, lastStep(c.Run), lastStep(c.Archive)},
-		{"train_loss", summaryField(c.Run, "loss"), summaryField(c.Archive, "loss")},
-		{"train_runtime (s)", summaryField(c.Run, "runtime"), summaryField(c.Archive, "runtime")},
-		{"samples/s", summaryField(c.Run, "samples"), summaryField(c.Archive, "samples")},
-	})
-	if len(c.Points) > 0 {
-		fmt.Fprintln(w)
-		// At most ~20 rows: every k-th common step, always the last.
-		k := (len(c.Points) + 19) / 20
-		var rows [][]string
-		for i, p := range c.Points {
-			if i%k != 0 && i != len(c.Points)-1 {
-				continue
-			}
-			arch := fmt.Sprintf("%.4f", p.ArchLoss)
-			if p.Interpoled {
-				arch += "*"
-			}
-			rows = append(rows, []string{fmtG(p.Step), fmt.Sprintf("%.4f", p.RunLoss), arch, fmt.Sprintf("%+.1f%%", 100*p.RelDiff), numOrDash(p.RunLR), numOrDash(p.ArchLR)})
-		}
-		a.table([]string{strings.ToUpper(c.Axis), "RUN LOSS", "ARCHIVE LOSS", "DIFF", "RUN LR", "ARCHIVE LR"}, rows)
-		fmt.Fprintln(w, "(* interpolated between the archive's nearest steps)")
-	}
-	for _, n := range c.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-}
-
-func lastStep(r *trainlog.Run) string {
-	if len(r.Entries) == 0 {
-		return "-"
-	}
-	return fmtG(r.Entries[len(r.Entries)-1].Step)
-}
-
-func numOrDash(n *trainlog.Num) string {
-	if n == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(float64(*n), 'g', 4, 64)
-}
-
-func summaryField(r *trainlog.Run, f string) string {
-	if r.Summary == nil {
-		return "-"
-	}
-	switch f {
-	case "loss":
-		return numOrDash(r.Summary.TrainLoss)
-	case "runtime":
-		return numOrDash(r.Summary.Runtime)
-	}
-	return numOrDash(r.Summary.SamplesPerSecond)
-}
-
 // trainRunFromJob reads the training log of a job's rank 0 (the PyTorchJob master, else the
 // first pod) through the API server.
 func (a *App) trainRunFromJob(ctx context.Context, name string, loggingSteps int) (*trainlog.Run, error) {
-	kc, cl, kind, pods, err := a.jobPods(ctx, &doctorOptions{Output: "text", Files: []string{name}}, name)
+	_, cl, kind, pods, err := a.jobPods(ctx, &doctorOptions{Output: "text", Files: []string{name}}, name)
 	if err != nil {
 		return nil, err
 	}
-	a.sandboxNote(kc)
-	pod := &pods[0]
-	for i := range pods {
-		if strings.HasSuffix(pods[i].Name, "-master-0") {
-			pod = &pods[i]
-		}
+	r, err := train.RankZeroRun(ctx, cl, kind, name, pods, trainlog.ParseOptions{LoggingSteps: loggingSteps})
+	var nl *train.NoLossError
+	if errors.As(err, &nl) {
+		return nil, ainerr.New(ainerr.Failure, err, "the job's rank 0 prints {'loss': ...} every logging_steps once training runs")
 	}
-	container := jobs.MainContainer(kind)
-	if !jobs.HasContainer(pod, container) {
-		container = ""
-	}
-	rc, err := cl.PodLogs(ctx, pod.Name, container, -1, false)
-	if err != nil {
-		return nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s: reading its log: %w", pod.Name, err), "")
-	}
-	defer rc.Close()
-	r, err := trainlog.Parse(rc, kind+" "+name+" ("+pod.Name+")", trainlog.ParseOptions{LoggingSteps: loggingSteps})
 	if err != nil {
 		return nil, ainerr.New(ainerr.Failure, err, "")
-	}
-	if len(r.Entries) == 0 {
-		return nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s: no training loss in its log (yet?)", pod.Name), "the job's rank 0 prints {'loss': ...} every logging_steps once training runs")
 	}
 	return r, nil
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +20,6 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
-	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
@@ -105,42 +102,6 @@ func TestTrainWireSandbox(t *testing.T) {
 				t.Errorf("findings %q, want one per node", w.Findings)
 			}
 		})
-	}
-}
-
-// TestPrintJobWire: the summary's table names each node's ports with the bytes sent and
-// received and marks NCCL's; a node without a delta says why; a clean multi-node check says the
-// floor is "more than nothing".
-func TestPrintJobWire(t *testing.T) {
-	var out bytes.Buffer
-	a := &App{Streams: Streams{Out: &out, Err: &out}, Now: time.Now, Getenv: func(string) string { return "" }}
-	snap := func(words uint64) *counters.Snapshot {
-		return &counters.Snapshot{Ports: map[string]map[string]uint64{
-			"mlx5_0:1": {"port_xmit_data": words, "port_rcv_data": words},
-			"mlx5_1:1": {"port_xmit_data": 7, "port_rcv_data": 7}}}
-	}
-	before := map[string]*counters.Snapshot{"n1": snap(0), "n2": snap(0), "n3": snap(0)}
-	after := map[string]*counters.Snapshot{"n1": snap(256 << 20), "n2": snap(1)}
-	w := bench.CheckJobWire("ib", []string{"mlx5_0:1"}, []string{"n1", "n2", "n3"}, before, after, map[string]string{"n3": "probe pod Pending"})
-	a.printJobWire(w)
-	got := out.String()
-	for _, want := range []string{"bytes that crossed each HCA", "n1    mlx5_0:1  1.00 GiB", "NCCL's", "n2    mlx5_0:1  4 B", "n2    mlx5_1:1  0 B", "n3    -         unknown", "no delta for n3: no counter snapshot: probe pod Pending"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("lacks %q:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, "every node's RDMA ports moved") {
-		t.Errorf("n3 has no delta, yet every node is said to have moved:\n%s", got)
-	}
-	out.Reset()
-	a.printJobWire(bench.CheckJobWire("ib", []string{"mlx5_0:1"}, []string{"n1", "n2"}, before, after, nil))
-	if !strings.Contains(out.String(), "every node's RDMA ports moved") {
-		t.Errorf("clean check:\n%s", out.String())
-	}
-	out.Reset()
-	a.printJobWire(nil)
-	if out.Len() != 0 {
-		t.Errorf("no check printed %q", out.String())
 	}
 }
 

@@ -20,6 +20,16 @@ type LogSelection struct {
 	Replica string // master, worker or launcher ("" with All false: the master or launcher)
 	Index   int    // replica index with Replica (-1: every index)
 	All     bool
+	// Started refuses a selection whose every pod is Pending (NotStartedError): without
+	// following, its log is empty, which reads as "it ran and printed nothing".
+	Started bool
+}
+
+// NotStartedError says every selected pod is Pending: no log yet.
+type NotStartedError struct{ Pods []string }
+
+func (e *NotStartedError) Error() string {
+	return fmt.Sprintf("no log yet: %s %s Pending (not started)", strings.Join(e.Pods, ", "), map[bool]string{true: "is", false: "are"}[len(e.Pods) == 1])
 }
 
 // NoPodMatchError says no pod of the job matches the selection; Have lists what the job has
@@ -82,6 +92,17 @@ func SelectPods(job string, pods []corev1.Pod, s LogSelection) ([]corev1.Pod, er
 			e.Have = append(e.Have, have)
 		}
 		return nil, e
+	}
+	if s.Started {
+		var pending []string
+		for _, p := range sel {
+			if p.Status.Phase == corev1.PodPending {
+				pending = append(pending, p.Name)
+			}
+		}
+		if len(pending) == len(sel) {
+			return nil, &NotStartedError{Pods: pending}
+		}
 	}
 	return sel, nil
 }

@@ -108,6 +108,25 @@ type Event struct {
 	Message string
 }
 
+// String is the event's line as a person reads it: its step, then its message.
+func (e Event) String() string {
+	switch e.Kind {
+	case EventAPI:
+		return "job API: " + e.Message
+	case EventDryRun, EventDryRunSkipped:
+		return "server dry run: " + e.Message
+	case EventApplied:
+		return "applied " + e.Message
+	case EventValidated:
+		return "validated nodes: " + e.Message
+	case EventLogsSaved:
+		return "logs saved under " + e.Message
+	case EventWarning:
+		return "warning: " + e.Message
+	}
+	return e.Message // EventGang, EventUnchanged, EventNoWire: a sentence of its own
+}
+
 // Result is what a run found: the server's answer to a dry run, or the job's summary and
 // wire check once it ended. Summary is nil when the job was not followed to its end.
 type Result struct {
