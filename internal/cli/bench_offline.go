@@ -15,7 +15,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
-	"github.com/ain-hpc/ain/pkg/textout"
 )
 
 // benchParseOptions are the flags of `ain bench parse`.
@@ -109,8 +108,6 @@ func oneOrAll[T any](runs []T) any {
 	}
 	return runs
 }
-
-func fmtG(v float64) string { return textout.G(v) }
 
 // parseBytes reads a size from a flag with the recipe's grammar (recipe.ParseBytes: 8, 1K, 64M,
 // 8G, optionally with B or iB), so a flag accepts exactly what a recipe does; a flag's size

@@ -9,7 +9,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/textout"
 )
 
 // ain's output convention, the same for every command: what a person reads is a table on a
@@ -71,6 +70,3 @@ func (a *App) verdict(format string, v any, text func() error, ok bool) error {
 	}
 	return nil
 }
-
-// orDash prints an empty table cell as "-".
-func orDash(s string) string { return textout.OrDash(s) }
