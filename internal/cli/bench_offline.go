@@ -198,5 +198,9 @@ func (a *App) runBenchModel(o *benchModelOptions) error {
 	if o.Output == "json" {
 		return a.writeJSON(res)
 	}
-	return res.WriteText(a.Streams.Out, a.Streams.IsTTY)
+	if err := res.WriteText(a.Streams.Out, a.Streams.IsTTY); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(a.Streams.Out, "(`ain bench model --help` says what the model leaves out)")
+	return err
 }

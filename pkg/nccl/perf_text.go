@@ -125,6 +125,6 @@ func (res *ModelResult) WriteText(w io.Writer, tty bool) error {
 		rows = append(rows, rec)
 	}
 	textout.Table(w, tty, []string{"SIZE", "RING TIME(us)", "RING ALGBW", "RING BUSBW", "TREE TIME(us)", "TREE ALGBW", "TREE BUSBW", "BEST"}, rows)
-	_, err := fmt.Fprintln(w, "\n(GB/s; Simple protocol only: small-message times are pessimistic, see `ain bench model --help`)")
+	_, err := fmt.Fprintln(w, "\n(GB/s; Simple protocol only: small-message times are pessimistic)")
 	return err
 }

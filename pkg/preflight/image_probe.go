@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -144,7 +145,7 @@ func JudgeImage(rep *ImageReport, t recipe.Tools) Check {
 		c.Message = fmt.Sprintf("image %s has what the recipe runs: %s", t.Image, strings.Join(have, ", "))
 		if !rep.Complete {
 			c.Status, c.Message = Warn, c.Message+" (the probe's output was cut short)"
-			c.Fix = "run `ain preflight` again"
+			c.Fix, c.Next = "run it again", []next.Command{"preflight"}
 		}
 		return c
 	}
@@ -202,7 +203,8 @@ func imagePullCheck(image string, out *probeOutcome, timeout string) Check {
 	case "pulling":
 		c.Status = Warn
 		c.Message = fmt.Sprintf("image %s was still being pulled after %s (a training or serving image is several GB)", image, timeout)
-		c.Fix = "run `ain preflight` again once the node has it (the pull goes on), or pre-pull it on the GPU nodes; --probe-timeout waits longer"
+		c.Fix = "run it again once the node has the image, or pre-pull it on the GPU nodes; --probe-timeout waits longer"
+		c.Next = []next.Command{"preflight"}
 	default:
 		c.Message = fmt.Sprintf("image %s cannot be pulled: %s", image, strings.TrimSpace(reason+" "+msg))
 		c.Fix = "check the image name and tag, and that the nodes can reach its registry: an air-gapped cluster needs the image mirrored into its own registry (and spec.image pointing there), a private registry an imagePullSecret"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -28,7 +29,8 @@ func JudgeStorage(rep *StorageReport, paths []recipe.DataPath, claim map[string]
 		if p == nil {
 			c.Status = Fail
 			c.Message = fmt.Sprintf("%s %s %s: the probe stopped before it", dp.Kind, dp.Path, on)
-			c.Fix = "run `ain preflight` again; if it repeats, the volume hangs (a stale NFS mount): kubectl describe pod of a rank"
+			c.Fix = "run it again; if it repeats, the volume hangs (a stale NFS mount): kubectl describe pod of a rank"
+			c.Next = []next.Command{"preflight"}
 			out = append(out, c)
 			continue
 		}
