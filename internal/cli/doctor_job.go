@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -147,12 +145,7 @@ func (a *App) runDoctorLauncherJob(ctx context.Context, o *doctorOptions, name s
 	if err != nil {
 		return err
 	}
-	var launcher *corev1.Pod
-	for i := range pods {
-		if jobs.Replica(&pods[i]) == "launcher" {
-			launcher = &pods[i]
-		}
-	}
+	launcher := jobs.Launcher(pods)
 	if launcher == nil {
 		if kind == jobs.TrainJobKind || kind == "MPIJob" {
 			// v2beta1 (WaitForWorkersReady) and a TrainJob's MPI runtime (dependsOn node Ready)
@@ -184,13 +177,7 @@ func (a *App) runDoctorLauncherJob(ctx context.Context, o *doctorOptions, name s
 // gateVerdict returns a launcher-before-workers verdict when ain's worker gate gave up, nil
 // otherwise.
 func (a *App) gateVerdict(ctx context.Context, cl *jobs.Cluster, launcher *corev1.Pod) *mpilauncher.Report {
-	failed := false
-	for _, s := range launcher.Status.InitContainerStatuses {
-		if s.Name == jobs.GateContainer && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
-			failed = true
-		}
-	}
-	if !failed {
+	if !jobs.GateFailed(launcher) {
 		return nil
 	}
 	rc, err := cl.PodLogs(ctx, launcher.Name, jobs.GateContainer, 50, false)
@@ -198,16 +185,6 @@ func (a *App) gateVerdict(ctx context.Context, cl *jobs.Cluster, launcher *corev
 		return nil
 	}
 	defer rc.Close()
-	r := &mpilauncher.Report{Verdict: mpilauncher.VerdictLauncherBeforeWorkers,
-		Fix: "the workers never became Ready within the gate's timeout: `ain status` / kubectl describe pod on them (Pending: resources; not Ready: image, readiness probe), then resubmit"}
-	sc := bufio.NewScanner(io.LimitReader(rc, 1<<20))
-	n := 0
-	for sc.Scan() {
-		n++
-		if strings.Contains(sc.Text(), jobs.GateLogPrefix) {
-			r.Evidence = append(r.Evidence, mpilauncher.Evidence{Line: n, Kind: "worker-gate", Text: sc.Text()})
-		}
-	}
-	r.Lines = n
-	return r
+	return mpilauncher.GateReport(rc, jobs.GateLogPrefix,
+		"the workers never became Ready within the gate's timeout: `ain status` / kubectl describe pod on them (Pending: resources; not Ready: image, readiness probe), then resubmit")
 }

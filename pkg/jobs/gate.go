@@ -148,3 +148,25 @@ func addWorkerGate(m *recipe.MPISpec, launcher, worker *corev1.PodTemplateSpec) 
 		}
 	}
 }
+
+// GateFailed reports whether launcher's worker gate (its GateContainer init container) gave up:
+// the workers were not Ready within its timeout, and the launcher never ran mpirun.
+func GateFailed(launcher *corev1.Pod) bool {
+	for _, s := range launcher.Status.InitContainerStatuses {
+		if s.Name == GateContainer && s.State.Terminated != nil && s.State.Terminated.ExitCode != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Launcher is the launcher pod among a job's pods; nil when there is none (yet).
+func Launcher(pods []corev1.Pod) *corev1.Pod {
+	var launcher *corev1.Pod
+	for i := range pods {
+		if Replica(&pods[i]) == "launcher" {
+			launcher = &pods[i]
+		}
+	}
+	return launcher
+}

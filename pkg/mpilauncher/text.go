@@ -1,6 +1,7 @@
 package mpilauncher
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -49,4 +50,20 @@ func (r *Report) WriteText(w io.Writer, fix func(string, []next.Command) string)
 	if r.Fix != "" {
 		fmt.Fprintf(w, "\nfix: %s\n", fix(r.Fix, r.Next))
 	}
+}
+
+// GateReport is the launcher-before-workers verdict of a worker gate that gave up, from its log
+// (at most 1 MiB read): the lines starting with prefix are its evidence.
+func GateReport(log io.Reader, prefix, fix string) *Report {
+	r := &Report{Verdict: VerdictLauncherBeforeWorkers, Fix: fix}
+	sc := bufio.NewScanner(io.LimitReader(log, 1<<20))
+	n := 0
+	for sc.Scan() {
+		n++
+		if strings.Contains(sc.Text(), prefix) {
+			r.Evidence = append(r.Evidence, Evidence{Line: n, Kind: "worker-gate", Text: sc.Text()})
+		}
+	}
+	r.Lines = n
+	return r
 }
