@@ -108,87 +108,142 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	t0 := time.Now()
-	st = &State{Config: cfg, StartedAt: time.Now().UTC(), Dir: dir, Kubeconfig: l.Kubeconfig()}
+	u := &upRun{opts: opts, cfg: cfg, sc: sc, l: l, out: out, t0: time.Now(),
+		st: &State{Config: cfg, StartedAt: time.Now().UTC(), Dir: dir, Kubeconfig: l.Kubeconfig()}}
 	defer func() {
 		if err != nil {
-			// Interrupted (Ctrl-C) or failed mid-start: stop what was started, by pid, and say
-			// so, so nothing is left running and the user sees what was undone.
-			if len(st.Procs) > 0 {
-				why, _, _ := strings.Cut(err.Error(), "\n")
-				if errors.Is(ctx.Err(), context.Canceled) {
-					why = "interrupted" // a component seen exiting meanwhile is a consequence, not the cause
-				}
-				fmt.Fprintf(out, "Start-up did not finish (%s): stopping what was started.\n", why)
-			}
-			stopAll(st, out)
-			if st.Webhook.On && st.Stack() == StackLegacy {
-				releaseWebhookCerts(dir)
-			}
-			_ = os.Remove(l.State())
+			u.undo(ctx, err)
 		}
 	}()
-	p, err := ensurePKI(l.PKI())
-	if err != nil {
-		return st, false, err
-	}
-	// Keep the ports of an earlier start when they are free, so kubeconfigs handed out stay valid.
-	if old != nil && old.Ports.allFree() {
-		st.Ports = old.Ports
-	} else {
-		if st.Ports, err = newPorts(); err != nil {
-			return st, false, err
-		}
-	}
-	st.Server = fmt.Sprintf("https://127.0.0.1:%d", st.Ports.APIServer)
-	if err := writeCredentials(l, p, st.Server); err != nil {
-		return st, false, err
-	}
-	step := func(format string, a ...any) {
-		fmt.Fprintf(out, "  %-28s %s\n", fmt.Sprintf(format, a...), time.Since(t0).Round(100*time.Millisecond))
+	if err := u.credentials(old); err != nil {
+		return u.st, false, err
 	}
 	fmt.Fprintf(out, "Starting the %s sandbox in %s (all on 127.0.0.1)\n", cfg.Stack, dir)
-
-	start := func(name, version, bin string, args, env []string, ports map[string]int) (*Proc, error) {
-		pr, err := startProc(name, version, bin, args, env, filepath.Join(l.Logs(), name+".log"), opts.DieWithParent)
-		if err != nil {
-			return nil, err
-		}
-		pr.Ports = ports
-		st.Procs = append(st.Procs, pr)
-		if err := saveState(st); err != nil {
-			return nil, err
-		}
-		return &st.Procs[len(st.Procs)-1], nil
+	if err := u.startEtcd(ctx); err != nil {
+		return u.st, false, err
 	}
-	cache := opts.Cache
-	k8s := component("kubernetes")
-
-	// etcd
-	etcd, err := start("etcd", EtcdVersion, component("etcd").Bin(cache, "etcd"), []string{
-		"--name=ain-sandbox", "--data-dir=" + l.Etcd(),
-		"--listen-client-urls=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdClient),
-		"--advertise-client-urls=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdClient),
-		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdPeer),
-		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdPeer),
-		"--initial-cluster=ain-sandbox=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdPeer),
-		"--unsafe-no-fsync", "--quota-backend-bytes=4294967296", "--log-level=warn",
-	}, nil, map[string]int{"client": st.Ports.EtcdClient, "peer": st.Ports.EtcdPeer})
+	k, err := u.startAPIServer(ctx)
 	if err != nil {
-		return st, false, err
+		return u.st, false, err
 	}
-	plain := &http.Client{Timeout: 2 * time.Second}
-	if err := waitHTTP(ctx, etcd, plain, fmt.Sprintf("http://127.0.0.1:%d/health", st.Ports.EtcdClient), nil, 30*time.Second); err != nil {
-		return st, false, err
+	if err := u.createObjects(ctx, k); err != nil {
+		return u.st, false, err
 	}
-	step("etcd ready")
+	if err := u.registerWebhooks(ctx, k); err != nil {
+		return u.st, false, err
+	}
+	procs, err := u.startComponents(ctx)
+	if err != nil {
+		return u.st, false, err
+	}
+	if err := u.waitReady(ctx, k, procs); err != nil {
+		return u.st, false, err
+	}
+	fmt.Fprintf(out, "Sandbox up in %s.\n", time.Since(u.t0).Round(100*time.Millisecond))
+	return u.st, false, nil
+}
 
-	// kube-apiserver
+// upRun is one start of the sandbox: what Up has decided and what it has started so far.
+type upRun struct {
+	opts Options
+	cfg  Config
+	sc   *Scenario
+	l    Layout
+	out  io.Writer
+	t0   time.Time
+	st   *State
+	pki  *pki
+}
+
+// started are the processes whose readiness Up waits for after all are started.
+type started struct {
+	cm, sched, kwok, agent, operator *Proc
+	current                          []*Proc
+}
+
+// undo stops what a start that failed or was interrupted had started, by pid, and says so, so
+// nothing is left running and the user sees what was undone.
+func (u *upRun) undo(ctx context.Context, err error) {
+	if len(u.st.Procs) > 0 {
+		why, _, _ := strings.Cut(err.Error(), "\n")
+		if errors.Is(ctx.Err(), context.Canceled) {
+			why = "interrupted" // a component seen exiting meanwhile is a consequence, not the cause
+		}
+		fmt.Fprintf(u.out, "Start-up did not finish (%s): stopping what was started.\n", why)
+	}
+	stopAll(u.st, u.out)
+	if u.st.Webhook.On && u.st.Stack() == StackLegacy {
+		releaseWebhookCerts(u.st.Dir)
+	}
+	_ = os.Remove(u.l.State())
+}
+
+// credentials makes the PKI, picks the ports (an earlier start's when they are free, so
+// kubeconfigs handed out stay valid) and writes every component's kubeconfig.
+func (u *upRun) credentials(old *State) error {
+	p, err := ensurePKI(u.l.PKI())
+	if err != nil {
+		return err
+	}
+	u.pki = p
+	if old != nil && old.Ports.allFree() {
+		u.st.Ports = old.Ports
+	} else if u.st.Ports, err = newPorts(); err != nil {
+		return err
+	}
+	u.st.Server = fmt.Sprintf("https://127.0.0.1:%d", u.st.Ports.APIServer)
+	return writeCredentials(u.l, p, u.st.Server)
+}
+
+func (u *upRun) step(format string, a ...any) {
+	fmt.Fprintf(u.out, "  %-28s %s\n", fmt.Sprintf(format, a...), time.Since(u.t0).Round(100*time.Millisecond))
+}
+
+// start starts one component and records it in the state (a starter).
+func (u *upRun) start(name, version, bin string, args, env []string, ports map[string]int) (*Proc, error) {
+	pr, err := startProc(name, version, bin, args, env, filepath.Join(u.l.Logs(), name+".log"), u.opts.DieWithParent)
+	if err != nil {
+		return nil, err
+	}
+	pr.Ports = ports
+	u.st.Procs = append(u.st.Procs, pr)
+	if err := saveState(u.st); err != nil {
+		return nil, err
+	}
+	return &u.st.Procs[len(u.st.Procs)-1], nil
+}
+
+var plainHTTP = &http.Client{Timeout: 2 * time.Second}
+
+func (u *upRun) startEtcd(ctx context.Context) error {
+	ports, l := u.st.Ports, u.l
+	etcd, err := u.start("etcd", EtcdVersion, component("etcd").Bin(u.opts.Cache, "etcd"), []string{
+		"--name=ain-sandbox", "--data-dir=" + l.Etcd(),
+		"--listen-client-urls=http://127.0.0.1:" + strconv.Itoa(ports.EtcdClient),
+		"--advertise-client-urls=http://127.0.0.1:" + strconv.Itoa(ports.EtcdClient),
+		"--listen-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports.EtcdPeer),
+		"--initial-advertise-peer-urls=http://127.0.0.1:" + strconv.Itoa(ports.EtcdPeer),
+		"--initial-cluster=ain-sandbox=http://127.0.0.1:" + strconv.Itoa(ports.EtcdPeer),
+		"--unsafe-no-fsync", "--quota-backend-bytes=4294967296", "--log-level=warn",
+	}, nil, map[string]int{"client": ports.EtcdClient, "peer": ports.EtcdPeer})
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, etcd, plainHTTP, fmt.Sprintf("http://127.0.0.1:%d/health", ports.EtcdClient), nil, 30*time.Second); err != nil {
+		return err
+	}
+	u.step("etcd ready")
+	return nil
+}
+
+// startAPIServer starts kube-apiserver, waits until it is ready and returns a client of it.
+func (u *upRun) startAPIServer(ctx context.Context) (*kube, error) {
+	l, p, st := u.l, u.pki, u.st
 	audit := filepath.Join(l.Config(), "audit-policy.yaml")
 	if err := os.WriteFile(audit, []byte(auditPolicy), 0o600); err != nil {
-		return st, false, err
+		return nil, err
 	}
-	api, err := start("kube-apiserver", KubernetesVersion, k8s.Bin(cache, "kube-apiserver"), []string{
+	api, err := u.start("kube-apiserver", KubernetesVersion, component("kubernetes").Bin(u.opts.Cache, "kube-apiserver"), []string{
 		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(st.Ports.EtcdClient),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(st.Ports.APIServer),
@@ -210,33 +265,35 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		"--profiling=false",
 	}, nil, map[string]int{"https": st.Ports.APIServer})
 	if err != nil {
-		return st, false, err
+		return nil, err
 	}
 	cfgAdmin, err := restConfig(l.Kubeconfig())
 	if err != nil {
-		return st, false, err
+		return nil, err
 	}
 	secure := tlsClient(p.ca.Cert)
 	if err := waitHTTP(ctx, api, secure, st.Server+"/readyz", map[string]string{"Authorization": "Bearer " + cfgAdmin.BearerToken}, 120*time.Second); err != nil {
-		return st, false, err
+		return nil, err
 	}
-	step("kube-apiserver ready")
+	u.step("kube-apiserver ready")
+	return newKube(cfgAdmin)
+}
 
-	k, err := newKube(cfgAdmin)
-	if err != nil {
-		return st, false, err
-	}
+// createObjects applies kwok's (and the legacy stack's) CRDs, creates the nodes, the shared
+// claim, the port-forwards and the GPU Operator's operands.
+func (u *upRun) createObjects(ctx context.Context, k *kube) error {
+	cache, cfg := u.opts.Cache, u.cfg
 	kwokCRDs := map[string]bool{"logs.kwok.x-k8s.io": true, "clusterlogs.kwok.x-k8s.io": true, "portforwards.kwok.x-k8s.io": true, "clusterportforwards.kwok.x-k8s.io": true}
 	if err := k.applyCRDs(ctx, filepath.Join(component("kwok").Dir(cache), "crds"), func(n string) bool { return kwokCRDs[n] }); err != nil {
-		return st, false, err
+		return err
 	}
 	if cfg.Stack == StackLegacy {
 		if err := k.applyCRDs(ctx, filepath.Join(component("training-operator").Dir(cache), "crds"), nil); err != nil {
-			return st, false, err
+			return err
 		}
 	}
-	if err := k.ensureNodes(ctx, cfg, sc, st.Ports.Kwok); err != nil {
-		return st, false, err
+	if err := k.ensureNodes(ctx, cfg, u.sc, u.st.Ports.Kwok); err != nil {
+		return err
 	}
 	// Namespace default appears shortly after the API server is ready.
 	var pvcErr error
@@ -244,40 +301,50 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		pvcErr = k.ensureSharedPVC(ctx, "default", DefaultSharedClaim)
 		return pvcErr == nil, nil
 	}); err != nil {
-		return st, false, fmt.Errorf("%v: %w", err, pvcErr)
+		return fmt.Errorf("%v: %w", err, pvcErr)
 	}
 	if err := k.ensurePortForwards(ctx, cfg.PortForwards); err != nil {
-		return st, false, err
+		return err
 	}
 	if !cfg.NoGPUOperator {
 		if err := k.ensureGPUOperator(ctx); err != nil {
-			return st, false, err
+			return err
 		}
 	}
-	step("CRDs and %d nodes created", cfg.Nodes)
+	u.step("CRDs and %d nodes created", cfg.Nodes)
+	return nil
+}
 
-	var wc *webhookCerts
-	reason := ""
-	if cfg.Stack == StackLegacy {
-		wc, reason = claimWebhookCerts(dir)
-	} else if err := k.prepareCurrent(ctx, l, p, cache, st); err != nil {
-		return st, false, err
-	}
-	if cfg.Stack != StackLegacy {
-		step("%s CRDs and webhooks registered", cfg.Stack)
-	} else if wc != nil {
-		st.Webhook = WebhookState{On: true, URL: fmt.Sprintf("https://127.0.0.1:%d/validate-kubeflow-org-v1-pytorchjob", st.Ports.Webhook)}
-		if err := k.ensureOperatorObjects(ctx, wc, st.Ports.Webhook); err != nil {
-			return st, false, err
+// registerWebhooks registers the current stack's CRDs and webhooks, or the legacy
+// training-operator's webhook when this sandbox holds its certificates.
+func (u *upRun) registerWebhooks(ctx context.Context, k *kube) error {
+	st := u.st
+	if u.cfg.Stack != StackLegacy {
+		if err := k.prepareCurrent(ctx, u.l, u.pki, u.opts.Cache, st); err != nil {
+			return err
 		}
-	} else {
+		u.step("%s CRDs and webhooks registered", u.cfg.Stack)
+		return nil
+	}
+	wc, reason := claimWebhookCerts(st.Dir)
+	if wc == nil {
 		st.Webhook = WebhookState{Reason: reason}
 		// A configuration left by an earlier start would refuse every PyTorchJob.
 		_ = k.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "validator.training-operator.kubeflow.org", metav1.DeleteOptions{})
+		return nil
 	}
+	st.Webhook = WebhookState{On: true, URL: fmt.Sprintf("https://127.0.0.1:%d/validate-kubeflow-org-v1-pytorchjob", st.Ports.Webhook)}
+	return k.ensureOperatorObjects(ctx, wc, st.Ports.Webhook)
+}
 
-	// controller-manager, scheduler
-	cm, err := start("kube-controller-manager", KubernetesVersion, k8s.Bin(cache, "kube-controller-manager"), []string{
+// startComponents starts kube-controller-manager, kube-scheduler, kwok, the stack's job
+// controllers and the agent.
+func (u *upRun) startComponents(ctx context.Context) (*started, error) {
+	l, p, st, cache := u.l, u.pki, u.st, u.opts.Cache
+	k8s := component("kubernetes")
+	var s started
+	var err error
+	s.cm, err = u.start("kube-controller-manager", KubernetesVersion, k8s.Bin(cache, "kube-controller-manager"), []string{
 		"--kubeconfig=" + l.kubeconfigFor("controller-manager"),
 		"--authentication-kubeconfig=" + l.kubeconfigFor("controller-manager"),
 		"--authorization-kubeconfig=" + l.kubeconfigFor("controller-manager"),
@@ -292,9 +359,9 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		"--profiling=false",
 	}, nil, map[string]int{"https": st.Ports.ControllerMgr})
 	if err != nil {
-		return st, false, err
+		return nil, err
 	}
-	sched, err := start("kube-scheduler", KubernetesVersion, k8s.Bin(cache, "kube-scheduler"), []string{
+	s.sched, err = u.start("kube-scheduler", KubernetesVersion, k8s.Bin(cache, "kube-scheduler"), []string{
 		"--kubeconfig=" + l.kubeconfigFor("scheduler"),
 		"--authentication-kubeconfig=" + l.kubeconfigFor("scheduler"),
 		"--authorization-kubeconfig=" + l.kubeconfigFor("scheduler"),
@@ -304,20 +371,46 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		"--profiling=false",
 	}, nil, map[string]int{"https": st.Ports.Scheduler})
 	if err != nil {
-		return st, false, err
+		return nil, err
 	}
+	if s.kwok, err = u.startKwok(); err != nil {
+		return nil, err
+	}
+	if u.cfg.Stack != StackLegacy {
+		if s.current, err = startCurrent(u.start, l, cache, st); err != nil {
+			return nil, err
+		}
+	} else if st.Webhook.On {
+		s.operator, err = u.start("training-operator", TrainingOperatorVersion, component("training-operator").Bin(cache, "training-operator.v1"), []string{
+			"--webhook-server-port=" + strconv.Itoa(st.Ports.Webhook),
+			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(st.Ports.OperatorMetric),
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(st.Ports.OperatorHealth),
+			"--enable-scheme=pytorchjob", "--enable-scheme=mpijob",
+			"--leader-elect=false",
+		}, []string{"KUBECONFIG=" + l.kubeconfigFor("training-operator")},
+			map[string]int{"webhook": st.Ports.Webhook, "metrics": st.Ports.OperatorMetric, "health": st.Ports.OperatorHealth})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.agent, err = u.startAgent(ctx); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
 
-	// kwok
+func (u *upRun) startKwok() (*Proc, error) {
+	l, p, st := u.l, u.pki, u.st
 	stages, err := stagesYAML()
 	if err != nil {
-		return st, false, err
+		return nil, err
 	}
-	stages = append(kwokOptions(cfg.Nodes), stages...)
+	stages = append(kwokOptions(u.cfg.Nodes), stages...)
 	stagesFile := filepath.Join(l.Config(), "kwok-stages.yaml")
 	if err := os.WriteFile(stagesFile, stages, 0o600); err != nil {
-		return st, false, err
+		return nil, err
 	}
-	kw, err := start("kwok", KwokVersion, component("kwok").Bin(cache, "kwok"), []string{
+	return u.start("kwok", KwokVersion, component("kwok").Bin(u.opts.Cache, "kwok"), []string{
 		"--kubeconfig=" + l.kubeconfigFor("kwok"),
 		"--config=" + stagesFile,
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -327,96 +420,72 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		"--enable-crds=Logs,ClusterLogs,PortForward,ClusterPortForward",
 		"--cidr=10.244.0.0/16",
 	}, nil, map[string]int{"kubelet": st.Ports.Kwok})
-	if err != nil {
-		return st, false, err
-	}
+}
 
-	// the stack's job controllers
-	var op *Proc
-	var current []*Proc
-	if cfg.Stack != StackLegacy {
-		if current, err = startCurrent(start, l, cache, st); err != nil {
-			return st, false, err
-		}
-	} else if st.Webhook.On {
-		op, err = start("training-operator", TrainingOperatorVersion, component("training-operator").Bin(cache, "training-operator.v1"), []string{
-			"--webhook-server-port=" + strconv.Itoa(st.Ports.Webhook),
-			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(st.Ports.OperatorMetric),
-			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(st.Ports.OperatorHealth),
-			"--enable-scheme=pytorchjob", "--enable-scheme=mpijob",
-			"--leader-elect=false",
-		}, []string{"KUBECONFIG=" + l.kubeconfigFor("training-operator")},
-			map[string]int{"webhook": st.Ports.Webhook, "metrics": st.Ports.OperatorMetric, "health": st.Ports.OperatorHealth})
-		if err != nil {
-			return st, false, err
-		}
-	}
-
-	// agent
-	if cfg.RealPods {
+// startAgent prepares the real pods' files when the mode is on, then starts the agent.
+func (u *upRun) startAgent(ctx context.Context) (*Proc, error) {
+	if u.cfg.RealPods {
 		// Built once per sandbox, before the agent needs it.
-		if err := prepareRealPods(ctx, l.realPodsDir(), cache, out); err != nil {
-			return st, false, fmt.Errorf("real pods: %w", err)
+		if err := prepareRealPods(ctx, u.l.realPodsDir(), u.opts.Cache, u.out); err != nil {
+			return nil, fmt.Errorf("real pods: %w", err)
 		}
 	}
-	if err := saveState(st); err != nil {
-		return st, false, err
+	if err := saveState(u.st); err != nil {
+		return nil, err
 	}
-	agentEnv := append([]string{"AIN_SANDBOX_STATE=" + dir, "AIN_SANDBOX_AGENT=1"}, opts.AgentEnv...)
-	agentBin, err := filepath.Abs(opts.AgentCommand[0])
+	agentEnv := append([]string{"AIN_SANDBOX_STATE=" + u.st.Dir, "AIN_SANDBOX_AGENT=1"}, u.opts.AgentEnv...)
+	agentBin, err := filepath.Abs(u.opts.AgentCommand[0])
 	if err != nil {
-		return st, false, err
+		return nil, err
 	}
-	agentProc, err := start("agent", "", agentBin, opts.AgentCommand[1:], agentEnv, nil)
-	if err != nil {
-		return st, false, err
-	}
+	return u.start("agent", "", agentBin, u.opts.AgentCommand[1:], agentEnv, nil)
+}
 
+// waitReady waits for every component to answer, the nodes to be Ready and the GPU Operator's
+// operands to run, then saves the state.
+func (u *upRun) waitReady(ctx context.Context, k *kube, s *started) error {
+	st := u.st
 	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := waitHTTP(ctx, cm, insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", st.Ports.ControllerMgr), nil, 60*time.Second); err != nil {
-		return st, false, err
+	if err := waitHTTP(ctx, s.cm, insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", st.Ports.ControllerMgr), nil, 60*time.Second); err != nil {
+		return err
 	}
-	if err := waitHTTP(ctx, sched, insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", st.Ports.Scheduler), nil, 60*time.Second); err != nil {
-		return st, false, err
+	if err := waitHTTP(ctx, s.sched, insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", st.Ports.Scheduler), nil, 60*time.Second); err != nil {
+		return err
 	}
-	step("controller-manager, scheduler ready")
+	u.step("controller-manager, scheduler ready")
 	// kwok marks nodes Ready at a few per second on a loaded 2-core machine (393 of 1000 in the
 	// first 90 s, issue 16's preflight scale benchmark): the wait grows with the node count.
-	if err := waitNodesReady(ctx, k, cfg.Nodes, []*Proc{kw, cm}, nodesReadyTimeout(cfg.Nodes)); err != nil {
-		return st, false, err
+	if err := waitNodesReady(ctx, k, u.cfg.Nodes, []*Proc{s.kwok, s.cm}, nodesReadyTimeout(u.cfg.Nodes)); err != nil {
+		return err
 	}
-	step("%d nodes Ready, untainted", cfg.Nodes)
-	if op != nil {
-		if err := waitHTTP(ctx, op, plain, fmt.Sprintf("http://127.0.0.1:%d/readyz", st.Ports.OperatorHealth), nil, 90*time.Second); err != nil {
-			return st, false, err
+	u.step("%d nodes Ready, untainted", u.cfg.Nodes)
+	if s.operator != nil {
+		if err := waitHTTP(ctx, s.operator, plainHTTP, fmt.Sprintf("http://127.0.0.1:%d/readyz", st.Ports.OperatorHealth), nil, 90*time.Second); err != nil {
+			return err
 		}
-		if err := waitTCP(ctx, op, st.Ports.Webhook, 30*time.Second); err != nil {
-			return st, false, err
+		if err := waitTCP(ctx, s.operator, st.Ports.Webhook, 30*time.Second); err != nil {
+			return err
 		}
-		step("training-operator + webhook ready")
+		u.step("training-operator + webhook ready")
 	}
-	if current != nil {
-		if err := k.waitCurrent(ctx, current, cache, st); err != nil {
-			return st, false, err
+	if s.current != nil {
+		if err := k.waitCurrent(ctx, s.current, u.opts.Cache, st); err != nil {
+			return err
 		}
-		step("mpi-operator, jobset, trainer + webhooks ready")
+		u.step("mpi-operator, jobset, trainer + webhooks ready")
 	}
-	if !cfg.NoGPUOperator {
+	if !u.cfg.NoGPUOperator {
 		// A cluster with the GPU Operator has its operands running before GPU jobs come (a
 		// preflight right after `sandbox up` found them still Pending).
 		if err := k.waitGPUOperator(ctx, 90*time.Second); err != nil {
-			return st, false, err
+			return err
 		}
-		step("GPU Operator's driver, device plugin and dcgm-exporter ready")
+		u.step("GPU Operator's driver, device plugin and dcgm-exporter ready")
 	}
-	if !alive(*agentProc) {
-		return st, false, fmt.Errorf("sandbox agent exited:\n%s", tailFile(agentProc.Log, 20))
+	if !alive(*s.agent) {
+		return fmt.Errorf("sandbox agent exited:\n%s", tailFile(s.agent.Log, 20))
 	}
-	if err := saveState(st); err != nil {
-		return st, false, err
-	}
-	fmt.Fprintf(out, "Sandbox up in %s.\n", time.Since(t0).Round(100*time.Millisecond))
-	return st, false, nil
+	return saveState(st)
 }
 
 // starter starts one component of the sandbox and records it in the state.
