@@ -138,31 +138,9 @@ func (a *App) probeSetup(r *recipe.Recipe, p *profile.Profile, image string, tim
 	return kc, opts, nil
 }
 
-// preflightOptions fills the options every preflight run shares.
+// preflightOptions fills the options every preflight run shares (preflight.OptionsFor).
 func (a *App) preflightOptions(kc *kube.Clients, r *recipe.Recipe, p *profile.Profile) preflight.Options {
-	o := preflight.Options{
-		Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Cluster: kc.Server, User: kube.Identity(kc.Config), Profile: p,
-		ProbeImage: a.Getenv("AIN_PROBE_IMAGE"), Now: a.Now,
-	}
-	if fo, err := kc.FanOut(); err == nil {
-		o.FanOut = fo // else the probe pods are created with kc.Kube, at its rate
-	}
-	if r != nil {
-		if w := r.Workload(); w != nil {
-			o.Nodes, o.GPUsPerNode, o.Arches = w.Nodes, w.GPUsPerNode, w.Architectures
-			for _, v := range w.Volumes {
-				o.Volumes = append(o.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
-			}
-		}
-		if w := r.Workload(); w != nil {
-			o.Storage = preflight.Storage{Mounts: w.Volumes, Paths: r.DataPaths(), DefaultCapabilities: r.Serving == nil}
-			o.Tools, o.ImagePullPolicy = r.Tools(), w.ImagePullPolicy
-		}
-		o.Workload = jobs.WorkloadOf(r)
-	}
-	// The profile's spec.jobAPI (validated when the profile loaded); --api sets o.API after this.
-	o.API, _ = jobs.ParseAPI(p.Spec.JobAPI)
-	return o
+	return preflight.OptionsFor(kc, r, p, a.Getenv("AIN_PROBE_IMAGE"), a.Now)
 }
 
 func (a *App) preflightCache() preflight.Cache {

@@ -1,0 +1,40 @@
+package preflight
+
+import (
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/claims"
+	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/recipe"
+)
+
+// OptionsFor fills the options every preflight run shares: the cluster's clients and identity,
+// the profile, and what the recipe (nil: none) asks of the cluster (its shape, volumes, data
+// paths, image and job API). probeImage "" is the default probe image.
+func OptionsFor(kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, probeImage string, now func() time.Time) Options {
+	o := Options{
+		Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Cluster: kc.Server, User: kube.Identity(kc.Config), Profile: p,
+		ProbeImage: probeImage, Now: now,
+	}
+	if fo, err := kc.FanOut(); err == nil {
+		o.FanOut = fo // else the probe pods are created with kc.Kube, at its rate
+	}
+	if r != nil {
+		if w := r.Workload(); w != nil {
+			o.Nodes, o.GPUsPerNode, o.Arches = w.Nodes, w.GPUsPerNode, w.Architectures
+			for _, v := range w.Volumes {
+				o.Volumes = append(o.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
+			}
+		}
+		if w := r.Workload(); w != nil {
+			o.Storage = Storage{Mounts: w.Volumes, Paths: r.DataPaths(), DefaultCapabilities: r.Serving == nil}
+			o.Tools, o.ImagePullPolicy = r.Tools(), w.ImagePullPolicy
+		}
+		o.Workload = jobs.WorkloadOf(r)
+	}
+	// The profile's spec.jobAPI (validated when the profile loaded); --api sets o.API after this.
+	o.API, _ = jobs.ParseAPI(p.Spec.JobAPI)
+	return o
+}
