@@ -279,14 +279,15 @@ func TestWaitForWorkersReadyLateWorkers(t *testing.T) {
 }
 
 // train merge (the one-pod qlora-merge recipe) runs as a TrainJob too, and release deletes every
-// ain job of the namespace whatever its API (here a TrainJob and a v2beta1 MPIJob).
+// ain job of the namespace whatever its API (here a TrainJob and a v2beta1 MPIJob). The base model
+// is one the sandbox's shared claim holds: the preflight's model check refuses one it lacks.
 func TestMergeAndReleaseCurrentStack(t *testing.T) {
 	sb := sandboxtest.Get(t)
 	ns := sb.Namespace(t)
 	if err := sandbox.EnsureSharedPVC(context.Background(), sb.REST, ns, sandbox.DefaultSharedClaim); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := ain(t, sb, ns, "train", "merge", "--adapter", "/shared/adapters/a", "--base", "/shared/models/m", "--timeout", "3m")
+	code, out, errOut := ain(t, sb, ns, "train", "merge", "--adapter", "/shared/adapters/a", "--base", "/shared/models/Qwen2.5-7B-Instruct", "--timeout", "3m")
 	if code != 0 || !strings.Contains(errOut, "applied TrainJob") || !strings.Contains(out+errOut, "Succeeded") {
 		t.Fatalf("train merge: exit %d\n%s\n%s", code, out, errOut)
 	}
