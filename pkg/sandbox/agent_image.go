@@ -19,16 +19,7 @@ import (
 const imageMarker = "ain-image-probe"
 
 // runsImageProbe reports whether pod's container is the image probe.
-func runsImageProbe(pod *corev1.Pod) (string, bool) {
-	if len(pod.Spec.Containers) == 0 {
-		return "", false
-	}
-	cmd := pod.Spec.Containers[0].Command
-	if len(cmd) != 3 || !strings.HasSuffix(cmd[0], "sh") || cmd[1] != "-c" || !strings.Contains(cmd[2], imageMarker) {
-		return "", false
-	}
-	return cmd[2], true
-}
+func runsImageProbe(pod *corev1.Pod) (string, bool) { return probeScript(pod, imageMarker) }
 
 // ImageContents is an image's content as an image sample describes it, one entry a line:
 //

@@ -22,18 +22,21 @@ import (
 // scenarios match on it too).
 const storageMarker = "ain-storage-probe"
 
-// runsStorageProbe reports whether pod's container is the storage probe: /bin/sh -c <script>
-// with the script printing storageMarker.
-func runsStorageProbe(pod *corev1.Pod) (string, bool) {
+// probeScript is the script of a preflight probe pod whose /bin/sh -c script prints marker
+// (the storage and image probes), ok false for any other pod.
+func probeScript(pod *corev1.Pod, marker string) (string, bool) {
 	if len(pod.Spec.Containers) == 0 {
 		return "", false
 	}
 	cmd := pod.Spec.Containers[0].Command
-	if len(cmd) != 3 || !strings.HasSuffix(cmd[0], "sh") || cmd[1] != "-c" || !strings.Contains(cmd[2], storageMarker) {
+	if len(cmd) != 3 || !strings.HasSuffix(cmd[0], "sh") || cmd[1] != "-c" || !strings.Contains(cmd[2], marker) {
 		return "", false
 	}
 	return cmd[2], true
 }
+
+// runsStorageProbe reports whether pod's container is the storage probe.
+func runsStorageProbe(pod *corev1.Pod) (string, bool) { return probeScript(pod, storageMarker) }
 
 // ClaimTree is a shared claim's content as a storage sample describes it, one entry a line,
 // paths relative to the claim's root:
