@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -142,8 +143,14 @@ func stopProc(p Proc, grace time.Duration) error {
 	return fmt.Errorf("%s (pid %d) did not stop", p.Name, p.PID)
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
+// freePorts returns n distinct TCP ports free on 127.0.0.1 now, drawn below the kernel's
+// ephemeral range. A port from that range (what Listen on port 0 hands out) is also what every
+// outgoing connection's local end is taken from, so it can be gone by the time a component binds
+// it: starting a 200-node sandbox, the sandbox's own clients opened enough connections in the 15 s
+// between choosing kube-scheduler's port and its bind that one took it ("bind: address already in
+// use"). Below the range only another listener can take a port.
 func freePorts(n int) ([]int, error) {
+	lo, hi := listenPortRange(ephemeralRange())
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -151,15 +158,55 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if hi > lo && tries < 64*n {
+			addr = "127.0.0.1:" + strconv.Itoa(lo+rand.IntN(hi-lo))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken: draw again
+			}
 			return nil, err
 		}
-		ls = append(ls, l)
+		ls = append(ls, l) // held until all are chosen, so the n ports are distinct
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ephemeralRange reads net.ipv4.ip_local_port_range; Linux's default when it cannot.
+func ephemeralRange() (lo, hi int) {
+	lo, hi = 32768, 60999
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return lo, hi
+	}
+	a, err1 := strconv.Atoi(f[0])
+	b, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || a <= 0 || b < a {
+		return lo, hi
+	}
+	return a, b
+}
+
+// listenPortRange is where freePorts draws from, given the ephemeral range: from 10000 up to the
+// range's start, or the 10000 ports above its end when it starts too low to leave room below.
+// An empty range (lo == hi) means there is no room outside it: take what the kernel gives.
+func listenPortRange(ephLo, ephHi int) (lo, hi int) {
+	const floor = 10000
+	if ephLo-floor >= 2000 {
+		return floor, ephLo
+	}
+	if ephHi+1+2000 <= 65536 {
+		return ephHi + 1, min(65536, ephHi+1+10000)
+	}
+	return 0, 0
 }
 
 // portFree reports whether 127.0.0.1:port can be bound now.
