@@ -131,3 +131,28 @@ func TestStatusExplainsPodOnNotReadyNode(t *testing.T) {
 		t.Errorf("text lacks the pod's reason:\n%s", b.String())
 	}
 }
+
+// Notes (a job's GPU lines) are printed with the elapsed time without a terminal, and on one the
+// last note replaces the one before under the table.
+func TestViewNotes(t *testing.T) {
+	start := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	now := func() time.Time { return start.Add(90 * time.Second) }
+	var plain bytes.Buffer
+	v := NewView(&plain, false, now, start)
+	v.Note([]string{"GPU a", "GPU b"})
+	v.Stop()
+	if got := plain.String(); got != "01:30    GPU a\n01:30    GPU b\n" {
+		t.Errorf("plain notes:\n%q", got)
+	}
+	var tty bytes.Buffer
+	v = NewView(&tty, true, now, start)
+	defer v.Stop()
+	v.Update(Snapshot{Kind: "TrainJob", Namespace: "ns", Name: "j", Phase: "Running"})
+	v.Note([]string{"GPU first"})
+	v.Note([]string{"GPU second"})
+	out := tty.String()
+	last := out[strings.LastIndex(out, "TrainJob ns/j"):]
+	if !strings.Contains(last, "  GPU second\n") || strings.Contains(last, "GPU first") {
+		t.Errorf("the last redraw should hold the last note only:\n%q", last)
+	}
+}

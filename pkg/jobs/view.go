@@ -23,6 +23,7 @@ type View struct {
 	ranks    map[string]string // pod name -> its rank (ReplicaLabel), for every pod in the job
 	departed map[string]string // rank -> the pod that left it, until another takes its place
 	gone     []string          // what happened to pods that left the job while it ran
+	notes    []string          // the last Note's lines, shown under the table on a terminal
 	phase    string
 	done     chan struct{}
 	once     sync.Once
@@ -120,6 +121,22 @@ func (v *View) departures(s Snapshot) []string {
 	return out
 }
 
+// Note shows lines beside the job's state (the GPU metrics of its ranks): on a terminal under the
+// table, replacing the last note; otherwise printed once with the elapsed time.
+func (v *View) Note(lines []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tty {
+		v.notes = slices.Clone(lines)
+		v.redraw()
+		return
+	}
+	el := Clock(v.now().Sub(v.start))
+	for _, l := range lines {
+		fmt.Fprintf(v.w, "%s    %s\n", el, l)
+	}
+}
+
 func podLine(p PodInfo) string {
 	s := fmt.Sprintf("%s: %s", p.Name, p.Phase)
 	if p.Node != "" {
@@ -168,6 +185,9 @@ func (v *View) redraw() {
 	}
 	for _, g := range v.gone[max(0, len(v.gone)-5):] { // the last few: the table must fit
 		fmt.Fprintf(&b, "  %s\n", g)
+	}
+	for _, n := range v.notes {
+		fmt.Fprintf(&b, "  %s\n", n)
 	}
 	out := b.String()
 	v.lines = strings.Count(out, "\n")

@@ -6,6 +6,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/dcgm"
+	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
@@ -111,4 +113,49 @@ func TestNoExporter(t *testing.T) {
 	if !errors.As(err, &ne) || len(ne.Nodes) != 1 || ne.Nodes[0] != "no-such-node" || len(exps) != 1 {
 		t.Fatalf("%+v %v", exps, err)
 	}
+}
+
+// TestJobMonitorOnTheSandbox: the ranks of a job running on two nodes get their own GPUs from
+// the live pages (read through the API server's port-forward), busy, and the job reads
+// GPU-bound.
+func TestJobMonitorOnTheSandbox(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	cs := sb.Clientset(t)
+	var snapPods []jobs.PodInfo
+	for i := range 2 {
+		name := fmt.Sprintf("mon-worker-%d", i)
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.PodSpec{NodeName: sandbox.NodeName(i + 1), Containers: []corev1.Container{{Name: "train", Image: "pytorch",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}}}
+		if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		snapPods = append(snapPods, jobs.PodInfo{Name: name, Replica: "worker", Index: i, Phase: "Running", Node: sandbox.NodeName(i + 1)})
+	}
+	sampler := dcgm.Sampler{Read: func(ctx context.Context, nodes []string) ([]dcgm.GPU, error) {
+		return dcgm.ReadNodes(ctx, sb.REST, cs, nodes, 10*time.Second, nil)
+	}}
+	var s dcgm.Snapshot
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		got := make(chan dcgm.Snapshot, 1)
+		update, stop := dcgm.JobMonitor{Sampler: sampler, Interval: time.Hour, Emit: func(s dcgm.Snapshot) { got <- s }}.Watch(nil)(time.Now())
+		update(jobs.Snapshot{Namespace: ns, Name: "mon", Phase: "Running", Pods: snapPods})
+		s = <-got
+		stop()
+		if len(s.Ranks) == 2 && s.Bound == dcgm.GPUBound {
+			break
+		}
+	}
+	var b strings.Builder
+	s.WriteLines(&b, "")
+	if len(s.Ranks) != 2 || s.Bound != dcgm.GPUBound {
+		t.Fatalf("want both ranks with their busy GPU:\n%s", b.String())
+	}
+	for i, r := range s.Ranks {
+		if r.GPUs != 1 || r.Pod.Node != sandbox.NodeName(i+1) || r.Pod.Label != fmt.Sprintf("worker-%d", i) {
+			t.Errorf("rank %d: %+v", i, r)
+		}
+	}
+	t.Logf("\n%s", b.String())
 }

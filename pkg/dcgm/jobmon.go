@@ -1,0 +1,96 @@
+package dcgm
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
+)
+
+// JobMonitor samples the GPUs of a watched job's running pods, so that a person sees while the
+// job runs whether its ranks compute or wait (the course's reading of DCGM's key metrics).
+type JobMonitor struct {
+	Sampler Sampler
+	// Interval is the time between samples (each scrape is one port-forward per node).
+	Interval time.Duration
+	// Emit receives every sample, from the monitor's goroutine.
+	Emit func(Snapshot)
+}
+
+// Watch wraps a watch hook (the shape train.Runner.Watch and bench.Runner.Watch take): inner's
+// view goes on as before, and beside it the GPUs of the job's Running pods are sampled when the
+// set of running pods changes and every Interval, until the returned stop, which waits for a
+// sample under way to end.
+func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) func(time.Time) (func(jobs.Snapshot), func()) {
+	return func(start time.Time) (func(jobs.Snapshot), func()) {
+		onChange, stopInner := func(jobs.Snapshot) {}, func() {}
+		if inner != nil {
+			onChange, stopInner = inner(start)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var (
+			mu   sync.Mutex
+			pods []RankPod
+		)
+		changed := make(chan struct{}, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(m.Interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				case <-changed:
+				}
+				mu.Lock()
+				p := slices.Clone(pods)
+				mu.Unlock()
+				if len(p) == 0 {
+					continue
+				}
+				snap := m.Sampler.Sample(ctx, p)
+				if ctx.Err() != nil {
+					return // stopped mid-scrape: its error says nothing of the GPUs
+				}
+				m.Emit(snap)
+			}
+		}()
+		update := func(s jobs.Snapshot) {
+			onChange(s)
+			rp := runningPods(s)
+			mu.Lock()
+			same := slices.Equal(rp, pods)
+			pods = rp
+			mu.Unlock()
+			if !same && len(rp) > 0 {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}
+		stop := func() {
+			cancel()
+			<-done
+			stopInner()
+		}
+		return update, stop
+	}
+}
+
+// runningPods are the job's pods that run on a node, labelled by their replica and index.
+func runningPods(s jobs.Snapshot) []RankPod {
+	var out []RankPod
+	for _, p := range s.Pods {
+		if p.Phase == "Running" && p.Node != "" {
+			out = append(out, RankPod{Namespace: s.Namespace, Pod: p.Name, Node: p.Node, Label: jobs.ReplicaLabel(p),
+				MayHaveNoGPU: p.Replica == "launcher"})
+		}
+	}
+	return out
+}

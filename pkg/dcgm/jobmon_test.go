@@ -1,0 +1,69 @@
+package dcgm
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ain-hpc/ain/pkg/jobs"
+)
+
+// TestJobMonitor: nothing is scraped while no pod runs; once the ranks run their nodes are read
+// at once (not after a whole interval), each rank's GPUs are given to it, and the inner view
+// still sees every change.
+func TestJobMonitor(t *testing.T) {
+	pct := func(v float64) *float64 { return &v }
+	var (
+		mu    sync.Mutex
+		reads [][]string
+	)
+	got := make(chan Snapshot, 4)
+	m := JobMonitor{
+		Interval: time.Hour,
+		Sampler: Sampler{Read: func(_ context.Context, nodes []string) ([]GPU, error) {
+			mu.Lock()
+			reads = append(reads, nodes)
+			mu.Unlock()
+			return []GPU{
+				{Host: "n1", GPU: "0", Namespace: "ns", Pod: "j-worker-0", UtilPct: pct(99)},
+				{Host: "n2", GPU: "0", Namespace: "ns", Pod: "j-worker-1", UtilPct: pct(1)},
+				{Host: "n2", GPU: "1", Namespace: "other", Pod: "x", UtilPct: pct(50)},
+			}, nil
+		}},
+		Emit: func(s Snapshot) { got <- s },
+	}
+	var inner []string
+	watch := m.Watch(func(time.Time) (func(jobs.Snapshot), func()) {
+		return func(s jobs.Snapshot) { inner = append(inner, s.Phase) }, func() { inner = append(inner, "stopped") }
+	})
+	update, stop := watch(time.Now())
+	pod := func(name, phase, node string, i int) jobs.PodInfo {
+		return jobs.PodInfo{Name: name, Replica: "worker", Index: i, Phase: phase, Node: node}
+	}
+	update(jobs.Snapshot{Namespace: "ns", Phase: "Created", Pods: []jobs.PodInfo{pod("j-worker-0", "Pending", "", 0)}})
+	select {
+	case s := <-got:
+		t.Fatalf("sampled with no pod running: %+v", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+	update(jobs.Snapshot{Namespace: "ns", Phase: "Running", Pods: []jobs.PodInfo{pod("j-worker-0", "Running", "n1", 0), pod("j-worker-1", "Running", "n2", 1)}})
+	var s Snapshot
+	select {
+	case s = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no sample once the ranks ran")
+	}
+	stop()
+	if len(s.Ranks) != 2 || s.Ranks[0].Pod.Label != "worker-0" || s.Ranks[1].GPUs != 1 || s.Bound != Straggler || s.Idle[0] != "worker-1" {
+		t.Fatalf("%+v", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reads) != 1 || len(reads[0]) != 2 {
+		t.Errorf("reads %v", reads)
+	}
+	if len(inner) != 3 || inner[2] != "stopped" {
+		t.Errorf("inner view saw %v", inner)
+	}
+}

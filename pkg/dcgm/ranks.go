@@ -1,0 +1,293 @@
+package dcgm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RankPod is one running pod of a job whose GPUs are watched: its namespace, name and node, and
+// the label a person knows it by (worker-0, launcher, rank 3).
+type RankPod struct {
+	Namespace, Pod, Node, Label string
+	// MayHaveNoGPU: a pod that needs no GPU (an MPI launcher, which the mpi-operator gives none
+	// unless runLauncherAsWorker is set): not reported when no GPU is mapped to it.
+	MayHaveNoGPU bool
+}
+
+// RankGPUs is what the GPUs of one pod showed at one scrape. The percentages are means over its
+// GPUs, framebuffer and power are sums; nil where no GPU of the pod reported the field.
+type RankGPUs struct {
+	Pod  RankPod `json:"pod"`
+	GPUs int     `json:"gpus"` // how many GPUs the exporter maps to the pod
+
+	UtilPct      *float64 `json:"gpu_util_pct,omitempty"`
+	SMActive     *float64 `json:"sm_active,omitempty"`
+	TensorActive *float64 `json:"tensor_active,omitempty"`
+	FBUsedMiB    *float64 `json:"fb_used_mib,omitempty"`
+	FBTotalMiB   *float64 `json:"fb_total_mib,omitempty"`
+	PowerW       *float64 `json:"power_w,omitempty"`
+	XIDs         []int64  `json:"xids,omitempty"` // non-zero XIDs on its GPUs
+}
+
+// Busy is the pod's GPU activity in percent: SM activity when the page has it (DCGM's profiling
+// field, the fraction of time SMs hold a warp, which is what "is the GPU doing work" means), else
+// DCGM_FI_DEV_GPU_UTIL (the fraction of time any kernel runs, which reads 100% for a kernel that
+// spins waiting on the network, as NCCL's do).
+func (r *RankGPUs) Busy() (pct float64, ok bool) {
+	if r.SMActive != nil {
+		return *r.SMActive * 100, true
+	}
+	if r.UtilPct != nil {
+		return *r.UtilPct, true
+	}
+	return 0, false
+}
+
+// Boundness is what a snapshot says of the job as a whole.
+type Boundness string
+
+const (
+	// GPUBound: every rank's GPUs are busy.
+	GPUBound Boundness = "gpu-bound"
+	// Straggler: some ranks' GPUs are busy while others are idle: those wait on something.
+	Straggler Boundness = "straggler"
+	// Waiting: every rank's GPUs are mostly idle: the job waits on the network, storage or input.
+	Waiting Boundness = "waiting"
+	// Mixed: neither; a single scrape says no more.
+	Mixed Boundness = ""
+)
+
+// Thresholds of the snapshot verdict, on Busy's percent.
+const (
+	busyPct = 70 // a rank at or above this is working
+	idlePct = 25 // a rank below this is waiting
+)
+
+// Snapshot is one scrape of a job's GPUs, rank by rank.
+type Snapshot struct {
+	At      time.Time  `json:"at"`
+	Ranks   []RankGPUs `json:"ranks"`
+	Missing []RankPod  `json:"missing,omitempty"` // pods whose node was read but no GPU is mapped to them
+	// Unmapped: the exporter does not label GPUs with pods, so no GPU can be given to a rank.
+	Unmapped bool      `json:"unmapped,omitempty"`
+	Bound    Boundness `json:"bound,omitempty"`
+	Idle     []string  `json:"idle,omitempty"` // with Straggler: the idle ranks' labels
+	Err      string    `json:"error,omitempty"`
+}
+
+// Ranks gives each pod its GPUs from gpus (a scrape of the pods' nodes) and judges the whole.
+func Ranks(gpus []GPU, pods []RankPod, at time.Time) Snapshot {
+	s := Snapshot{At: at}
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Namespace + "/" + p.Pod
+	}
+	mine, mapped := OfPods(gpus, names)
+	if !mapped && len(gpus) > 0 {
+		s.Unmapped = true
+		return s
+	}
+	byPod := map[string][]GPU{}
+	for _, g := range mine {
+		byPod[g.Namespace+"/"+g.Pod] = append(byPod[g.Namespace+"/"+g.Pod], g)
+	}
+	for i, p := range pods {
+		gs := byPod[names[i]]
+		if len(gs) == 0 {
+			if !p.MayHaveNoGPU {
+				s.Missing = append(s.Missing, p)
+			}
+			continue
+		}
+		s.Ranks = append(s.Ranks, rankOf(p, gs))
+	}
+	s.Bound, s.Idle = judge(s.Ranks)
+	return s
+}
+
+func rankOf(p RankPod, gs []GPU) RankGPUs {
+	r := RankGPUs{Pod: p, GPUs: len(gs)}
+	var util, sm, tensor mean
+	var fbUsed, fbTotal, power sum
+	for _, g := range gs {
+		util.add(g.UtilPct)
+		sm.add(g.SMActive)
+		tensor.add(g.TensorActive)
+		fbUsed.add(g.FBUsedMiB)
+		power.add(g.PowerW)
+		if g.FBUsedMiB != nil && g.FBFreeMiB != nil {
+			t := *g.FBUsedMiB + *g.FBFreeMiB
+			fbTotal.add(&t)
+		}
+		if g.XID != nil && *g.XID != 0 {
+			r.XIDs = append(r.XIDs, *g.XID)
+		}
+	}
+	r.UtilPct, r.SMActive, r.TensorActive = util.get(), sm.get(), tensor.get()
+	r.FBUsedMiB, r.FBTotalMiB, r.PowerW = fbUsed.get(), fbTotal.get(), power.get()
+	return r
+}
+
+type mean struct {
+	s float64
+	n int
+}
+
+func (m *mean) add(v *float64) {
+	if v != nil {
+		m.s += *v
+		m.n++
+	}
+}
+
+func (m *mean) get() *float64 {
+	if m.n == 0 {
+		return nil
+	}
+	v := m.s / float64(m.n)
+	return &v
+}
+
+type sum struct{ mean }
+
+func (s *sum) get() *float64 {
+	if s.n == 0 {
+		return nil
+	}
+	v := s.s
+	return &v
+}
+
+// judge says GPUBound when every rank is busy, Waiting when every rank is idle, Straggler (with
+// the idle ranks) when some are busy and others idle. Ranks whose page has no activity field are
+// left out; with none left, or one rank alone between the thresholds, it says nothing.
+func judge(ranks []RankGPUs) (Boundness, []string) {
+	var busy, idle, known int
+	var idleNames []string
+	for i := range ranks {
+		pct, ok := ranks[i].Busy()
+		if !ok {
+			continue
+		}
+		known++
+		switch {
+		case pct >= busyPct:
+			busy++
+		case pct < idlePct:
+			idle++
+			idleNames = append(idleNames, ranks[i].Pod.Label)
+		}
+	}
+	switch {
+	case known == 0:
+		return Mixed, nil
+	case busy == known:
+		return GPUBound, nil
+	case idle == known:
+		return Waiting, nil
+	case busy > 0 && idle > 0:
+		return Straggler, idleNames
+	}
+	return Mixed, nil
+}
+
+// Sampler reads a job's GPUs: Read scrapes the exporters of the given nodes (ReadNodes bound to
+// a cluster); Now is the clock.
+type Sampler struct {
+	Read func(ctx context.Context, nodes []string) ([]GPU, error)
+	Now  func() time.Time
+}
+
+// Sample scrapes the nodes of pods once. A node that could not be read does not lose the others:
+// its error is kept in Snapshot.Err and its pods are Missing.
+func (s Sampler) Sample(ctx context.Context, pods []RankPod) Snapshot {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	seen := map[string]bool{}
+	var nodes []string
+	for _, p := range pods {
+		if p.Node != "" && !seen[p.Node] {
+			seen[p.Node] = true
+			nodes = append(nodes, p.Node)
+		}
+	}
+	sort.Strings(nodes)
+	gpus, err := s.Read(ctx, nodes)
+	snap := Ranks(gpus, pods, now())
+	if err != nil {
+		snap.Err = err.Error()
+	}
+	return snap
+}
+
+// WriteLines writes the snapshot as one line per rank and a closing verdict line, each starting
+// with prefix (the watch loop's indent): what a person reads while the job runs.
+func (s *Snapshot) WriteLines(w io.Writer, prefix string) {
+	at := s.At.UTC().Format("15:04:05")
+	if s.Unmapped {
+		fmt.Fprintf(w, "%sGPU %s: the exporter does not label GPUs with pods, so no GPU can be told a rank's (dcgm-exporter's Kubernetes mapping is off)\n", prefix, at)
+	}
+	for i := range s.Ranks {
+		fmt.Fprintf(w, "%sGPU %s %s\n", prefix, at, s.Ranks[i].line())
+	}
+	for _, p := range s.Missing {
+		fmt.Fprintf(w, "%sGPU %s %s on %s: no GPU of the exporter is mapped to this pod\n", prefix, at, p.Label, p.Node)
+	}
+	if s.Err != "" {
+		fmt.Fprintf(w, "%sGPU %s: %s\n", prefix, at, firstLine(s.Err))
+	}
+	if v := s.Verdict(); v != "" {
+		fmt.Fprintf(w, "%sGPU %s %s\n", prefix, at, v)
+	}
+}
+
+// Verdict words Bound for a person; "" when the snapshot says nothing of the whole.
+func (s *Snapshot) Verdict() string {
+	switch s.Bound {
+	case GPUBound:
+		return fmt.Sprintf("every rank's GPUs are busy (%d%%+): the job is GPU-bound at this moment", busyPct)
+	case Waiting:
+		return fmt.Sprintf("every rank's GPUs are below %d%%: the job waits on the network, storage or a collective at this moment", idlePct)
+	case Straggler:
+		return fmt.Sprintf("%s below %d%% while other ranks work: they wait on something the others do not (their network path, input, or a hang)", strings.Join(s.Idle, ", "), idlePct)
+	}
+	return ""
+}
+
+func (r *RankGPUs) line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s on %s (%d GPU", r.Pod.Label, r.Pod.Node, r.GPUs)
+	if r.GPUs != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString("):")
+	fmt.Fprintf(&b, " util %s SM %s tensor %s", num(r.UtilPct, 1, "%.0f%%"), num(r.SMActive, 100, "%.0f%%"), num(r.TensorActive, 100, "%.0f%%"))
+	if r.FBUsedMiB != nil {
+		fmt.Fprintf(&b, " fb %.1f", *r.FBUsedMiB/1024)
+		if r.FBTotalMiB != nil {
+			fmt.Fprintf(&b, "/%.1f", *r.FBTotalMiB/1024)
+		}
+		b.WriteString(" GiB")
+	}
+	if r.PowerW != nil {
+		fmt.Fprintf(&b, " %.0f W", *r.PowerW)
+	}
+	for _, x := range r.XIDs {
+		fmt.Fprintf(&b, " XID %d", x)
+		if m := XIDMeaning(x); m != "" {
+			fmt.Fprintf(&b, " (%s)", m)
+		}
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
