@@ -69,7 +69,7 @@ func TestRunOrderAndEnvironment(t *testing.T) {
 		firsts = append(firsts, strings.Join(c.args[:min(2, len(c.args))], " "))
 	}
 	got := strings.Join(firsts, ", ")
-	want := "recipes show, render qlora, bench model, doctor nccl-log, sandbox up, profile detect, preflight allreduce, doctor topo, train qlora, " +
+	want := "recipes show, render qlora, bench model, doctor nccl-log, sandbox up, profile detect, preflight allreduce, doctor topo, doctor gpu, preflight qlora, train qlora, " +
 		"bench allreduce, bench allreduce, bench rdma, bench plot, serve vllm, models --kubeconfig, chat What is RoCEv2?, chat test, bench serve, report " + out + ", release --yes, sandbox down"
 	if got != want {
 		t.Errorf("steps:\n got %s\nwant %s", got, want)
