@@ -291,21 +291,27 @@ func startCurrent(start starter, l Layout, cache string, st *State) ([]*Proc, er
 
 // waitCurrent waits until the controllers answer their probes and their webhook servers listen,
 // then installs Trainer's built-in ClusterTrainingRuntimes (through its validating webhook, as
-// `kubectl apply -k manifests/base/runtimes` does on a cluster).
-func (k *kube) waitCurrent(ctx context.Context, procs []*Proc, cache string, st *State) error {
+// `kubectl apply -k manifests/base/runtimes` does on a cluster). Each controller's wait runs
+// through restarting (upRun.waitRestarting: one that exited is started again).
+func (k *kube) waitCurrent(ctx context.Context, procs []*Proc, cache string, st *State,
+	restarting func(context.Context, *Proc, func(*Proc) error) error) error {
 	plain := &http.Client{Timeout: 2 * time.Second}
 	for _, p := range procs {
 		path := "/readyz" // controller-runtime's default readiness endpoint; ready once the webhook server serves
 		if p.Name == "mpi-operator" {
 			path = "/healthz"
 		}
-		if err := waitHTTP(ctx, p, plain, fmt.Sprintf("http://127.0.0.1:%d%s", p.Ports["health"], path), nil, 120*time.Second); err != nil {
-			return err
-		}
-		if port := p.Ports["webhook"]; port != 0 {
-			if err := waitTCP(ctx, p, port, 30*time.Second); err != nil {
+		err := restarting(ctx, p, func(p *Proc) error {
+			if err := waitHTTP(ctx, p, plain, fmt.Sprintf("http://127.0.0.1:%d%s", p.Ports["health"], path), nil, 120*time.Second); err != nil {
 				return err
 			}
+			if port := p.Ports["webhook"]; port != 0 {
+				return waitTCP(ctx, p, port, 30*time.Second)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return k.applyDir(ctx, filepath.Join(component("trainer").Dir(cache), "runtimes"), "ClusterTrainingRuntime")

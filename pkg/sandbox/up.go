@@ -460,16 +460,19 @@ func (u *upRun) waitReady(ctx context.Context, k *kube, s *started) error {
 	}
 	u.step("%d nodes Ready, untainted", u.cfg.Nodes)
 	if s.operator != nil {
-		if err := waitHTTP(ctx, s.operator, plainHTTP, fmt.Sprintf("http://127.0.0.1:%d/readyz", st.Ports.OperatorHealth), nil, 90*time.Second); err != nil {
-			return err
-		}
-		if err := waitTCP(ctx, s.operator, st.Ports.Webhook, 30*time.Second); err != nil {
+		err := u.waitRestarting(ctx, s.operator, func(p *Proc) error {
+			if err := waitHTTP(ctx, p, plainHTTP, fmt.Sprintf("http://127.0.0.1:%d/readyz", st.Ports.OperatorHealth), nil, 90*time.Second); err != nil {
+				return err
+			}
+			return waitTCP(ctx, p, st.Ports.Webhook, 30*time.Second)
+		})
+		if err != nil {
 			return err
 		}
 		u.step("training-operator + webhook ready")
 	}
 	if s.current != nil {
-		if err := k.waitCurrent(ctx, s.current, u.opts.Cache, st); err != nil {
+		if err := k.waitCurrent(ctx, s.current, u.opts.Cache, st, u.waitRestarting); err != nil {
 			return err
 		}
 		u.step("mpi-operator, jobset, trainer + webhooks ready")
@@ -577,6 +580,47 @@ func nodesReadyTimeout(n int) time.Duration {
 // nodes).
 func startTimeout(n int) time.Duration {
 	return max(3*time.Minute, nodesReadyTimeout(n)+90*time.Second)
+}
+
+// waitRestarting runs wait (a readiness wait that fails when p exits) and, when p exited before it
+// was ready, starts p again as it was, at most twice, as the kubelet restarts a controller's pod
+// (restartPolicy Always): a controller-runtime manager exits when its informers do not sync in
+// time, which the training-operator did while a 200-node sandbox started on two loaded cores
+// ("Timeout: failed waiting for *v1.Service Informer to sync"). Each restart is said on u.out.
+func (u *upRun) waitRestarting(ctx context.Context, p *Proc, wait func(*Proc) error) error {
+	for restarts := 0; ; restarts++ {
+		err := wait(p)
+		if err == nil || restarts == 2 || ctx.Err() != nil || alive(*p) {
+			return err
+		}
+		fmt.Fprintf(u.out, "  %s exited during start-up (%s): starting it again, as its pod's kubelet would\n", p.Name, lastLine(p.Log))
+		np, serr := startProc(p.Name, p.Version, p.Binary, p.Args, p.Env, p.Log, u.opts.DieWithParent)
+		if serr != nil {
+			return errors.Join(err, serr)
+		}
+		np.Ports = p.Ports
+		for i := range u.st.Procs {
+			if u.st.Procs[i].Name == p.Name {
+				u.st.Procs[i] = np
+			}
+		}
+		*p = np
+		if serr := saveState(u.st); serr != nil {
+			return serr
+		}
+	}
+}
+
+// lastLine is the last line a process wrote to its log (startProc's "=== " start lines are not
+// its), for a one-line notice.
+func lastLine(path string) string {
+	lines := strings.Split(tailFile(path, 5), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "=== ") {
+			return l
+		}
+	}
+	return "no output"
 }
 
 // waitHTTP waits until url answers 200, failing early when p exits.
