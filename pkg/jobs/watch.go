@@ -309,165 +309,214 @@ type WatchOptions struct {
 // re-lists and resumes by itself after a dropped connection or an API server restart) until the
 // job ends, is deleted, or ctx is done. It returns the last snapshot.
 func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOptions) (Snapshot, error) {
-	gvr, kind := b.GVR(), b.Kind()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	byNamespace := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-	jobInf := dynamicinformer.NewFilteredDynamicInformer(c.Dynamic, gvr, c.Namespace, 0, byNamespace, func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	}).Informer()
-	podInf := coreinformers.NewFilteredPodInformer(c.Kube, c.Namespace, 0, byNamespace, func(lo *metav1.ListOptions) {
-		lo.LabelSelector = b.PodSelector(name)
-	})
-
-	changed := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke() },
-		UpdateFunc: func(any, any) { poke() },
-		DeleteFunc: func(any) { poke() },
-	}
-	if _, err := jobInf.AddEventHandler(h); err != nil {
+	w := &watcher{c: c, b: b, name: name, o: o, kind: b.Kind(), changed: make(chan struct{}, 1),
+		explained: map[string]string{}, finished: map[string]bool{}}
+	stop, err := w.startInformers(ctx)
+	if err != nil {
 		return Snapshot{}, err
 	}
-	if _, err := podInf.AddEventHandler(h); err != nil {
-		return Snapshot{}, err
-	}
-	var running sync.WaitGroup
-	running.Go(func() { jobInf.RunWithContext(ctx) })
-	running.Go(func() { podInf.RunWithContext(ctx) })
 	defer func() {
 		cancel() // stop the informers first, then wait for them
-		running.Wait()
+		stop()
 	}()
-
-	if !cache.WaitForCacheSync(ctx.Done(), jobInf.HasSynced, podInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), w.jobInf.HasSynced, w.podInf.HasSynced) {
 		return Snapshot{}, ctx.Err()
 	}
-	poke() // evaluate once after the initial list: a finished job sends no further event
+	w.poke() // evaluate once after the initial list: a finished job sends no further event
 
 	// A job that has no pods a while after creation is usually one the operator cannot make
 	// pods for (invalid pod spec, quota, missing service account): its reason is only in the
 	// job's events. Look at them then, at most every stuckCheck, and only while stuck.
 	stuck := time.NewTicker(stuckCheck)
 	defer stuck.Stop()
-	stuckWhy := ""
-
-	var last Snapshot
-	lastKey := ""
-	seen := false
-	// Since when the decisive pods have ended while the job's resourceVersion stayed put.
-	var endedAt time.Time
-	endedRV := ""
-	var recheck *time.Timer
 	defer func() {
-		if recheck != nil {
-			recheck.Stop()
+		if w.recheck != nil {
+			w.recheck.Stop()
 		}
 	}()
-	explained := map[string]string{} // pod/reason -> enriched explanation (computed once)
-	finished := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
-			return last, ctx.Err()
-		case <-changed:
+			return w.last, ctx.Err()
+		case <-w.changed:
 		case <-stuck.C:
-			if !last.Created.IsZero() && len(last.Pods) == 0 && !Terminal(last.Phase) && time.Since(last.Created) > stuckCheck {
-				stuckWhy = c.jobWarning(ctx, kind, name)
+			if l := w.last; !l.Created.IsZero() && len(l.Pods) == 0 && !Terminal(l.Phase) && time.Since(l.Created) > stuckCheck {
+				w.stuckWhy = c.jobWarning(ctx, w.kind, name)
 			}
 		}
-		if !jobInf.HasSynced() || !podInf.HasSynced() {
-			continue
-		}
-		obj, exists, err := jobInf.GetStore().GetByKey(c.Namespace + "/" + name)
-		if err != nil {
-			return last, err
-		}
-		if !exists {
-			if seen {
-				last.Phase = PhaseDeleted
-				last.Message = "the job was deleted while ain was watching it"
-				if o.OnChange != nil {
-					o.OnChange(last)
-				}
-				return last, nil
-			}
-			continue
-		}
-		seen = true
-		job := obj.(*unstructured.Unstructured)
-		var pods []corev1.Pod
-		for _, p := range podInf.GetStore().List() {
-			pod := *p.(*corev1.Pod)
-			pods = append(pods, pod)
-			if (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) && !finished[pod.Name] {
-				finished[pod.Name] = true
-				if o.OnPodFinished != nil {
-					o.OnPodFinished(pod)
-				}
-			}
-		}
-		snap := SnapshotOf(job, pods)
-		if len(snap.Pods) == 0 && stuckWhy != "" {
-			snap.Message = "no pods: " + stuckWhy
-		}
-		if o.Explain != nil {
-			for i := range snap.Pods {
-				pi := &snap.Pods[i]
-				if !NeedsExplain(pi) {
-					continue
-				}
-				// The Ready condition's transition is part of the key: the node lifecycle
-				// controller flips it when the pod's node goes NotReady (MarkPodsNotReady).
-				key := pi.Name + "/" + pi.Why + "/" + readySince(pods, pi.Name)
-				e, ok := explained[key]
-				if !ok {
-					for j := range pods {
-						if pods[j].Name == pi.Name {
-							e = o.Explain(ctx, &pods[j])
-						}
-					}
-					explained[key] = e
-				}
-				if e != "" {
-					pi.Why = e
-				}
-			}
-		}
-		last = snap
-		if k := snap.Key(); k != lastKey {
-			lastKey = k
-			if o.OnChange != nil {
-				o.OnChange(snap)
-			}
-		}
-		if Terminal(snap.Phase) {
-			return snap, nil
-		}
-		if why := stuckWorker(job, pods); why != "" {
-			return snap, &StuckError{Kind: kind, Namespace: c.Namespace, Name: name, Why: why}
-		}
-		switch outcome := podsOutcome(pods); {
-		case outcome == "":
-			endedAt = time.Time{}
-		case endedAt.IsZero() || job.GetResourceVersion() != endedRV:
-			endedAt, endedRV = time.Now(), job.GetResourceVersion()
-			if recheck != nil {
-				recheck.Stop()
-			}
-			recheck = time.AfterFunc(o.staleAfter(), poke) // no event may come: look again then
-		case time.Since(endedAt) >= o.staleAfter():
-			return snap, &ControllerStalledError{Kind: kind, Namespace: c.Namespace, Name: name,
-				Controller: b.API().Controller(), Outcome: outcome, For: time.Since(endedAt)}
+		if snap, done, err := w.step(ctx); done || err != nil {
+			return snap, err
 		}
 	}
+}
+
+// watcher is one Watch: its informers and what it remembers between looks.
+type watcher struct {
+	c              *Cluster
+	b              Backend
+	name, kind     string
+	o              WatchOptions
+	jobInf, podInf cache.SharedIndexInformer
+	changed        chan struct{}
+
+	last     Snapshot
+	lastKey  string
+	seen     bool // the job was there once
+	stuckWhy string
+	// Since when the decisive pods have ended while the job's resourceVersion stayed put.
+	endedAt   time.Time
+	endedRV   string
+	recheck   *time.Timer
+	explained map[string]string // pod/reason -> enriched explanation (computed once)
+	finished  map[string]bool
+}
+
+func (w *watcher) poke() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+// startInformers starts the job's and its pods' informers, each poking w on any event; stop
+// waits for them once ctx is cancelled.
+func (w *watcher) startInformers(ctx context.Context) (stop func(), err error) {
+	c, name := w.c, w.name
+	byNamespace := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	w.jobInf = dynamicinformer.NewFilteredDynamicInformer(c.Dynamic, w.b.GVR(), c.Namespace, 0, byNamespace, func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}).Informer()
+	w.podInf = coreinformers.NewFilteredPodInformer(c.Kube, c.Namespace, 0, byNamespace, func(lo *metav1.ListOptions) {
+		lo.LabelSelector = w.b.PodSelector(name)
+	})
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { w.poke() },
+		UpdateFunc: func(any, any) { w.poke() },
+		DeleteFunc: func(any) { w.poke() },
+	}
+	if _, err := w.jobInf.AddEventHandler(h); err != nil {
+		return nil, err
+	}
+	if _, err := w.podInf.AddEventHandler(h); err != nil {
+		return nil, err
+	}
+	var running sync.WaitGroup
+	running.Go(func() { w.jobInf.RunWithContext(ctx) })
+	running.Go(func() { w.podInf.RunWithContext(ctx) })
+	return running.Wait, nil
+}
+
+// step looks at the job and its pods once: done when the job ended or was deleted, an error
+// when it is stuck or its controller stopped updating it.
+func (w *watcher) step(ctx context.Context) (Snapshot, bool, error) {
+	if !w.jobInf.HasSynced() || !w.podInf.HasSynced() {
+		return w.last, false, nil
+	}
+	obj, exists, err := w.jobInf.GetStore().GetByKey(w.c.Namespace + "/" + w.name)
+	if err != nil {
+		return w.last, true, err
+	}
+	if !exists {
+		if !w.seen {
+			return w.last, false, nil
+		}
+		w.last.Phase = PhaseDeleted
+		w.last.Message = "the job was deleted while ain was watching it"
+		if w.o.OnChange != nil {
+			w.o.OnChange(w.last)
+		}
+		return w.last, true, nil
+	}
+	w.seen = true
+	job := obj.(*unstructured.Unstructured)
+	pods := w.pods()
+	snap := SnapshotOf(job, pods)
+	if len(snap.Pods) == 0 && w.stuckWhy != "" {
+		snap.Message = "no pods: " + w.stuckWhy
+	}
+	w.explain(ctx, &snap, pods)
+	w.last = snap
+	if k := snap.Key(); k != w.lastKey {
+		w.lastKey = k
+		if w.o.OnChange != nil {
+			w.o.OnChange(snap)
+		}
+	}
+	if Terminal(snap.Phase) {
+		return snap, true, nil
+	}
+	if why := stuckWorker(job, pods); why != "" {
+		return snap, true, &StuckError{Kind: w.kind, Namespace: w.c.Namespace, Name: w.name, Why: why}
+	}
+	if err := w.stalled(job, pods); err != nil {
+		return snap, true, err
+	}
+	return snap, false, nil
+}
+
+// pods lists the job's pods, telling OnPodFinished of each once it has ended.
+func (w *watcher) pods() []corev1.Pod {
+	var pods []corev1.Pod
+	for _, p := range w.podInf.GetStore().List() {
+		pod := *p.(*corev1.Pod)
+		pods = append(pods, pod)
+		if (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) && !w.finished[pod.Name] {
+			w.finished[pod.Name] = true
+			if w.o.OnPodFinished != nil {
+				w.o.OnPodFinished(pod)
+			}
+		}
+	}
+	return pods
+}
+
+// explain gives the pods that are not progressing Explain's cluster context, once per reason.
+func (w *watcher) explain(ctx context.Context, snap *Snapshot, pods []corev1.Pod) {
+	if w.o.Explain == nil {
+		return
+	}
+	for i := range snap.Pods {
+		pi := &snap.Pods[i]
+		if !NeedsExplain(pi) {
+			continue
+		}
+		// The Ready condition's transition is part of the key: the node lifecycle
+		// controller flips it when the pod's node goes NotReady (MarkPodsNotReady).
+		key := pi.Name + "/" + pi.Why + "/" + readySince(pods, pi.Name)
+		e, ok := w.explained[key]
+		if !ok {
+			for j := range pods {
+				if pods[j].Name == pi.Name {
+					e = w.o.Explain(ctx, &pods[j])
+				}
+			}
+			w.explained[key] = e
+		}
+		if e != "" {
+			pi.Why = e
+		}
+	}
+}
+
+// stalled is a ControllerStalledError once the decisive pods have ended and the job's
+// resourceVersion has not moved for staleAfter; until then it arranges to look again.
+func (w *watcher) stalled(job *unstructured.Unstructured, pods []corev1.Pod) error {
+	switch outcome := podsOutcome(pods); {
+	case outcome == "":
+		w.endedAt = time.Time{}
+	case w.endedAt.IsZero() || job.GetResourceVersion() != w.endedRV:
+		w.endedAt, w.endedRV = time.Now(), job.GetResourceVersion()
+		if w.recheck != nil {
+			w.recheck.Stop()
+		}
+		w.recheck = time.AfterFunc(w.o.staleAfter(), w.poke) // no event may come: look again then
+	case time.Since(w.endedAt) >= w.o.staleAfter():
+		return &ControllerStalledError{Kind: w.kind, Namespace: w.c.Namespace, Name: w.name,
+			Controller: w.b.API().Controller(), Outcome: outcome, For: time.Since(w.endedAt)}
+	}
+	return nil
 }
 
 func (o WatchOptions) staleAfter() time.Duration {
