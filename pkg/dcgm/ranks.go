@@ -226,25 +226,34 @@ func (s Sampler) Sample(ctx context.Context, pods []RankPod) Snapshot {
 	return snap
 }
 
-// WriteLines writes the snapshot as one line per rank and a closing verdict line, each starting
-// with prefix (the watch loop's indent): what a person reads while the job runs.
+// WriteLines writes Lines, each starting with prefix (the watch loop's indent).
 func (s *Snapshot) WriteLines(w io.Writer, prefix string) {
-	at := s.At.UTC().Format("15:04:05")
+	for _, l := range s.Lines() {
+		fmt.Fprintf(w, "%s%s\n", prefix, l)
+	}
+}
+
+// Lines are what a person reads while the job runs: one line per rank, then the pods without a
+// GPU, a read error, and the verdict on the whole, each starting "GPU HH:MM:SS".
+func (s *Snapshot) Lines() []string {
+	at := "GPU " + s.At.UTC().Format("15:04:05")
+	var out []string
 	if s.Unmapped {
-		fmt.Fprintf(w, "%sGPU %s: the exporter does not label GPUs with pods, so no GPU can be told a rank's (dcgm-exporter's Kubernetes mapping is off)\n", prefix, at)
+		out = append(out, at+": the exporter does not label GPUs with pods, so no GPU can be told a rank's (dcgm-exporter's Kubernetes mapping is off)")
 	}
 	for i := range s.Ranks {
-		fmt.Fprintf(w, "%sGPU %s %s\n", prefix, at, s.Ranks[i].line())
+		out = append(out, at+" "+s.Ranks[i].line())
 	}
 	for _, p := range s.Missing {
-		fmt.Fprintf(w, "%sGPU %s %s on %s: no GPU of the exporter is mapped to this pod\n", prefix, at, p.Label, p.Node)
+		out = append(out, fmt.Sprintf("%s %s on %s: no GPU of the exporter is mapped to this pod", at, p.Label, p.Node))
 	}
 	if s.Err != "" {
-		fmt.Fprintf(w, "%sGPU %s: %s\n", prefix, at, firstLine(s.Err))
+		out = append(out, at+": "+firstLine(s.Err))
 	}
 	if v := s.Verdict(); v != "" {
-		fmt.Fprintf(w, "%sGPU %s %s\n", prefix, at, v)
+		out = append(out, at+" "+v)
 	}
+	return out
 }
 
 // Verdict words Bound for a person; "" when the snapshot says nothing of the whole.
