@@ -31,8 +31,9 @@ func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) f
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		var (
-			mu   sync.Mutex
-			pods []RankPod
+			mu         sync.Mutex
+			pods       []RankPod
+			notRunning []string
 		)
 		changed := make(chan struct{}, 1)
 		done := make(chan struct{})
@@ -48,12 +49,13 @@ func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) f
 				case <-changed:
 				}
 				mu.Lock()
-				p := slices.Clone(pods)
+				p, nr := slices.Clone(pods), slices.Clone(notRunning)
 				mu.Unlock()
 				if len(p) == 0 {
 					continue
 				}
 				snap := m.Sampler.Sample(ctx, p)
+				snap.NotRunning = nr
 				if ctx.Err() != nil {
 					return // stopped mid-scrape: its error says nothing of the GPUs
 				}
@@ -62,10 +64,10 @@ func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) f
 		}()
 		update := func(s jobs.Snapshot) {
 			onChange(s)
-			rp := runningPods(s)
+			rp, nr := runningPods(s)
 			mu.Lock()
 			same := slices.Equal(rp, pods)
-			pods = rp
+			pods, notRunning = rp, nr
 			mu.Unlock()
 			if !same && len(rp) > 0 {
 				select {
@@ -83,14 +85,18 @@ func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) f
 	}
 }
 
-// runningPods are the job's pods that run on a node, labelled by their replica and index.
-func runningPods(s jobs.Snapshot) []RankPod {
-	var out []RankPod
+// runningPods are the job's pods that run on a node, labelled by their replica and index, and
+// the labels of those that do not run (an MPI launcher left out: it needs no GPU).
+func runningPods(s jobs.Snapshot) (running []RankPod, notRunning []string) {
 	for _, p := range s.Pods {
-		if p.Phase == "Running" && p.Node != "" {
-			out = append(out, RankPod{Namespace: s.Namespace, Pod: p.Name, Node: p.Node, Label: jobs.ReplicaLabel(p),
-				MayHaveNoGPU: p.Replica == "launcher"})
+		launcher := p.Replica == "launcher"
+		switch {
+		case p.Phase == "Running" && p.Node != "":
+			running = append(running, RankPod{Namespace: s.Namespace, Pod: p.Name, Node: p.Node, Label: jobs.ReplicaLabel(p),
+				MayHaveNoGPU: launcher})
+		case !launcher:
+			notRunning = append(notRunning, jobs.ReplicaLabel(p))
 		}
 	}
-	return out
+	return running, notRunning
 }

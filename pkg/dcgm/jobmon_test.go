@@ -2,6 +2,7 @@ package dcgm
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,19 @@ func TestJobMonitor(t *testing.T) {
 		t.Fatalf("sampled with no pod running: %+v", s)
 	case <-time.After(200 * time.Millisecond):
 	}
+	// One rank runs: it is read, the other is said not to run, and the verdict is on the running one.
+	update(jobs.Snapshot{Namespace: "ns", Phase: "Running", Pods: []jobs.PodInfo{pod("j-worker-0", "Running", "n1", 0), pod("j-worker-1", "Pending", "n2", 1)}})
+	var first Snapshot
+	select {
+	case first = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no sample once a rank ran")
+	}
+	lines := strings.Join(first.Lines(), "\n")
+	if len(first.Ranks) != 1 || first.Bound != GPUBound || !strings.Contains(lines, "not running, so not read: worker-1") ||
+		!strings.Contains(lines, "every running rank's GPUs are busy") {
+		t.Fatalf("%+v\n%s", first, lines)
+	}
 	update(jobs.Snapshot{Namespace: "ns", Phase: "Running", Pods: []jobs.PodInfo{pod("j-worker-0", "Running", "n1", 0), pod("j-worker-1", "Running", "n2", 1)}})
 	var s Snapshot
 	select {
@@ -55,15 +69,15 @@ func TestJobMonitor(t *testing.T) {
 		t.Fatal("no sample once the ranks ran")
 	}
 	stop()
-	if len(s.Ranks) != 2 || s.Ranks[0].Pod.Label != "worker-0" || s.Ranks[1].GPUs != 1 || s.Bound != Straggler || s.Idle[0] != "worker-1" {
+	if len(s.Ranks) != 2 || s.Ranks[0].Pod.Label != "worker-0" || s.Ranks[1].GPUs != 1 || s.Bound != Straggler || s.Idle[0] != "worker-1" || len(s.NotRunning) != 0 {
 		t.Fatalf("%+v", s)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(reads) != 1 || len(reads[0]) != 2 {
+	if len(reads) != 2 || len(reads[1]) != 2 {
 		t.Errorf("reads %v", reads)
 	}
-	if len(inner) != 3 || inner[2] != "stopped" {
+	if len(inner) != 4 || inner[3] != "stopped" {
 		t.Errorf("inner view saw %v", inner)
 	}
 }

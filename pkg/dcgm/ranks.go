@@ -73,10 +73,13 @@ type Snapshot struct {
 	Ranks   []RankGPUs `json:"ranks"`
 	Missing []RankPod  `json:"missing,omitempty"` // pods whose node was read but no GPU is mapped to them
 	// Unmapped: the exporter does not label GPUs with pods, so no GPU can be given to a rank.
-	Unmapped bool      `json:"unmapped,omitempty"`
-	Bound    Boundness `json:"bound,omitempty"`
-	Idle     []string  `json:"idle,omitempty"` // with Straggler: the idle ranks' labels
-	Err      string    `json:"error,omitempty"`
+	Unmapped bool `json:"unmapped,omitempty"`
+	// NotRunning are the labels of the job's pods that did not run when it was read: the
+	// verdict is on the running ranks only.
+	NotRunning []string  `json:"not_running,omitempty"`
+	Bound      Boundness `json:"bound,omitempty"`
+	Idle       []string  `json:"idle,omitempty"` // with Straggler: the idle ranks' labels
+	Err        string    `json:"error,omitempty"`
 }
 
 // Ranks gives each pod its GPUs from gpus (a scrape of the pods' nodes) and judges the whole.
@@ -247,6 +250,9 @@ func (s *Snapshot) Lines() []string {
 	for _, p := range s.Missing {
 		out = append(out, fmt.Sprintf("%s %s on %s: no GPU of the exporter is mapped to this pod", at, p.Label, p.Node))
 	}
+	if len(s.NotRunning) > 0 {
+		out = append(out, at+" not running, so not read: "+strings.Join(s.NotRunning, ", "))
+	}
 	if s.Err != "" {
 		out = append(out, at+": "+firstLine(s.Err))
 	}
@@ -258,11 +264,15 @@ func (s *Snapshot) Lines() []string {
 
 // Verdict words Bound for a person; "" when the snapshot says nothing of the whole.
 func (s *Snapshot) Verdict() string {
+	every, job := "every rank's", "the job is"
+	if len(s.NotRunning) > 0 {
+		every, job = "every running rank's", "the running ranks are"
+	}
 	switch s.Bound {
 	case GPUBound:
-		return fmt.Sprintf("every rank's GPUs are busy (%d%%+): the job is GPU-bound at this moment", busyPct)
+		return fmt.Sprintf("%s GPUs are busy (%d%%+): %s GPU-bound at this moment", every, busyPct, job)
 	case Waiting:
-		return fmt.Sprintf("every rank's GPUs are below %d%%: the job waits on the network, storage or a collective at this moment", idlePct)
+		return fmt.Sprintf("%s GPUs are below %d%%: %s waiting on the network, storage or a collective at this moment", every, idlePct, job)
 	case Straggler:
 		return fmt.Sprintf("%s below %d%% while other ranks work: they wait on something the others do not (their network path, input, or a hang)", strings.Join(s.Idle, ", "), idlePct)
 	}
