@@ -41,6 +41,7 @@ type trainOptions struct {
 	TailLines         int
 	SkipPreflight     bool
 	NoCounters        bool
+	GPUMetrics        bool
 	API               string
 	RequireBench      string
 	BenchMaxAge       time.Duration
@@ -59,6 +60,7 @@ func (o *trainOptions) flags() []ucli.Flag {
 		&ucli.IntFlag{Name: "tail", Value: 20, Usage: "log lines shown for a failed replica", Destination: &o.TailLines},
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the readiness preflight before submitting (said so in the output)", Destination: &o.SkipPreflight},
 		&ucli.BoolFlag{Name: "no-counters", Usage: "do not snapshot the RDMA port counters of the job's nodes before and after it (the check that NCCL's traffic crossed the HCAs)", Destination: &o.NoCounters},
+		&ucli.BoolFlag{Name: "gpu-metrics", Usage: "while the job runs, show each rank's GPU utilisation, SM and tensor activity, memory and power from the nodes' dcgm-exporters every 15s, and whether the job is GPU-bound or waiting", Destination: &o.GPUMetrics},
 		&ucli.StringFlag{Name: "require-bench", Usage: "run only on nodes that a passing ain bench allreduce, saved under `DIR`, measured (course 12.1.5: validate the nodes first); refused when the last one is INVALID, stale, of another fabric or on too few nodes", Destination: &o.RequireBench},
 		&ucli.DurationFlag{Name: "bench-max-age", Value: 24 * time.Hour, Usage: "with --require-bench: how old the bench may be (0: any age)", Destination: &o.BenchMaxAge, Action: nonNegativeDuration("bench-max-age")},
 		apiFlag(&o.API),
@@ -175,10 +177,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		Counters: func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
 			return a.snapshotCounters(ctx, kc, r, p, nodes, when)
 		},
-		Watch: func(start time.Time) (func(jobs.Snapshot), func()) {
-			v := jobs.NewView(w, a.Streams.IsTTY, a.Now, start)
-			return v.Update, v.Stop
-		},
+		Watch:    a.watchView(kc, o.GPUMetrics),
 		Progress: func(e train.Event) { fmt.Fprintln(w, e) },
 	}
 	res, err := runner.Run(c.Context, train.Options{
