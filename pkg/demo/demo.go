@@ -228,7 +228,7 @@ func (d *run) clusterSteps(addr, qaFile string) []Step {
 		{"GPU-to-NIC topology of a node: ideal or constrained, GPUDirect RDMA, rails (9.8, 10.4.1)", fixed("doctor", "topo", "--node", "gpu-node-1"), true, ""},
 		{"GPU metrics from each node's dcgm-exporter (10.1.3-10.1.4)", fixed("doctor", "gpu", "--node", "gpu-node-1,gpu-node-2,gpu-node-3"), true, ""},
 		{"the fine-tune's shared volume, model files and image (12.1)", fixed("preflight", "qlora"), true, ""},
-		{"QLoRA fine-tune, 3 nodes x 1 GPU (12.2.2)", fixed("train", "qlora", "--timeout", "5m"), true, ""},
+		{"QLoRA fine-tune, 3 nodes x 1 GPU, its GPUs read while it runs (12.2.2, 10.1.4)", fixed("train", "qlora", "--gpu-metrics", "--timeout", "5m"), true, ""},
 		{"allreduce with NCCL_ALGO=Ring (10.3)", fixed("bench", "allreduce", "--algo", "ring", "--out", filepath.Join(out, "ring"), "--timeout", "5m"), true, ""},
 		{"auto vs ring vs tree (10.5)", fixed("bench", "allreduce", "--algo", "all", "--out", filepath.Join(out, "all"), "--timeout", "10m"), true, ""},
 		// After the allreduce benches: their busbw is the table's NCCL column (the results folder).
