@@ -34,7 +34,7 @@ func TestDemoFlow(t *testing.T) {
 	if strings.Contains(out+errOut, "LINE RATE MISMATCH") {
 		t.Error("the demo's benches disagree with the sandbox's ports (LINE RATE MISMATCH)")
 	}
-	for _, want := range []string{"SIMULATED", "steps passed", "ain profile detect", "lineRate: 200Gb", "ain train qlora --gpu-metrics", "GPU-bound", "ain bench allreduce --algo all", "ain doctor topo --node gpu-node-1", "ain doctor gpu --node gpu-node-1,gpu-node-2,gpu-node-3", "ain preflight qlora", "layout", "ain bench rdma", "COURSE 10.6.1", "3-node NCCL busbw", "TCP baseline (this run)", "ain chat test", "ain release --yes", "ain sandbox down"} {
+	for _, want := range []string{"SIMULATED", "steps passed", "ain profile detect", "lineRate: 200Gb", "ain train qlora --gpu-metrics", "GPU-bound", "ain bench allreduce --algo all", "ain doctor topo --node gpu-node-1", "ain doctor gpu --node gpu-node-1,gpu-node-2,gpu-node-3", "ain preflight qlora --read-throughput 256M", "model read, /shared/models/Qwen2.5-7B-Instruct", "layout", "ain bench rdma", "COURSE 10.6.1", "3-node NCCL busbw", "TCP baseline (this run)", "ain chat test", "ain release --yes", "ain sandbox down"} {
 		if !strings.Contains(out+errOut, want) {
 			t.Errorf("the demo output lacks %q", want)
 		}

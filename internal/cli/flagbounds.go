@@ -9,6 +9,7 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/image"
+	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
 // Flag values are checked when the flags are parsed, before a command does anything, with an
@@ -32,6 +33,17 @@ func imageReference(name string) func(*ucli.Context, string) error {
 	return func(_ *ucli.Context, s string) error {
 		if err := image.Check(s); err != nil {
 			return ainerr.Usagef("--%s %q: %v: give an image reference such as busybox:1.36 or registry.example.com/tools/busybox:1.36", name, s, err)
+		}
+		return nil
+	}
+}
+
+// byteSize refuses a --name that recipe.ParseBytes does not read, or one under 1 MiB.
+func byteSize(name string) func(*ucli.Context, string) error {
+	return func(_ *ucli.Context, s string) error {
+		n, err := recipe.ParseBytes(s)
+		if err != nil || n < 1<<20 {
+			return ainerr.Usagef("--%s %q: give a size of at least 1M, a number with K, M or G (powers of 1024), such as 512M or 2G", name, s)
 		}
 		return nil
 	}

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -30,6 +33,8 @@ type preflightOptions struct {
 	PrintRole    bool
 	Subject      string
 	NodeRead     bool
+	ReadTest     string
+	SaveResult   string
 }
 
 func (a *App) preflightCommand() *ucli.Command {
@@ -52,6 +57,8 @@ func (a *App) preflightCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage, Action: imageReference("probe-image")},
 			&ucli.DurationFlag{Name: "probe-timeout", Value: 2 * time.Minute, Usage: "how long the probe pods may take", Destination: &o.ProbeTimeout},
 			&ucli.BoolFlag{Name: "no-probes", Usage: "skip the probe pods (IB ports, DNS): API-only checks", Destination: &o.NoProbes},
+			&ucli.StringFlag{Name: "read-throughput", Usage: "the model check also reads up to `SIZE` (e.g. 1G) of the model's weight files from the shared volume and reports the read throughput (one stream, O_DIRECT where the volume allows it; -o json keeps it for ain report)", Destination: &o.ReadTest, Action: byteSize("read-throughput")},
+			&ucli.StringFlag{Name: "save-result", Usage: "also write the result as JSON to `FILE` (what -o json prints; ain report reads the --read-throughput figure from it)", Destination: &o.SaveResult},
 			&ucli.StringFlag{Name: "job", Usage: "a running job whose Service names the DNS check resolves (default: every running ain PyTorchJob or TrainJob)", Destination: &o.Job},
 			apiFlag(&o.API),
 			&ucli.BoolFlag{Name: "print-role", Usage: "print the namespaced Role ain needs and a RoleBinding for --subject (YAML for kubectl apply -f -); no cluster is contacted", Destination: &o.PrintRole},
@@ -99,7 +106,15 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 		opts.Storage = preflight.Storage{Mounts: serving.Serving.Volumes, Paths: serving.DataPaths()}
 		opts.Tools = serving.Tools()
 	}
+	if o.SaveResult != "" {
+		if err := writableDir("save-result", filepath.Dir(o.SaveResult)); err != nil {
+			return err
+		}
+	}
 	opts.NodeSelector, opts.Job, opts.SkipProbes = o.Nodes, o.Job, o.NoProbes
+	if o.ReadTest != "" {
+		opts.Storage.ReadBytes, _ = recipe.ParseBytes(o.ReadTest) // checked by the flag's action
+	}
 	if a.Streams.IsTTY || a.Global.Verbose > 0 {
 		opts.Progress = func(s string) { fmt.Fprintf(a.Streams.Err, "preflight: %s\n", s) }
 	}
@@ -108,6 +123,15 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 		return a.preflightError(c.Context, kc, err)
 	}
 	_ = a.preflightCache().Save(preflight.Key(opts), res)
+	if o.SaveResult != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err == nil {
+			err = os.WriteFile(o.SaveResult, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			return ainerr.New(ainerr.Failure, fmt.Errorf("--save-result %s: %w", o.SaveResult, err), "")
+		}
+	}
 	if o.Output == "json" {
 		if err := a.writeJSON(res); err != nil {
 			return err

@@ -73,8 +73,10 @@ func measureHint(m report.Missing) string {
 		return "no result; run `ain bench rdma --tcp -o json > rdma.json`"
 	case report.Serving:
 		return "no result; run `ain bench serve --label entry --save-result entry.json` (and with --endpoint at a pod, --label direct)"
+	case report.Storage:
+		return "no result; run `ain preflight RECIPE --read-throughput 1G --save-result storage.json` (a probe pod reads the model's weight files from the shared volume)"
 	}
-	return "not measured: no ain command measures " + m.Measure + " yet (`ain preflight` checks that the files are there)"
+	return "no result; run `ain " + m.Measure + "`"
 }
 
 // reportPlot draws the report into file (PNG or SVG by its extension).

@@ -227,7 +227,8 @@ func (d *run) clusterSteps(addr, qaFile string) []Step {
 		{"readiness preflight (10.1-10.2, 10.7)", fixed("preflight", "allreduce"), true, ""},
 		{"GPU-to-NIC topology of a node: ideal or constrained, GPUDirect RDMA, rails (9.8, 10.4.1)", fixed("doctor", "topo", "--node", "gpu-node-1"), true, ""},
 		{"GPU metrics from each node's dcgm-exporter (10.1.3-10.1.4)", fixed("doctor", "gpu", "--node", "gpu-node-1,gpu-node-2,gpu-node-3"), true, ""},
-		{"the fine-tune's shared volume, model files and image (12.1)", fixed("preflight", "qlora"), true, ""},
+		{"the fine-tune's shared volume, model files and image, and the model's read throughput (12.1, 12.4.1)",
+			fixed("preflight", "qlora", "--read-throughput", "256M", "--save-result", filepath.Join(out, "storage.json")), true, ""},
 		{"QLoRA fine-tune, 3 nodes x 1 GPU, its GPUs read while it runs (12.2.2, 10.1.4)", fixed("train", "qlora", "--gpu-metrics", "--timeout", "5m"), true, ""},
 		{"allreduce with NCCL_ALGO=Ring (10.3)", fixed("bench", "allreduce", "--algo", "ring", "--out", filepath.Join(out, "ring"), "--timeout", "5m"), true, ""},
 		{"auto vs ring vs tree (10.5)", fixed("bench", "allreduce", "--algo", "all", "--out", filepath.Join(out, "all"), "--timeout", "10m"), true, ""},
@@ -243,7 +244,7 @@ func (d *run) clusterSteps(addr, qaFile string) []Step {
 		{"archived Q&A checks (12.3.4)", fixed("chat", "test", "--golden", qaFile), true, ""},
 		{"serving benchmark", fixed("bench", "serve", "--requests", "50", "--concurrency", "8", "--input-len", "64", "--output-len", "32",
 			"--label", "entry", "--save-result", filepath.Join(out, "serve-entry.json")), true, ""},
-		{"the measured paths side by side: training, fabric, serving (12.4.1)", fixed("report", out), false, ""},
+		{"the measured paths side by side: training, fabric, storage, serving (12.4.1)", fixed("report", out), false, ""},
 		{"release the jobs, keep the service (12.4.2)", fixed("release", "--yes"), true, ""},
 	}
 }

@@ -64,6 +64,9 @@ type Check struct {
 	Fix      string   `json:"fix,omitempty"`
 	// Next are the ain commands the fix suggests running.
 	Next []next.Command `json:"next,omitempty"`
+	// Read is the read throughput of the model's weight files, on a model check run with
+	// Storage.ReadBytes.
+	Read *ModelRead `json:"read,omitempty"`
 }
 
 // Result is a whole preflight run.

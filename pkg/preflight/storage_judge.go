@@ -49,8 +49,15 @@ func JudgeStorage(rep *StorageReport, paths []recipe.DataPath, claim map[string]
 
 func judgeModel(c *Check, p *StoragePath, dp recipe.DataPath, v *recipe.Volume, on, as string) {
 	problems, found := ModelProblems(p)
+	if len(p.Reads) > 0 {
+		c.Read = modelRead(p, v.ClaimName)
+		c.Evidence = append(c.Evidence, c.Read.String())
+	}
 	if len(problems) == 0 {
 		c.Message = fmt.Sprintf("model %s %s: complete and readable as %s: %s", dp.Path, on, as, found)
+		if c.Read != nil {
+			c.Message += "; " + c.Read.String()
+		}
 		return
 	}
 	c.Status = Fail
@@ -59,7 +66,7 @@ func judgeModel(c *Check, p *StoragePath, dp recipe.DataPath, v *recipe.Volume, 
 	}
 	c.Message = fmt.Sprintf("model %s %s (%s): %s", dp.Path, on, dp.Field, strings.Join(problems, "; "))
 	if found != "" {
-		c.Evidence = []string{"found: " + found}
+		c.Evidence = append([]string{"found: " + found}, c.Evidence...)
 	}
 	all := strings.Join(problems, " ")
 	var fixes []string
@@ -133,4 +140,59 @@ func judgeOutput(c *Check, p *StoragePath, dp recipe.DataPath, v *recipe.Volume,
 			c.Message += ", " + free
 		}
 	}
+}
+
+// ModelRead is the read throughput of a model's weight files as the storage probe measured it:
+// one stream, files in name order, each by one dd.
+type ModelRead struct {
+	Claim string `json:"claim"`
+	Path  string `json:"path"`
+	Node  string `json:"node,omitempty"` // where the probe ran
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
+	// Seconds is the sum of the files' read times (0: dd reported no time).
+	Seconds float64 `json:"seconds"`
+	// Direct: every file was read with O_DIRECT, so no page cache served it; otherwise some were
+	// read through the node's page cache, which may have held them from an earlier read.
+	Direct bool `json:"direct"`
+	// Untimed are files whose dd printed no transfer time.
+	Untimed []string `json:"untimed,omitempty"`
+}
+
+// BytesPerSecond is the throughput; 0 when nothing was timed.
+func (m *ModelRead) BytesPerSecond() float64 {
+	if m.Seconds <= 0 {
+		return 0
+	}
+	return float64(m.Bytes) / m.Seconds
+}
+
+func (m *ModelRead) String() string {
+	if m.Seconds <= 0 {
+		return fmt.Sprintf("read test: dd printed no transfer time for %s (a dd without its rate line)", strings.Join(m.Untimed, ", "))
+	}
+	how := "O_DIRECT, no page cache"
+	if !m.Direct {
+		how = "through the page cache (the file system refused O_DIRECT): a file read before may have come from memory"
+	}
+	s := fmt.Sprintf("read %s of %d weight file(s) in %.2f s: %.2f GB/s (one stream, %s)", humanBytes(m.Bytes), m.Files, m.Seconds, m.BytesPerSecond()/1e9, how)
+	if len(m.Untimed) > 0 {
+		s += "; untimed: " + strings.Join(m.Untimed, ", ")
+	}
+	return s
+}
+
+func modelRead(p *StoragePath, claim string) *ModelRead {
+	m := &ModelRead{Claim: claim, Path: p.Path, Direct: true}
+	for _, r := range p.Reads {
+		if r.Seconds <= 0 && r.Bytes == 0 {
+			m.Untimed = append(m.Untimed, orDash(r.Name))
+			continue
+		}
+		m.Files++
+		m.Bytes += r.Bytes
+		m.Seconds += r.Seconds
+		m.Direct = m.Direct && r.Direct
+	}
+	return m
 }

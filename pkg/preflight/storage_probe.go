@@ -33,6 +33,10 @@ type Storage struct {
 	// root with CAP_DAC_OVERRIDE reads a 0600 file of another user, root without it cannot.
 	// False: every capability dropped, as ain's vLLM pods run.
 	DefaultCapabilities bool
+	// ReadBytes, when positive, has the probe also read up to this many bytes of each model's
+	// weight files and time it (dd, O_DIRECT where the file system allows it): the read
+	// throughput of the shared volume as a loader sees it (course 12.4.1). 0: no read test.
+	ReadBytes int64
 }
 
 // Free space under which an output path WARNs and FAILs: a merged 7B model in bf16 is ~15 GB, an
@@ -52,9 +56,16 @@ const StorageMarker = "ain-storage-probe"
 // existing directory gets a file created and removed; df -Pk gives its free space. Paths are
 // read under ${AIN_SYSFS_ROOT} (unset in a pod; the sandbox's simulated container root) but
 // printed as the pod sees them.
-func storageScript(run string, paths []recipe.DataPath) string {
+//
+// With readBytes (whole MiB), each model directory's weight files are then read in name order, up
+// to readBytes per directory, each by one dd with O_DIRECT (iflag=direct: the node's page cache neither
+// serves nor keeps them; where the file system refuses it, tmpfs or a dd without it, the read goes
+// through the cache and says so), and dd's own summary line is printed (GNU coreutils and busybox
+// both end with "N bytes (...) copied, S s[econds], R/s").
+func storageScript(run string, paths []recipe.DataPath, readBytes int64) string {
 	var b strings.Builder
 	b.WriteString(`R="${AIN_SYSFS_ROOT:-}"
+RB=` + strconv.FormatInt(max(0, readBytes>>20), 10) + `
 t=
 trap 'rm -f "$t"' EXIT
 echo '` + storageFormat + `'
@@ -70,6 +81,18 @@ model() {
     s=$(sz "$p/$i"); echo "I $s $i"
     case $s in *[!0-9]*) ;; *) [ "$s" -gt ` + strconv.Itoa(maxIndexBytes) + ` ] || dd if="$p/$i" bs=65536 count=` + strconv.Itoa(maxIndexBytes/65536) + ` 2>/dev/null | sed 's/^/| /';; esac
     echo; echo I-END; break
+  done
+  [ "$RB" -gt 0 ] && rd "$p"
+  return 0
+}
+rd() {
+  find "$1" -mindepth 1 -maxdepth 1 2>/dev/null | sort | while IFS= read -r f; do
+    case "${f##*/}" in *.safetensors|*.bin|*.pt|*.pth|*.gguf) ;; *) continue;; esac
+    [ -f "$f" ] && [ "$RB" -gt 0 ] || continue
+    m=d; o=$(dd if="$f" of=/dev/null bs=1048576 count="$RB" iflag=direct 2>&1) || { m=c; o=$(dd if="$f" of=/dev/null bs=1048576 count="$RB" 2>&1); } || continue
+    o=$(echo "$o" | tail -n 1); echo "X $m $o"; echo "XF ${f##*/}"
+    n=${o%% *}; case $n in ''|*[!0-9]*) n=0;; esac
+    RB=$(( RB - n / 1048576 ))
   done
 }
 data() {
@@ -141,7 +164,7 @@ func planStorage(s Storage) (storagePlan, []Check) {
 // storagePod is the probe pod: busybox (o.ProbeImage) as the job's user, the claims mounted as
 // planned, on node (pinToNode).
 func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev1.Pod {
-	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(run, pl.paths), nil, false)
+	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(run, pl.paths, o.Storage.ReadBytes), nil, false)
 	withResultMessage(pod)
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	if ra := o.Storage.RunAs; ra != nil {
@@ -211,7 +234,13 @@ func checkModel(ctx context.Context, o Options, candidates []corev1.Node, volume
 		return append(out, Check{Name: CheckModel, Target: pl.mounts[0].ClaimName, Status: Fail, Message: err.Error(),
 			Evidence: limit(strings.Split(strings.TrimSpace(string(res.log)), "\n")), Fix: "the probe image must have sh, ls, dd, df and sed (busybox)"})
 	}
-	return append(out, JudgeStorage(rep, pl.paths, pl.claim)...)
+	checks := JudgeStorage(rep, pl.paths, pl.claim)
+	for i := range checks {
+		if r := checks[i].Read; r != nil && node != nil {
+			r.Node = node.Name
+		}
+	}
+	return append(out, checks...)
 }
 
 // pinToNode keeps pod on node by a required node affinity (its hostname label, else its name),

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/lazyre"
 )
 
 // The storage probe's output (storageScript prints it) is one record a line, a letter, a space
@@ -25,6 +27,10 @@ import (
 //	A /shared/adapters         an output path's nearest existing directory, where the write was tried
 //	W ok                       the write test there: ok, or the shell's reason ("Read-only file system")
 //	F 1048576 917504           df -Pk of that directory: size and available, in KiB
+//	X d 1073741824 bytes (1.1 GB, 1.0 GiB) copied, 0.357 s, 3.0 GB/s
+//	                           a weight file read (Storage.ReadBytes): d with O_DIRECT, c through the
+//	                           page cache; then dd's summary line
+//	XF model-00001-of-00004.safetensors   the file that X line read
 //	END
 const storageFormat = StorageMarker + " 1"
 
@@ -58,7 +64,26 @@ type StoragePath struct {
 	Write           string
 	SizeKB, AvailKB int64
 	HasDF           bool
+	// Reads are the timed reads of a model directory's weight files (Storage.ReadBytes).
+	Reads []StorageRead
 }
+
+// StorageRead is one weight file read by the probe's dd.
+type StorageRead struct {
+	Name    string
+	Bytes   int64
+	Seconds float64
+	// Direct: read with O_DIRECT, so the node's page cache did not serve it.
+	Direct bool
+	// Summary is dd's summary line as printed; Seconds is 0 when it could not be read from it
+	// (a dd built without its transfer-rate line).
+	Summary string
+}
+
+// ddSummary reads dd's last line: GNU coreutils "1073741824 bytes (1.1 GB, 1.0 GiB) copied,
+// 0.357 s, 3.0 GB/s", busybox "1073741824 bytes (1.0GB) copied, 0.356213 seconds, 2.8GB/s"; a
+// locale may write the seconds with a decimal comma.
+var ddSummary = lazyre.New(`^(\d+) bytes .*copied, (\d+(?:[.,]\d+)?) s`)
 
 // StorageReport is the whole probe output.
 type StorageReport struct {
@@ -126,6 +151,10 @@ func ParseStorageReport(out []byte) (*StorageReport, error) {
 			cur.Write = rest
 		case tag == "F" && len(f) == 2:
 			cur.SizeKB, cur.AvailKB, cur.HasDF = sizeField(f[0]), sizeField(f[1]), true
+		case tag == "X" && len(f) >= 1:
+			cur.Reads = append(cur.Reads, parseRead(f[0] == "d", strings.TrimSpace(strings.TrimPrefix(rest, f[0]))))
+		case tag == "XF" && len(cur.Reads) > 0:
+			cur.Reads[len(cur.Reads)-1].Name = rest
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -135,6 +164,15 @@ func ParseStorageReport(out []byte) (*StorageReport, error) {
 		return nil, fmt.Errorf("the storage probe printed no %q line: it did not run its script", storageFormat)
 	}
 	return r, nil
+}
+
+func parseRead(direct bool, summary string) StorageRead {
+	r := StorageRead{Direct: direct, Summary: summary}
+	if m := ddSummary().FindStringSubmatch(summary); m != nil {
+		r.Bytes, _ = strconv.ParseInt(m[1], 10, 64)
+		r.Seconds, _ = strconv.ParseFloat(strings.Replace(m[2], ",", ".", 1), 64)
+	}
+	return r
 }
 
 func sizeField(s string) int64 {

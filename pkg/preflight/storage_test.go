@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,7 +93,7 @@ func qloraClaims() map[string]*recipe.Volume {
 // runStorageScript runs the probe's own script with /bin/sh over root, as the sandbox does.
 func runStorageScript(t *testing.T, root string) []byte {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", qloraPaths)))
+	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", qloraPaths, 0)))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 	out, err := cmd.Output()
 	if err != nil {
@@ -241,6 +242,7 @@ func FuzzParseStorageReport(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(storageFormat + "\nP model /m\nT d\nI 99999999999 model.safetensors.index.json\n| {\nE r x y\nF a b\n"))
+	f.Add([]byte(storageFormat + "\nP model /m\nT d\nX d 1048576 bytes (1.0 MB, 1.0 MiB) copied, 0.01 s, 100 MB/s\nXF a b.safetensors\nX c\nXF\nX\nEND\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rep, err := ParseStorageReport(b)
 		if err != nil {
@@ -390,6 +392,73 @@ func TestModelLayouts(t *testing.T) {
 		got := strings.Join(problems, "; ")
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: problems %q, want %q", name, got, c.want)
+		}
+	}
+}
+
+// TestStorageScriptReadThroughput runs the probe's read test with the machine's own dd over a
+// model of two 3 MiB shards and a 5 MiB budget: the first shard whole, 2 MiB of the second, each
+// timed, and the model check carries the figure.
+func TestStorageScriptReadThroughput(t *testing.T) {
+	root := t.TempDir()
+	m := filepath.Join(root, "shared/models/small")
+	if err := os.MkdirAll(m, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shard := bytes.Repeat([]byte{7}, 3<<20)
+	for _, name := range []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"} {
+		if err := os.WriteFile(filepath.Join(m, name), shard, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	index := `{"metadata": {"total_size": 6291456}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}`
+	for name, text := range map[string]string{"config.json": "{}", "tokenizer.json": "{}", "model.safetensors.index.json": index} {
+		if err := os.WriteFile(filepath.Join(m, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := []recipe.DataPath{{Kind: recipe.DataModel, Path: "/shared/models/small", Field: "spec.model"}}
+	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", paths, 5<<20)))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	rep, err := ParseStorageReport(out)
+	if err != nil || len(rep.Paths) != 1 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	reads := rep.Paths[0].Reads
+	if len(reads) != 2 || reads[0].Name != "model-00001-of-00002.safetensors" || reads[0].Bytes != 3<<20 || reads[1].Bytes != 2<<20 {
+		t.Fatalf("reads %+v\n%s", reads, out)
+	}
+	checks := JudgeStorage(rep, paths, map[string]*recipe.Volume{"/shared/models/small": sharedVol})
+	r := checks[0].Read
+	if r == nil || r.Files != 2 || r.Bytes != 5<<20 || r.Seconds <= 0 || r.Claim != "nfs-shared" || r.BytesPerSecond() <= 0 {
+		t.Fatalf("read %+v", r)
+	}
+	if !strings.Contains(checks[0].Message, "read 5.2 MB of 2 weight file(s)") {
+		t.Errorf("message: %s", checks[0].Message)
+	}
+}
+
+// TestParseRead: dd's summary line as GNU coreutils, busybox and a decimal-comma locale print it,
+// and a dd that prints no rate line.
+func TestParseRead(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		bytes int64
+		secs  float64
+	}{
+		{"1073741824 bytes (1.1 GB, 1.0 GiB) copied, 0.357 s, 3.0 GB/s", 1 << 30, 0.357},
+		{"1073741824 bytes (1.0GB) copied, 0.356213 seconds, 2.8GB/s", 1 << 30, 0.356213},
+		{"1073741824 Bytes (1,1 GB, 1,0 GiB) kopiert, 0,357 s, 3,0 GB/s", 0, 0}, // a German dd: not read
+		{"1048576 bytes (1.0 MB, 1.0 MiB) copied, 1,5 s, 699 kB/s", 1 << 20, 1.5},
+		{"1024+0 records out", 0, 0},
+	} {
+		r := parseRead(true, c.line)
+		if r.Bytes != c.bytes || r.Seconds != c.secs || r.Summary != c.line {
+			t.Errorf("%q: %+v", c.line, r)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/counters"
+	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
 // MaxFileBytes bounds one input file: a result of ain or vLLM is far smaller (a bench result
@@ -79,7 +80,7 @@ func (e *InputError) Error() string { return e.Path + ": " + e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
 // ErrNoResults is returned when no input is a result the report reads.
-var ErrNoResults = errors.New("no result of bench allreduce, bench rdma or bench serve among the inputs")
+var ErrNoResults = errors.New("no result of bench allreduce, bench rdma, bench serve or preflight --read-throughput among the inputs")
 
 // MaxFiles bounds the JSON files a report reads (a folder given by mistake, such as /, would
 // otherwise be walked whole).
@@ -170,6 +171,7 @@ type builder struct {
 	allreduce []*bench.Result
 	rdma      []*bench.RDMAResult
 	serving   []servingRun
+	storage   int // storage rows
 }
 
 // skip records why a file named by the user is not read.
@@ -183,8 +185,9 @@ func (b *builder) skip(in Input, format string, args ...any) {
 func (b *builder) add(in Input, data []byte) {
 	file := in.Path
 	var head struct {
-		Kind             string   `json:"kind"`
-		OutputThroughput *float64 `json:"output_throughput"`
+		Kind             string            `json:"kind"`
+		OutputThroughput *float64          `json:"output_throughput"`
+		Checks           []json.RawMessage `json:"checks"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		b.skip(in, "not JSON (%v)", err)
@@ -222,9 +225,40 @@ func (b *builder) add(in Input, data []byte) {
 		run.file = file
 		b.serving = append(b.serving, run)
 		b.serve(run)
+	case head.Checks != nil:
+		var res preflight.Result
+		if err := json.Unmarshal(data, &res); err != nil {
+			b.skip(in, "a preflight result that does not decode: %v", err)
+			return
+		}
+		if n := b.storageRows(file, &res); n == 0 {
+			b.skip(in, "a preflight result without a read test (run it with --read-throughput)")
+		}
 	default:
-		b.skip(in, "not a result of bench allreduce, bench rdma (-o json) or bench serve (--save-result)")
+		b.skip(in, "not a result of bench allreduce, bench rdma (-o json), bench serve (--save-result) or preflight --read-throughput (-o json)")
 	}
+}
+
+// storageRows adds a row for each model read a preflight measured (--read-throughput): the read
+// throughput of its weight files from the shared volume, one stream.
+func (b *builder) storageRows(file string, res *preflight.Result) int {
+	n := 0
+	for _, c := range res.Checks {
+		r := c.Read
+		if r == nil || r.Seconds <= 0 {
+			continue
+		}
+		how := "O_DIRECT"
+		if !r.Direct {
+			how = "through the page cache: may be served from memory"
+		}
+		b.r.Rows = append(b.r.Rows, Row{Path: Storage, Measure: "model read, " + r.Path, Value: r.BytesPerSecond() / 1e9, Unit: "GB/s",
+			Source: fmt.Sprintf("%s (preflight --read-throughput, claim %s, node %s)", file, r.Claim, orDash(r.Node)),
+			Detail: fmt.Sprintf("%s of %d weight file(s) in %.2f s, one stream, %s", counters.HumanBytes(uint64(r.Bytes)), r.Files, r.Seconds, how)})
+		n++
+	}
+	b.storage += n
+	return n
 }
 
 func pct(v float64) *float64 { return &v }

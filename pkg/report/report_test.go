@@ -16,6 +16,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/figure"
 	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
+	"github.com/ain-hpc/ain/pkg/preflight"
 	"github.com/ain-hpc/ain/pkg/servebench"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
 )
@@ -76,7 +77,7 @@ func TestServingEntryAgainstDirect(t *testing.T) {
 	if err := r.WriteText(&text, func(m Missing) string { return "run " + m.Measure }); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"serving  TTFT median, entry", entry + " (entry, test-model, 12 prompts, concurrency 4, rate inf, ~", "missing storage: run a read of the model files"} {
+	for _, want := range []string{"serving  TTFT median, entry", entry + " (entry, test-model, 12 prompts, concurrency 4, rate inf, ~", "missing storage: run preflight --read-throughput"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
@@ -176,5 +177,47 @@ func TestOldResultDisagrees(t *testing.T) {
 	}
 	if len(r.Disagreements) != 1 || !strings.Contains(r.Disagreements[0], "judged against 2 NICs per node by an older ain; judged again here: 1 GPU(s) per node drive 1") || !strings.Contains(r.Rows[0].Against, "x 1 NIC(s)") {
 		t.Errorf("disagreements %q", r.Disagreements)
+	}
+}
+
+// TestStorageRead: a preflight result with a read test (-o json of `ain preflight RECIPE
+// --read-throughput`) gives a storage row with its claim and node, and storage is no longer
+// missing; one without a read test, named by the user, is said to be skipped.
+func TestStorageRead(t *testing.T) {
+	dir := t.TempDir()
+	res := preflight.Result{Cluster: "sandbox", Checks: []preflight.Check{
+		{Name: preflight.CheckModel, Status: preflight.Pass, Message: "model ...", Read: &preflight.ModelRead{
+			Claim: "nfs-shared", Path: "/shared/models/Qwen2.5-7B-Instruct", Node: "gpu-node-1", Files: 1, Bytes: 1 << 30, Seconds: 0.5, Direct: true}},
+		{Name: preflight.CheckModel, Status: preflight.Pass, Message: "dataset ..."},
+	}}
+	write := func(name string, v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withRead := write("storage.json", res)
+	res.Checks = res.Checks[1:]
+	without := write("plain.json", res)
+	r, err := Build([]Input{{Path: withRead, Given: true}, {Path: without, Given: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 1 || r.Rows[0].Path != Storage || r.Rows[0].Value < 2.14 || r.Rows[0].Value > 2.15 || r.Rows[0].Unit != "GB/s" ||
+		!strings.Contains(r.Rows[0].Source, "claim nfs-shared, node gpu-node-1") || !strings.Contains(r.Rows[0].Detail, "O_DIRECT") {
+		t.Fatalf("rows %+v", r.Rows)
+	}
+	for _, m := range r.Missing {
+		if m.Path == Storage {
+			t.Errorf("storage said missing beside its row")
+		}
+	}
+	if len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0], "plain.json: a preflight result without a read test") {
+		t.Errorf("skipped %q", r.Skipped)
 	}
 }

@@ -2,6 +2,8 @@ package preflight_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,6 +48,49 @@ func TestStorageProbeHealthy(t *testing.T) {
 		if !strings.Contains(all.String(), w) {
 			t.Errorf("%q not in the model checks:\n%s", w, all.String())
 		}
+	}
+	noProbePods(t, sb, ns)
+}
+
+// --read-throughput: the probe reads the first 64 MiB of the model's shards with the machine's own
+// dd (the sandbox's shards are sparse files of their real sizes) and the model check, in text
+// and in JSON, carries the figure and where it was measured.
+func TestStorageProbeReadThroughput(t *testing.T) {
+	sb, ns := setup(t, "healthy")
+	code, out, errOut := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "qlora", "--read-throughput", "64M", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var r *preflight.ModelRead
+	for _, c := range modelChecks(decode(t, out)) {
+		if c.Read != nil {
+			r = c.Read
+			if !strings.Contains(c.Message, "read 67.1 MB of 1 weight file(s)") {
+				t.Errorf("message: %s", c.Message)
+			}
+		}
+	}
+	if r == nil || r.Bytes != 64<<20 || r.Files != 1 || r.Seconds <= 0 || r.Claim != "nfs-shared" ||
+		r.Path != "/shared/models/Qwen2.5-7B-Instruct" || !strings.HasPrefix(r.Node, "gpu-node-") {
+		t.Fatalf("read: %+v", r)
+	}
+	// --save-result keeps the same JSON beside the text, for ain report.
+	saved := filepath.Join(t.TempDir(), "storage.json")
+	code, text, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "qlora", "--read-throughput", "8M", "--save-result", saved)
+	b, err := os.ReadFile(saved)
+	if code != 0 || err != nil || !strings.Contains(text, "read 8.4 MB of 1 weight file(s)") {
+		t.Fatalf("exit %d, %v\n%s", code, err, text)
+	}
+	found := false
+	for _, c := range modelChecks(decode(t, string(b))) {
+		found = found || c.Read != nil && c.Read.Bytes == 8<<20
+	}
+	if !found {
+		t.Errorf("the saved result lacks the read:\n%s", b)
+	}
+	code, _, errOut = ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "qlora", "--read-throughput", "12")
+	if code != 2 || !strings.Contains(errOut, "--read-throughput \"12\": give a size of at least 1M") {
+		t.Errorf("a size under 1 MiB: exit %d\n%s", code, errOut)
 	}
 	noProbePods(t, sb, ns)
 }
