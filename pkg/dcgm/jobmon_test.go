@@ -27,8 +27,8 @@ func TestJobMonitor(t *testing.T) {
 			reads = append(reads, nodes)
 			mu.Unlock()
 			return []GPU{
-				{Host: "n1", GPU: "0", Namespace: "ns", Pod: "j-worker-0", UtilPct: pct(99)},
-				{Host: "n2", GPU: "0", Namespace: "ns", Pod: "j-worker-1", UtilPct: pct(1)},
+				{Host: "n1", GPU: "0", Namespace: "ns", Pod: "j-worker-0", UtilPct: pct(99), SMActive: pct(0.9)},
+				{Host: "n2", GPU: "0", Namespace: "ns", Pod: "j-worker-1", UtilPct: pct(1), SMActive: pct(0.01)},
 				{Host: "n2", GPU: "1", Namespace: "other", Pod: "x", UtilPct: pct(50)},
 			}, nil
 		}},

@@ -51,8 +51,11 @@ func (r *RankGPUs) Busy() (pct float64, ok bool) {
 type Boundness string
 
 const (
-	// GPUBound: every rank's GPUs are busy.
+	// GPUBound: every rank's GPUs are busy, by SM activity.
 	GPUBound Boundness = "gpu-bound"
+	// KernelsRunning: every rank's GPUs run kernels most of the time, by DCGM_FI_DEV_GPU_UTIL
+	// alone, which cannot tell compute from NCCL kernels spinning on the network: not judged.
+	KernelsRunning Boundness = "kernels-running"
 	// Straggler: some ranks' GPUs are busy while others are idle: those wait on something.
 	Straggler Boundness = "straggler"
 	// Waiting: every rank's GPUs are mostly idle: the job waits on the network, storage or input.
@@ -165,11 +168,13 @@ func (s *sum) get() *float64 {
 	return &v
 }
 
-// judge says GPUBound when every rank is busy, Waiting when every rank is idle, Straggler (with
-// the idle ranks) when some are busy and others idle. Ranks whose page has no activity field are
-// left out; with none left, or one rank alone between the thresholds, it says nothing.
+// judge says GPUBound when every rank is busy by SM activity (KernelsRunning when some rank's
+// page has only GPU_UTIL), Waiting when every rank is idle, Straggler (with the idle ranks) when
+// some are busy and others idle. Ranks whose page has no activity field are left out; with none
+// left, or ranks between the thresholds, it says nothing.
 func judge(ranks []RankGPUs) (Boundness, []string) {
 	var busy, idle, known int
+	utilOnly := false
 	var idleNames []string
 	for i := range ranks {
 		pct, ok := ranks[i].Busy()
@@ -177,6 +182,7 @@ func judge(ranks []RankGPUs) (Boundness, []string) {
 			continue
 		}
 		known++
+		utilOnly = utilOnly || ranks[i].SMActive == nil
 		switch {
 		case pct >= busyPct:
 			busy++
@@ -188,6 +194,8 @@ func judge(ranks []RankGPUs) (Boundness, []string) {
 	switch {
 	case known == 0:
 		return Mixed, nil
+	case busy == known && utilOnly:
+		return KernelsRunning, nil
 	case busy == known:
 		return GPUBound, nil
 	case idle == known:
@@ -271,6 +279,8 @@ func (s *Snapshot) Verdict() string {
 	switch s.Bound {
 	case GPUBound:
 		return fmt.Sprintf("%s GPUs are busy (%d%%+): %s GPU-bound at this moment", every, busyPct, job)
+	case KernelsRunning:
+		return fmt.Sprintf("%s GPUs run kernels %d%%+ of the time, but without SM activity (DCGM_FI_PROF_SM_ACTIVE, not in dcgm-exporter's default counters) compute cannot be told from NCCL kernels waiting on the network: add it to the exporter's counters CSV", every, busyPct)
 	case Waiting:
 		return fmt.Sprintf("%s GPUs are below %d%%: %s waiting on the network, storage or a collective at this moment", every, idlePct, job)
 	case Straggler:

@@ -89,6 +89,10 @@ func TestJudge(t *testing.T) {
 		// NCCL's kernels spin while they wait on the network: util 100%, SM activity low. SM wins.
 		{"spinning kernels", []RankGPUs{rank("a", pct(100), pct(0.05)), rank("b", pct(100), pct(0.08))}, Waiting, nil},
 		{"between", []RankGPUs{rank("a", pct(50), nil), rank("b", pct(90), nil)}, Mixed, nil},
+		// GPU_UTIL alone: high for compute and for NCCL waiting alike, so not called GPU-bound.
+		{"util only", []RankGPUs{rank("a", pct(99), nil), rank("b", pct(97), nil)}, KernelsRunning, nil},
+		{"busy by SM", []RankGPUs{rank("a", pct(99), pct(0.9)), rank("b", pct(97), pct(0.8))}, GPUBound, nil},
+		{"one page util only", []RankGPUs{rank("a", pct(99), pct(0.9)), rank("b", pct(97), nil)}, KernelsRunning, nil},
 		{"one idle", []RankGPUs{rank("a", pct(95), nil), rank("b", pct(2), nil), rank("c", pct(40), nil)}, Straggler, []string{"b"}},
 		{"no field", []RankGPUs{rank("a", nil, nil)}, Mixed, nil},
 	} {
