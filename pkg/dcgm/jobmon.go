@@ -15,7 +15,8 @@ type JobMonitor struct {
 	Sampler Sampler
 	// Interval is the time between samples (each scrape is one port-forward per node).
 	Interval time.Duration
-	// Emit receives every sample, from the monitor's goroutine.
+	// Emit receives every sample (a failed read that repeats the last one, nothing read, only
+	// once), from the monitor's goroutine.
 	Emit func(Snapshot)
 }
 
@@ -41,6 +42,7 @@ func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) f
 			defer close(done)
 			t := time.NewTicker(m.Interval)
 			defer t.Stop()
+			lastErr := "" // a read that fails the same way again (no RBAC, no exporter) is said once
 			for {
 				select {
 				case <-ctx.Done():
@@ -59,6 +61,10 @@ func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) f
 				if ctx.Err() != nil {
 					return // stopped mid-scrape: its error says nothing of the GPUs
 				}
+				if snap.Err != "" && len(snap.Ranks) == 0 && snap.Err == lastErr {
+					continue
+				}
+				lastErr = snap.Err
 				m.Emit(snap)
 			}
 		}()

@@ -2,6 +2,7 @@ package dcgm
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -79,5 +80,43 @@ func TestJobMonitor(t *testing.T) {
 	}
 	if len(inner) != 4 || inner[3] != "stopped" {
 		t.Errorf("inner view saw %v", inner)
+	}
+}
+
+// TestJobMonitorSaysARepeatedFailureOnce: a read that fails the same way every interval (no
+// pods/portforward permission) is emitted once, not every 15 s.
+func TestJobMonitorSaysARepeatedFailureOnce(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		reads int
+	)
+	got := make(chan Snapshot, 16)
+	m := JobMonitor{
+		Interval: 20 * time.Millisecond,
+		Sampler: Sampler{Read: func(context.Context, []string) ([]GPU, error) {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+			return nil, errors.New(`pods "nvidia-dcgm-exporter-x" is forbidden: cannot create resource "pods/portforward"`)
+		}},
+		Emit: func(s Snapshot) { got <- s },
+	}
+	update, stop := m.Watch(nil)(time.Now())
+	update(jobs.Snapshot{Namespace: "ns", Phase: "Running", Pods: []jobs.PodInfo{{Name: "p", Replica: "worker", Phase: "Running", Node: "n1"}}})
+	for {
+		mu.Lock()
+		n := reads
+		mu.Unlock()
+		if n >= 5 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if len(got) != 1 {
+		t.Fatalf("%d samples emitted for 5 identical failures, want 1", len(got))
+	}
+	if s := <-got; !strings.Contains(strings.Join(s.Lines(), "\n"), "forbidden") {
+		t.Errorf("%v", s.Lines())
 	}
 }
