@@ -57,7 +57,7 @@ func (a *App) preflightCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "probe-image", Usage: "image of the probe pods (sh + grep; default $AIN_PROBE_IMAGE, else " + preflight.DefaultProbeImage + ")", Destination: &o.ProbeImage, Action: imageReference("probe-image")},
 			&ucli.DurationFlag{Name: "probe-timeout", Value: 2 * time.Minute, Usage: "how long the probe pods may take", Destination: &o.ProbeTimeout},
 			&ucli.BoolFlag{Name: "no-probes", Usage: "skip the probe pods (IB ports, DNS): API-only checks", Destination: &o.NoProbes},
-			&ucli.StringFlag{Name: "read-throughput", Usage: "the model check also reads up to `SIZE` (e.g. 1G) of the model's weight files from the shared volume and reports the read throughput (one stream, O_DIRECT where the volume allows it; -o json keeps it for ain report)", Destination: &o.ReadTest, Action: byteSize("read-throughput")},
+			&ucli.StringFlag{Name: "read-throughput", Usage: "the model check also reads about `SIZE` (e.g. 1G) of the model's weight files from the shared volume, after the other checks and within --probe-timeout, and reports the read throughput (one stream of 16 MiB O_DIRECT reads: a lower bound of a loader's; --save-result keeps it for ain report)", Destination: &o.ReadTest, Action: byteSize("read-throughput")},
 			&ucli.StringFlag{Name: "save-result", Usage: "also write the result as JSON to `FILE` (what -o json prints; ain report reads the --read-throughput figure from it)", Destination: &o.SaveResult},
 			&ucli.StringFlag{Name: "job", Usage: "a running job whose Service names the DNS check resolves (default: every running ain PyTorchJob or TrainJob)", Destination: &o.Job},
 			apiFlag(&o.API),

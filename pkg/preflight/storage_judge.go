@@ -49,7 +49,7 @@ func JudgeStorage(rep *StorageReport, paths []recipe.DataPath, claim map[string]
 
 func judgeModel(c *Check, p *StoragePath, dp recipe.DataPath, v *recipe.Volume, on, as string) {
 	problems, found := ModelProblems(p)
-	if len(p.Reads) > 0 {
+	if p.ReadTested {
 		c.Read = modelRead(p, v.ClaimName)
 		c.Evidence = append(c.Evidence, c.Read.String())
 	}
@@ -143,20 +143,26 @@ func judgeOutput(c *Check, p *StoragePath, dp recipe.DataPath, v *recipe.Volume,
 }
 
 // ModelRead is the read throughput of a model's weight files as the storage probe measured it:
-// one stream, files in name order, each by one dd.
+// one stream, files in name order, each by one dd of 16 MiB direct requests. Without readahead
+// or parallel shards it is a lower bound of what a loader gets.
 type ModelRead struct {
 	Claim string `json:"claim"`
 	Path  string `json:"path"`
 	Node  string `json:"node,omitempty"` // where the probe ran
 	Files int    `json:"files"`
 	Bytes int64  `json:"bytes"`
-	// Seconds is the sum of the files' read times (0: dd reported no time).
+	// Seconds is the sum of the files' read times (0: nothing timed).
 	Seconds float64 `json:"seconds"`
-	// Direct: every file was read with O_DIRECT, so no page cache served it; otherwise some were
-	// read through the node's page cache, which may have held them from an earlier read.
+	// Direct: every file was read with O_DIRECT, bypassing this node's page cache (a server's
+	// cache may still have served it); otherwise some went through the page cache, which may
+	// have held them from an earlier read.
 	Direct bool `json:"direct"`
-	// Untimed are files whose dd printed no transfer time.
+	// Untimed are files whose dd printed no transfer time (a busybox built without its rate line).
 	Untimed []string `json:"untimed,omitempty"`
+	// Cut is the file whose read the probe's time budget cut (--probe-timeout); Note says why
+	// nothing was read.
+	Cut  string `json:"cut,omitempty"`
+	Note string `json:"note,omitempty"`
 }
 
 // BytesPerSecond is the throughput; 0 when nothing was timed.
@@ -168,24 +174,33 @@ func (m *ModelRead) BytesPerSecond() float64 {
 }
 
 func (m *ModelRead) String() string {
-	if m.Seconds <= 0 {
-		return fmt.Sprintf("read test: dd printed no transfer time for %s (a dd without its rate line)", strings.Join(m.Untimed, ", "))
+	var parts []string
+	switch {
+	case m.Seconds > 0:
+		how := "O_DIRECT, bypassing this node's page cache"
+		if !m.Direct {
+			how = "through the page cache (the file system refused O_DIRECT): a file read before may have come from memory"
+		}
+		parts = append(parts, fmt.Sprintf("read %s of %d weight file(s) in %.2f s: %.2f GB/s (one stream of 16 MiB requests, %s; a lower bound of what a loader with readahead gets)",
+			humanBytes(m.Bytes), m.Files, m.Seconds, m.BytesPerSecond()/1e9, how))
+	case m.Note != "":
+		parts = append(parts, "read test: nothing read: "+m.Note)
+	default:
+		parts = append(parts, "read test: nothing timed")
 	}
-	how := "O_DIRECT, no page cache"
-	if !m.Direct {
-		how = "through the page cache (the file system refused O_DIRECT): a file read before may have come from memory"
-	}
-	s := fmt.Sprintf("read %s of %d weight file(s) in %.2f s: %.2f GB/s (one stream, %s)", humanBytes(m.Bytes), m.Files, m.Seconds, m.BytesPerSecond()/1e9, how)
 	if len(m.Untimed) > 0 {
-		s += "; untimed: " + strings.Join(m.Untimed, ", ")
+		parts = append(parts, "dd printed no transfer time for "+strings.Join(m.Untimed, ", ")+" (a busybox built without its rate line: give --probe-image an image with GNU coreutils or a stock busybox)")
 	}
-	return s
+	if m.Cut != "" {
+		parts = append(parts, "the read of "+m.Cut+" was cut at the probe's time budget (raise --probe-timeout to read more)")
+	}
+	return strings.Join(parts, "; ")
 }
 
 func modelRead(p *StoragePath, claim string) *ModelRead {
-	m := &ModelRead{Claim: claim, Path: p.Path, Direct: true}
+	m := &ModelRead{Claim: claim, Path: p.Path, Direct: true, Cut: p.Cut, Note: p.ReadNote}
 	for _, r := range p.Reads {
-		if r.Seconds <= 0 && r.Bytes == 0 {
+		if r.Seconds <= 0 {
 			m.Untimed = append(m.Untimed, orDash(r.Name))
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,9 +34,10 @@ type Storage struct {
 	// root with CAP_DAC_OVERRIDE reads a 0600 file of another user, root without it cannot.
 	// False: every capability dropped, as ain's vLLM pods run.
 	DefaultCapabilities bool
-	// ReadBytes, when positive, has the probe also read up to this many bytes of each model's
-	// weight files and time it (dd, O_DIRECT where the file system allows it): the read
-	// throughput of the shared volume as a loader sees it (course 12.4.1). 0: no read test.
+	// ReadBytes, when 1 MiB or more, has the probe also read about this many bytes of each
+	// model's weight files (each file's part rounded up to 16 MiB) and time it (dd, O_DIRECT
+	// where the file system allows it): a lower bound of the shared volume's read throughput as
+	// a model loader sees it (course 12.4.1). 0: no read test.
 	ReadBytes int64
 }
 
@@ -57,15 +59,20 @@ const StorageMarker = "ain-storage-probe"
 // read under ${AIN_SYSFS_ROOT} (unset in a pod; the sandbox's simulated container root) but
 // printed as the pod sees them.
 //
-// With readBytes (whole MiB), each model directory's weight files are then read in name order, up
-// to readBytes per directory, each by one dd with O_DIRECT (iflag=direct: the node's page cache neither
-// serves nor keeps them; where the file system refuses it, tmpfs or a dd without it, the read goes
-// through the cache and says so), and dd's own summary line is printed (GNU coreutils and busybox
-// both end with "N bytes (...) copied, S s[econds], R/s").
-func storageScript(run string, paths []recipe.DataPath, readBytes int64) string {
+// With readBytes (whole MiB), once every path is checked, each model directory's weight files are
+// read in name order, up to readBytes per directory, 16 MiB a request, each file by one dd with
+// O_DIRECT (iflag=direct: this node's page cache neither serves nor keeps them; a server's cache
+// still may; where the file system refuses it the read goes through the page cache and says so),
+// and dd's own summary line is printed (GNU coreutils and a stock busybox both end it with
+// "N bytes (...) copied, S s[econds], R/s"; LC_ALL=C keeps GNU's words English). The reads
+// stop readFor after the script started (timeout(1) cuts a dd at that point, and the cut file
+// is named), so that a slow volume ends the read test, not the probe.
+func storageScript(run string, paths []recipe.DataPath, readBytes int64, readFor time.Duration) string {
 	var b strings.Builder
 	b.WriteString(`R="${AIN_SYSFS_ROOT:-}"
+T0=$(date +%s)
 RB=` + strconv.FormatInt(max(0, readBytes>>20), 10) + `
+RT=` + strconv.FormatInt(int64(readFor/time.Second), 10) + `
 t=
 trap 'rm -f "$t"' EXIT
 echo '` + storageFormat + `'
@@ -82,18 +89,22 @@ model() {
     case $s in *[!0-9]*) ;; *) [ "$s" -gt ` + strconv.Itoa(maxIndexBytes) + ` ] || dd if="$p/$i" bs=65536 count=` + strconv.Itoa(maxIndexBytes/65536) + ` 2>/dev/null | sed 's/^/| /';; esac
     echo; echo I-END; break
   done
-  [ "$RB" -gt 0 ] && rd "$p"
-  return 0
 }
+TO=; command -v timeout >/dev/null 2>&1 && TO=timeout
+rdd() { LC_ALL=C $TO ${TO:+"$1"} dd if="$2" of=/dev/null bs=16777216 count="$3" $4 2>&1; }
 rd() {
-  find "$1" -mindepth 1 -maxdepth 1 2>/dev/null | sort | while IFS= read -r f; do
+  echo "XP $1"; p="$R$1"; [ -d "$p" ] || { echo "XN not a directory"; return 0; }
+  find "$p" -mindepth 1 -maxdepth 1 2>/dev/null | sort | { left=$RB; k=0; while IFS= read -r f; do
     case "${f##*/}" in *.safetensors|*.bin|*.pt|*.pth|*.gguf) ;; *) continue;; esac
-    [ -f "$f" ] && [ "$RB" -gt 0 ] || continue
-    m=d; o=$(dd if="$f" of=/dev/null bs=1048576 count="$RB" iflag=direct 2>&1) || { m=c; o=$(dd if="$f" of=/dev/null bs=1048576 count="$RB" 2>&1); } || continue
-    o=$(echo "$o" | tail -n 1); echo "X $m $o"; echo "XF ${f##*/}"
+    [ -f "$f" ] && [ "$left" -gt 0 ] || continue
+    s=$(( RT - ($(date +%s) - T0) )); [ "$s" -gt 0 ] || { echo "XT ${f##*/}"; k=1; break; }
+    c=$(( (left + 15) / 16 )); t1=$(date +%s)
+    m=d; o=$(rdd "$s" "$f" "$c" iflag=direct) || { [ $(( $(date +%s) - t1 )) -lt "$s" ] && { m=c; o=$(rdd "$s" "$f" "$c"); }; } || true
+    if [ -n "$TO" ] && [ $(( $(date +%s) - t1 )) -ge "$s" ]; then echo "XT ${f##*/}"; k=1; break; fi
+    o=$(echo "$o" | tail -n 1); echo "X $m $o"; echo "XF ${f##*/}"; k=1
     n=${o%% *}; case $n in ''|*[!0-9]*) n=0;; esac
-    RB=$(( RB - n / 1048576 ))
-  done
+    left=$(( left - n / 1048576 ))
+  done; [ $k -eq 1 ] || echo "XN no weight file (*.safetensors, *.bin, *.pt, *.pth, *.gguf) directly in it"; }
 }
 data() {
   echo "P dataset $1"; p="$R$1"; ty "$p"
@@ -113,6 +124,13 @@ out() {
 		fn := map[recipe.DataKind]string{recipe.DataModel: "model", recipe.DataDataset: "data", recipe.DataOutput: "out"}[p.Kind]
 		if fn != "" {
 			b.WriteString(fn + " " + shellQuote(p.Path) + "\n")
+		}
+	}
+	if readBytes >= 1<<20 {
+		for _, p := range paths {
+			if p.Kind == recipe.DataModel {
+				b.WriteString("rd " + shellQuote(p.Path) + "\n")
+			}
 		}
 	}
 	b.WriteString("echo END\n")
@@ -164,7 +182,7 @@ func planStorage(s Storage) (storagePlan, []Check) {
 // storagePod is the probe pod: busybox (o.ProbeImage) as the job's user, the claims mounted as
 // planned, on node (pinToNode).
 func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev1.Pod {
-	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(run, pl.paths, o.Storage.ReadBytes), nil, false)
+	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(run, pl.paths, o.Storage.ReadBytes, readBudget(o.ProbeTimeout)), nil, false)
 	withResultMessage(pod)
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	if ra := o.Storage.RunAs; ra != nil {
@@ -241,6 +259,12 @@ func checkModel(ctx context.Context, o Options, candidates []corev1.Node, volume
 		}
 	}
 	return append(out, checks...)
+}
+
+// readBudget is how long the read test may read: the probe's deadline less 20 s for the rest of
+// the probe (the reads come last) and for the result to be read, at least 5 s.
+func readBudget(probeTimeout time.Duration) time.Duration {
+	return max(5*time.Second, probeTimeout-20*time.Second)
 }
 
 // pinToNode keeps pod on node by a required node affinity (its hostname label, else its name),

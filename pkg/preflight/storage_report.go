@@ -27,10 +27,13 @@ import (
 //	A /shared/adapters         an output path's nearest existing directory, where the write was tried
 //	W ok                       the write test there: ok, or the shell's reason ("Read-only file system")
 //	F 1048576 917504           df -Pk of that directory: size and available, in KiB
+//	XP /shared/models/M        the read test (Storage.ReadBytes), after every path: of this model
 //	X d 1073741824 bytes (1.1 GB, 1.0 GiB) copied, 0.357 s, 3.0 GB/s
-//	                           a weight file read (Storage.ReadBytes): d with O_DIRECT, c through the
-//	                           page cache; then dd's summary line
+//	                           a weight file read: d with O_DIRECT, c through the page cache; then
+//	                           dd's summary line
 //	XF model-00001-of-00004.safetensors   the file that X line read
+//	XT model-00002-of-00004.safetensors   the read of this file was cut at the time budget
+//	XN no weight file ...      nothing was read, and why
 //	END
 const storageFormat = StorageMarker + " 1"
 
@@ -64,8 +67,11 @@ type StoragePath struct {
 	Write           string
 	SizeKB, AvailKB int64
 	HasDF           bool
-	// Reads are the timed reads of a model directory's weight files (Storage.ReadBytes).
-	Reads []StorageRead
+	// Reads are the timed reads of a model directory's weight files (Storage.ReadBytes); Cut is
+	// the file whose read the time budget cut, ReadNote why nothing was read.
+	Reads         []StorageRead
+	Cut, ReadNote string
+	ReadTested    bool
 }
 
 // StorageRead is one weight file read by the probe's dd.
@@ -151,6 +157,15 @@ func ParseStorageReport(out []byte) (*StorageReport, error) {
 			cur.Write = rest
 		case tag == "F" && len(f) == 2:
 			cur.SizeKB, cur.AvailKB, cur.HasDF = sizeField(f[0]), sizeField(f[1]), true
+		case tag == "XP":
+			cur = r.Find("model", rest)
+			if cur != nil {
+				cur.ReadTested = true
+			}
+		case tag == "XT":
+			cur.Cut = rest
+		case tag == "XN":
+			cur.ReadNote = rest
 		case tag == "X" && len(f) >= 1:
 			cur.Reads = append(cur.Reads, parseRead(f[0] == "d", strings.TrimSpace(strings.TrimPrefix(rest, f[0]))))
 		case tag == "XF" && len(cur.Reads) > 0:

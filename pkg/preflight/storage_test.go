@@ -93,7 +93,7 @@ func qloraClaims() map[string]*recipe.Volume {
 // runStorageScript runs the probe's own script with /bin/sh over root, as the sandbox does.
 func runStorageScript(t *testing.T, root string) []byte {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", qloraPaths, 0)))
+	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", qloraPaths, 0, time.Minute)))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 	out, err := cmd.Output()
 	if err != nil {
@@ -397,8 +397,8 @@ func TestModelLayouts(t *testing.T) {
 }
 
 // TestStorageScriptReadThroughput runs the probe's read test with the machine's own dd over a
-// model of two 3 MiB shards and a 5 MiB budget: the first shard whole, 2 MiB of the second, each
-// timed, and the model check carries the figure.
+// model of two 3 MiB shards and a 5 MiB budget: reads are 16 MiB requests, so both shards whole
+// (the first leaves 2 MiB to read), each timed, and the model check carries the figure.
 func TestStorageScriptReadThroughput(t *testing.T) {
 	root := t.TempDir()
 	m := filepath.Join(root, "shared/models/small")
@@ -418,7 +418,7 @@ func TestStorageScriptReadThroughput(t *testing.T) {
 		}
 	}
 	paths := []recipe.DataPath{{Kind: recipe.DataModel, Path: "/shared/models/small", Field: "spec.model"}}
-	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", paths, 5<<20)))
+	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", paths, 5<<20, time.Minute)))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 	out, err := cmd.Output()
 	if err != nil {
@@ -429,15 +429,15 @@ func TestStorageScriptReadThroughput(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	reads := rep.Paths[0].Reads
-	if len(reads) != 2 || reads[0].Name != "model-00001-of-00002.safetensors" || reads[0].Bytes != 3<<20 || reads[1].Bytes != 2<<20 {
+	if len(reads) != 2 || reads[0].Name != "model-00001-of-00002.safetensors" || reads[0].Bytes != 3<<20 || reads[1].Bytes != 3<<20 {
 		t.Fatalf("reads %+v\n%s", reads, out)
 	}
 	checks := JudgeStorage(rep, paths, map[string]*recipe.Volume{"/shared/models/small": sharedVol})
 	r := checks[0].Read
-	if r == nil || r.Files != 2 || r.Bytes != 5<<20 || r.Seconds <= 0 || r.Claim != "nfs-shared" || r.BytesPerSecond() <= 0 {
+	if r == nil || r.Files != 2 || r.Bytes != 6<<20 || r.Seconds <= 0 || r.Claim != "nfs-shared" || r.BytesPerSecond() <= 0 {
 		t.Fatalf("read %+v", r)
 	}
-	if !strings.Contains(checks[0].Message, "read 5.2 MB of 2 weight file(s)") {
+	if !strings.Contains(checks[0].Message, "read 6.3 MB of 2 weight file(s)") || !strings.Contains(checks[0].Message, "a lower bound") {
 		t.Errorf("message: %s", checks[0].Message)
 	}
 }
@@ -459,6 +459,45 @@ func TestParseRead(t *testing.T) {
 		r := parseRead(true, c.line)
 		if r.Bytes != c.bytes || r.Seconds != c.secs || r.Summary != c.line {
 			t.Errorf("%q: %+v", c.line, r)
+		}
+	}
+}
+
+// TestStorageScriptReadCutAndNothing: a read test whose time budget is spent names the file it
+// cut, and one with no weight file says so; the other checks still ran (the reads come last).
+func TestStorageScriptReadCutAndNothing(t *testing.T) {
+	root := t.TempDir()
+	writeModelTree(t, root)
+	empty := filepath.Join(root, "shared/models/empty")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	paths := append([]recipe.DataPath{{Kind: recipe.DataModel, Path: "/shared/models/empty", Field: "spec.model"}}, qloraPaths...)
+	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", paths, 64<<20, 0)))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	rep, err := ParseStorageReport(out)
+	if err != nil || !rep.Complete {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	claims := qloraClaims()
+	claims["/shared/models/empty"] = sharedVol
+	checks := JudgeStorage(rep, paths, claims)
+	if len(checks) != 4 {
+		t.Fatalf("%+v", checks)
+	}
+	if r := checks[0].Read; r == nil || !strings.Contains(r.String(), "nothing read: no weight file") {
+		t.Errorf("empty model: %+v", r)
+	}
+	if r := checks[1].Read; r == nil || r.Cut != "model-00001-of-00004.safetensors" || r.Files != 0 || !strings.Contains(r.String(), "raise --probe-timeout") {
+		t.Errorf("cut read: %+v", r)
+	}
+	for _, c := range checks[2:] {
+		if c.Status == Fail { // (this machine's free space may WARN)
+			t.Errorf("the dataset and output checks must run before the reads: %+v", c)
 		}
 	}
 }

@@ -231,7 +231,9 @@ func (b *builder) add(in Input, data []byte) {
 			b.skip(in, "a preflight result that does not decode: %v", err)
 			return
 		}
-		if n := b.storageRows(file, &res); n == 0 {
+		if n, why := b.storageRows(file, &res); n == 0 && why != "" {
+			b.skip(in, "a preflight result whose read test timed nothing: %s", why)
+		} else if n == 0 {
 			b.skip(in, "a preflight result without a read test (run it with --read-throughput)")
 		}
 	default:
@@ -240,25 +242,33 @@ func (b *builder) add(in Input, data []byte) {
 }
 
 // storageRows adds a row for each model read a preflight measured (--read-throughput): the read
-// throughput of its weight files from the shared volume, one stream.
-func (b *builder) storageRows(file string, res *preflight.Result) int {
-	n := 0
+// throughput of its weight files from the shared volume, one stream. why is what a read test
+// that timed nothing said.
+func (b *builder) storageRows(file string, res *preflight.Result) (n int, why string) {
 	for _, c := range res.Checks {
 		r := c.Read
-		if r == nil || r.Seconds <= 0 {
+		if r == nil {
+			continue
+		}
+		if r.Seconds <= 0 {
+			why = r.String()
 			continue
 		}
 		how := "O_DIRECT"
 		if !r.Direct {
 			how = "through the page cache: may be served from memory"
 		}
+		detail := fmt.Sprintf("%s of %d weight file(s) in %.2f s, one stream of 16 MiB requests (%s): a lower bound of a loader's rate",
+			counters.HumanBytes(uint64(r.Bytes)), r.Files, r.Seconds, how)
+		if r.Cut != "" {
+			detail += "; cut at the time budget"
+		}
 		b.r.Rows = append(b.r.Rows, Row{Path: Storage, Measure: "model read, " + r.Path, Value: r.BytesPerSecond() / 1e9, Unit: "GB/s",
-			Source: fmt.Sprintf("%s (preflight --read-throughput, claim %s, node %s)", file, r.Claim, orDash(r.Node)),
-			Detail: fmt.Sprintf("%s of %d weight file(s) in %.2f s, one stream, %s", counters.HumanBytes(uint64(r.Bytes)), r.Files, r.Seconds, how)})
+			Source: fmt.Sprintf("%s (preflight --read-throughput, claim %s, node %s)", file, r.Claim, orDash(r.Node)), Detail: detail})
 		n++
 	}
 	b.storage += n
-	return n
+	return n, why
 }
 
 func pct(v float64) *float64 { return &v }

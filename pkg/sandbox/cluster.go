@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -471,10 +472,12 @@ func EnsureSharedPVC(ctx context.Context, cfg *rest.Config, namespace, name stri
 	if err != nil {
 		return err
 	}
-	return k.ensureSharedPVC(ctx, namespace, name)
+	return k.ensureSharedPVC(ctx, namespace, name, true)
 }
 
-func (k *kube) ensureSharedPVC(ctx context.Context, namespace, name string) error {
+// ensureSharedPVC makes the pair, and with bound waits for the claim to be Bound (not while the
+// sandbox starts: kube-controller-manager, which binds it, is not running yet).
+func (k *kube) ensureSharedPVC(ctx context.Context, namespace, name string, bound bool) error {
 	pvName := "ain-sandbox-" + namespace + "-" + name
 	if len(pvName) > 253 {
 		pvName = pvName[:253]
@@ -509,6 +512,24 @@ func (k *kube) ensureSharedPVC(ctx context.Context, namespace, name string) erro
 	}
 	if _, err := k.cs.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("shared volume claim: %w", err)
+	}
+	if !bound {
+		return nil
+	}
+	// kube-controller-manager's volume binder binds the pair on its next pass: seconds on a
+	// loaded machine, during which a preflight sees the claim Pending (and rightly does not probe
+	// it). Whoever asked for the claim gets it Bound.
+	var phase corev1.PersistentVolumeClaimPhase
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		c, err := k.cs.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		phase = c.Status.Phase
+		return phase == corev1.ClaimBound, nil
+	})
+	if err != nil {
+		return fmt.Errorf("shared volume claim %s/%s not Bound after 60 s (phase %q): %w", namespace, name, phase, err)
 	}
 	return nil
 }

@@ -298,7 +298,7 @@ func (u *upRun) createObjects(ctx context.Context, k *kube) error {
 	// Namespace default appears shortly after the API server is ready.
 	var pvcErr error
 	if err := poll(ctx, 30*time.Second, func() (bool, error) {
-		pvcErr = k.ensureSharedPVC(ctx, "default", DefaultSharedClaim)
+		pvcErr = k.ensureSharedPVC(ctx, "default", DefaultSharedClaim, false)
 		return pvcErr == nil, nil
 	}); err != nil {
 		return fmt.Errorf("%v: %w", err, pvcErr)
@@ -453,6 +453,11 @@ func (u *upRun) waitReady(ctx context.Context, k *kube, s *started) error {
 		return err
 	}
 	u.step("controller-manager, scheduler ready")
+	// The default namespace's shared claim, bound by the controller-manager's volume binder: a
+	// preflight right after up would otherwise find it Pending.
+	if err := k.ensureSharedPVC(ctx, "default", DefaultSharedClaim, true); err != nil {
+		return err
+	}
 	// kwok marks nodes Ready at a few per second on a loaded 2-core machine (393 of 1000 in the
 	// first 90 s, issue 16's preflight scale benchmark): the wait grows with the node count.
 	if err := waitNodesReady(ctx, k, u.cfg.Nodes, []*Proc{s.kwok, s.cm}, nodesReadyTimeout(u.cfg.Nodes)); err != nil {

@@ -76,14 +76,14 @@ func TestStorageProbeReadThroughput(t *testing.T) {
 	}
 	// --save-result keeps the same JSON beside the text, for ain report.
 	saved := filepath.Join(t.TempDir(), "storage.json")
-	code, text, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "qlora", "--read-throughput", "8M", "--save-result", saved)
+	code, text, _ := ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "qlora", "--read-throughput", "16M", "--save-result", saved)
 	b, err := os.ReadFile(saved)
-	if code != 0 || err != nil || !strings.Contains(text, "read 8.4 MB of 1 weight file(s)") {
+	if code != 0 || err != nil || !strings.Contains(text, "read 16.8 MB of 1 weight file(s)") {
 		t.Fatalf("exit %d, %v\n%s", code, err, text)
 	}
 	found := false
 	for _, c := range modelChecks(decode(t, string(b))) {
-		found = found || c.Read != nil && c.Read.Bytes == 8<<20
+		found = found || c.Read != nil && c.Read.Bytes == 16<<20
 	}
 	if !found {
 		t.Errorf("the saved result lacks the read:\n%s", b)
