@@ -139,44 +139,7 @@ func ParseQA(source string, data []byte) (*QASuite, error) {
 	}
 	var s QASuite
 	ps := doc.Decode(&s)
-	if s.Kind != "" && s.Kind != QAKind {
-		ps = append(ps, doc.Problemf("kind", "kind %q is not %s", s.Kind, QAKind))
-	}
-	if s.MaxTokens < 0 {
-		ps = append(ps, doc.Problemf("maxTokens", "must be >= 1"))
-	}
-	if s.MaxTokens == 0 {
-		s.MaxTokens = 256
-	}
-	if s.Samples < 0 {
-		ps = append(ps, doc.Problemf("samples", "must be >= 1"))
-	}
-	if s.Samples == 0 {
-		s.Samples = 1
-	}
-	if s.PassThreshold < 0 || s.PassThreshold > 1 {
-		ps = append(ps, doc.Problemf("passThreshold", "want a fraction between 0 and 1, got %g", s.PassThreshold))
-	}
-	if s.PassThreshold == 0 {
-		s.PassThreshold = 1
-	}
-	if s.Temperature != nil && (*s.Temperature < 0 || *s.Temperature > 2) {
-		ps = append(ps, doc.Problemf("temperature", "want 0..2, got %g", *s.Temperature))
-	}
-	if s.Samples > 1 && (s.Temperature == nil || *s.Temperature == 0) {
-		ps = append(ps, doc.Problemf("samples", "%d samples at temperature 0 are %d copies of one greedy answer: set temperature (e.g. 0.7)", s.Samples, s.Samples))
-	}
-	if sm := s.Semantic; sm != nil {
-		if sm.Mode != SemanticEmbeddings && sm.Mode != SemanticJudge {
-			ps = append(ps, doc.Problemf("semantic.mode", "%q: want embeddings or judge", sm.Mode))
-		}
-		if sm.Threshold < 0 || sm.Threshold > 1 {
-			ps = append(ps, doc.Problemf("semantic.threshold", "want a cosine similarity between 0 and 1, got %g", sm.Threshold))
-		}
-		if sm.Threshold == 0 {
-			sm.Threshold = 0.8
-		}
-	}
+	s.checkFields(doc, &ps)
 	if len(s.Cases) == 0 && len(ps) == 0 {
 		ps = append(ps, doc.Problemf("cases", "no cases: list at least one question"))
 	}
@@ -190,68 +153,126 @@ func ParseQA(source string, data []byte) (*QASuite, error) {
 			ps = append(ps, doc.Problemf(p+".name", "duplicate name %q (also cases[%d])", c.Name, j))
 		}
 		names[c.Name] = i
-		if strings.TrimSpace(c.Question) == "" {
-			ps = append(ps, doc.Problemf(p+".question", "required"))
-		}
-		if c.MaxTokens < 0 {
-			ps = append(ps, doc.Problemf(p+".maxTokens", "must be >= 1"))
-		}
-		if c.MaxTokens == 0 {
-			c.MaxTokens = s.MaxTokens
-		}
-		if c.System == "" {
-			c.System = s.System
-		}
-		c.required = append(alternatives(doc, p+".required", c.Required, &ps), alternatives(doc, p+".contains", c.Contains, &ps)...)
-		c.forbid = append(append([]string(nil), c.Forbidden...), c.NotContains...)
-		if c.Reference != "" && s.Semantic == nil {
-			ps = append(ps, doc.Problemf(p+".reference", "a reference answer needs the file's semantic: {mode: embeddings|judge}"))
-		}
-		if len(c.Choices) > 0 || c.Answer != "" {
-			switch {
-			case len(c.Choices) < 2 || len(c.Choices) > len(choiceLetters):
-				ps = append(ps, doc.Problemf(p+".choices", "want 2 to %d options, got %d", len(choiceLetters), len(c.Choices)))
-			case len(c.Answer) != 1 || !strings.Contains(choiceLetters[:len(c.Choices)], strings.ToUpper(c.Answer)):
-				ps = append(ps, doc.Problemf(p+".answer", "want the letter of the right option, A to %c, got %q", choiceLetters[len(c.Choices)-1], c.Answer))
-			}
-			if c.Reference != "" {
-				ps = append(ps, doc.Problemf(p+".reference", "a multiple-choice case is scored by its answer letter; give choices or reference, not both"))
-			}
-		}
-		for j, n := range c.Numbers {
-			if n.Tolerance < 0 || n.RelTolerance < 0 {
-				ps = append(ps, doc.Problemf(fmt.Sprintf("%s.numbers[%d]", p, j), "tolerances must not be negative"))
-			}
-		}
-		for j, alts := range alternatives(doc, p+".regex", c.Regex, &ps) {
-			var res []*regexp.Regexp
-			for _, a := range alts {
-				expr := a
-				if !c.CaseSensitive {
-					expr = "(?i)" + expr
-				}
-				re, err := regexp.Compile(expr)
-				if err != nil {
-					ps = append(ps, doc.Problemf(fmt.Sprintf("%s.regex[%d]", p, j), "bad regular expression %q: %v", a, err))
-					continue
-				}
-				res = append(res, re)
-			}
-			c.regex = append(c.regex, res)
-		}
-		if c.Exact != nil {
-			for _, alts := range alternatives(doc, p+".exact", []any{c.Exact}, &ps) {
-				c.exact = alts
-			}
-		}
-		if len(c.required) == 0 && len(c.regex) == 0 && len(c.exact) == 0 && len(c.forbid) == 0 && len(c.Numbers) == 0 && c.Reference == "" && len(c.Choices) == 0 {
-			ps = append(ps, doc.Problemf(p, "case %q expects nothing: give choices and answer, reference, or required, forbidden, numbers, regex, exact", c.Name))
-		}
+		c.prepare(doc, &s, p, &ps)
 	}
 	if len(ps) > 0 {
 		return nil, ps
 	}
 	return &s, nil
+}
+
+// checkFields checks the suite's own fields and fills in their defaults.
+func (s *QASuite) checkFields(doc *strict.Doc, ps *strict.Problems) {
+	if s.Kind != "" && s.Kind != QAKind {
+		*ps = append(*ps, doc.Problemf("kind", "kind %q is not %s", s.Kind, QAKind))
+	}
+	if s.MaxTokens < 0 {
+		*ps = append(*ps, doc.Problemf("maxTokens", "must be >= 1"))
+	}
+	if s.MaxTokens == 0 {
+		s.MaxTokens = 256
+	}
+	if s.Samples < 0 {
+		*ps = append(*ps, doc.Problemf("samples", "must be >= 1"))
+	}
+	if s.Samples == 0 {
+		s.Samples = 1
+	}
+	if s.PassThreshold < 0 || s.PassThreshold > 1 {
+		*ps = append(*ps, doc.Problemf("passThreshold", "want a fraction between 0 and 1, got %g", s.PassThreshold))
+	}
+	if s.PassThreshold == 0 {
+		s.PassThreshold = 1
+	}
+	if s.Temperature != nil && (*s.Temperature < 0 || *s.Temperature > 2) {
+		*ps = append(*ps, doc.Problemf("temperature", "want 0..2, got %g", *s.Temperature))
+	}
+	if s.Samples > 1 && (s.Temperature == nil || *s.Temperature == 0) {
+		*ps = append(*ps, doc.Problemf("samples", "%d samples at temperature 0 are %d copies of one greedy answer: set temperature (e.g. 0.7)", s.Samples, s.Samples))
+	}
+	if sm := s.Semantic; sm != nil {
+		if sm.Mode != SemanticEmbeddings && sm.Mode != SemanticJudge {
+			*ps = append(*ps, doc.Problemf("semantic.mode", "%q: want embeddings or judge", sm.Mode))
+		}
+		if sm.Threshold < 0 || sm.Threshold > 1 {
+			*ps = append(*ps, doc.Problemf("semantic.threshold", "want a cosine similarity between 0 and 1, got %g", sm.Threshold))
+		}
+		if sm.Threshold == 0 {
+			sm.Threshold = 0.8
+		}
+	}
+}
+
+// prepare checks the case at path p of suite s, fills in its defaults from the suite and
+// builds its checks (required and forbidden strings, compiled regular expressions, exact answers).
+func (c *QACase) prepare(doc *strict.Doc, s *QASuite, p string, ps *strict.Problems) {
+	if strings.TrimSpace(c.Question) == "" {
+		*ps = append(*ps, doc.Problemf(p+".question", "required"))
+	}
+	if c.MaxTokens < 0 {
+		*ps = append(*ps, doc.Problemf(p+".maxTokens", "must be >= 1"))
+	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = s.MaxTokens
+	}
+	if c.System == "" {
+		c.System = s.System
+	}
+	c.required = append(alternatives(doc, p+".required", c.Required, ps), alternatives(doc, p+".contains", c.Contains, ps)...)
+	c.forbid = append(append([]string(nil), c.Forbidden...), c.NotContains...)
+	if c.Reference != "" && s.Semantic == nil {
+		*ps = append(*ps, doc.Problemf(p+".reference", "a reference answer needs the file's semantic: {mode: embeddings|judge}"))
+	}
+	if len(c.Choices) > 0 || c.Answer != "" {
+		c.checkChoices(doc, p, ps)
+	}
+	for j, n := range c.Numbers {
+		if n.Tolerance < 0 || n.RelTolerance < 0 {
+			*ps = append(*ps, doc.Problemf(fmt.Sprintf("%s.numbers[%d]", p, j), "tolerances must not be negative"))
+		}
+	}
+	c.compileRegex(doc, p, ps)
+	if c.Exact != nil {
+		for _, alts := range alternatives(doc, p+".exact", []any{c.Exact}, ps) {
+			c.exact = alts
+		}
+	}
+	if len(c.required) == 0 && len(c.regex) == 0 && len(c.exact) == 0 && len(c.forbid) == 0 && len(c.Numbers) == 0 && c.Reference == "" && len(c.Choices) == 0 {
+		*ps = append(*ps, doc.Problemf(p, "case %q expects nothing: give choices and answer, reference, or required, forbidden, numbers, regex, exact", c.Name))
+	}
+}
+
+// checkChoices checks a multiple-choice case: its options, its answer letter, and no reference.
+func (c *QACase) checkChoices(doc *strict.Doc, p string, ps *strict.Problems) {
+	switch {
+	case len(c.Choices) < 2 || len(c.Choices) > len(choiceLetters):
+		*ps = append(*ps, doc.Problemf(p+".choices", "want 2 to %d options, got %d", len(choiceLetters), len(c.Choices)))
+	case len(c.Answer) != 1 || !strings.Contains(choiceLetters[:len(c.Choices)], strings.ToUpper(c.Answer)):
+		*ps = append(*ps, doc.Problemf(p+".answer", "want the letter of the right option, A to %c, got %q", choiceLetters[len(c.Choices)-1], c.Answer))
+	}
+	if c.Reference != "" {
+		*ps = append(*ps, doc.Problemf(p+".reference", "a multiple-choice case is scored by its answer letter; give choices or reference, not both"))
+	}
+}
+
+// compileRegex compiles the case's regex alternatives, case-insensitive unless the case says otherwise.
+func (c *QACase) compileRegex(doc *strict.Doc, p string, ps *strict.Problems) {
+	for j, alts := range alternatives(doc, p+".regex", c.Regex, ps) {
+		var res []*regexp.Regexp
+		for _, a := range alts {
+			expr := a
+			if !c.CaseSensitive {
+				expr = "(?i)" + expr
+			}
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				*ps = append(*ps, doc.Problemf(fmt.Sprintf("%s.regex[%d]", p, j), "bad regular expression %q: %v", a, err))
+				continue
+			}
+			res = append(res, re)
+		}
+		c.regex = append(c.regex, res)
+	}
 }
 
 // alternatives normalizes a list whose items are strings or lists of strings (any of).

@@ -108,141 +108,157 @@ const maxLine = 1 << 20
 
 // Parse reads one snapshot. A line longer than 1 MiB is an *input.LineTooLongError.
 func Parse(r io.Reader) (*Snapshot, error) {
-	s := &Snapshot{Ports: map[string]map[string]uint64{}, Formats: []string{}}
-	seen := map[string]bool{}
-	format := func(f string) {
-		if !seen[f] {
-			seen[f] = true
-			s.Formats = append(s.Formats, f)
-		}
-	}
+	p := &counterParser{s: &Snapshot{Ports: map[string]map[string]uint64{}, Formats: []string{}}, seen: map[string]bool{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
-	var (
-		section     string // the port or netdev the following "name value" lines belong to
-		sectionKind string
-		pendingDev  string // a netdev named by an ethtool command line, waiting for "NIC statistics:"
-		lineNo      int
-		// a loop's banner named a counter file; its value is the next bare number.
-		pendingPort, pendingName string
-	)
-	set := func(port, name, val string, fmtName string) error {
-		v, err := strconv.ParseUint(val, 10, 64)
-		if err != nil {
-			return fmt.Errorf("line %d: %s %s: %q is not a counter value (want a non-negative integer)", lineNo, port, name, val)
-		}
-		if name == "lifespan" {
-			return nil
-		}
-		m := s.Ports[port]
-		if m == nil {
-			m = map[string]uint64{}
-			s.Ports[port] = m
-		}
-		m[name] = v
-		format(fmtName)
-		return nil
-	}
 	for sc.Scan() {
-		lineNo++
-		line := linePrefix().ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")
-		if m := sysfsRe().FindStringSubmatch(line); m != nil {
-			if err := set(m[1]+":"+m[2], m[4], m[5], "sysfs"); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if pendingName != "" {
-			name, port := pendingName, pendingPort
-			pendingName = ""
-			if m := bareValueRe().FindStringSubmatch(line); m != nil {
-				if err := set(port, name, m[1], "loop"); err != nil {
-					return nil, err
-				}
-				continue
-			}
-		}
-		if m := relFileRe().FindStringSubmatch(line); m != nil {
-			if err := set(portOr(section, sectionKind), m[1], m[2], "grep-relative"); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if m := fileBannerRe().FindStringSubmatch(line); m != nil && (strings.HasSuffix(m[1], "counters/") || isKnown(m[2])) {
-			// for f in counters/*; do echo "=== $f ==="; cat $f; done
-			port := portOr(section, sectionKind)
-			if d := sysfsDirRe().FindStringSubmatch(strings.TrimSuffix(m[1], "/")); d != nil {
-				port = d[1] + ":" + d[2]
-			}
-			pendingName, pendingPort = m[2], port
-			continue
-		}
-		if m := sysfsDirRe().FindStringSubmatch(line); m != nil {
-			section, sectionKind = m[1]+":"+m[2], "listing"
-			continue
-		}
-		if m := ethtoolCmd().FindStringSubmatch(line); m != nil {
-			// The counters follow, with or without the "NIC statistics:" line (a grep drops it).
-			pendingDev = m[1]
-			section, sectionKind = m[1], "ethtool"
-			continue
-		}
-		if strings.TrimSpace(line) == "NIC statistics:" {
-			dev := pendingDev
-			if dev == "" {
-				if sectionKind == "banner" {
-					dev = section
-				} else {
-					dev = "ethtool" + strconv.Itoa(len(s.Ports))
-				}
-			}
-			section, sectionKind, pendingDev = dev, "ethtool", ""
-			continue
-		}
-		if m := rdmaStatRe().FindStringSubmatch(line); m != nil {
-			f := strings.Fields(m[3])
-			port := m[1] + ":" + m[2]
-			for i := 0; i+1 < len(f); i += 2 {
-				if err := set(port, f[i], f[i+1], "rdma-statistic"); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		if m := portHeadRe().FindStringSubmatch(line); m != nil && rdmaDevRe().MatchString(m[1]) {
-			section, sectionKind = m[1]+":"+m[2], "listing"
-			continue
-		}
-		if m := pairRe().FindStringSubmatch(line); m != nil && section == "" && isKnown(m[1]) {
-			// No header: ethtool -S piped through grep, or grep -H run inside the counters
-			// directory. Only a counter ain knows opens such a section, so that "epoch 3" in some
-			// other file is not read as a counter.
-			if ethtoolName().MatchString(m[1]) {
-				section, sectionKind = "ethtool"+strconv.Itoa(len(s.Ports)), "ethtool"
-			} else {
-				section, sectionKind = UnnamedPort, "listing"
-			}
-		}
-		if m := pairRe().FindStringSubmatch(line); m != nil && section != "" {
-			kind := sectionKind
-			if kind == "banner" {
-				kind = "listing"
-			}
-			if err := set(section, m[1], m[2], kind); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if m := bannerRe().FindStringSubmatch(line); m != nil {
-			section, sectionKind = m[1], "banner"
-			continue
+		p.lineNo++
+		if err := p.line(linePrefix().ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, input.ScanError(err, lineNo+1, maxLine)
+		return nil, input.ScanError(err, p.lineNo+1, maxLine)
 	}
-	s.lines = lineNo
-	return s, nil
+	p.s.lines = p.lineNo
+	return p.s, nil
+}
+
+// counterParser is Parse's state between lines.
+type counterParser struct {
+	s           *Snapshot
+	seen        map[string]bool // formats already in s.Formats
+	section     string          // the port or netdev the following "name value" lines belong to
+	sectionKind string
+	pendingDev  string // a netdev named by an ethtool command line, waiting for "NIC statistics:"
+	lineNo      int
+	// a loop's banner named a counter file; its value is the next bare number.
+	pendingPort, pendingName string
+}
+
+// set records one counter of port, read in the format fmtName.
+func (p *counterParser) set(port, name, val string, fmtName string) error {
+	v, err := strconv.ParseUint(val, 10, 64)
+	if err != nil {
+		return fmt.Errorf("line %d: %s %s: %q is not a counter value (want a non-negative integer)", p.lineNo, port, name, val)
+	}
+	if name == "lifespan" {
+		return nil
+	}
+	m := p.s.Ports[port]
+	if m == nil {
+		m = map[string]uint64{}
+		p.s.Ports[port] = m
+	}
+	m[name] = v
+	if !p.seen[fmtName] {
+		p.seen[fmtName] = true
+		p.s.Formats = append(p.s.Formats, fmtName)
+	}
+	return nil
+}
+
+// line reads one line, its launcher prefix removed; the first form that matches wins.
+func (p *counterParser) line(line string) error {
+	if done, err := p.fileLine(line); done || err != nil {
+		return err
+	}
+	if m := sysfsDirRe().FindStringSubmatch(line); m != nil {
+		p.section, p.sectionKind = m[1]+":"+m[2], "listing"
+		return nil
+	}
+	if m := ethtoolCmd().FindStringSubmatch(line); m != nil {
+		// The counters follow, with or without the "NIC statistics:" line (a grep drops it).
+		p.pendingDev = m[1]
+		p.section, p.sectionKind = m[1], "ethtool"
+		return nil
+	}
+	if strings.TrimSpace(line) == "NIC statistics:" {
+		p.nicStatistics()
+		return nil
+	}
+	if m := rdmaStatRe().FindStringSubmatch(line); m != nil {
+		f := strings.Fields(m[3])
+		port := m[1] + ":" + m[2]
+		for i := 0; i+1 < len(f); i += 2 {
+			if err := p.set(port, f[i], f[i+1], "rdma-statistic"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if m := portHeadRe().FindStringSubmatch(line); m != nil && rdmaDevRe().MatchString(m[1]) {
+		p.section, p.sectionKind = m[1]+":"+m[2], "listing"
+		return nil
+	}
+	return p.pairLine(line)
+}
+
+// fileLine reads the forms that name a counter file (a sysfs path with its value, a loop's
+// banner and the bare value after it, grep's "file:value") and reports whether line was one.
+func (p *counterParser) fileLine(line string) (bool, error) {
+	if m := sysfsRe().FindStringSubmatch(line); m != nil {
+		return true, p.set(m[1]+":"+m[2], m[4], m[5], "sysfs")
+	}
+	if p.pendingName != "" {
+		name, port := p.pendingName, p.pendingPort
+		p.pendingName = ""
+		if m := bareValueRe().FindStringSubmatch(line); m != nil {
+			return true, p.set(port, name, m[1], "loop")
+		}
+	}
+	if m := relFileRe().FindStringSubmatch(line); m != nil {
+		return true, p.set(portOr(p.section, p.sectionKind), m[1], m[2], "grep-relative")
+	}
+	if m := fileBannerRe().FindStringSubmatch(line); m != nil && (strings.HasSuffix(m[1], "counters/") || isKnown(m[2])) {
+		// for f in counters/*; do echo "=== $f ==="; cat $f; done
+		port := portOr(p.section, p.sectionKind)
+		if d := sysfsDirRe().FindStringSubmatch(strings.TrimSuffix(m[1], "/")); d != nil {
+			port = d[1] + ":" + d[2]
+		}
+		p.pendingName, p.pendingPort = m[2], port
+		return true, nil
+	}
+	return false, nil
+}
+
+// nicStatistics opens the section of ethtool -S's "NIC statistics:" line, named by the
+// ethtool command or banner before it, or else numbered.
+func (p *counterParser) nicStatistics() {
+	dev := p.pendingDev
+	if dev == "" {
+		if p.sectionKind == "banner" {
+			dev = p.section
+		} else {
+			dev = "ethtool" + strconv.Itoa(len(p.s.Ports))
+		}
+	}
+	p.section, p.sectionKind, p.pendingDev = dev, "ethtool", ""
+}
+
+// pairLine reads a "name value" counter of the current section, or a banner that opens one.
+func (p *counterParser) pairLine(line string) error {
+	if m := pairRe().FindStringSubmatch(line); m != nil && p.section == "" && isKnown(m[1]) {
+		// No header: ethtool -S piped through grep, or grep -H run inside the counters
+		// directory. Only a counter ain knows opens such a section, so that "epoch 3" in some
+		// other file is not read as a counter.
+		if ethtoolName().MatchString(m[1]) {
+			p.section, p.sectionKind = "ethtool"+strconv.Itoa(len(p.s.Ports)), "ethtool"
+		} else {
+			p.section, p.sectionKind = UnnamedPort, "listing"
+		}
+	}
+	if m := pairRe().FindStringSubmatch(line); m != nil && p.section != "" {
+		kind := p.sectionKind
+		if kind == "banner" {
+			kind = "listing"
+		}
+		return p.set(p.section, m[1], m[2], kind)
+	}
+	if m := bannerRe().FindStringSubmatch(line); m != nil {
+		p.section, p.sectionKind = m[1], "banner"
+	}
+	return nil
 }
 
 // portOr is the port a relative counter path belongs to: the section a header named, or UnnamedPort.

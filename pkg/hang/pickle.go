@@ -197,129 +197,180 @@ func (u *unpickler) run() (any, error) {
 		case '.': // STOP
 			v := u.pop()
 			return v, u.err
-		case '(':
-			u.push(mark{})
-		case '}':
-			u.push(map[string]any{})
-		case ']', 0x8f: // EMPTY_LIST, EMPTY_SET
-			u.push(&pyList{})
-		case ')':
-			u.push([]any{})
-		case 'N':
-			u.push(nil)
-		case 0x88:
-			u.push(true)
-		case 0x89:
-			u.push(false)
-		case 'K':
-			u.push(int64(u.uint(1)))
-		case 'M':
-			u.push(int64(u.uint(2)))
-		case 'J':
-			u.push(int64(int32(u.uint(4))))
-		case 0x8a: // LONG1
-			u.push(longValue(u.bytesLen(1)))
-		case 0x8b: // LONG4
-			u.push(longValue(u.bytesLen(4)))
-		case 'G':
-			u.push(math.Float64frombits(binary.BigEndian.Uint64(u.next(8))))
-		case 0x8c, 'U', 'C': // unicode and byte strings, 1-byte length
-			u.push(string(u.bytesLen(1)))
-		case 'X', 'T', 'B': // 4-byte length
-			u.push(string(u.bytesLen(4)))
-		case 0x8d, 0x8e: // 8-byte length
-			u.push(string(u.bytesLen(8)))
-		case 'I', 'L': // INT, LONG (protocol 0): decimal text; "01"/"00" are True/False
-			switch s := strings.TrimSuffix(u.line(), "L"); s {
-			case "01":
-				u.push(true)
-			case "00":
-				u.push(false)
-			default:
-				if n, e := strconv.ParseInt(s, 10, 64); e == nil {
-					u.push(n)
-				} else {
-					u.push(s)
-				}
-			}
-		case 'F':
-			f, _ := strconv.ParseFloat(u.line(), 64)
-			u.push(f)
-		case 'S': // STRING (protocol 0): a quoted Python literal
-			s := u.line()
-			if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') {
-				if q, e := strconv.Unquote(`"` + s[1:len(s)-1] + `"`); e == nil {
-					s = q
-				} else {
-					s = s[1 : len(s)-1]
-				}
-			}
-			u.push(s)
-		case 'V': // UNICODE (protocol 0)
-			u.push(rawUnicodeEscape(u.line()))
-		case 'a': // APPEND
-			v := u.pop()
-			u.appendItems([]any{v})
-		case 'e', 0x90: // APPENDS, ADDITEMS
-			u.appendItems(u.popMark())
-		case 's': // SETITEM
-			kv := u.popN(2)
-			u.setItems(kv)
-		case 'u': // SETITEMS
-			u.setItems(u.popMark())
-		case 'd': // DICT
-			items := u.popMark()
-			u.push(map[string]any{})
-			u.setItems(items)
-		case 'l': // LIST
-			u.push(&pyList{v: u.popMark()})
-		case 't', 0x91: // TUPLE, FROZENSET
-			u.push(u.popMark())
-		case 0x85, 0x86, 0x87: // TUPLE1-3
-			u.push(u.popN(int(c - 0x84)))
-		case 'q': // BINPUT
-			u.memo[int(u.uint(1))] = u.top()
-		case 'r': // LONG_BINPUT
-			u.memo[int(u.uint(4))] = u.top()
-		case 0x94: // MEMOIZE
-			u.memo[len(u.memo)] = u.top()
-		case 'p': // PUT (protocol 0)
-			idx, _ := strconv.Atoi(u.line())
-			u.memo[idx] = u.top()
-		case 'h': // BINGET
-			u.getMemo(int(u.uint(1)))
-		case 'j': // LONG_BINGET
-			u.getMemo(int(u.uint(4)))
-		case 'g': // GET (protocol 0)
-			idx, _ := strconv.Atoi(u.line())
-			u.getMemo(idx)
-		case 'c': // GLOBAL module\nname\n
-			m := u.line()
-			n := u.line()
-			u.push("<global " + m + "." + n + ">")
-		case 0x93: // STACK_GLOBAL
-			mn := u.popN(2)
-			if len(mn) == 2 {
-				u.push("<global " + keyString(mn[0]) + "." + keyString(mn[1]) + ">")
-			}
-		case 'R', 0x81: // REDUCE, NEWOBJ: callable(args) is not called
-			fa := u.popN(2)
-			if len(fa) == 2 {
-				u.push("<object " + keyString(fa[0]) + ">")
-			}
-		case 'b': // BUILD: state applied to an object we do not build
-			u.pop()
-		case '0': // POP
-			u.pop()
-		case '1': // POP_MARK
-			u.popMark()
-		case '2': // DUP
-			u.push(u.top())
 		default:
-			u.fail(fmt.Errorf("unsupported opcode 0x%02x", c))
+			if !u.binaryValue(c) && !u.textValue(c) && !u.container(c) && !u.memoOp(c) && !u.stackOp(c) {
+				u.fail(fmt.Errorf("unsupported opcode 0x%02x", c))
+			}
 		}
 	}
 	return nil, u.err
+}
+
+// binaryValue pushes the value of an opcode that holds a constant, a binary number or a
+// length-prefixed string, and reports whether c was one.
+func (u *unpickler) binaryValue(c byte) bool {
+	switch c {
+	case '(':
+		u.push(mark{})
+	case '}':
+		u.push(map[string]any{})
+	case ']', 0x8f: // EMPTY_LIST, EMPTY_SET
+		u.push(&pyList{})
+	case ')':
+		u.push([]any{})
+	case 'N':
+		u.push(nil)
+	case 0x88:
+		u.push(true)
+	case 0x89:
+		u.push(false)
+	case 'K':
+		u.push(int64(u.uint(1)))
+	case 'M':
+		u.push(int64(u.uint(2)))
+	case 'J':
+		u.push(int64(int32(u.uint(4))))
+	case 0x8a: // LONG1
+		u.push(longValue(u.bytesLen(1)))
+	case 0x8b: // LONG4
+		u.push(longValue(u.bytesLen(4)))
+	case 'G':
+		u.push(math.Float64frombits(binary.BigEndian.Uint64(u.next(8))))
+	case 0x8c, 'U', 'C': // unicode and byte strings, 1-byte length
+		u.push(string(u.bytesLen(1)))
+	case 'X', 'T', 'B': // 4-byte length
+		u.push(string(u.bytesLen(4)))
+	case 0x8d, 0x8e: // 8-byte length
+		u.push(string(u.bytesLen(8)))
+	default:
+		return false
+	}
+	return true
+}
+
+// textValue pushes the value of a protocol 0 opcode, whose argument is a line of text, and
+// reports whether c was one.
+func (u *unpickler) textValue(c byte) bool {
+	switch c {
+	case 'I', 'L': // INT, LONG (protocol 0): decimal text; "01"/"00" are True/False
+		switch s := strings.TrimSuffix(u.line(), "L"); s {
+		case "01":
+			u.push(true)
+		case "00":
+			u.push(false)
+		default:
+			if n, e := strconv.ParseInt(s, 10, 64); e == nil {
+				u.push(n)
+			} else {
+				u.push(s)
+			}
+		}
+	case 'F':
+		f, _ := strconv.ParseFloat(u.line(), 64)
+		u.push(f)
+	case 'S': // STRING (protocol 0): a quoted Python literal
+		s := u.line()
+		if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') {
+			if q, e := strconv.Unquote(`"` + s[1:len(s)-1] + `"`); e == nil {
+				s = q
+			} else {
+				s = s[1 : len(s)-1]
+			}
+		}
+		u.push(s)
+	case 'V': // UNICODE (protocol 0)
+		u.push(rawUnicodeEscape(u.line()))
+	default:
+		return false
+	}
+	return true
+}
+
+// container runs an opcode that builds or fills a list, tuple or dict, and reports whether c
+// was one.
+func (u *unpickler) container(c byte) bool {
+	switch c {
+	case 'a': // APPEND
+		v := u.pop()
+		u.appendItems([]any{v})
+	case 'e', 0x90: // APPENDS, ADDITEMS
+		u.appendItems(u.popMark())
+	case 's': // SETITEM
+		kv := u.popN(2)
+		u.setItems(kv)
+	case 'u': // SETITEMS
+		u.setItems(u.popMark())
+	case 'd': // DICT
+		items := u.popMark()
+		u.push(map[string]any{})
+		u.setItems(items)
+	case 'l': // LIST
+		u.push(&pyList{v: u.popMark()})
+	case 't', 0x91: // TUPLE, FROZENSET
+		u.push(u.popMark())
+	case 0x85, 0x86, 0x87: // TUPLE1-3
+		u.push(u.popN(int(c - 0x84)))
+	default:
+		return false
+	}
+	return true
+}
+
+// memoOp runs an opcode that stores to or loads from the memo, and reports whether c was one.
+func (u *unpickler) memoOp(c byte) bool {
+	switch c {
+	case 'q': // BINPUT
+		u.memo[int(u.uint(1))] = u.top()
+	case 'r': // LONG_BINPUT
+		u.memo[int(u.uint(4))] = u.top()
+	case 0x94: // MEMOIZE
+		u.memo[len(u.memo)] = u.top()
+	case 'p': // PUT (protocol 0)
+		idx, _ := strconv.Atoi(u.line())
+		u.memo[idx] = u.top()
+	case 'h': // BINGET
+		u.getMemo(int(u.uint(1)))
+	case 'j': // LONG_BINGET
+		u.getMemo(int(u.uint(4)))
+	case 'g': // GET (protocol 0)
+		idx, _ := strconv.Atoi(u.line())
+		u.getMemo(idx)
+	default:
+		return false
+	}
+	return true
+}
+
+// stackOp runs an opcode that names a global, builds an object (as a placeholder string) or
+// only moves the stack, and reports whether c was one.
+func (u *unpickler) stackOp(c byte) bool {
+	switch c {
+	case 'c': // GLOBAL module\nname\n
+		m := u.line()
+		n := u.line()
+		u.push("<global " + m + "." + n + ">")
+	case 0x93: // STACK_GLOBAL
+		mn := u.popN(2)
+		if len(mn) == 2 {
+			u.push("<global " + keyString(mn[0]) + "." + keyString(mn[1]) + ">")
+		}
+	case 'R', 0x81: // REDUCE, NEWOBJ: callable(args) is not called
+		fa := u.popN(2)
+		if len(fa) == 2 {
+			u.push("<object " + keyString(fa[0]) + ">")
+		}
+	case 'b': // BUILD: state applied to an object we do not build
+		u.pop()
+	case '0': // POP
+		u.pop()
+	case '1': // POP_MARK
+		u.popMark()
+	case '2': // DUP
+		u.push(u.top())
+	default:
+		return false
+	}
+	return true
 }
 
 func longValue(b []byte) any {

@@ -198,129 +198,149 @@ var signatures = []signature{
 
 // Analyze reads a launcher log.
 func Analyze(r io.Reader) (*Report, error) {
-	rep := &Report{Verdict: VerdictHealthy, Evidence: []Evidence{}}
-	perKind := map[string]int{}
-	var (
-		strong, closed, throttled, slots, daemons, other int
-		resets                                           int  // kindSSHReset lines
-		reached                                          bool // ssh got through to some host
-		lost, lostAfterOutput                            bool
-		firstOutput                                      *Evidence
-		inHelp                                           bool // inside a "-----" help block of mpirun
-		lostHosts                                        []string
-	)
-	add := func(kind string, line int, s string) {
-		if perKind[kind] < maxPerKind && len(rep.Evidence) < maxEvidence {
-			perKind[kind]++
-			rep.Evidence = append(rep.Evidence, Evidence{Line: line, Kind: kind, Text: clip(s)})
-		}
-	}
+	a := &launcherLog{rep: &Report{Verdict: VerdictHealthy, Evidence: []Evidence{}}, perKind: map[string]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
-	nonBlank, binary := 0, 0
-	launched := false // a line a launch writes was seen (launchLine)
 	for sc.Scan() {
-		rep.Lines++
-		s := strings.TrimSpace(sc.Text())
-		if s == "" {
-			continue
-		}
-		nonBlank++
-		if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
-			binary++
-		}
-		if strings.Trim(s, "-") == "" && len(s) >= 10 {
-			inHelp = !inHelp
-			continue
-		}
-		lower := strings.ToLower(s)
-		launched = launched || launchLine(s, lower)
-		reached = reached || strings.HasPrefix(s, "Warning: Permanently added")
-		if lost && inHelp {
-			// "Remote daemon: [[43015,0],20] on node <pod>" / "hostname:  <host>" name the lost worker.
-			if h := lostHost(s); h != "" && len(lostHosts) < maxHostsKept && !has(lostHosts, h) {
-				lostHosts = append(lostHosts, h)
-			}
-		}
-		matched := false
-		for _, sig := range signatures {
-			if !sig.match(s, lower) {
-				continue
-			}
-			matched = true
-			kind := sig.kind
-			switch {
-			case kind == kindThrottled:
-				throttled++
-			case kind == kindSSHClosed:
-				closed++
-			case kind == kindSSHReset:
-				resets++
-			case kind == "dns" && isHostSlots(s):
-				kind = kindHostSlots
-				slots++
-			case kind == "orte-daemons" || kind == "prrte-daemons":
-				daemons++
-				if strings.Contains(lower, "has lost communication with") {
-					if !lost {
-						lostAfterOutput = firstOutput != nil
-					}
-					lost = true
-				}
-			case sig.early:
-				strong++
-			default:
-				other++
-			}
-			if sig.early {
-				if h := hostOf(s); h != "" && len(rep.Hosts) < maxHostsKept && !has(rep.Hosts, h) {
-					rep.Hosts = append(rep.Hosts, h)
-				}
-			}
-			add(kind, rep.Lines, s)
-			break
-		}
-		if !matched && !inHelp && firstOutput == nil && jobOutput(s) {
-			firstOutput = &Evidence{Line: rep.Lines, Kind: kindJobStarted, Text: clip(s)}
-		}
+		a.line(sc.Text())
 	}
 	if err := sc.Err(); err != nil {
-		return nil, input.ScanError(err, rep.Lines+1, maxLineBytes)
+		return nil, input.ScanError(err, a.rep.Lines+1, maxLineBytes)
 	}
-	if reached {
-		throttled += resets
+	a.verdict()
+	return a.rep, nil
+}
+
+// launcherLog is what Analyze has counted so far.
+type launcherLog struct {
+	rep                                              *Report
+	perKind                                          map[string]int // evidence lines kept per kind
+	strong, closed, throttled, slots, daemons, other int
+	resets                                           int  // kindSSHReset lines
+	reached                                          bool // ssh got through to some host
+	lost, lostAfterOutput                            bool
+	firstOutput                                      *Evidence
+	inHelp                                           bool // inside a "-----" help block of mpirun
+	lostHosts                                        []string
+	nonBlank, binary                                 int
+	launched                                         bool // a line a launch writes was seen (launchLine)
+}
+
+// add keeps a line as evidence of kind, up to maxPerKind per kind and maxEvidence in all.
+func (a *launcherLog) add(kind string, line int, s string) {
+	if a.perKind[kind] < maxPerKind && len(a.rep.Evidence) < maxEvidence {
+		a.perKind[kind]++
+		a.rep.Evidence = append(a.rep.Evidence, Evidence{Line: line, Kind: kind, Text: clip(s)})
+	}
+}
+
+// line reads one line of the launcher log: the help blocks, the lost workers they name, the
+// first signature that matches, and the job's first output.
+func (a *launcherLog) line(text string) {
+	a.rep.Lines++
+	s := strings.TrimSpace(text)
+	if s == "" {
+		return
+	}
+	a.nonBlank++
+	if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+		a.binary++
+	}
+	if strings.Trim(s, "-") == "" && len(s) >= 10 {
+		a.inHelp = !a.inHelp
+		return
+	}
+	lower := strings.ToLower(s)
+	a.launched = a.launched || launchLine(s, lower)
+	a.reached = a.reached || strings.HasPrefix(s, "Warning: Permanently added")
+	if a.lost && a.inHelp {
+		// "Remote daemon: [[43015,0],20] on node <pod>" / "hostname:  <host>" name the lost worker.
+		if h := lostHost(s); h != "" && len(a.lostHosts) < maxHostsKept && !has(a.lostHosts, h) {
+			a.lostHosts = append(a.lostHosts, h)
+		}
+	}
+	for _, sig := range signatures {
+		if sig.match(s, lower) {
+			a.signature(sig, s, lower)
+			return
+		}
+	}
+	if !a.inHelp && a.firstOutput == nil && jobOutput(s) {
+		a.firstOutput = &Evidence{Line: a.rep.Lines, Kind: kindJobStarted, Text: clip(s)}
+	}
+}
+
+// signature counts a line that matched sig and keeps it as evidence.
+func (a *launcherLog) signature(sig signature, s, lower string) {
+	kind := sig.kind
+	switch {
+	case kind == kindThrottled:
+		a.throttled++
+	case kind == kindSSHClosed:
+		a.closed++
+	case kind == kindSSHReset:
+		a.resets++
+	case kind == "dns" && isHostSlots(s):
+		kind = kindHostSlots
+		a.slots++
+	case kind == "orte-daemons" || kind == "prrte-daemons":
+		a.daemons++
+		if strings.Contains(lower, "has lost communication with") {
+			if !a.lost {
+				a.lostAfterOutput = a.firstOutput != nil
+			}
+			a.lost = true
+		}
+	case sig.early:
+		a.strong++
+	default:
+		a.other++
+	}
+	if sig.early {
+		if h := hostOf(s); h != "" && len(a.rep.Hosts) < maxHostsKept && !has(a.rep.Hosts, h) {
+			a.rep.Hosts = append(a.rep.Hosts, h)
+		}
+	}
+	a.add(kind, a.rep.Lines, s)
+}
+
+// verdict sets the report's verdict and fix from the counts: the first cause that applies.
+func (a *launcherLog) verdict() {
+	rep := a.rep
+	if a.reached {
+		a.throttled += a.resets
 	} else {
-		strong += resets
+		a.strong += a.resets
 	}
 	switch {
-	case nonBlank == 0:
+	case a.nonBlank == 0:
 		rep.Verdict, rep.Fix = VerdictEmpty, "the input has no text: give the launcher pod's log (kubectl logs <job>-launcher), or the MPIJob's name"
-		return rep, nil
-	case binary*2 >= nonBlank:
+		return
+	case a.binary*2 >= a.nonBlank:
 		rep.Verdict = VerdictNotText
-		rep.Fix = fmt.Sprintf("%d of %d lines are not text (NUL bytes or invalid UTF-8): this is not a launcher log", binary, nonBlank)
-		return rep, nil
-	case slots > 0:
+		rep.Fix = fmt.Sprintf("%d of %d lines are not text (NUL bytes or invalid UTF-8): this is not a launcher log", a.binary, a.nonBlank)
+		return
+	case a.slots > 0:
 		rep.Verdict, rep.Fix = VerdictConfigError, FixHostSlots
-	case strong > 0 || (closed > 0 && throttled == 0):
+	case a.strong > 0 || (a.closed > 0 && a.throttled == 0):
 		rep.Verdict, rep.Fix = VerdictLauncherBeforeWorkers, FixLauncherBeforeWorkers
-	case throttled > 0:
+	case a.throttled > 0:
 		rep.Verdict, rep.Fix = VerdictSSHThrottled, FixSSHThrottled
-	case lost && lostAfterOutput:
+	case a.lost && a.lostAfterOutput:
 		rep.Verdict, rep.Fix, rep.Next = VerdictWorkerLost, FixWorkerLost, []next.Command{"doctor nccl-log"}
-		rep.Hosts = lostHosts
+		rep.Hosts = a.lostHosts
 		// The first job output line is the evidence that the workers had been reached.
-		rep.Evidence = append([]Evidence{*firstOutput}, rep.Evidence...)
+		rep.Evidence = append([]Evidence{*a.firstOutput}, rep.Evidence...)
 		if len(rep.Evidence) > maxEvidence {
 			rep.Evidence = rep.Evidence[:maxEvidence]
 		}
-	case daemons > 0:
+	case a.daemons > 0:
 		rep.Verdict, rep.Fix = VerdictLauncherBeforeWorkers, FixLauncherBeforeWorkers
-	case other > 0:
+	case a.other > 0:
 		rep.Verdict = VerdictOther
 		rep.Fix = "the launcher reached its workers; the job failed later: read the evidence lines and the failing rank's own log (for NCCL errors, the analysis of its NCCL log)"
 		rep.Next = []next.Command{"doctor nccl-log"}
-	case !launched:
+	case !a.launched:
 		rep.Verdict = VerdictNotLauncher
 		rep.Fix = fmt.Sprintf("none of its %d line(s) is one a launch writes (ssh's \"Permanently added\" note, an mpirun/prterun/mpiexec "+
 			"line, rank-tagged output such as [1,0]<stdout>:, sshd's, or job output naming a rank or NCCL): this is not an MPI "+
@@ -329,7 +349,6 @@ func Analyze(r io.Reader) (*Report, error) {
 	if rep.Verdict == VerdictConfigError || rep.Verdict == VerdictSSHThrottled {
 		rep.Hosts = nil // the names are not unreachable workers
 	}
-	return rep, nil
 }
 
 func clip(s string) string {

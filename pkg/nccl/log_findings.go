@@ -30,29 +30,12 @@ const fixNoDevice = "check, in this order: (1) the pod requests the RDMA resourc
 	"names devices that exist (`ibv_devices`); (4) the image has libibverbs and the provider (libmlx5); " +
 	"(5) the port is ACTIVE: NCCL skips INIT/ARMED ports silently, so check the node's ports"
 
+// findings turns what the reader saw into the report's problems and warnings, in the order
+// they are printed: the device and transport first, then the plugin, the runtime errors, the
+// other warnings, and last what the log cannot tell.
 func (a *LogAnalyzer) findings(r *LogReport) {
-	hca, hcaSet := a.envValue("NCCL_IB_HCA")
 	ibDisable, _ := a.envValue("NCCL_IB_DISABLE")
-	switch {
-	case len(a.noDevice) > 0 && hcaSet:
-		r.Problems = append(r.Problems, Finding{
-			Code:    CodeIBHCANoMatch,
-			Message: fmt.Sprintf("NCCL_IB_HCA=%s matched no usable IB device, so NCCL found none", hca),
-			Fix: "list the devices and ports with `ibv_devinfo` and set NCCL_IB_HCA to them, e.g. " +
-				"`=mlx5_0:1,mlx5_1:1` (`=` for exact names: without it `mlx5_1` also matches mlx5_10..19; `^` excludes); " +
-				"also check that the matched ports are ACTIVE",
-			Next:  []next.Command{"doctor ib-ports"},
-			Lines: append(a.envEvidence("NCCL_IB_HCA"), a.noDevice...),
-		})
-	case len(a.noDevice) > 0:
-		r.Problems = append(r.Problems, Finding{
-			Code:    CodeNoIBDevice,
-			Message: "NCCL found no usable InfiniBand/RoCE device (`NET/IB : No device found`)",
-			Fix:     fixNoDevice,
-			Next:    []next.Command{"doctor ib-ports"},
-			Lines:   a.noDevice,
-		})
-	}
+	a.noDeviceFinding(r)
 	if ibDisable == "1" {
 		r.Warnings = append(r.Warnings, Finding{
 			Code:    CodeIBDisabled,
@@ -61,61 +44,11 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 			Lines:   a.envEvidence("NCCL_IB_DISABLE"),
 		})
 	}
-	if len(a.verbsMissing) > 0 {
-		f := Finding{
-			Code: CodeVerbsMissing,
-			Message: "NCCL could not load libibverbs (the RDMA userspace library), so it never tried InfiniBand/RoCE: " +
-				"the image lacks it, whatever the node has",
-			Fix: "install rdma-core's libibverbs and the provider in the image (Debian/Ubuntu: libibverbs1 ibverbs-providers; " +
-				"RHEL: libibverbs; or start from an NGC/CUDA image that has them), then check the pod gets /dev/infiniband " +
-				"(the RDMA device-plugin resource) and IPC_LOCK",
-			Lines: a.verbsMissing,
-		}
-		if r.Transport == TransportSocket || r.Transport == TransportUnknown {
-			r.Problems = append(r.Problems, f)
-		} else {
-			// A net plugin (aws-ofi on EFA) was used: libibverbs was not needed by this run.
-			f.Message = "NCCL could not load libibverbs; this run used " + r.Transport + ", which does not need it"
-			f.Fix = "nothing to do unless you expected NCCL's own IB/RoCE transport"
-			r.Warnings = append(r.Warnings, f)
-		}
-	}
+	a.verbsMissingFinding(r)
 	if r.Transport == TransportSocket {
-		f := Finding{
-			Code:    CodeSocketFallback,
-			Message: "NCCL moved data over TCP sockets, not RDMA: expect a fraction of the fabric's bandwidth",
-			Fix:     fixNoDevice,
-			Next:    []next.Command{"doctor ib-ports"},
-		}
-		if len(a.noDevice) > 0 || ibDisable == "1" || len(a.verbsMissing) > 0 {
-			f.Fix = "fix the cause above; sockets are NCCL's fallback when no IB/RoCE device is usable"
-		}
-		for _, e := range a.evidence {
-			if strings.Contains(e.Text, "Socket") && len(f.Lines) < maxEvidencePerKind {
-				f.Lines = append(f.Lines, e)
-			}
-		}
-		r.Problems = append(r.Problems, f)
+		r.Problems = append(r.Problems, a.socketFallback(ibDisable))
 	}
-	if len(a.netMissing) > 0 {
-		name := a.netMissingName
-		f := Finding{
-			Code:    CodeNetNotFound,
-			Message: fmt.Sprintf("the network NCCL was told to use (%q, from NCCL_NET) is not available, so communicator init failed", name),
-			Fix:     "install the net plugin in the image (aws-ofi-nccl for \"AWS Libfabric\"/EFA/Slingshot: libnccl-net-ofi.so or libnccl-net.so on LD_LIBRARY_PATH) or unset NCCL_NET to let NCCL choose",
-			Lines:   append(append([]Evidence{}, a.pluginMiss...), a.netMissing...),
-		}
-		if name == "" {
-			f.Message = "the network NCCL was told to use is not available, so communicator init failed"
-		}
-		r.Problems = append(r.Problems, f)
-	} else {
-		whenSeen(&r.Warnings, a.pluginMiss, Finding{
-			Code:    CodePluginNotFound,
-			Message: "no external net plugin was loaded; NCCL uses its internal IB/Socket transports",
-			Fix:     "fine on InfiniBand/RoCE; on EFA, Slingshot or TCPX/TCPXO the plugin must be in the image and on LD_LIBRARY_PATH",
-		})
-	}
+	a.netPluginFinding(r)
 	whenSeen(&r.Problems, a.shm, Finding{
 		Code:    CodeShm,
 		Message: "NCCL could not create its shared-memory segment in /dev/shm (containers get 64 MiB by default)",
@@ -148,20 +81,7 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 	}
 	if a.ncclLines == 0 {
 		// Not an NCCL log at all: say so as a problem rather than "transport unknown".
-		f := Finding{
-			Code: CodeNoNCCLLines,
-			Message: fmt.Sprintf("the input holds no NCCL line (%d line(s) read): it is not an NCCL log, or NCCL_DEBUG was not set "+
-				"when it was written", a.lines),
-			Fix: "pass the ranks' stdout/stderr (kubectl logs, the launcher's log) of a run with NCCL_DEBUG=INFO " +
-				"NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING; NCCL prints nothing at its default level",
-		}
-		switch {
-		case a.lines == 0:
-			f.Message = "the input is empty: there is no NCCL log to read"
-		case a.binary != "":
-			f.Message = fmt.Sprintf("%s is binary data (it holds NUL bytes), not a text log; no NCCL line in %d line(s)", a.binary, a.lines)
-		}
-		r.Problems = append(r.Problems, f)
+		r.Problems = append(r.Problems, a.noNCCLLines())
 		return
 	}
 	if r.Transport == TransportUnknown {
@@ -175,6 +95,119 @@ func (a *LogAnalyzer) findings(r *LogReport) {
 			Fix: "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING (the default subsystems print no NET or channel lines) and give the whole log from the start",
 		})
 	}
+}
+
+// noDeviceFinding reports NCCL finding no IB/RoCE device, blaming NCCL_IB_HCA when it is set.
+func (a *LogAnalyzer) noDeviceFinding(r *LogReport) {
+	hca, hcaSet := a.envValue("NCCL_IB_HCA")
+	switch {
+	case len(a.noDevice) > 0 && hcaSet:
+		r.Problems = append(r.Problems, Finding{
+			Code:    CodeIBHCANoMatch,
+			Message: fmt.Sprintf("NCCL_IB_HCA=%s matched no usable IB device, so NCCL found none", hca),
+			Fix: "list the devices and ports with `ibv_devinfo` and set NCCL_IB_HCA to them, e.g. " +
+				"`=mlx5_0:1,mlx5_1:1` (`=` for exact names: without it `mlx5_1` also matches mlx5_10..19; `^` excludes); " +
+				"also check that the matched ports are ACTIVE",
+			Next:  []next.Command{"doctor ib-ports"},
+			Lines: append(a.envEvidence("NCCL_IB_HCA"), a.noDevice...),
+		})
+	case len(a.noDevice) > 0:
+		r.Problems = append(r.Problems, Finding{
+			Code:    CodeNoIBDevice,
+			Message: "NCCL found no usable InfiniBand/RoCE device (`NET/IB : No device found`)",
+			Fix:     fixNoDevice,
+			Next:    []next.Command{"doctor ib-ports"},
+			Lines:   a.noDevice,
+		})
+	}
+}
+
+// verbsMissingFinding reports a missing libibverbs: a problem when the run fell back to
+// sockets (or cannot tell), a warning when a net plugin carried the traffic.
+func (a *LogAnalyzer) verbsMissingFinding(r *LogReport) {
+	if len(a.verbsMissing) == 0 {
+		return
+	}
+	f := Finding{
+		Code: CodeVerbsMissing,
+		Message: "NCCL could not load libibverbs (the RDMA userspace library), so it never tried InfiniBand/RoCE: " +
+			"the image lacks it, whatever the node has",
+		Fix: "install rdma-core's libibverbs and the provider in the image (Debian/Ubuntu: libibverbs1 ibverbs-providers; " +
+			"RHEL: libibverbs; or start from an NGC/CUDA image that has them), then check the pod gets /dev/infiniband " +
+			"(the RDMA device-plugin resource) and IPC_LOCK",
+		Lines: a.verbsMissing,
+	}
+	if r.Transport == TransportSocket || r.Transport == TransportUnknown {
+		r.Problems = append(r.Problems, f)
+	} else {
+		// A net plugin (aws-ofi on EFA) was used: libibverbs was not needed by this run.
+		f.Message = "NCCL could not load libibverbs; this run used " + r.Transport + ", which does not need it"
+		f.Fix = "nothing to do unless you expected NCCL's own IB/RoCE transport"
+		r.Warnings = append(r.Warnings, f)
+	}
+}
+
+// socketFallback is the problem of a run that moved its data over TCP sockets; its fix points
+// at the cause when one was found above.
+func (a *LogAnalyzer) socketFallback(ibDisable string) Finding {
+	f := Finding{
+		Code:    CodeSocketFallback,
+		Message: "NCCL moved data over TCP sockets, not RDMA: expect a fraction of the fabric's bandwidth",
+		Fix:     fixNoDevice,
+		Next:    []next.Command{"doctor ib-ports"},
+	}
+	if len(a.noDevice) > 0 || ibDisable == "1" || len(a.verbsMissing) > 0 {
+		f.Fix = "fix the cause above; sockets are NCCL's fallback when no IB/RoCE device is usable"
+	}
+	for _, e := range a.evidence {
+		if strings.Contains(e.Text, "Socket") && len(f.Lines) < maxEvidencePerKind {
+			f.Lines = append(f.Lines, e)
+		}
+	}
+	return f
+}
+
+// netPluginFinding reports the network named by NCCL_NET missing (a problem), or else no
+// external net plugin loaded (a warning).
+func (a *LogAnalyzer) netPluginFinding(r *LogReport) {
+	if len(a.netMissing) == 0 {
+		whenSeen(&r.Warnings, a.pluginMiss, Finding{
+			Code:    CodePluginNotFound,
+			Message: "no external net plugin was loaded; NCCL uses its internal IB/Socket transports",
+			Fix:     "fine on InfiniBand/RoCE; on EFA, Slingshot or TCPX/TCPXO the plugin must be in the image and on LD_LIBRARY_PATH",
+		})
+		return
+	}
+	name := a.netMissingName
+	f := Finding{
+		Code:    CodeNetNotFound,
+		Message: fmt.Sprintf("the network NCCL was told to use (%q, from NCCL_NET) is not available, so communicator init failed", name),
+		Fix:     "install the net plugin in the image (aws-ofi-nccl for \"AWS Libfabric\"/EFA/Slingshot: libnccl-net-ofi.so or libnccl-net.so on LD_LIBRARY_PATH) or unset NCCL_NET to let NCCL choose",
+		Lines:   append(append([]Evidence{}, a.pluginMiss...), a.netMissing...),
+	}
+	if name == "" {
+		f.Message = "the network NCCL was told to use is not available, so communicator init failed"
+	}
+	r.Problems = append(r.Problems, f)
+}
+
+// noNCCLLines is the problem of an input that holds no NCCL line: empty, binary, or a log
+// written without NCCL_DEBUG.
+func (a *LogAnalyzer) noNCCLLines() Finding {
+	f := Finding{
+		Code: CodeNoNCCLLines,
+		Message: fmt.Sprintf("the input holds no NCCL line (%d line(s) read): it is not an NCCL log, or NCCL_DEBUG was not set "+
+			"when it was written", a.lines),
+		Fix: "pass the ranks' stdout/stderr (kubectl logs, the launcher's log) of a run with NCCL_DEBUG=INFO " +
+			"NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH,TUNING; NCCL prints nothing at its default level",
+	}
+	switch {
+	case a.lines == 0:
+		f.Message = "the input is empty: there is no NCCL log to read"
+	case a.binary != "":
+		f.Message = fmt.Sprintf("%s is binary data (it holds NUL bytes), not a text log; no NCCL line in %d line(s)", a.binary, a.lines)
+	}
+	return f
 }
 
 // whenSeen adds f to list when the lines that are its evidence were seen (they become its Lines):

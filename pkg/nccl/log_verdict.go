@@ -119,10 +119,31 @@ func (a *LogAnalyzer) Report() *LogReport {
 	if a.overflow != nil {
 		procs = append(procs[:len(procs):len(procs)], a.overflow)
 	}
-	// Per-process verdicts.
-	counts := map[string]int{}
+	tally := r.perProcess(procs)
+	r.runTransport(tally.counts)
+	switch {
+	case tally.gdrTrue:
+		r.GDR = boolPtr(true)
+	case tally.gdrFalse:
+		r.GDR = boolPtr(false)
+	case r.Transport == TransportSocket:
+		r.GDR = boolPtr(false)
+	}
+	a.findings(r)
+	return r
+}
+
+// procTally is what the per-process verdicts add up to.
+type procTally struct {
+	counts            map[string]int // processes per transport
+	gdrTrue, gdrFalse bool           // some process used GPUDirect RDMA / some did not
+}
+
+// perProcess reads each process's verdict: the devices, ranks and nodes of the run, and with
+// more than one process the report's PerRank list, sorted by rank.
+func (r *LogReport) perProcess(procs []*proc) procTally {
+	tally := procTally{counts: map[string]int{}}
 	nranks, nnodes := -1, -1
-	var gdrTrue, gdrFalse bool
 	multi := len(procs) > 1
 	strongNet := false // a process proved a network other than sockets
 	for _, p := range procs {
@@ -132,11 +153,11 @@ func (a *LogAnalyzer) Report() *LogReport {
 		}
 	}
 	for _, p := range procs {
-		t := p.transport()
+		tr := p.transport()
 		if strongNet && p.weakSocket() {
-			t = TransportUnknown
+			tr = TransportUnknown
 		}
-		counts[t]++
+		tally.counts[tr]++
 		nranks = max(nranks, p.nranks)
 		nnodes = max(nnodes, p.nnodes)
 		for _, d := range p.devices {
@@ -146,20 +167,12 @@ func (a *LogAnalyzer) Report() *LogReport {
 		}
 		g := p.gdr()
 		if g != nil && *g {
-			gdrTrue = true
+			tally.gdrTrue = true
 		} else if g != nil {
-			gdrFalse = true
+			tally.gdrFalse = true
 		}
 		if multi {
-			rr := RankReport{Label: p.label, Host: p.host, Pid: p.pid, File: p.file, Transport: t, GDR: g, Devices: p.devices}
-			if rr.Devices == nil {
-				rr.Devices = []string{}
-			}
-			if p.rank >= 0 {
-				rk := p.rank
-				rr.Rank = &rk
-			}
-			r.PerRank = append(r.PerRank, rr)
+			r.PerRank = append(r.PerRank, p.rankReport(tr, g))
 		}
 	}
 	if multi {
@@ -177,8 +190,25 @@ func (a *LogAnalyzer) Report() *LogReport {
 	if nnodes > 0 {
 		r.Nodes = &nnodes
 	}
-	// The run's transport: the one every process agrees on, ignoring processes that printed
-	// nothing decisive; if they disagree, the worst one, reported as a problem.
+	return tally
+}
+
+// rankReport is the process's line in the report's PerRank list.
+func (p *proc) rankReport(t string, g *bool) RankReport {
+	rr := RankReport{Label: p.label, Host: p.host, Pid: p.pid, File: p.file, Transport: t, GDR: g, Devices: p.devices}
+	if rr.Devices == nil {
+		rr.Devices = []string{}
+	}
+	if p.rank >= 0 {
+		rk := p.rank
+		rr.Rank = &rk
+	}
+	return rr
+}
+
+// runTransport sets the run's transport: the one every process agrees on, ignoring processes
+// that printed nothing decisive; if they disagree, the worst one, reported as a problem.
+func (r *LogReport) runTransport(counts map[string]int) {
 	known := make([]string, 0, len(counts))
 	for t := range counts {
 		if t != TransportUnknown {
@@ -218,14 +248,4 @@ func (a *LogAnalyzer) Report() *LogReport {
 			Next:    []next.Command{"doctor ib-ports"},
 		})
 	}
-	switch {
-	case gdrTrue:
-		r.GDR = boolPtr(true)
-	case gdrFalse:
-		r.GDR = boolPtr(false)
-	case r.Transport == TransportSocket:
-		r.GDR = boolPtr(false)
-	}
-	a.findings(r)
-	return r
 }

@@ -130,13 +130,8 @@ func (p *perfParser) line(raw []byte) {
 	if bytes.Contains(s, bNCCLInfo) || bytes.Contains(s, bNCCLWarn) {
 		return
 	}
-	if s[0] == '$' { // a pasted shell command: "$ srun ... /path/all_reduce_perf -b 8"
-		for _, f := range bytes.Fields(s[1:]) {
-			if b := path.Base(string(f)); strings.HasSuffix(b, "_perf") || strings.HasSuffix(b, "_perf_mpi") {
-				p.setName(strings.TrimSuffix(b, "_mpi"))
-				break
-			}
-		}
+	if s[0] == '$' {
+		p.shellCommand(s[1:])
 		return
 	}
 	hashed := s[0] == '#'
@@ -144,89 +139,112 @@ func (p *perfParser) line(raw []byte) {
 	if hashed {
 		c = trimLeftSpace(s[1:])
 	}
-	switch {
-	case len(c) == 0:
+	if len(c) == 0 || p.metaLine(c) || hashed {
 		return
+	}
+	p.dataRow(c)
+}
+
+// shellCommand names the next run from a pasted shell command: "$ srun ... /path/all_reduce_perf -b 8".
+func (p *perfParser) shellCommand(args []byte) {
+	for _, f := range bytes.Fields(args) {
+		if b := path.Base(string(f)); strings.HasSuffix(b, "_perf") || strings.HasSuffix(b, "_perf_mpi") {
+			p.setName(strings.TrimSuffix(b, "_mpi"))
+			return
+		}
+	}
+}
+
+// metaLine reads a line that is not a data row (banner, header, summary, marker), with any
+// leading '#' removed, and reports whether it was one.
+func (p *perfParser) metaLine(c []byte) bool {
+	switch {
 	case bytes.HasPrefix(c, []byte("Collective test starting:")):
 		p.setName(string(bytes.TrimSpace(c[len("Collective test starting:"):])))
-		return
 	case bytes.HasPrefix(c, []byte("Collective test concluded")):
 		if p.cur != nil {
 			p.cur.closed = true
 		}
-		return
 	case bytes.HasPrefix(c, []byte("nccl-tests version")):
 		p.startRun()
 		f := bytes.Fields(c)
 		if len(f) >= 3 {
 			p.run().NCCLTestsVersion = string(f[2])
 		}
-		return
 	case bytes.HasPrefix(c, []byte("nThread ")):
 		p.startRun()
 		p.run()
-		return
 	case bytes.HasPrefix(c, []byte("Rank ")) && bytes.Contains(c, []byte(" Pid ")):
 		if n, ok := leadingInt(trimLeftSpace(c[len("Rank "):])); ok {
 			r := p.run()
 			r.maxRank = max(r.maxRank, n)
 		}
-		return
 	case bytes.Contains(c, []byte("out-of-place")) || bytes.HasPrefix(c, []byte("(B)")) || bytes.HasPrefix(c, []byte("Using devices")):
-		return
 	case bytes.HasPrefix(c, []byte("size ")) && bytes.Contains(c, []byte(" count ")) &&
 		(bytes.Contains(c, []byte(" time ")) || bytes.Contains(c, []byte(" cputime "))): // -C 1 prints cputime
-		cols := parsePerfHeader(c)
-		p.startRun()
-		if p.cur != nil {
-			p.cur.cols = cols
-		} else {
-			p.pendCols = cols
-		}
-		return
+		p.tableHeader(c)
 	case bytes.HasPrefix(c, []byte("Out of bounds values")):
-		if k := bytes.IndexByte(c, ':'); k >= 0 {
-			if n, ok := leadingInt(trimLeftSpace(c[k+1:])); ok {
-				v := int64(n)
-				p.run().OutOfBounds = &v
-			}
-		}
-		return
+		p.outOfBounds(c)
 	case bytes.HasPrefix(c, []byte("Avg bus bandwidth")):
-		if k := bytes.IndexByte(c, ':'); k >= 0 {
-			// "31.605", or "31.605 FAILED"/"31.605 OK" when NCCL_TESTS_MIN_BW is set.
-			f := strings.Fields(string(c[k+1:]))
-			if len(f) == 0 {
-				return
-			}
-			r := p.run()
-			if _, err := strconv.ParseFloat(f[0], 64); err == nil && isJSONNumber(f[0]) {
-				n := json.Number(f[0])
-				r.AvgBusbw = &n
-				r.closed = true
-			}
-			if len(f) > 1 && f[1] == "FAILED" && len(r.Errors) < maxPerfErrors {
-				r.Errors = append(r.Errors, "average bus bandwidth "+f[0]+" GB/s is below NCCL_TESTS_MIN_BW")
-			}
-		}
-		return
+		p.avgBusbw(c)
 	case bytes.Equal(c, []byte("...")) || bytes.Equal(c, []byte("…")) || bytes.Equal(c, []byte("[...]")):
 		if p.cur != nil {
 			p.cur.Elided = true
 		}
-		return
 	case bytes.Contains(c, []byte("Test NCCL failure")) || bytes.Contains(c, []byte("Test CUDA failure")) ||
 		bytes.Contains(c, []byte("Test failure")) || bytes.Contains(c, []byte("Test timeout")):
 		r := p.run()
 		if len(r.Errors) < maxPerfErrors {
 			r.Errors = append(r.Errors, string(c[:min(len(c), maxTextLen)]))
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// tableHeader sets the column layout of the run being read, or of the next one if the
+// current one is complete.
+func (p *perfParser) tableHeader(c []byte) {
+	cols := parsePerfHeader(c)
+	p.startRun()
+	if p.cur != nil {
+		p.cur.cols = cols
+	} else {
+		p.pendCols = cols
+	}
+}
+
+// outOfBounds reads "Out of bounds values : N OK".
+func (p *perfParser) outOfBounds(c []byte) {
+	if k := bytes.IndexByte(c, ':'); k >= 0 {
+		if n, ok := leadingInt(trimLeftSpace(c[k+1:])); ok {
+			v := int64(n)
+			p.run().OutOfBounds = &v
+		}
+	}
+}
+
+// avgBusbw reads "Avg bus bandwidth : 31.605", or "31.605 FAILED"/"31.605 OK" when
+// NCCL_TESTS_MIN_BW is set; a number closes the run.
+func (p *perfParser) avgBusbw(c []byte) {
+	k := bytes.IndexByte(c, ':')
+	if k < 0 {
 		return
 	}
-	if hashed {
+	f := strings.Fields(string(c[k+1:]))
+	if len(f) == 0 {
 		return
 	}
-	p.dataRow(c)
+	r := p.run()
+	if _, err := strconv.ParseFloat(f[0], 64); err == nil && isJSONNumber(f[0]) {
+		n := json.Number(f[0])
+		r.AvgBusbw = &n
+		r.closed = true
+	}
+	if len(f) > 1 && f[1] == "FAILED" && len(r.Errors) < maxPerfErrors {
+		r.Errors = append(r.Errors, "average bus bandwidth "+f[0]+" GB/s is below NCCL_TESTS_MIN_BW")
+	}
 }
 
 // firstNonSpace returns the first byte that is not white space (a UTF-8 BOM counts as space)

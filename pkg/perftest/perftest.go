@@ -130,156 +130,20 @@ const maxLine = 1 << 20
 func Parse(r io.Reader) ([]*Run, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
-	var (
-		runs    []*Run
-		cur     *Run
-		cols    []string // keys of the current table
-		prefix  string   // text before the header's "#bytes": stripped from its rows
-		inTable bool
-		cmdTest string
-		// lastAddr is the address list the last "local/remote address:" line went to.
-		lastAddr *[]Address
-		lineNo   int
-	)
-	newRun := func() *Run {
-		r := &Run{Tool: "perftest", Settings: map[string]string{}, Columns: []string{}, Rows: []Row{}, Line: lineNo}
-		if cmdTest != "" {
-			t := cmdTest
-			r.Test = &t
-		}
-		runs = append(runs, r)
-		lastAddr = nil
-		return r
-	}
+	p := &parser{}
 	for sc.Scan() {
-		lineNo++
-		raw := linePrefixRe().ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")
-		line := raw
-		if prefix != "" {
-			line = strings.TrimPrefix(line, prefix)
-		}
-		if m := cmdRe().FindStringSubmatch(line); m != nil && !inTable && !strings.Contains(line, "Test") {
-			cmdTest = m[1]
-			if cur != nil && (len(cur.Rows) > 0 || len(cur.Errors) > 0) {
-				cur = nil // the next invocation
-			}
-			if cur != nil && len(cur.Rows) == 0 && cur.Test == nil {
-				t := cmdTest
-				cur.Test = &t
-			}
-			continue
-		}
-		if m := titleRe().FindStringSubmatch(line); m != nil {
-			inTable, prefix = false, ""
-			if cur == nil || len(cur.Rows) > 0 || cur.Title != "" || len(cur.Errors) > 0 {
-				cur = newRun()
-			}
-			cur.Title = m[1]
-			cur.Bidirectional = strings.Contains(m[3], "Bidirectional")
-			if t := testName(m[2], m[4]); t != "" {
-				cur.Test = &t
-			}
-			continue
-		}
-		if i := strings.Index(raw, "#bytes"); i >= 0 && headerRe().MatchString(raw[i:]) {
-			if cur == nil || len(cur.Rows) > 0 {
-				cur = newRun()
-			}
-			prefix = strings.TrimRight(raw[:i], " ")
-			if prefix != "" {
-				prefix = raw[:i]
-			}
-			var err error
-			cols, err = headerColumns(raw[i:])
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", lineNo, err)
-			}
-			cur.Columns = cols
-			cur.Kind, cur.Units = "lat", "usec"
-			if strings.Contains(raw, "BW peak") {
-				cur.Kind = "bw"
-				cur.Units = unitsOf(raw[i:])
-			}
-			inTable = true
-			continue
-		}
-		if cur == nil {
-			if strings.Contains(line, "Waiting for client") || strings.TrimSpace(line) == "" {
-				continue
-			}
-			if errorRe().MatchString(line) && !isSetting(line) {
-				// A client that failed before printing anything (could not connect) is a run too.
-				cur = newRun()
-				cur.Errors = append(cur.Errors, fmt.Sprintf("line %d: %s", lineNo, strings.TrimSpace(line)))
-				continue
-			}
-			// Settings before a title (a pasted block without it) still start a run.
-			if strings.HasPrefix(strings.TrimSpace(line), "Dual-port") || strings.HasPrefix(strings.TrimSpace(line), "Number of qps") {
-				cur = newRun()
-			} else {
-				continue
-			}
-		}
-		trim := strings.TrimSpace(line)
-		switch {
-		case dashesRe().MatchString(line):
-			if inTable && len(cur.Rows) > 0 {
-				inTable = false
-			}
-			continue
-		case trim == "":
-			continue
-		case inTable && (trim[0] >= '0' && trim[0] <= '9'):
-			row, err := parseRow(trim, cols, lineNo)
-			if err != nil {
-				return nil, err
-			}
-			cur.Rows = append(cur.Rows, row)
-			continue
-		}
-		if m := addrRe().FindStringSubmatch(line); m != nil {
-			a := parseAddress(m[2])
-			if m[1] == "local" {
-				cur.Local = append(cur.Local, a)
-				lastAddr = &cur.Local
-			} else {
-				cur.Remote = append(cur.Remote, a)
-				lastAddr = &cur.Remote
-			}
-			continue
-		}
-		if m := gidRe().FindStringSubmatch(line); m != nil {
-			// The GID line belongs to the address line right above it.
-			if list := lastAddr; list != nil && len(*list) > 0 && (*list)[len(*list)-1].GID == "" {
-				n := len(*list)
-				(*list)[n-1].GID = m[1]
-				(*list)[n-1].IPv4 = gidIPv4(m[1])
-			}
-			continue
-		}
-		if warnRe().MatchString(line) {
-			cur.Warnings = append(cur.Warnings, fmt.Sprintf("line %d: %s", lineNo, trim))
-			continue
-		}
-		if errorRe().MatchString(line) && !isSetting(line) {
-			cur.Errors = append(cur.Errors, fmt.Sprintf("line %d: %s", lineNo, trim))
-			continue
-		}
-		if !inTable && len(cur.Rows) == 0 {
-			for _, m := range settingRe().FindAllStringSubmatch(line, -1) {
-				k, v := strings.TrimSpace(m[1]), strings.TrimSpace(m[2])
-				cur.Settings[k] = v
-				applySetting(cur, k, v)
-			}
+		p.lineNo++
+		if err := p.line(linePrefixRe().ReplaceAllString(strings.TrimRight(sc.Text(), "\r"), "")); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, input.ScanError(err, lineNo+1, maxLine)
+		return nil, input.ScanError(err, p.lineNo+1, maxLine)
 	}
 	// A run with neither a table nor an error is a settings block without results: keep it only
 	// when it says why (errors) so a caller sees "no results" with the cause.
-	out := runs[:0]
-	for _, r := range runs {
+	out := p.runs[:0]
+	for _, r := range p.runs {
 		if len(r.Rows) > 0 || len(r.Errors) > 0 || len(r.Columns) > 0 {
 			if len(r.Settings) == 0 {
 				r.Settings = nil
@@ -291,6 +155,189 @@ func Parse(r io.Reader) ([]*Run, error) {
 		}
 	}
 	return out, nil
+}
+
+// parser is Parse's state between lines.
+type parser struct {
+	runs    []*Run
+	cur     *Run
+	cols    []string // keys of the current table
+	prefix  string   // text before the header's "#bytes": stripped from its rows
+	inTable bool
+	cmdTest string
+	// lastAddr is the address list the last "local/remote address:" line went to.
+	lastAddr *[]Address
+	lineNo   int
+}
+
+func (p *parser) newRun() *Run {
+	r := &Run{Tool: "perftest", Settings: map[string]string{}, Columns: []string{}, Rows: []Row{}, Line: p.lineNo}
+	if p.cmdTest != "" {
+		t := p.cmdTest
+		r.Test = &t
+	}
+	p.runs = append(p.runs, r)
+	p.lastAddr = nil
+	return r
+}
+
+// line reads one line, its launcher prefix removed: a command line, a run's title, a table
+// header, or a line of the current run.
+func (p *parser) line(raw string) error {
+	line := raw
+	if p.prefix != "" {
+		line = strings.TrimPrefix(line, p.prefix)
+	}
+	if m := cmdRe().FindStringSubmatch(line); m != nil && !p.inTable && !strings.Contains(line, "Test") {
+		p.command(m[1])
+		return nil
+	}
+	if m := titleRe().FindStringSubmatch(line); m != nil {
+		p.title(m)
+		return nil
+	}
+	if i := strings.Index(raw, "#bytes"); i >= 0 && headerRe().MatchString(raw[i:]) {
+		return p.header(raw, i)
+	}
+	if p.cur == nil && !p.opensRun(line) {
+		return nil
+	}
+	return p.runLine(line)
+}
+
+// command reads the perftest command line that names the test of the next run.
+func (p *parser) command(test string) {
+	p.cmdTest = test
+	if p.cur != nil && (len(p.cur.Rows) > 0 || len(p.cur.Errors) > 0) {
+		p.cur = nil // the next invocation
+	}
+	if p.cur != nil && len(p.cur.Rows) == 0 && p.cur.Test == nil {
+		t := p.cmdTest
+		p.cur.Test = &t
+	}
+}
+
+// title reads a run's title (titleRe's submatches m), which opens a new run unless the
+// current one is still empty.
+func (p *parser) title(m []string) {
+	p.inTable, p.prefix = false, ""
+	if p.cur == nil || len(p.cur.Rows) > 0 || p.cur.Title != "" || len(p.cur.Errors) > 0 {
+		p.cur = p.newRun()
+	}
+	p.cur.Title = m[1]
+	p.cur.Bidirectional = strings.Contains(m[3], "Bidirectional")
+	if t := testName(m[2], m[4]); t != "" {
+		p.cur.Test = &t
+	}
+}
+
+// header reads a table header whose "#bytes" is at raw[i:]: its columns, and the kind and
+// units of the run's results.
+func (p *parser) header(raw string, i int) error {
+	if p.cur == nil || len(p.cur.Rows) > 0 {
+		p.cur = p.newRun()
+	}
+	p.prefix = strings.TrimRight(raw[:i], " ")
+	if p.prefix != "" {
+		p.prefix = raw[:i]
+	}
+	var err error
+	p.cols, err = headerColumns(raw[i:])
+	if err != nil {
+		return fmt.Errorf("line %d: %w", p.lineNo, err)
+	}
+	p.cur.Columns = p.cols
+	p.cur.Kind, p.cur.Units = "lat", "usec"
+	if strings.Contains(raw, "BW peak") {
+		p.cur.Kind = "bw"
+		p.cur.Units = unitsOf(raw[i:])
+	}
+	p.inTable = true
+	return nil
+}
+
+// opensRun reads a line seen before any run: an error or a setting opens one. It reports
+// whether the line is to be read on as the new run's.
+func (p *parser) opensRun(line string) bool {
+	if strings.Contains(line, "Waiting for client") || strings.TrimSpace(line) == "" {
+		return false
+	}
+	if errorRe().MatchString(line) && !isSetting(line) {
+		// A client that failed before printing anything (could not connect) is a run too.
+		p.cur = p.newRun()
+		p.cur.Errors = append(p.cur.Errors, fmt.Sprintf("line %d: %s", p.lineNo, strings.TrimSpace(line)))
+		return false
+	}
+	// Settings before a title (a pasted block without it) still start a run.
+	if strings.HasPrefix(strings.TrimSpace(line), "Dual-port") || strings.HasPrefix(strings.TrimSpace(line), "Number of qps") {
+		p.cur = p.newRun()
+		return true
+	}
+	return false
+}
+
+// runLine reads a line of the current run: a table row or rule, an address, a GID, a
+// warning, an error or settings.
+func (p *parser) runLine(line string) error {
+	cur := p.cur
+	trim := strings.TrimSpace(line)
+	switch {
+	case dashesRe().MatchString(line):
+		if p.inTable && len(cur.Rows) > 0 {
+			p.inTable = false
+		}
+		return nil
+	case trim == "":
+		return nil
+	case p.inTable && (trim[0] >= '0' && trim[0] <= '9'):
+		row, err := parseRow(trim, p.cols, p.lineNo)
+		if err != nil {
+			return err
+		}
+		cur.Rows = append(cur.Rows, row)
+		return nil
+	}
+	if m := addrRe().FindStringSubmatch(line); m != nil {
+		p.address(m)
+		return nil
+	}
+	if m := gidRe().FindStringSubmatch(line); m != nil {
+		// The GID line belongs to the address line right above it.
+		if list := p.lastAddr; list != nil && len(*list) > 0 && (*list)[len(*list)-1].GID == "" {
+			n := len(*list)
+			(*list)[n-1].GID = m[1]
+			(*list)[n-1].IPv4 = gidIPv4(m[1])
+		}
+		return nil
+	}
+	if warnRe().MatchString(line) {
+		cur.Warnings = append(cur.Warnings, fmt.Sprintf("line %d: %s", p.lineNo, trim))
+		return nil
+	}
+	if errorRe().MatchString(line) && !isSetting(line) {
+		cur.Errors = append(cur.Errors, fmt.Sprintf("line %d: %s", p.lineNo, trim))
+		return nil
+	}
+	if !p.inTable && len(cur.Rows) == 0 {
+		for _, m := range settingRe().FindAllStringSubmatch(line, -1) {
+			k, v := strings.TrimSpace(m[1]), strings.TrimSpace(m[2])
+			cur.Settings[k] = v
+			applySetting(cur, k, v)
+		}
+	}
+	return nil
+}
+
+// address reads a "local/remote address:" line (addrRe's submatches m).
+func (p *parser) address(m []string) {
+	a := parseAddress(m[2])
+	if m[1] == "local" {
+		p.cur.Local = append(p.cur.Local, a)
+		p.lastAddr = &p.cur.Local
+	} else {
+		p.cur.Remote = append(p.cur.Remote, a)
+		p.lastAddr = &p.cur.Remote
+	}
 }
 
 var settingKeys = []string{"Dual-port", "Device", "Number of qps", "Transport type", "Connection type", "Using SRQ",

@@ -32,100 +32,121 @@ const maxMatrixLine = 1 << 20
 func ParseMatrix(r io.Reader) (*Topology, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxMatrixLine)
-	var (
-		cols     []string // device columns, in order
-		extra    []string // affinity columns after the devices
-		colIndex map[string]int
-		rows     = map[string][]string{}
-		rowExtra = map[string][]string{}
-		headerAt int
-		done     bool
-		legend   = map[string]string{}
-		inLegend bool
-		lineNo   int
-	)
+	p := &matrixParser{rows: map[string][]string{}, rowExtra: map[string][]string{}, legend: map[string]string{}}
 	for sc.Scan() {
-		lineNo++
-		line := strings.TrimRight(sc.Text(), "\r")
-		if m := nicLegend().FindStringSubmatch(line); m != nil && (inLegend || cols != nil) {
-			legend[m[1]] = m[2]
-			continue
+		p.lineNo++
+		if err := p.line(strings.TrimRight(sc.Text(), "\r")); err != nil {
+			return nil, err
 		}
-		if strings.Contains(line, "NIC Legend") {
-			inLegend = true
-			continue
-		}
-		f := strings.Fields(line)
-		if cols == nil {
-			if c, e, ok := parseHeader(f); ok {
-				cols, extra, headerAt = c, e, lineNo
-				colIndex = make(map[string]int, len(cols))
-				for i, c := range cols {
-					colIndex[c] = i
-				}
-			}
-			continue
-		}
-		if done {
-			continue
-		}
-		if len(f) == 0 {
-			if len(rows) > 0 {
-				done = true
-			}
-			continue
-		}
-		// A row: a column's name, then one cell per column with X on the diagonal.
-		k := -1
-		for i, t := range f {
-			if _, ok := colIndex[t]; ok {
-				k = i
-				break
-			}
-		}
-		if k < 0 {
-			if len(rows) > 0 && (strings.HasPrefix(strings.TrimSpace(line), "Legend") || strings.Contains(line, "=")) {
-				done = true
-			}
-			continue
-		}
-		name := f[k]
-		cells := f[k+1:]
-		if len(cells) < len(cols) {
-			if _, dup := rows[name]; dup {
-				done = true // a second, smaller matrix (topo -p2p) reuses the names
-				continue
-			}
-			if len(rows) > 0 {
-				return nil, fmt.Errorf("line %d: row %s has %d cells, the header (line %d) has %d columns: is the matrix cut or wrapped? paste it whole", lineNo, name, len(cells), headerAt, len(cols))
-			}
-			continue
-		}
-		if self := cells[colIndex[name]]; self != "X" {
-			return nil, fmt.Errorf("line %d: row %s has %q in its own column %d, want X: columns out of step with the header (line %d)", lineNo, name, self, colIndex[name]+1, headerAt)
-		}
-		if _, dup := rows[name]; dup {
-			done = true // a second matrix (topo -p2p) starts with the same names
-			continue
-		}
-		rows[name] = cells[:len(cols)]
-		rowExtra[name] = cells[len(cols):]
 	}
 	if err := sc.Err(); err != nil {
-		return nil, input.ScanError(err, lineNo+1, maxMatrixLine)
+		return nil, input.ScanError(err, p.lineNo+1, maxMatrixLine)
 	}
-	if cols == nil {
+	if p.cols == nil {
 		return nil, fmt.Errorf("no topology matrix found: want the output of `nvidia-smi topo -m` (a header row GPU0 GPU1 ... and a row per GPU) or an NCCL topology dump (NCCL_TOPO_DUMP_FILE)")
 	}
+	return p.topology()
+}
+
+// matrixParser is ParseMatrix's state between lines.
+type matrixParser struct {
+	cols     []string // device columns, in order
+	extra    []string // affinity columns after the devices
+	colIndex map[string]int
+	rows     map[string][]string
+	rowExtra map[string][]string
+	headerAt int
+	done     bool
+	legend   map[string]string
+	inLegend bool
+	lineNo   int
+}
+
+// line reads one line: the NIC legend, the header, or a row of the first matrix.
+func (p *matrixParser) line(line string) error {
+	if m := nicLegend().FindStringSubmatch(line); m != nil && (p.inLegend || p.cols != nil) {
+		p.legend[m[1]] = m[2]
+		return nil
+	}
+	if strings.Contains(line, "NIC Legend") {
+		p.inLegend = true
+		return nil
+	}
+	f := strings.Fields(line)
+	if p.cols == nil {
+		if c, e, ok := parseHeader(f); ok {
+			p.cols, p.extra, p.headerAt = c, e, p.lineNo
+			p.colIndex = make(map[string]int, len(p.cols))
+			for i, c := range p.cols {
+				p.colIndex[c] = i
+			}
+		}
+		return nil
+	}
+	if p.done {
+		return nil
+	}
+	if len(f) == 0 {
+		if len(p.rows) > 0 {
+			p.done = true
+		}
+		return nil
+	}
+	return p.row(line, f)
+}
+
+// row reads a row: a column's name, then one cell per column with X on the diagonal. A line
+// that is not one, after the first rows, ends the matrix.
+func (p *matrixParser) row(line string, f []string) error {
+	k := -1
+	for i, t := range f {
+		if _, ok := p.colIndex[t]; ok {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		if len(p.rows) > 0 && (strings.HasPrefix(strings.TrimSpace(line), "Legend") || strings.Contains(line, "=")) {
+			p.done = true
+		}
+		return nil
+	}
+	name := f[k]
+	cells := f[k+1:]
+	if len(cells) < len(p.cols) {
+		if _, dup := p.rows[name]; dup {
+			p.done = true // a second, smaller matrix (topo -p2p) reuses the names
+			return nil
+		}
+		if len(p.rows) > 0 {
+			return fmt.Errorf("line %d: row %s has %d cells, the header (line %d) has %d columns: is the matrix cut or wrapped? paste it whole", p.lineNo, name, len(cells), p.headerAt, len(p.cols))
+		}
+		return nil
+	}
+	if self := cells[p.colIndex[name]]; self != "X" {
+		return fmt.Errorf("line %d: row %s has %q in its own column %d, want X: columns out of step with the header (line %d)", p.lineNo, name, self, p.colIndex[name]+1, p.headerAt)
+	}
+	if _, dup := p.rows[name]; dup {
+		p.done = true // a second matrix (topo -p2p) starts with the same names
+		return nil
+	}
+	p.rows[name] = cells[:len(p.cols)]
+	p.rowExtra[name] = cells[len(p.cols):]
+	return nil
+}
+
+// topology builds the Topology from the header and rows read: its NICs, then each GPU with
+// its path to every NIC.
+func (p *matrixParser) topology() (*Topology, error) {
 	t := &Topology{Source: SourceNvidiaSMI}
 	var nicCols []int
-	for i, c := range cols {
+	for i, c := range p.cols {
 		if gpuName().MatchString(c) {
 			continue
 		}
 		nicCols = append(nicCols, i)
 		n := NICInfo{Name: c}
-		if d, ok := legend[c]; ok {
+		if d, ok := p.legend[c]; ok {
 			d := d
 			n.Device = &d
 		} else if !strings.HasPrefix(c, "NIC") {
@@ -134,49 +155,54 @@ func ParseMatrix(r io.Reader) (*Topology, error) {
 		}
 		t.NICs = append(t.NICs, n)
 	}
-	for _, c := range cols {
+	for _, c := range p.cols {
 		m := gpuName().FindStringSubmatch(c)
 		if m == nil {
 			continue
 		}
-		cells, ok := rows[c]
+		cells, ok := p.rows[c]
 		if !ok {
-			return nil, fmt.Errorf("line %d: the header names %s but no row for it follows: paste the whole matrix", headerAt, c)
+			return nil, fmt.Errorf("line %d: the header names %s but no row for it follows: paste the whole matrix", p.headerAt, c)
 		}
 		idx, _ := strconv.Atoi(m[1])
-		g := GPUInfo{Index: idx}
-		field := map[string]*string{"CPU Affinity": &g.CPUAffinity, "NUMA Affinity": &g.NUMAAffinity, "GPU NUMA ID": &g.GPUNUMAID}
-		for i, v := range rowExtra[c] {
-			if i >= len(extra) {
-				break
-			}
-			if f := field[extra[i]]; f != nil {
-				*f = v
-			}
-		}
-		for i, other := range cols {
-			if mm := gpuName().FindStringSubmatch(other); mm != nil {
-				if nv := nvLinks().FindStringSubmatch(cells[i]); nv != nil {
-					if g.NVLinks == nil {
-						g.NVLinks = map[int]int{}
-					}
-					j, _ := strconv.Atoi(mm[1])
-					g.NVLinks[j], _ = strconv.Atoi(nv[1])
-				}
-			}
-		}
+		t.GPUs = append(t.GPUs, p.gpu(idx, c, cells))
 		path := make([]string, len(nicCols))
 		for j, ci := range nicCols {
-			p := cells[ci]
-			if p == "SOC" {
-				p = PathSYS
+			cell := cells[ci]
+			if cell == "SOC" {
+				cell = PathSYS
 			}
-			path[j] = p
+			path[j] = cell
 		}
-		t.GPUs = append(t.GPUs, g)
 		t.Path = append(t.Path, path)
 	}
 	return t, nil
+}
+
+// gpu reads GPU idx from its row (column c, cells): its affinities and its NVLinks.
+func (p *matrixParser) gpu(idx int, c string, cells []string) GPUInfo {
+	g := GPUInfo{Index: idx}
+	field := map[string]*string{"CPU Affinity": &g.CPUAffinity, "NUMA Affinity": &g.NUMAAffinity, "GPU NUMA ID": &g.GPUNUMAID}
+	for i, v := range p.rowExtra[c] {
+		if i >= len(p.extra) {
+			break
+		}
+		if f := field[p.extra[i]]; f != nil {
+			*f = v
+		}
+	}
+	for i, other := range p.cols {
+		if mm := gpuName().FindStringSubmatch(other); mm != nil {
+			if nv := nvLinks().FindStringSubmatch(cells[i]); nv != nil {
+				if g.NVLinks == nil {
+					g.NVLinks = map[int]int{}
+				}
+				j, _ := strconv.Atoi(mm[1])
+				g.NVLinks[j], _ = strconv.Atoi(nv[1])
+			}
+		}
+	}
+	return g
 }
 
 // parseHeader recognises the header row: device names starting with GPU0, then the affinity

@@ -184,6 +184,30 @@ func Analyze(t *Topology) *Report {
 	if t.Source == SourceNCCLXML {
 		r.Notes = append(r.Notes, "NCCL's dump does not tell NODE from PHB: both read as PHB (through the CPU)")
 	}
+	nearest := r.nearestNICs(t)
+	if len(t.NICs) == 0 || len(t.GPUs) == 0 {
+		r.Layout = LayoutNoNICs
+		if len(t.GPUs) == 0 {
+			r.Layout = LayoutConstrained
+			r.Reasons = append(r.Reasons, "no GPU in the input")
+		} else {
+			r.Reasons = append(r.Reasons, "the input lists no NIC: inter-node traffic cannot be placed (run nvidia-smi topo -m where the RDMA devices are visible)")
+		}
+		return r
+	}
+	match, users := assignRails(nearest, len(t.NICs))
+	r.rails(t, match, users)
+	r.Layout = LayoutIdeal
+	r.constraints(t, nearest)
+	if len(r.Reasons) > 0 {
+		r.Layout = LayoutConstrained
+	}
+	return r
+}
+
+// nearestNICs fills the report's GPUs, NICs and GDR pairs, and returns per GPU the indexes
+// of the NICs at its best path class.
+func (r *Report) nearestNICs(t *Topology) [][]int {
 	nearest := make([][]int, len(t.GPUs)) // per GPU, NIC indexes at its best path class
 	for _, n := range t.NICs {
 		r.NICs = append(r.NICs, NICUse{NIC: n.Name, Device: n.Device, NearestFor: []int{}})
@@ -223,26 +247,22 @@ func Analyze(t *Topology) *Report {
 		}
 		r.GPUs = append(r.GPUs, gp)
 	}
-	if len(t.NICs) == 0 || len(t.GPUs) == 0 {
-		r.Layout = LayoutNoNICs
-		if len(t.GPUs) == 0 {
-			r.Layout = LayoutConstrained
-			r.Reasons = append(r.Reasons, "no GPU in the input")
-		} else {
-			r.Reasons = append(r.Reasons, "the input lists no NIC: inter-node traffic cannot be placed (run nvidia-smi topo -m where the RDMA devices are visible)")
-		}
-		return r
-	}
-	match := matchRails(nearest, len(t.NICs))
-	users := map[int]int{}
-	for i := range t.GPUs {
+	return nearest
+}
+
+// assignRails gives each GPU a NIC among its nearest (match, -1 for none) and counts the
+// GPUs per NIC (users).
+func assignRails(nearest [][]int, nNICs int) (match []int, users map[int]int) {
+	match = matchRails(nearest, nNICs)
+	users = map[int]int{}
+	for i := range nearest {
 		if match[i] >= 0 {
 			users[match[i]]++
 		}
 	}
 	// A GPU left without a NIC of its own at its best class shares the least used of its nearest
 	// ones (the first in matrix order among equals), so the sharing is spread, not piled on NIC0.
-	for i := range t.GPUs {
+	for i := range nearest {
 		if match[i] < 0 && len(nearest[i]) > 0 {
 			best := nearest[i][0]
 			for _, j := range nearest[i][1:] {
@@ -254,6 +274,12 @@ func Analyze(t *Topology) *Report {
 			users[best]++
 		}
 	}
+	return match, users
+}
+
+// rails fills the report's rails from the assignment, and NCCL_IB_HCA when every rail's NIC
+// has a device name.
+func (r *Report) rails(t *Topology, match []int, users map[int]int) {
 	var devs []string
 	seenDev := map[string]bool{}
 	hcaOK := true
@@ -276,7 +302,11 @@ func Analyze(t *Topology) *Report {
 	} else if len(devs) == 0 || !hcaOK {
 		r.Notes = append(r.Notes, "the matrix names NICs without a legend (NIC0: mlx5_0): NCCL_IB_HCA cannot be derived; run a newer nvidia-smi or map the NICs by hand")
 	}
-	r.Layout = LayoutIdeal
+}
+
+// constraints adds the reasons the layout is not ideal: GPUs without a NIC, fewer NICs than
+// GPUs, shared NICs, and nearest NICs through the host bridge or across sockets.
+func (r *Report) constraints(t *Topology, nearest [][]int) {
 	var shared, far, sys []string
 	noNIC := 0
 	for i, g := range t.GPUs {
@@ -312,10 +342,6 @@ func Analyze(t *Topology) *Report {
 	if len(sys) > 0 {
 		r.Reasons = append(r.Reasons, "nearest NIC on the other socket (SYS, cross-socket): "+strings.Join(sys, ", "))
 	}
-	if len(r.Reasons) > 0 {
-		r.Layout = LayoutConstrained
-	}
-	return r
 }
 
 func gdrAllowed(t *Topology, i, j int) bool {
