@@ -57,7 +57,7 @@ func (o *benchAllreduceOptions) flags() []ucli.Flag {
 		outputFlag(&o.Output, "text", "text, or json (the whole result, raw output included)", "json"),
 		&ucli.BoolFlag{Name: "skip-preflight", Usage: "do not run the cluster preflight (ain preflight) before the first job", Destination: &o.SkipPreflight},
 		&ucli.BoolFlag{Name: "no-counters", Usage: "do not snapshot the RDMA port counters of the job's nodes before and after each variant (the check that NCCL's traffic crossed the HCAs)", Destination: &o.NoCounters},
-		&ucli.BoolFlag{Name: "gpu-metrics", Usage: "while each variant runs, show each rank's GPU utilisation, SM and tensor activity, memory and power from the nodes' dcgm-exporters every 15s, and whether it is GPU-bound or waiting", Destination: &o.GPUMetrics},
+		&ucli.BoolFlag{Name: "gpu-metrics", Usage: "while each variant runs, show each rank's GPU utilisation, SM and tensor activity, memory and power from the nodes' dcgm-exporters every 15s (no verdict: an allreduce waits on the network by design)", Destination: &o.GPUMetrics},
 		&ucli.BoolFlag{Name: "keep-jobs", Usage: "keep each variant's job after reading its output (default: delete it so the next variant gets the nodes)", Destination: &o.KeepJobs},
 		apiFlag(&o.API),
 	)
@@ -145,7 +145,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	fmt.Fprintf(a.Streams.Err, "job API: %s\n", backend.API().Describe())
 	errw := a.Streams.Err
 	runner := &bench.Runner{Cluster: cl, Backend: backend, Namespace: a.Global.Namespace, ShownNamespace: kc.Namespace, Keep: o.KeepJobs, Now: a.Now,
-		Watch: a.watchView(kc, o.GPUMetrics),
+		Watch: a.watchView(kc, o.GPUMetrics, true),
 		Progress: func(e bench.Event) {
 			if e.Kind == bench.EventStopped {
 				if why := jobs.PendingReasons(*e.Snapshot, jobs.GangSchedulers(kc.Discovery)); why != "" {

@@ -177,7 +177,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		Counters: func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
 			return a.snapshotCounters(ctx, kc, r, p, nodes, when)
 		},
-		Watch:    a.watchView(kc, o.GPUMetrics),
+		Watch:    a.watchView(kc, o.GPUMetrics, false),
 		Progress: func(e train.Event) { fmt.Fprintln(w, e) },
 	}
 	res, err := runner.Run(c.Context, train.Options{

@@ -47,7 +47,7 @@ func TestBenchGPUMetricsSandbox(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stderr, "worker-0 on gpu-node-") || !strings.Contains(stderr, "(1 GPU): util ") {
+	if !strings.Contains(stderr, "worker-0 on gpu-node-") || !strings.Contains(stderr, "(1 GPU): util ") || strings.Contains(stderr, "GPU-bound") {
 		t.Errorf("no worker GPU line:\n%s", stderr)
 	}
 	if strings.Contains(stderr, "launcher on") {

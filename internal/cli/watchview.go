@@ -14,11 +14,17 @@ import (
 // (dcgm-exporter's -c 30000), so faster would read the same values again.
 const gpuMetricsEvery = 15 * time.Second
 
+// gpuMetricsQuiet is how long a log (no terminal) goes without the GPU lines while they say the
+// same: they are printed when the verdict or the ranks it names change, and this often.
+const gpuMetricsQuiet = 5 * time.Minute
+
 // watchView is the live view of a job that train and bench allreduce show, with the ranks'
-// GPU lines from the nodes' dcgm-exporters beside it when gpuMetrics is set.
-func (a *App) watchView(kc *kube.Clients, gpuMetrics bool) func(time.Time) (func(jobs.Snapshot), func()) {
+// GPU lines from the nodes' dcgm-exporters beside it when gpuMetrics is set (bench: without a
+// verdict, its GPUs wait on the network by design).
+func (a *App) watchView(kc *kube.Clients, gpuMetrics, bench bool) func(time.Time) (func(jobs.Snapshot), func()) {
 	return func(start time.Time) (func(jobs.Snapshot), func()) {
 		v := jobs.NewView(a.Streams.Err, a.Streams.IsTTY, a.Now, start)
+		v.SetWidth(a.Streams.ErrWidth)
 		if !gpuMetrics {
 			return v.Update, v.Stop
 		}
@@ -27,7 +33,11 @@ func (a *App) watchView(kc *kube.Clients, gpuMetrics bool) func(time.Time) (func
 			Sampler: dcgm.Sampler{Now: a.Now, Read: func(ctx context.Context, nodes []string) ([]dcgm.GPU, error) {
 				return dcgm.ReadNodes(ctx, kc.Config, kc.Kube, nodes, 10*time.Second, nil)
 			}},
-			Emit: func(s dcgm.Snapshot) { v.Note(s.Lines()) },
+			Emit:      func(s dcgm.Snapshot) { v.Note(s.Lines()) },
+			NoVerdict: bench,
+		}
+		if !a.Streams.IsTTY {
+			m.QuietFor = gpuMetricsQuiet
 		}
 		return m.Watch(func(time.Time) (func(jobs.Snapshot), func()) { return v.Update, v.Stop })(start)
 	}

@@ -52,6 +52,7 @@ const (
 	FieldGPUUtil          = "DCGM_FI_DEV_GPU_UTIL"
 	FieldSMActive         = "DCGM_FI_PROF_SM_ACTIVE"
 	FieldTensorActive     = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
+	FieldGREngineActive   = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 	FieldFBUsed           = "DCGM_FI_DEV_FB_USED"
 	FieldFBFree           = "DCGM_FI_DEV_FB_FREE"
 	FieldPower            = "DCGM_FI_DEV_POWER_USAGE"
@@ -83,17 +84,20 @@ type GPU struct {
 	UtilPct      *float64 `json:"gpu_util_pct,omitempty"`
 	SMActive     *float64 `json:"sm_active,omitempty"`     // 0..1
 	TensorActive *float64 `json:"tensor_active,omitempty"` // 0..1
-	FBUsedMiB    *float64 `json:"fb_used_mib,omitempty"`
-	FBFreeMiB    *float64 `json:"fb_free_mib,omitempty"`
-	PowerW       *float64 `json:"power_w,omitempty"`
-	TempC        *float64 `json:"temp_c,omitempty"`
-	ClockEvents  *uint64  `json:"clock_event_reasons,omitempty"` // DCGM's bitmask
-	ClockReasons []string `json:"clock_reasons,omitempty"`       // its bits, decoded
-	XID          *int64   `json:"xid,omitempty"`                 // the last XID; 0: none
-	NVLinkTxBps  *float64 `json:"nvlink_tx_bytes_per_s,omitempty"`
-	NVLinkRxBps  *float64 `json:"nvlink_rx_bytes_per_s,omitempty"`
-	PCIeTxBps    *float64 `json:"pcie_tx_bytes_per_s,omitempty"`
-	PCIeRxBps    *float64 `json:"pcie_rx_bytes_per_s,omitempty"`
+	// GREngineActive is the fraction of time the graphics engine (any kernel) was active, 0..1:
+	// on by default in dcgm-exporter's counters, and read on MIG instances, where GPU_UTIL is 0.
+	GREngineActive *float64 `json:"gr_engine_active,omitempty"`
+	FBUsedMiB      *float64 `json:"fb_used_mib,omitempty"`
+	FBFreeMiB      *float64 `json:"fb_free_mib,omitempty"`
+	PowerW         *float64 `json:"power_w,omitempty"`
+	TempC          *float64 `json:"temp_c,omitempty"`
+	ClockEvents    *uint64  `json:"clock_event_reasons,omitempty"` // DCGM's bitmask
+	ClockReasons   []string `json:"clock_reasons,omitempty"`       // its bits, decoded
+	XID            *int64   `json:"xid,omitempty"`                 // the last XID; 0: none
+	NVLinkTxBps    *float64 `json:"nvlink_tx_bytes_per_s,omitempty"`
+	NVLinkRxBps    *float64 `json:"nvlink_rx_bytes_per_s,omitempty"`
+	PCIeTxBps      *float64 `json:"pcie_tx_bytes_per_s,omitempty"`
+	PCIeRxBps      *float64 `json:"pcie_rx_bytes_per_s,omitempty"`
 }
 
 // Name is how verdicts name the GPU: host, index (and MIG instance), and the pod holding it.
@@ -126,14 +130,19 @@ func (g *GPU) PodName() string {
 	return g.Namespace + "/" + g.Pod
 }
 
-// Busy is the GPU's utilisation in percent: DCGM_FI_DEV_GPU_UTIL, else SM activity; ok is false
-// when the page has neither.
+// Busy is the GPU's utilisation in percent: DCGM_FI_DEV_GPU_UTIL, else SM activity, else the
+// graphics engine's activity; ok is false when the page has none. On a MIG instance GPU_UTIL
+// is not read: dcgm-exporter reports it as 0 there (NVIDIA/dcgm-exporter#216, whose maintainers
+// point to DCGM_FI_PROF_GR_ENGINE_ACTIVE).
 func (g *GPU) Busy() (pct float64, ok bool) {
-	if g.UtilPct != nil {
+	if g.UtilPct != nil && g.MIGID == "" {
 		return *g.UtilPct, true
 	}
 	if g.SMActive != nil {
 		return *g.SMActive * 100, true
+	}
+	if g.GREngineActive != nil {
+		return *g.GREngineActive * 100, true
 	}
 	return 0, false
 }
@@ -246,6 +255,8 @@ func set(g *GPU, field string, v float64) {
 		f(&g.SMActive)
 	case FieldTensorActive:
 		f(&g.TensorActive)
+	case FieldGREngineActive:
+		f(&g.GREngineActive)
 	case FieldFBUsed:
 		f(&g.FBUsedMiB)
 	case FieldFBFree:

@@ -18,6 +18,13 @@ type JobMonitor struct {
 	// Emit receives every sample (a failed read that repeats the last one, nothing read, only
 	// once), from the monitor's goroutine.
 	Emit func(Snapshot)
+	// QuietFor holds back a sample that says what the last one emitted said (same verdict, same
+	// ranks named, same error) until this long after it: a log then gets the lines when they
+	// change, and every QuietFor. 0: every sample.
+	QuietFor time.Duration
+	// NoVerdict leaves the verdict out of the lines (bench allreduce: its GPUs wait on the
+	// network by design).
+	NoVerdict bool
 }
 
 // Watch wraps a watch hook (the shape train.Runner.Watch and bench.Runner.Watch take): inner's
@@ -43,6 +50,7 @@ func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) f
 			t := time.NewTicker(m.Interval)
 			defer t.Stop()
 			lastErr := "" // a read that fails the same way again (no RBAC, no exporter) is said once
+			lastKey, lastAt := "", time.Time{}
 			for {
 				select {
 				case <-ctx.Done():
@@ -64,8 +72,17 @@ func (m JobMonitor) Watch(inner func(time.Time) (func(jobs.Snapshot), func())) f
 				if snap.Err != "" && len(snap.Ranks) == 0 && snap.Err == lastErr {
 					continue
 				}
+				snap.NoVerdict = m.NoVerdict
+				k := snap.key()
+				if m.QuietFor > 0 && k == lastKey && snap.At.Sub(lastAt) < m.QuietFor {
+					continue
+				}
+				lastKey, lastAt = k, snap.At
 				lastErr = snap.Err
 				m.Emit(snap)
+				if snap.Final {
+					return // no permission: asking every interval would only repeat the refusal
+				}
 			}
 		}()
 		update := func(s jobs.Snapshot) {

@@ -8,6 +8,12 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
 	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
@@ -118,5 +124,77 @@ func TestJobMonitorSaysARepeatedFailureOnce(t *testing.T) {
 	}
 	if s := <-got; !strings.Contains(strings.Join(s.Lines(), "\n"), "forbidden") {
 		t.Errorf("%v", s.Lines())
+	}
+}
+
+// TestJobMonitorStopsWhenForbidden: when the exporter pods may not be listed, the sample says
+// which permission is missing and the monitor stops asking.
+func TestJobMonitorStopsWhenForbidden(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC"))
+	})
+	var mu sync.Mutex
+	reads := 0
+	got := make(chan Snapshot, 8)
+	m := JobMonitor{
+		Interval: 10 * time.Millisecond,
+		Sampler: Sampler{Read: func(ctx context.Context, nodes []string) ([]GPU, error) {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+			_, err := FindExporters(ctx, cs, nodes)
+			return nil, err
+		}},
+		Emit: func(s Snapshot) { got <- s },
+	}
+	update, stop := m.Watch(nil)(time.Now())
+	update(jobs.Snapshot{Namespace: "ns", Phase: "Running", Pods: []jobs.PodInfo{{Name: "p", Replica: "worker", Phase: "Running", Node: "n1"}}})
+	s := <-got
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if !s.Final || reads != 1 {
+		t.Fatalf("final %v after %d reads, want one read", s.Final, reads)
+	}
+	lines := strings.Join(s.Lines(), "\n")
+	if !strings.Contains(lines, "you may not list pods in all namespaces, gpu-operator, nvidia-gpu-operator") {
+		t.Errorf("%s", lines)
+	}
+}
+
+// TestJobMonitorQuiet: with QuietFor, samples that say what the last one said are held back; a
+// change of verdict is emitted at once. NoVerdict leaves the verdict line out.
+func TestJobMonitorQuiet(t *testing.T) {
+	pct := func(v float64) *float64 { return &v }
+	var mu sync.Mutex
+	sm := 0.9
+	got := make(chan Snapshot, 64)
+	m := JobMonitor{
+		Interval: 5 * time.Millisecond, QuietFor: time.Hour, NoVerdict: true,
+		Sampler: Sampler{Read: func(context.Context, []string) ([]GPU, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return []GPU{{Host: "n1", GPU: "0", Namespace: "ns", Pod: "p", SMActive: pct(sm)}}, nil
+		}},
+		Emit: func(s Snapshot) { got <- s },
+	}
+	update, stop := m.Watch(nil)(time.Now())
+	update(jobs.Snapshot{Namespace: "ns", Phase: "Running", Pods: []jobs.PodInfo{{Name: "p", Replica: "worker", Phase: "Running", Node: "n1"}}})
+	first := <-got
+	time.Sleep(60 * time.Millisecond) // ~12 samples, all alike
+	mu.Lock()
+	sm = 0.01
+	mu.Unlock()
+	second := <-got
+	stop()
+	if first.Bound != GPUBound || second.Bound != Waiting || len(got) > 1 {
+		t.Fatalf("first %s, second %s, then %d more", first.Bound, second.Bound, len(got))
+	}
+	for _, l := range second.Lines() {
+		if strings.Contains(l, "waiting on the network") {
+			t.Errorf("NoVerdict, yet: %s", l)
+		}
 	}
 }

@@ -1,14 +1,18 @@
 package dcgm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,13 +39,23 @@ type Exporter struct {
 	Namespace, Pod, Node string
 }
 
-// NoExporterError says which nodes have no running dcgm-exporter pod.
+// NoExporterError says which nodes have no running dcgm-exporter pod that could be seen:
+// Forbidden lists where the caller may not list pods ("" for all namespaces), where one may be.
 type NoExporterError struct {
-	Nodes []string
+	Nodes     []string
+	Forbidden []string
 }
 
 func (e *NoExporterError) Error() string {
-	return fmt.Sprintf("no running dcgm-exporter pod (%s or %s, any namespace) on %v", ExporterSelectors[0], ExporterSelectors[1], e.Nodes)
+	msg := fmt.Sprintf("no running dcgm-exporter pod (%s or %s, any namespace) on %v", ExporterSelectors[0], ExporterSelectors[1], e.Nodes)
+	if len(e.Forbidden) > 0 {
+		where := make([]string, len(e.Forbidden))
+		for i, ns := range e.Forbidden {
+			where[i] = cmp.Or(ns, "all namespaces")
+		}
+		msg += fmt.Sprintf(" that you may see: you may not list pods in %s, where the exporter usually runs (reading it needs list pods and create pods/portforward in its namespace, which ain preflight --print-role does not grant)", strings.Join(where, ", "))
+	}
+	return msg
 }
 
 // FindExporters finds the running exporter pod of each node; nodes without one are in a
@@ -51,13 +65,18 @@ func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string)
 	// All namespaces; a user without a cluster-wide pod list reads the namespaces the GPU
 	// Operator is installed into (its README's -n gpu-operator; OpenShift's nvidia-gpu-operator).
 	namespaces := []string{metav1.NamespaceAll}
+	var forbidden []string
 	for i := 0; i < len(namespaces); i++ {
 		for _, sel := range ExporterSelectors {
 			list, err := cs.CoreV1().Pods(namespaces[i]).List(ctx, metav1.ListOptions{LabelSelector: sel})
 			switch {
-			case apierrors.IsForbidden(err) && namespaces[i] == metav1.NamespaceAll:
-				namespaces = append(namespaces, "gpu-operator", "nvidia-gpu-operator")
-			case apierrors.IsForbidden(err) && i > 0:
+			case apierrors.IsForbidden(err):
+				if !slices.Contains(forbidden, namespaces[i]) {
+					forbidden = append(forbidden, namespaces[i])
+				}
+				if namespaces[i] == metav1.NamespaceAll && len(namespaces) == 1 {
+					namespaces = append(namespaces, "gpu-operator", "nvidia-gpu-operator")
+				}
 			case err != nil:
 				return nil, err
 			}
@@ -85,7 +104,7 @@ func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	if len(missing) > 0 {
-		return out, &NoExporterError{Nodes: missing}
+		return out, &NoExporterError{Nodes: missing, Forbidden: forbidden}
 	}
 	return out, nil
 }
@@ -152,38 +171,61 @@ func dialerFor(cfg *rest.Config, target *url.URL) (httpstream.Dialer, error) {
 	}), nil
 }
 
-// ReadNodes scrapes the exporter of every node in nodes, each bounded by timeout, and returns
-// the GPUs of those it read, in node order, with an error for the others (a NoExporterError for
-// nodes without an exporter, a ScrapeError per failed read; errors.Join of them): one node that
-// cannot be read does not lose the others. progress, when set, is told each node before it is read.
+// scrapeAtOnce bounds the exporters ReadNodes reads at the same time: one port-forward each
+// through the API server; one after another, a 64-node job's sample took longer than its
+// interval.
+const scrapeAtOnce = 8
+
+// ReadNodes scrapes the exporter of every node in nodes, each bounded by timeout, up to
+// scrapeAtOnce at a time, and returns the GPUs of those it read, in node order, with an error
+// for the others (a NoExporterError for nodes without an exporter, a ScrapeError per failed read;
+// errors.Join of them): one node that cannot be read does not lose the others. progress, when
+// set, is told each node before it is read (from the reading goroutines, one at a time).
 func ReadNodes(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, nodes []string, timeout time.Duration, progress func(Exporter)) ([]GPU, error) {
 	exps, findErr := FindExporters(ctx, cs, nodes)
 	var ne *NoExporterError
 	if findErr != nil && !errors.As(findErr, &ne) {
 		return nil, findErr
 	}
-	errs := []error{findErr}
+	samples := make([]*Sample, len(exps))
+	errs := make([]error, len(exps))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, scrapeAtOnce)
+	for i, e := range exps {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if ctx.Err() != nil {
+				return
+			}
+			if progress != nil {
+				mu.Lock()
+				progress(e)
+				mu.Unlock()
+			}
+			samples[i], errs[i] = Scrape(ctx, cfg, cs, e, timeout)
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	all := []error{findErr}
 	var gpus []GPU
-	for _, e := range exps {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if progress != nil {
-			progress(e)
-		}
-		s, err := Scrape(ctx, cfg, cs, e, timeout)
-		if err != nil {
-			errs = append(errs, &ScrapeError{Exporter: e, Err: err})
+	for i, e := range exps {
+		if errs[i] != nil {
+			all = append(all, &ScrapeError{Exporter: e, Err: errs[i]})
 			continue
 		}
-		for _, g := range s.GPUs {
+		for _, g := range samples[i].GPUs {
 			if g.Host == "" {
 				g.Host = e.Node
 			}
 			gpus = append(gpus, g)
 		}
 	}
-	return gpus, errors.Join(errs...)
+	return gpus, errors.Join(all...)
 }
 
 // ScrapeError is a failed read of one exporter's page.

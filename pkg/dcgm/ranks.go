@@ -2,11 +2,14 @@ package dcgm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // RankPod is one running pod of a job whose GPUs are watched: its namespace, name and node, and
@@ -24,24 +27,28 @@ type RankGPUs struct {
 	Pod  RankPod `json:"pod"`
 	GPUs int     `json:"gpus"` // how many GPUs the exporter maps to the pod
 
-	UtilPct      *float64 `json:"gpu_util_pct,omitempty"`
-	SMActive     *float64 `json:"sm_active,omitempty"`
-	TensorActive *float64 `json:"tensor_active,omitempty"`
-	FBUsedMiB    *float64 `json:"fb_used_mib,omitempty"`
-	FBTotalMiB   *float64 `json:"fb_total_mib,omitempty"`
-	PowerW       *float64 `json:"power_w,omitempty"`
-	XIDs         []int64  `json:"xids,omitempty"` // non-zero XIDs on its GPUs
+	UtilPct        *float64 `json:"gpu_util_pct,omitempty"` // of the GPUs that are not MIG instances
+	SMActive       *float64 `json:"sm_active,omitempty"`
+	TensorActive   *float64 `json:"tensor_active,omitempty"`
+	GREngineActive *float64 `json:"gr_engine_active,omitempty"`
+	FBUsedMiB      *float64 `json:"fb_used_mib,omitempty"`
+	FBTotalMiB     *float64 `json:"fb_total_mib,omitempty"`
+	PowerW         *float64 `json:"power_w,omitempty"`
+	XIDs           []int64  `json:"xids,omitempty"` // non-zero XIDs on its GPUs
 }
 
 // Busy is the pod's GPU activity in percent: SM activity when the page has it (DCGM's profiling
 // field, the fraction of time SMs hold a warp, which is what "is the GPU doing work" means), else
-// DCGM_FI_DEV_GPU_UTIL (the fraction of time any kernel runs, which reads 100% for a kernel that
-// spins waiting on the network, as NCCL's do).
+// the graphics engine's activity (on by default in dcgm-exporter's counters, and read on MIG),
+// else DCGM_FI_DEV_GPU_UTIL. The last two are the fraction of time any kernel runs, which reads
+// 100% for a kernel that spins waiting on the network, as NCCL's do.
 func (r *RankGPUs) Busy() (pct float64, ok bool) {
-	if r.SMActive != nil {
+	switch {
+	case r.SMActive != nil:
 		return *r.SMActive * 100, true
-	}
-	if r.UtilPct != nil {
+	case r.GREngineActive != nil:
+		return *r.GREngineActive * 100, true
+	case r.UtilPct != nil:
 		return *r.UtilPct, true
 	}
 	return 0, false
@@ -83,6 +90,23 @@ type Snapshot struct {
 	Bound      Boundness `json:"bound,omitempty"`
 	Idle       []string  `json:"idle,omitempty"` // with Straggler: the idle ranks' labels
 	Err        string    `json:"error,omitempty"`
+	// Final: nothing was read and a later sample cannot do better (the caller may not list the
+	// exporter pods).
+	Final bool `json:"final,omitempty"`
+	// NoVerdict: the lines leave the verdict out (a benchmark, whose GPUs wait on the network by
+	// design).
+	NoVerdict bool `json:"-"`
+}
+
+// key is what a person would see change between two samples: the verdict and who it names, the
+// pods without a GPU or not running, the error.
+func (s *Snapshot) key() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%v|%v|%v|%s|%v", s.Bound, s.Idle, s.NotRunning, s.Unmapped, s.Err, len(s.Ranks))
+	for _, p := range s.Missing {
+		b.WriteString("|" + p.Label)
+	}
+	return b.String()
 }
 
 // Ranks gives each pod its GPUs from gpus (a scrape of the pods' nodes) and judges the whole.
@@ -117,12 +141,15 @@ func Ranks(gpus []GPU, pods []RankPod, at time.Time) Snapshot {
 
 func rankOf(p RankPod, gs []GPU) RankGPUs {
 	r := RankGPUs{Pod: p, GPUs: len(gs)}
-	var util, sm, tensor mean
+	var util, sm, tensor, gr mean
 	var fbUsed, fbTotal, power sum
 	for _, g := range gs {
-		util.add(g.UtilPct)
+		if g.MIGID == "" { // GPU_UTIL reads 0 on MIG instances (see GPU.Busy)
+			util.add(g.UtilPct)
+		}
 		sm.add(g.SMActive)
 		tensor.add(g.TensorActive)
+		gr.add(g.GREngineActive)
 		fbUsed.add(g.FBUsedMiB)
 		power.add(g.PowerW)
 		if g.FBUsedMiB != nil && g.FBFreeMiB != nil {
@@ -133,7 +160,7 @@ func rankOf(p RankPod, gs []GPU) RankGPUs {
 			r.XIDs = append(r.XIDs, *g.XID)
 		}
 	}
-	r.UtilPct, r.SMActive, r.TensorActive = util.get(), sm.get(), tensor.get()
+	r.UtilPct, r.SMActive, r.TensorActive, r.GREngineActive = util.get(), sm.get(), tensor.get(), gr.get()
 	r.FBUsedMiB, r.FBTotalMiB, r.PowerW = fbUsed.get(), fbTotal.get(), power.get()
 	return r
 }
@@ -233,6 +260,8 @@ func (s Sampler) Sample(ctx context.Context, pods []RankPod) Snapshot {
 	snap := Ranks(gpus, pods, now())
 	if err != nil {
 		snap.Err = err.Error()
+		var ne *NoExporterError
+		snap.Final = len(gpus) == 0 && (apierrors.IsForbidden(err) || errors.As(err, &ne) && len(ne.Forbidden) > 0)
 	}
 	return snap
 }
@@ -264,7 +293,7 @@ func (s *Snapshot) Lines() []string {
 	if s.Err != "" {
 		out = append(out, at+": "+firstLine(s.Err))
 	}
-	if v := s.Verdict(); v != "" {
+	if v := s.Verdict(); v != "" && !s.NoVerdict {
 		out = append(out, at+" "+v)
 	}
 	return out
@@ -284,7 +313,7 @@ func (s *Snapshot) Verdict() string {
 	case Waiting:
 		return fmt.Sprintf("%s GPUs are below %d%%: %s waiting on the network, storage or a collective at this moment", every, idlePct, job)
 	case Straggler:
-		return fmt.Sprintf("%s below %d%% while other ranks work: they wait on something the others do not (their network path, input, or a hang)", strings.Join(s.Idle, ", "), idlePct)
+		return fmt.Sprintf("%s below %d%% while other ranks work: either they wait on their input or network path, or the busy ranks are slower (a throttled or failing GPU) and these wait for them in a collective; one sample is one moment: see whether the next says the same", strings.Join(s.Idle, ", "), idlePct)
 	}
 	return ""
 }

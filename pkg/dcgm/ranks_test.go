@@ -130,3 +130,17 @@ func TestSamplerReadsEachNodeOnce(t *testing.T) {
 		t.Errorf("the error's first line only:\n%s", b.String())
 	}
 }
+
+// TestRankOnMIG: a MIG instance's GPU_UTIL (0 there) is not read; its graphics engine activity
+// is, so a busy instance is not called idle.
+func TestRankOnMIG(t *testing.T) {
+	zero, gr := 0.0, 0.93
+	r := rankOf(RankPod{Label: "worker-0"}, []GPU{{GPU: "0", MIGID: "1", MIG: "3g.40gb", UtilPct: &zero, GREngineActive: &gr}})
+	if pct, ok := r.Busy(); !ok || pct < 90 || r.UtilPct != nil {
+		t.Fatalf("busy %v %v, util %v", pct, ok, r.UtilPct)
+	}
+	g := GPU{GPU: "0", MIGID: "1", UtilPct: &zero, GREngineActive: &gr}
+	if pct, ok := g.Busy(); !ok || pct < 90 {
+		t.Errorf("GPU.Busy on MIG: %v %v", pct, ok)
+	}
+}

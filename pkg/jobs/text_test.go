@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"strings"
 	"testing"
@@ -154,5 +155,33 @@ func TestViewNotes(t *testing.T) {
 	last := out[strings.LastIndex(out, "TrainJob ns/j"):]
 	if !strings.Contains(last, "  GPU second\n") || strings.Contains(last, "GPU first") {
 		t.Errorf("the last redraw should hold the last note only:\n%q", last)
+	}
+}
+
+// On a terminal of 40 columns every redrawn line fits one row, so that the cursor moves back over
+// exactly what was drawn; more than maxNotes note lines are cut to the first ones, a count and
+// the last.
+func TestViewFitsTheTerminal(t *testing.T) {
+	var tty bytes.Buffer
+	now := time.Now()
+	v := NewView(&tty, true, func() time.Time { return now }, now)
+	defer v.Stop()
+	v.SetWidth(40)
+	v.Update(Snapshot{Kind: "TrainJob", Namespace: "a-rather-long-namespace", Name: "a-long-job-name", Phase: "Running"})
+	var notes []string
+	for i := range 20 {
+		notes = append(notes, fmt.Sprintf("GPU rank %d on ip-10-0-12-34.us-west-2.compute.internal: util 97%%", i))
+	}
+	notes = append(notes, "the verdict")
+	v.Note(notes)
+	out := tty.String()
+	last := out[strings.LastIndex(out, "TrainJob"):]
+	for _, l := range strings.Split(strings.TrimSuffix(last, "\n"), "\n") {
+		if n := len([]rune(l)); n > 39 {
+			t.Errorf("a %d-rune line on a 40-column terminal: %q", n, l)
+		}
+	}
+	if !strings.Contains(last, "... 10 more lines") || !strings.Contains(last, "the verdict") || strings.Contains(last, "rank 10 ") {
+		t.Errorf("notes not cut to %d lines:\n%s", maxNotes, last)
 	}
 }

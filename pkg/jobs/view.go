@@ -24,6 +24,7 @@ type View struct {
 	departed map[string]string // rank -> the pod that left it, until another takes its place
 	gone     []string          // what happened to pods that left the job while it ran
 	notes    []string          // the last Note's lines, shown under the table on a terminal
+	width    int               // the terminal's columns (0: unknown): redrawn lines are cut to it
 	phase    string
 	done     chan struct{}
 	once     sync.Once
@@ -121,6 +122,18 @@ func (v *View) departures(s Snapshot) []string {
 	return out
 }
 
+// SetWidth gives the terminal's width: each redrawn line is cut to it, so that the cursor moves
+// back over exactly the rows drawn (a line that wraps takes two, and the block would scroll).
+func (v *View) SetWidth(columns int) {
+	v.mu.Lock()
+	v.width = columns
+	v.mu.Unlock()
+}
+
+// maxNotes bounds the note lines under the live table: a 64-rank job's lines would not fit a
+// terminal, and the cursor cannot move above its top.
+const maxNotes = 12
+
 // Note shows lines beside the job's state (the GPU metrics of its ranks): on a terminal under the
 // table, replacing the last note; otherwise printed once with the elapsed time.
 func (v *View) Note(lines []string) {
@@ -128,6 +141,10 @@ func (v *View) Note(lines []string) {
 	defer v.mu.Unlock()
 	if v.tty {
 		v.notes = slices.Clone(lines)
+		if len(v.notes) > maxNotes { // the first ranks, a count, and the last line (the verdict)
+			n := len(v.notes)
+			v.notes = append(v.notes[:maxNotes-2:maxNotes-2], fmt.Sprintf("... %d more lines (without a terminal every line is printed)", n-maxNotes+1), lines[n-1])
+		}
 		v.redraw()
 		return
 	}
@@ -190,6 +207,24 @@ func (v *View) redraw() {
 		fmt.Fprintf(&b, "  %s\n", n)
 	}
 	out := b.String()
+	if v.width > 0 {
+		out = cutLines(out, v.width-1)
+	}
 	v.lines = strings.Count(out, "\n")
 	fmt.Fprint(v.w, out)
+}
+
+// cutLines cuts each line of s to at most n runes, ending a cut one with "~".
+func cutLines(s string, n int) string {
+	if n < 2 {
+		return s
+	}
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		body := strings.TrimSuffix(l, "\n")
+		if r := []rune(body); len(r) > n {
+			lines[i] = string(r[:n-1]) + "~" + l[len(body):]
+		}
+	}
+	return strings.Join(lines, "")
 }
