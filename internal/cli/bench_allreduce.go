@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -185,21 +186,12 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		a.printBenchReport(res, rep.Files)
 	}
 	// The run's own error says more than a lost output; a lost output is still no success.
-	dir := rep.Dir
-	if runErr != nil {
-		return runErr
+	verdict := rep.Verdict()
+	if _, ok := errors.AsType[*bench.InterruptedResultError](verdict); ok && runErr == nil {
+		return ainerr.New(ainerr.Cancelled, verdict, "")
 	}
-	if res.Interrupted {
-		return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted %s: %s holds what was measured, with no verdict", res.InterruptedNote, dir), "")
-	}
-	if outErr != nil {
-		return outErr
-	}
-	if !res.Valid && len(res.Variants) > 0 {
-		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("the bench result is INVALID: %s", strings.Join(res.Problems, "; ")),
-			"`ain doctor nccl-log "+dir+"/"+res.Variants[0].Name+".log` explains the transport; fix it and run the bench again")
-	}
-	return nil
+	verdict, _ = libError(verdict, code[*bench.InvalidResultError](ainerr.CheckFailed))
+	return cmp.Or(runErr, outErr, verdict)
 }
 
 // printBenchReport prints a bench result with the suggested commands worded as ain's.
@@ -214,7 +206,6 @@ func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOption
 		fe *bench.VariantFailedError
 		be *bench.BuildError
 		ae *bench.ApplyError
-		ee *bench.JobExistsError
 		de *jobs.DeletedError
 		ce *bench.ClusterError
 		se *jobs.StuckError
@@ -232,8 +223,9 @@ func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOption
 		return ainerr.New(ainerr.Usage, be.Err, "")
 	case errors.As(err, &ae):
 		return a.applyError(kc, ae.Err)
-	case errors.As(err, &ee):
-		return ainerr.New(ainerr.Usage, ee, "delete it first: ain delete "+ee.Name)
+	case errors.As(err, new(*bench.JobExistsError)):
+		mapped, _ := libError(err, code[*bench.JobExistsError](ainerr.Usage))
+		return mapped
 	case errors.As(err, &de):
 		return ainerr.New(ainerr.JobFailed, de, "")
 	case errors.As(err, &se):

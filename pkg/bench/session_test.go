@@ -13,6 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -124,4 +125,23 @@ func TestSessionOnFakeCluster(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
+}
+
+func TestReportVerdict(t *testing.T) {
+	cmd := func(c next.Command) string { return "ain " + string(c) }
+	ok := &Report{Dir: "d", Result: &Result{Valid: true, Variants: []*VariantResult{{Variant: Variant{Name: "ring"}}}}}
+	if err := ok.Verdict(); err != nil || (&Report{}).Verdict() != nil {
+		t.Fatalf("a valid result or none: %v", err)
+	}
+	bad := &Report{Dir: "d", Result: &Result{Problems: []string{"socket fallback"}, Variants: []*VariantResult{{Variant: Variant{Name: "ring"}}}}}
+	var ie *InvalidResultError
+	if err := bad.Verdict(); !errors.As(err, &ie) || err.Error() != "the bench result is INVALID: socket fallback" ||
+		ie.Hint(cmd) != "`ain doctor nccl-log d/ring.log` explains the transport; fix it and run the bench again" {
+		t.Fatalf("invalid: %v", err)
+	}
+	bad.Result.Interrupted, bad.Result.InterruptedNote = true, "during ring"
+	var ir *InterruptedResultError
+	if err := bad.Verdict(); !errors.As(err, &ir) || err.Error() != "interrupted during ring: d holds what was measured, with no verdict" {
+		t.Fatalf("interrupted: %v", err)
+	}
 }
