@@ -5,14 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
-	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -234,12 +232,4 @@ func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOption
 		return kc.Classify(ce.Err, ce.Doing)
 	}
 	return err
-}
-
-// snapshotCounters reads the RDMA port counters of nodes (none given: r's candidate nodes) with
-// probe pods (bench.SnapshotCounters), saying which nodes it reads.
-func (a *App) snapshotCounters(ctx context.Context, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
-	return bench.SnapshotCounters(ctx, a.preflightOptions(kc, r, p), nodes, func(nodes []string) {
-		fmt.Fprintf(a.Streams.Err, "reading the RDMA port counters of %s (%s)\n", strings.Join(nodes, ","), when)
-	})
 }

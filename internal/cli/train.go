@@ -12,7 +12,6 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
-	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -173,9 +172,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 			a.sandboxNote(kc)
 			return a.preflightGate(ctx, kc, r, p, be.API(), o.SkipPreflight)
 		},
-		Counters: func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
-			return a.snapshotCounters(ctx, kc, r, p, nodes, when)
-		},
+		Counters: bench.CounterReader(a.preflightOptions(kc, r, p), func(l string) { fmt.Fprintln(w, l) }),
 		Watch:    a.watchView(kc, o.GPUMetrics),
 		Progress: func(e train.Event) { fmt.Fprintln(w, e) },
 	}

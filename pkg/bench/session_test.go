@@ -145,3 +145,17 @@ func TestReportVerdict(t *testing.T) {
 		t.Fatalf("interrupted: %v", err)
 	}
 }
+
+// perftest's failure says what the pods need: a GID of their own address when they found none,
+// else the resource and the image they asked for.
+func TestPerftestErrorHint(t *testing.T) {
+	cmd := func(c next.Command) string { return "ain " + string(c) }
+	gid := &PerftestError{Err: errors.New("exit 1"), Problems: []string{"no RoCE v2 GID of 10.0.0.2"}}
+	if h := gid.Hint(cmd); !strings.Contains(h, "--gid-index N") || !strings.Contains(h, "(ain doctor ib-ports lists") {
+		t.Errorf("no GID: %s", h)
+	}
+	res := &PerftestError{Err: errors.New("exit 1"), Resource: "rdma/rdma_shared_device_a", Image: "img:1"}
+	if h := res.Hint(cmd); !strings.Contains(h, "request rdma/rdma_shared_device_a and IPC_LOCK") || !strings.Contains(h, "run img:1") {
+		t.Errorf("pods: %s", h)
+	}
+}
