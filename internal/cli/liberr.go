@@ -28,9 +28,10 @@ func libError(err error, codes ...errCode) (_ error, ok bool) {
 	return err, false
 }
 
-// hintOf is what a library's error says fixes it (next.Hinter), its commands worded as ain's.
+// hintOf is what a library's error in err's chain says fixes it (next.Hinter), its commands
+// worded as ain's.
 func hintOf(err error) string {
-	if h, ok := err.(next.Hinter); ok {
+	if h, ok := errors.AsType[next.Hinter](err); ok {
 		return h.Hint(ainCommand)
 	}
 	return ""

@@ -17,3 +17,9 @@ func (e *StuckError) Hint(cmd func(next.Command) string) string {
 func (e *ControllerStalledError) Hint(cmd func(next.Command) string) string {
 	return "`" + cmd("preflight") + "` checks the job controllers; `" + cmd(next.Command("logs "+e.Name).In(e.Namespace)) + "` shows what the pods did"
 }
+
+// Hint is Fix, as a next.Hinter.
+func (e *NoAPIError) Hint(func(next.Command) string) string { return e.Fix() }
+
+// Hint is Fix, as a next.Hinter.
+func (e *NotServedError) Hint(func(next.Command) string) string { return e.Fix() }
