@@ -99,11 +99,6 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 }
 
 func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*bench.Plan, error) {
-	switch o.Output {
-	case "", "text", "json":
-	default:
-		return nil, ainerr.Usagef("-o must be text or json, got %q", o.Output)
-	}
 	load := func(sets []string) (*recipe.Recipe, *profile.Profile, error) {
 		in := o.recipeInput
 		in.Sets = *ucli.NewStringSlice(sets...)

@@ -137,9 +137,6 @@ func (a *App) benchModelCommand() *ucli.Command {
 }
 
 func (a *App) runBenchModel(o *benchModelOptions) error {
-	if o.Output != "text" && o.Output != "json" {
-		return ainerr.Usagef("-o must be text or json, got %q", o.Output)
-	}
 	link, err := parseLinkRate(o.Link)
 	if err != nil {
 		return ainerr.Usagef("--link: %v", err)

@@ -151,15 +151,12 @@ func (a *App) modelsCommand() *ucli.Command {
 		Usage: "list the models an OpenAI-compatible server (vLLM) serves",
 		Description: "Reads GET /v1/models. vLLM answers /health before the model is loaded; a model listed here\n" +
 			"can answer.",
-		Flags:  append(append(o.flags(), o.timeoutFlags(chatTTFBTimeout, chatIdleTimeout)...), outputFlag(&o.Output, "table", "table or json")),
+		Flags:  append(append(o.flags(), o.timeoutFlags(chatTTFBTimeout, chatIdleTimeout)...), outputFlag(&o.Output, "table", "table or json", "json")),
 		Action: func(c *ucli.Context) error { return a.runModels(c.Context, o) },
 	}
 }
 
 func (a *App) runModels(ctx context.Context, o *modelsOptions) error {
-	if o.Output != "table" && o.Output != "json" {
-		return ainerr.Usagef("-o %s: use table or json", o.Output)
-	}
 	c, err := a.modelClient(ctx, &o.endpointOptions, 0)
 	if err != nil {
 		return err

@@ -86,7 +86,7 @@ func (a *App) serveCommand() *ucli.Command {
 				Name:      "status",
 				Usage:     "replicas ready/total, each pod's phase and node, the endpoint URL, the model, and a /v1/models probe",
 				ArgsUsage: "[NAME]",
-				Flags:     append(status.flags(), outputFlag(&statusOut, "text", "text or json")),
+				Flags:     append(status.flags(), outputFlag(&statusOut, "text", "text or json", "json")),
 				Action: func(c *ucli.Context) error {
 					return a.runServeStatus(c.Context, c.Args().First(), status, statusOut)
 				},
@@ -321,9 +321,6 @@ func (a *App) waitError(kc *kube.Clients, err error, name string) error {
 }
 
 func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptions, out string) error {
-	if out != "text" && out != "json" {
-		return ainerr.Usagef("-o %s: use text or json", out)
-	}
 	kc, cl, err := a.servingCluster()
 	if err != nil {
 		return err
