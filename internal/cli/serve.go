@@ -303,15 +303,10 @@ func (a *App) warnImage(image string) {
 
 // waitError maps pkg/vllm's wait errors to exit codes and hints.
 func (a *App) waitError(kc *kube.Clients, err error, name string) error {
-	_, stalled := errors.AsType[*vllm.StalledError](err)
-	te, timedOut := errors.AsType[*vllm.WaitTimeoutError](err)
+	if mapped, ok := libError(err, code[*vllm.StalledError](ainerr.JobFailed), code[*vllm.WaitTimeoutError](ainerr.Timeout)); ok {
+		return mapped
+	}
 	switch {
-	case stalled:
-		return ainerr.New(ainerr.JobFailed, err, "`ain serve status "+name+nsFlag(kc.Namespace)+"` shows each pod; `kubectl logs` the pod for vLLM's own error")
-	case timedOut && te.Gateway:
-		return ainerr.New(ainerr.Timeout, err, "the replicas are ready but the Gateway does not serve the route yet: `ain serve status "+name+nsFlag(kc.Namespace)+"` shows the route's conditions; `kubectl describe gateway` and the controller's logs say why")
-	case timedOut:
-		return ainerr.New(ainerr.Timeout, err, "it keeps starting: `ain serve status "+name+nsFlag(kc.Namespace)+"`; a big model may need a longer spec.startupTimeout")
 	case errors.Is(err, context.Canceled):
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "follow it: ain serve status "+name+nsFlag(kc.Namespace)+"   end it: ain serve delete "+name+nsFlag(kc.Namespace))
 	case ainerr.CodeOf(exitError(err)) != ainerr.Failure:

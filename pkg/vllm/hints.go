@@ -1,6 +1,35 @@
 package vllm
 
-import "github.com/ain-hpc/ain/pkg/next"
+import (
+	"errors"
+
+	"github.com/ain-hpc/ain/pkg/next"
+)
+
+// serverOf names p's model server on a wait's error, for its hint.
+func serverOf(err error, p *prepared) error {
+	if e, ok := errors.AsType[*StalledError](err); ok {
+		e.Server, e.Namespace = p.objs.Name, p.cl.Namespace
+	}
+	if e, ok := errors.AsType[*WaitTimeoutError](err); ok {
+		e.Server, e.Namespace = p.objs.Name, p.cl.Namespace
+	}
+	return err
+}
+
+// Hint names the command that shows each pod, and where vLLM says why.
+func (e *StalledError) Hint(cmd func(next.Command) string) string {
+	return "`" + cmd(next.Command("serve status "+e.Server).In(e.Namespace)) + "` shows each pod; `kubectl logs` the pod for vLLM's own error"
+}
+
+// Hint says the model server keeps starting, or what keeps its Gateway from serving it.
+func (e *WaitTimeoutError) Hint(cmd func(next.Command) string) string {
+	status := cmd(next.Command("serve status " + e.Server).In(e.Namespace))
+	if e.Gateway {
+		return "the replicas are ready but the Gateway does not serve the route yet: `" + status + "` shows the route's conditions; `kubectl describe gateway` and the controller's logs say why"
+	}
+	return "it keeps starting: `" + status + "`; a big model may need a longer spec.startupTimeout"
+}
 
 // Hint says what serves the Gateway API, or how to do without it.
 func (e *GatewayAPIMissingError) Hint(func(next.Command) string) string {

@@ -17,9 +17,12 @@ import (
 )
 
 // StalledError is a replica whose rollout passed its progress deadline.
+// Server and Namespace name the model server, when the caller knows it.
 type StalledError struct {
 	Deployment string
 	Message    string
+	Server     string
+	Namespace  string
 }
 
 func (e *StalledError) Error() string {
@@ -33,6 +36,8 @@ type WaitTimeoutError struct {
 	Timeout time.Duration
 	Last    string
 	Gateway bool
+	// Server and Namespace name the model server, when the caller knows it.
+	Server, Namespace string
 }
 
 func (e *WaitTimeoutError) Error() string {
