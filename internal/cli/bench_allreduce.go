@@ -164,7 +164,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	case errors.As(runErr, &ge):
 		return ge.Err
 	}
-	runErr = a.benchRunError(kc, runErr, o, rep.Dir)
+	runErr = a.benchRunError(kc, runErr, o)
 	res := rep.Result
 	if res == nil {
 		return runErr
@@ -193,38 +193,25 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 }
 
 // benchRunError maps the Runner's typed errors to exit codes and hints.
-func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOptions, dir string) error {
-	var (
-		te *bench.TimeoutError
-		fe *bench.VariantFailedError
-		be *bench.BuildError
-		ae *bench.ApplyError
-		de *jobs.DeletedError
-		ce *bench.ClusterError
-		se *jobs.StuckError
-	)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, bench.ErrInterrupted):
-		return errInterrupted()
-	case errors.As(err, &te):
-		return ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached during variant %s", o.Timeout, te.Variant), "the partial results are saved; raise --timeout or run fewer variants")
-	case errors.As(err, &fe):
-		return ainerr.New(ainerr.JobFailed, fe, "its launcher output is in "+dir+"/"+fe.Variant+".log")
-	case errors.As(err, &be):
+func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOptions) error {
+	if te, ok := errors.AsType[*bench.TimeoutError](err); ok {
+		return ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached during variant %s", o.Timeout, te.Variant), hintOf(te))
+	}
+	if be, ok := errors.AsType[*bench.BuildError](err); ok {
 		return ainerr.New(ainerr.Usage, be.Err, "")
-	case errors.As(err, &ae):
+	}
+	if ae, ok := errors.AsType[*bench.ApplyError](err); ok {
 		return a.applyError(kc, ae.Err)
-	case errors.As(err, new(*bench.JobExistsError)):
-		mapped, _ := libError(err, code[*bench.JobExistsError](ainerr.Usage))
-		return mapped
-	case errors.As(err, &de):
-		return ainerr.New(ainerr.JobFailed, de, "")
-	case errors.As(err, &se):
-		return ainerr.New(ainerr.JobFailed, se, "the job was deleted; fix what made the worker fail and run the bench again")
-	case errors.As(err, &ce):
+	}
+	if _, ok := errors.AsType[*jobs.StuckError](err); ok {
+		return ainerr.New(ainerr.JobFailed, err, "the job was deleted; fix what made the worker fail and run the bench again")
+	}
+	if ce, ok := errors.AsType[*bench.ClusterError](err); ok {
 		return kc.Classify(ce.Err, ce.Doing)
 	}
-	return err
+	if errors.Is(err, bench.ErrInterrupted) {
+		return errInterrupted()
+	}
+	mapped, _ := libError(err, code[*bench.VariantFailedError](ainerr.JobFailed), code[*bench.JobExistsError](ainerr.Usage), code[*jobs.DeletedError](ainerr.JobFailed))
+	return mapped
 }

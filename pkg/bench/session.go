@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -108,6 +109,9 @@ func (s *Session) Run(parent context.Context, o SessionOptions) (*Report, error)
 		r.Counters = CounterReader(s.Probe, func(l string) { s.say("%s", l) })
 	}
 	pinned, runErr := r.Run(parent, ctx, plan, res)
+	if fe, ok := errors.AsType[*VariantFailedError](runErr); ok {
+		fe.Log = dir + "/" + fe.Variant + ".log"
+	}
 	if runErr != nil && len(res.Variants) == 0 && !res.Interrupted {
 		// Nothing ran: no report and no result.json, whose "No variant ran" would only hide the error.
 		_ = os.Remove(dir) // only if still empty

@@ -23,8 +23,9 @@ import (
 func TestSessionOnFakeCluster(t *testing.T) {
 	ring, tree := sample(t, "ring"), sample(t, "tree")
 	t0 := time.Date(2026, 12, 3, 9, 8, 0, 0, time.UTC)
-	setup := func(t *testing.T, refuse bool) (*Session, SessionOptions, *fakeOperator, *[]string) {
-		op := newFakeOperator(t, map[string]outcome{"ring": {jobs.PhaseSucceeded, ring}, "tree": {jobs.PhaseSucceeded, tree}})
+	setup := func(t *testing.T, refuse bool, ringPhase ...string) (*Session, SessionOptions, *fakeOperator, *[]string) {
+		ringPhase = append(ringPhase, jobs.PhaseSucceeded)
+		op := newFakeOperator(t, map[string]outcome{"ring": {ringPhase[0], ring}, "tree": {jobs.PhaseSucceeded, tree}})
 		if refuse {
 			op.dyn.PrependReactor("create", "mpijobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, errors.New("admission webhook denied the request")
@@ -108,6 +109,14 @@ func TestSessionOnFakeCluster(t *testing.T) {
 		}
 		if _, err := os.Stat(o.Out); !os.IsNotExist(err) {
 			t.Errorf("nothing ran but the folder was left: %v", err)
+		}
+	})
+	t.Run("a variant fails", func(t *testing.T) {
+		s, o, _, _ := setup(t, false, jobs.PhaseFailed)
+		rep, err := s.Run(context.Background(), o)
+		var fe *VariantFailedError
+		if !errors.As(err, &fe) || rep.Result == nil || fe.Log != o.Out+"/ring.log" {
+			t.Fatalf("err %#v, report %+v", err, rep)
 		}
 	})
 	t.Run("out not empty", func(t *testing.T) {

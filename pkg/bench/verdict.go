@@ -45,6 +45,16 @@ func (r *Report) Verdict() error {
 	return nil
 }
 
+// Hint says where the failed variant's launcher output is.
+func (e *VariantFailedError) Hint(func(next.Command) string) string {
+	return "its launcher output is in " + e.Log
+}
+
+// Hint says what was kept and how to fit the bench in its bound.
+func (e *TimeoutError) Hint(func(next.Command) string) string {
+	return "the partial results are saved; raise --timeout or run fewer variants"
+}
+
 // Hint says how to run the variant's job anyway.
 func (e *JobExistsError) Hint(cmd func(next.Command) string) string {
 	return "delete it first: " + cmd(next.Command("delete "+e.Name))
