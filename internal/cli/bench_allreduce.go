@@ -1,17 +1,16 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
-	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/profile"
@@ -100,11 +99,6 @@ func (a *App) benchAllreduceCommand() *ucli.Command {
 }
 
 func (a *App) planBench(c *ucli.Context, o *benchAllreduceOptions) (*bench.Plan, error) {
-	switch o.Output {
-	case "", "text", "json":
-	default:
-		return nil, ainerr.Usagef("-o must be text or json, got %q", o.Output)
-	}
 	load := func(sets []string) (*recipe.Recipe, *profile.Profile, error) {
 		in := o.recipeInput
 		in.Sets = *ucli.NewStringSlice(sets...)
@@ -170,7 +164,7 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 	case errors.As(runErr, &ge):
 		return ge.Err
 	}
-	runErr = a.benchRunError(kc, runErr, o, rep.Dir)
+	runErr = a.benchRunError(kc, runErr, o)
 	res := rep.Result
 	if res == nil {
 		return runErr
@@ -185,21 +179,12 @@ func (a *App) runBenchAllreduce(c *ucli.Context, o *benchAllreduceOptions) error
 		a.printBenchReport(res, rep.Files)
 	}
 	// The run's own error says more than a lost output; a lost output is still no success.
-	dir := rep.Dir
-	if runErr != nil {
-		return runErr
+	verdict := rep.Verdict()
+	if _, ok := errors.AsType[*bench.InterruptedResultError](verdict); ok && runErr == nil {
+		return ainerr.New(ainerr.Cancelled, verdict, "")
 	}
-	if res.Interrupted {
-		return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted %s: %s holds what was measured, with no verdict", res.InterruptedNote, dir), "")
-	}
-	if outErr != nil {
-		return outErr
-	}
-	if !res.Valid && len(res.Variants) > 0 {
-		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("the bench result is INVALID: %s", strings.Join(res.Problems, "; ")),
-			"`ain doctor nccl-log "+dir+"/"+res.Variants[0].Name+".log` explains the transport; fix it and run the bench again")
-	}
-	return nil
+	verdict, _ = libError(verdict, code[*bench.InvalidResultError](ainerr.CheckFailed))
+	return cmp.Or(runErr, outErr, verdict)
 }
 
 // printBenchReport prints a bench result with the suggested commands worded as ain's.
@@ -208,46 +193,25 @@ func (a *App) printBenchReport(res *bench.Result, files []string) {
 }
 
 // benchRunError maps the Runner's typed errors to exit codes and hints.
-func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOptions, dir string) error {
-	var (
-		te *bench.TimeoutError
-		fe *bench.VariantFailedError
-		be *bench.BuildError
-		ae *bench.ApplyError
-		ee *bench.JobExistsError
-		de *jobs.DeletedError
-		ce *bench.ClusterError
-		se *jobs.StuckError
-	)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, bench.ErrInterrupted):
-		return errInterrupted()
-	case errors.As(err, &te):
-		return ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached during variant %s", o.Timeout, te.Variant), "the partial results are saved; raise --timeout or run fewer variants")
-	case errors.As(err, &fe):
-		return ainerr.New(ainerr.JobFailed, fe, "its launcher output is in "+dir+"/"+fe.Variant+".log")
-	case errors.As(err, &be):
+func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOptions) error {
+	if te, ok := errors.AsType[*bench.TimeoutError](err); ok {
+		return ainerr.New(ainerr.Timeout, fmt.Errorf("--timeout %s reached during variant %s", o.Timeout, te.Variant), hintOf(te))
+	}
+	if be, ok := errors.AsType[*bench.BuildError](err); ok {
 		return ainerr.New(ainerr.Usage, be.Err, "")
-	case errors.As(err, &ae):
+	}
+	if ae, ok := errors.AsType[*bench.ApplyError](err); ok {
 		return a.applyError(kc, ae.Err)
-	case errors.As(err, &ee):
-		return ainerr.New(ainerr.Usage, ee, "delete it first: ain delete "+ee.Name)
-	case errors.As(err, &de):
-		return ainerr.New(ainerr.JobFailed, de, "")
-	case errors.As(err, &se):
-		return ainerr.New(ainerr.JobFailed, se, "the job was deleted; fix what made the worker fail and run the bench again")
-	case errors.As(err, &ce):
+	}
+	if _, ok := errors.AsType[*jobs.StuckError](err); ok {
+		return ainerr.New(ainerr.JobFailed, err, "the job was deleted; fix what made the worker fail and run the bench again")
+	}
+	if ce, ok := errors.AsType[*bench.ClusterError](err); ok {
 		return kc.Classify(ce.Err, ce.Doing)
 	}
-	return err
-}
-
-// snapshotCounters reads the RDMA port counters of nodes (none given: r's candidate nodes) with
-// probe pods (bench.SnapshotCounters), saying which nodes it reads.
-func (a *App) snapshotCounters(ctx context.Context, kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
-	return bench.SnapshotCounters(ctx, a.preflightOptions(kc, r, p), nodes, func(nodes []string) {
-		fmt.Fprintf(a.Streams.Err, "reading the RDMA port counters of %s (%s)\n", strings.Join(nodes, ","), when)
-	})
+	if errors.Is(err, bench.ErrInterrupted) {
+		return errInterrupted()
+	}
+	mapped, _ := libError(err, code[*bench.VariantFailedError](ainerr.JobFailed), code[*bench.JobExistsError](ainerr.Usage), code[*jobs.DeletedError](ainerr.JobFailed))
+	return mapped
 }

@@ -1,18 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"slices"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
+	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/input"
 	"github.com/ain-hpc/ain/pkg/nccl"
-	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -59,55 +56,20 @@ func (a *App) runBenchParse(ctx context.Context, o *benchParseOptions) error {
 	if err != nil {
 		return inputError(ctx, o.File, ainerr.Failure, err)
 	}
-	if perftest.Detect(string(data)) {
-		return a.runPerftestParse(o, data)
-	}
-	runs, err := nccl.ParsePerf(bytes.NewReader(data))
+	out, err := bench.ParseOutput(data, inputName(o.File))
 	if err != nil {
-		// ParsePerf names the byte, not the file.
-		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", inputName(o.File), err), "")
+		return ainerr.New(ainerr.Failure, err, hintOf(err))
 	}
-	if len(runs) == 0 {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("no nccl-tests or perftest results in %s", inputName(o.File)),
-			"the input should hold the table printed by an nccl-tests *_perf binary (size count type ... busbw #wrong) or by perftest's ib_*_bw/ib_*_lat (#bytes #iterations ...)")
-	}
-	return reportRuns(a, o.Output, runs, nccl.WritePerfCSV, nccl.WritePerfText, (*nccl.PerfRun).OK)
+	return a.verdict(o.Output, out.JSON(), func() error {
+		if o.Output == "csv" {
+			return out.WriteCSV(a.Streams.Out)
+		}
+		return out.WriteText(a.Streams.Out, a.Streams.IsTTY)
+	}, out.OK())
 }
 
 // maxParseInput bounds what `bench parse` reads into memory to tell perftest from nccl-tests.
 const maxParseInput = 256 << 20
-
-// runPerftestParse is `bench parse` on perftest output (ib_write_bw, ib_read_lat, ...).
-func (a *App) runPerftestParse(o *benchParseOptions, data []byte) error {
-	runs, err := perftest.Parse(bytes.NewReader(data))
-	if err != nil {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("%s: %w", o.File, err), "")
-	}
-	if len(runs) == 0 {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("no perftest results in %s", o.File),
-			"the input should hold the table a perftest binary prints (#bytes #iterations BW peak... or t_min...)")
-	}
-	return reportRuns(a, o.Output, runs, perftest.WriteCSV, perftest.WriteText, (*perftest.Run).OK)
-}
-
-// reportRuns is `bench parse`'s output for either parser's runs: JSON (one run or the list),
-// CSV or the text report, then exit 5 when a run is not ok.
-func reportRuns[T any](a *App, format string, runs []T, writeCSV func(io.Writer, []T) error, text func(io.Writer, []T, bool) error, ok func(T) bool) error {
-	return a.verdict(format, oneOrAll(runs), func() error {
-		if format == "csv" {
-			return writeCSV(a.Streams.Out, runs)
-		}
-		return text(a.Streams.Out, runs, a.Streams.IsTTY)
-	}, !slices.ContainsFunc(runs, func(r T) bool { return !ok(r) }))
-}
-
-// oneOrAll is what -o json prints for parsed runs: the run itself when there is one, else the array.
-func oneOrAll[T any](runs []T) any {
-	if len(runs) == 1 {
-		return runs[0]
-	}
-	return runs
-}
 
 // parseBytes reads a size from a flag with the recipe's grammar (recipe.ParseBytes: 8, 1K, 64M,
 // 8G, optionally with B or iB), so a flag accepts exactly what a recipe does; a flag's size
@@ -175,9 +137,6 @@ func (a *App) benchModelCommand() *ucli.Command {
 }
 
 func (a *App) runBenchModel(o *benchModelOptions) error {
-	if o.Output != "text" && o.Output != "json" {
-		return ainerr.Usagef("-o must be text or json, got %q", o.Output)
-	}
 	link, err := parseLinkRate(o.Link)
 	if err != nil {
 		return ainerr.Usagef("--link: %v", err)

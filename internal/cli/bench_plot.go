@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -44,8 +42,8 @@ func (a *App) benchPlotCommand() *ucli.Command {
 }
 
 func (a *App) runBenchPlot(o *benchPlotOptions) error {
-	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(o.Out)), ".")
-	if format != "png" && format != "svg" {
+	format := figure.FormatOf(o.Out)
+	if format == "" {
 		return ainerr.Usagef("-o %s: the plot file must end in .png or .svg", o.Out)
 	}
 	if len(o.Files) == 0 {
@@ -59,11 +57,9 @@ func (a *App) runBenchPlot(o *benchPlotOptions) error {
 		return err
 	}
 	series := bench.SeriesOf(results, o.Files)
-	var buf bytes.Buffer
-	if err := bench.Plot(&buf, series, figure.Options{Format: format, Width: o.Width, Height: o.Height, Title: o.Title}); err != nil {
-		return ainerr.New(ainerr.Failure, err, "")
-	}
-	if err := os.WriteFile(o.Out, buf.Bytes(), 0o644); err != nil {
+	if err := figure.WriteFile(o.Out, func(w io.Writer) error {
+		return bench.Plot(w, series, figure.Options{Format: format, Width: o.Width, Height: o.Height, Title: o.Title})
+	}); err != nil {
 		return ainerr.New(ainerr.Failure, err, "")
 	}
 	labels := make([]string, len(series))

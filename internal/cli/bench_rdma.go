@@ -125,31 +125,19 @@ func (a *App) runBenchRDMA(parent context.Context, o *benchRDMAOptions) error {
 		ro.TCP = &bench.TCPOptions{Image: o.TCPImage, Streams: o.TCPStreams, Seconds: o.TCPSeconds}
 	}
 	res, err := run.Run(parent, ctx, ro)
-	var (
-		nn *bench.NoNodesError
-		ie *bench.RDMAInterruptedError
-		te *bench.RDMATimeoutError
-		pe *bench.PerftestError
-	)
-	switch {
-	case errors.As(err, &nn):
-		return ainerr.New(ainerr.PreflightFailed, err, "name them with --nodes SERVER,CLIENT, or check `ain preflight`")
-	case errors.As(err, &ie):
-		return ainerr.New(ainerr.Cancelled, err, "")
-	case errors.As(err, &te):
-		return ainerr.New(ainerr.Timeout, fmt.Errorf("--%v", te), "the perftest pods were deleted; `kubectl describe node` if they stayed Pending")
-	case errors.As(err, &pe):
+	if mapped, ok := libError(err, code[*bench.NoNodesError](ainerr.PreflightFailed), code[*bench.RDMAInterruptedError](ainerr.Cancelled)); ok {
+		return mapped
+	}
+	if te, ok := errors.AsType[*bench.RDMATimeoutError](err); ok {
+		return ainerr.New(ainerr.Timeout, fmt.Errorf("--%v", te), hintOf(te))
+	}
+	if pe, ok := errors.AsType[*bench.PerftestError](err); ok {
 		for _, l := range pe.Tail {
 			fmt.Fprintf(errw, "  | %s\n", l)
 		}
-		if len(pe.Problems) > 0 { // a pod found no RoCE GID of its own address
-			return ainerr.New(ainerr.Failure, err,
-				"give --gid-index N to name the GID (ain doctor ib-ports lists the GID tables), or attach the pods' RDMA network (the profile's networks)")
-		}
-		return ainerr.New(ainerr.Failure, err,
-			"the pods request "+pe.Resource+" and IPC_LOCK (Pod Security: privileged namespace) and run "+pe.Image+" (--image for a mirror)")
-	case err != nil:
-		return err
+	}
+	if mapped, ok := libError(err, code[*bench.PerftestError](ainerr.Failure)); ok || err != nil {
+		return mapped
 	}
 	return a.verdict(o.Output, res, func() error { res.WriteText(a.Streams.Out, a.Streams.IsTTY); return nil }, res.OK)
 }

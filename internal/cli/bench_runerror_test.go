@@ -27,19 +27,19 @@ func TestBenchRunError(t *testing.T) {
 	}{
 		{bench.ErrInterrupted, ainerr.Cancelled, "interrupted", ""},
 		{&bench.TimeoutError{Variant: "tree"}, ainerr.Timeout, "--timeout 5m0s reached during variant tree", "raise --timeout"},
-		{&bench.VariantFailedError{Variant: "ring", Kind: "MPIJob", Job: "j"}, ainerr.JobFailed, "variant ring: MPIJob j failed", "/out/ring.log"},
+		{&bench.VariantFailedError{Variant: "ring", Kind: "MPIJob", Job: "j", Log: "/out/ring.log"}, ainerr.JobFailed, "variant ring: MPIJob j failed", "its launcher output is in /out/ring.log"},
 		{&bench.BuildError{Err: errors.New("bad")}, ainerr.Usage, "bad", ""},
 		{&bench.JobExistsError{Kind: "MPIJob", Namespace: "ns", Name: "j"}, ainerr.Usage, "MPIJob ns/j already exists", "ain delete j"},
 		{&jobs.DeletedError{Kind: "MPIJob", Namespace: "ns", Name: "j"}, ainerr.JobFailed, "MPIJob ns/j was deleted before it finished", ""},
 		{&bench.ApplyError{Err: context.Canceled}, ainerr.Cancelled, "interrupted before the job was applied", ""},
 		{fmt.Errorf("pin: %w", errors.New("x")), ainerr.Failure, "pin: x", ""},
 	} {
-		err := a.benchRunError(kc, c.err, o, "/out")
+		err := a.benchRunError(kc, c.err, o)
 		if ainerr.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.msg) || !strings.Contains(ainerr.HintOf(err), c.hint) {
 			t.Errorf("%T: exit %d %q hint %q; want exit %d %q hint ~%q", c.err, ainerr.CodeOf(err), err, ainerr.HintOf(err), c.code, c.msg, c.hint)
 		}
 	}
-	if a.benchRunError(kc, nil, o, "/out") != nil {
+	if a.benchRunError(kc, nil, o) != nil {
 		t.Error("nil error mapped to an error")
 	}
 }

@@ -71,7 +71,7 @@ func (a *App) chatCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "embeddings-model", Usage: "embedding model for semantic.mode embeddings (default: the file's semantic.model)", Destination: &t.EmbeddingsModel},
 				&ucli.StringFlag{Name: "save", Usage: "archive the answers in `FILE` (JSON) for a later --compare", Destination: &t.Save},
 				&ucli.StringFlag{Name: "compare", Usage: "compare the answers with those archived in `FILE` by --save, answer by answer", Destination: &t.Compare},
-				outputFlag(&t.Output, "text", "text or json"),
+				outputFlag(&t.Output, "text", "text or json", "json"),
 			),
 			Action: func(c *ucli.Context) error { return a.runChatTest(c.Context, t) },
 		}},
@@ -121,9 +121,6 @@ func (a *App) runChat(ctx context.Context, o *chatOptions, args []string) error 
 }
 
 func (a *App) runChatTest(ctx context.Context, o *chatTestOptions) error {
-	if o.Output != "text" && o.Output != "json" {
-		return ainerr.Usagef("-o %s: use text or json", o.Output)
-	}
 	o.CheckOptions.JudgeEndpoint, o.Now = o.JudgeEndpoint != "", a.Now
 	if o.Output == "text" {
 		o.Progress = func(r answers.QAResult) { r.WriteText(a.Streams.Out) }

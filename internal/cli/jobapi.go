@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -79,17 +78,7 @@ func (a *App) renderBackend(r *recipe.Recipe, p *profile.Profile, flag string) (
 }
 
 // choiceError maps Choose's errors to usage errors with their fix as the hint.
-func (a *App) choiceError(err error) error {
-	var na *jobs.NoAPIError
-	var ns *jobs.NotServedError
-	switch {
-	case errors.As(err, &na):
-		return ainerr.New(ainerr.Usage, err, na.Fix())
-	case errors.As(err, &ns):
-		return ainerr.New(ainerr.Usage, err, ns.Fix())
-	}
-	return ainerr.New(ainerr.Usage, err, "")
-}
+func (a *App) choiceError(err error) error { return ainerr.New(ainerr.Usage, err, hintOf(err)) }
 
 // renderJob builds r as the job API renderBackend picks (render, train --dry-run=client).
 func (a *App) renderJob(r *recipe.Recipe, p *profile.Profile, flag, name string) (*jobs.Bundle, error) {

@@ -125,28 +125,16 @@ func endpointError(err error) error {
 
 // discoveryError maps Discovery's typed errors to exit codes and hints.
 func discoveryError(kc *kube.Clients, err error, what string) error {
-	var ie *vllm.IngressUnreachableError
-	var re *vllm.RouteError
-	var nr *vllm.NoReadyReplicaError
-	var nf *vllm.NotFoundError
-	var none *vllm.NoModelServerError
-	var amb *vllm.AmbiguousError
-	switch {
-	case errors.As(err, &nf):
+	if _, ok := errors.AsType[*vllm.NotFoundError](err); ok {
 		return ainerr.New(ainerr.Usage, err, "`ain serve status` lists the model servers")
-	case errors.As(err, &none):
+	}
+	if _, ok := errors.AsType[*vllm.NoModelServerError](err); ok {
 		return ainerr.New(ainerr.Usage, fmt.Errorf("no endpoint: %w, and no --endpoint / AIN_ENDPOINT", err),
 			"deploy one with `ain serve vllm`, or pass --endpoint URL for any OpenAI-compatible server")
-	case errors.As(err, &amb):
-		return ainerr.New(ainerr.Usage, err, "pass --endpoint (`ain serve status` shows each URL)")
-	case errors.As(err, &re):
-		return ainerr.New(ainerr.JobFailed, err, re.Hint())
-	case errors.As(err, &ie):
-		return ainerr.New(ainerr.Unreachable, err,
-			"check that the host resolves to the ingress controller or Gateway (or pass --connect-to ADDR:443 to reach it by address), "+
-				"or pass --port-forward to reach one pod through the API server instead (a quick look, not a measurement)")
-	case errors.As(err, &nr):
-		return ainerr.New(ainerr.Unreachable, err, "`ain serve status "+nr.Name+nsFlag(kc.Namespace)+"` shows what the pods are doing")
+	}
+	if mapped, ok := libError(err, code[*vllm.AmbiguousError](ainerr.Usage), code[*vllm.RouteError](ainerr.JobFailed),
+		code[*vllm.IngressUnreachableError](ainerr.Unreachable), code[*vllm.NoReadyReplicaError](ainerr.Unreachable)); ok {
+		return mapped
 	}
 	return kc.Classify(err, what)
 }
@@ -163,15 +151,12 @@ func (a *App) modelsCommand() *ucli.Command {
 		Usage: "list the models an OpenAI-compatible server (vLLM) serves",
 		Description: "Reads GET /v1/models. vLLM answers /health before the model is loaded; a model listed here\n" +
 			"can answer.",
-		Flags:  append(append(o.flags(), o.timeoutFlags(chatTTFBTimeout, chatIdleTimeout)...), outputFlag(&o.Output, "table", "table or json")),
+		Flags:  append(append(o.flags(), o.timeoutFlags(chatTTFBTimeout, chatIdleTimeout)...), outputFlag(&o.Output, "table", "table or json", "json")),
 		Action: func(c *ucli.Context) error { return a.runModels(c.Context, o) },
 	}
 }
 
 func (a *App) runModels(ctx context.Context, o *modelsOptions) error {
-	if o.Output != "table" && o.Output != "json" {
-		return ainerr.Usagef("-o %s: use table or json", o.Output)
-	}
 	c, err := a.modelClient(ctx, &o.endpointOptions, 0)
 	if err != nil {
 		return err

@@ -43,6 +43,10 @@ func TestOutputFormatCheckedAtParse(t *testing.T) {
 		{[]string{"recipes", "list", "-o", "csv"}, "-o csv: use table or json"},
 		{[]string{"doctor", "nccl-log", "missing.log", "-o", "xml"}, "-o xml: use text or json"},
 		{[]string{"render", "qlora", "-o", "table"}, "-o table: use yaml or json"},
+		{[]string{"models", "-o", "yaml"}, "-o yaml: use table or json"},
+		{[]string{"chat", "test", "-f", "qa.yaml", "-o", "csv"}, "-o csv: use text or json"},
+		{[]string{"serve", "status", "-o", "yaml"}, "-o yaml: use text or json"},
+		{[]string{"bench", "compare", "a.json", "-o", "yaml"}, "-o yaml: use text, json or csv"},
 	} {
 		code, _, errb := runDoctorCLI(t, "", c.args...)
 		if code != int(ainerr.Usage) || !strings.Contains(errb, c.want) {

@@ -86,7 +86,7 @@ func (a *App) serveCommand() *ucli.Command {
 				Name:      "status",
 				Usage:     "replicas ready/total, each pod's phase and node, the endpoint URL, the model, and a /v1/models probe",
 				ArgsUsage: "[NAME]",
-				Flags:     append(status.flags(), outputFlag(&statusOut, "text", "text or json")),
+				Flags:     append(status.flags(), outputFlag(&statusOut, "text", "text or json", "json")),
 				Action: func(c *ucli.Context) error {
 					return a.runServeStatus(c.Context, c.Args().First(), status, statusOut)
 				},
@@ -236,52 +236,39 @@ func (a *App) serveCredentials(c *ucli.Context, o *serveOptions) ([]runtime.Obje
 
 // deployError maps vllm.Deployer's errors to exit codes and hints.
 func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name string) error {
-	var be *vllm.BuildError
-	var ce *vllm.ClusterError
-	var cp *vllm.ClaimProblem
-	var missing *vllm.GatewayAPIMissingError
-	var choice *vllm.GatewayChoiceError
-	var unknown *vllm.UnknownGatewayError
-	var tlsErr *vllm.EntryTLSError
-	var ku *vllm.KeyUnreadableError
-	var ae *vllm.ApplyError
-	var ie *vllm.InterruptedError
-	var kf *vllm.KeyFileError
-	var conflict *vllm.AuthConflictError
-	var badKey *vllm.BadKeyError
+	be, build := errors.AsType[*vllm.BuildError](err)
+	ie, interrupted := errors.AsType[*vllm.InterruptedError](err)
+	cp, claim := errors.AsType[*vllm.ClaimProblem](err)
+	kf, keyFile := errors.AsType[*vllm.KeyFileError](err)
+	ku, unreadable := errors.AsType[*vllm.KeyUnreadableError](err)
+	ae, apply := errors.AsType[*vllm.ApplyError](err)
 	switch {
-	case errors.As(err, &be):
+	case build:
 		return ainerr.New(ainerr.Usage, be.Err, "")
-	case errors.As(err, &ie):
+	case interrupted:
 		return a.serveInterrupted(kc, ie)
 	case kc == nil:
 		return err // from a.servingCluster
-	case errors.As(err, &missing):
-		return ainerr.New(ainerr.Usage, err, "install the Gateway API's standard CRDs and a Gateway controller (https://gateway-api.sigs.k8s.io/implementations/), or --expose ingress")
-	case errors.As(err, &choice):
-		return ainerr.New(ainerr.Usage, err, "name one: --gateway-class CLASS (`kubectl get gatewayclass` lists them) or --gateway [NAMESPACE/]NAME of an existing Gateway")
-	case errors.As(err, &unknown):
-		return ainerr.New(ainerr.Usage, err, "check the name, or name another with --gateway-class or --gateway")
-	case errors.As(err, &cp) && cp.Missing:
+	case claim && cp.Missing:
 		return ainerr.New(ainerr.Usage, err, "create the claim, or name an existing one in spec.volumes[].claimName (kubectl get pvc"+nsFlag(kc.Namespace)+" lists them)")
-	case errors.As(err, &cp):
+	case claim:
 		return ainerr.New(ainerr.Usage, err, "use a ReadWriteMany (or ReadOnlyMany) claim for the model, such as NFS, or serve one replica: --replicas 1")
-	case errors.As(err, &tlsErr):
-		return ainerr.New(ainerr.Usage, err, "fix or delete the Secret (ain then creates a self-signed one), name another with --set "+tlsErr.Field+".tlsSecret=NAME, or let cert-manager issue it with --set "+tlsErr.Field+".clusterIssuer=ISSUER")
-	case errors.As(err, &kf):
+	case keyFile:
 		return ainerr.Usagef("--api-key-out: %v", kf.Err)
-	case errors.As(err, &conflict):
-		return ainerr.New(ainerr.Usage, err, "drop --allow-unauthenticated to keep the key, or remove spec.serving.apiKeySecret (--set) to serve without one")
-	case errors.As(err, &badKey):
-		return ainerr.New(ainerr.Usage, err, "put the key in that Secret (kubectl create secret generic "+badKey.Secret+" --from-literal="+badKey.Key+"=...), or name another in spec.serving.apiKeySecret")
-	case errors.As(err, &ku):
+	case unreadable:
 		return ainerr.Usagef("--api-key-out %s: %s, whose value ain cannot read", o.APIKeyOut, ku.Auth.Describe())
-	case errors.As(err, &ae):
+	case apply:
 		if len(ae.Created) > 0 {
 			fmt.Fprintf(a.Streams.Err, "created before the error below: %s; `ain serve delete %s%s` removes them\n", strings.Join(ae.Created, ", "), ae.Name, nsFlag(kc.Namespace))
 		}
 		return kc.Classify(ae.Err, "applying the model server")
-	case errors.As(err, &ce):
+	}
+	if mapped, ok := libError(err, code[*vllm.GatewayAPIMissingError](ainerr.Usage), code[*vllm.GatewayChoiceError](ainerr.Usage),
+		code[*vllm.UnknownGatewayError](ainerr.Usage), code[*vllm.EntryTLSError](ainerr.Usage), code[*vllm.AuthConflictError](ainerr.Usage),
+		code[*vllm.BadKeyError](ainerr.Usage)); ok {
+		return mapped
+	}
+	if ce, ok := errors.AsType[*vllm.ClusterError](err); ok {
 		return kc.Classify(ce.Err, ce.Doing)
 	}
 	return a.waitError(kc, err, name) // the rolling update's or the wait's, or WriteKey's
@@ -316,15 +303,10 @@ func (a *App) warnImage(image string) {
 
 // waitError maps pkg/vllm's wait errors to exit codes and hints.
 func (a *App) waitError(kc *kube.Clients, err error, name string) error {
-	var se *vllm.StalledError
-	var te *vllm.WaitTimeoutError
+	if mapped, ok := libError(err, code[*vllm.StalledError](ainerr.JobFailed), code[*vllm.WaitTimeoutError](ainerr.Timeout)); ok {
+		return mapped
+	}
 	switch {
-	case errors.As(err, &se):
-		return ainerr.New(ainerr.JobFailed, err, "`ain serve status "+name+nsFlag(kc.Namespace)+"` shows each pod; `kubectl logs` the pod for vLLM's own error")
-	case errors.As(err, &te) && strings.Contains(te.Last, "waiting for the Gateway"):
-		return ainerr.New(ainerr.Timeout, err, "the replicas are ready but the Gateway does not serve the route yet: `ain serve status "+name+nsFlag(kc.Namespace)+"` shows the route's conditions; `kubectl describe gateway` and the controller's logs say why")
-	case errors.As(err, &te):
-		return ainerr.New(ainerr.Timeout, err, "it keeps starting: `ain serve status "+name+nsFlag(kc.Namespace)+"`; a big model may need a longer spec.startupTimeout")
 	case errors.Is(err, context.Canceled):
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "follow it: ain serve status "+name+nsFlag(kc.Namespace)+"   end it: ain serve delete "+name+nsFlag(kc.Namespace))
 	case ainerr.CodeOf(exitError(err)) != ainerr.Failure:
@@ -334,9 +316,6 @@ func (a *App) waitError(kc *kube.Clients, err error, name string) error {
 }
 
 func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptions, out string) error {
-	if out != "text" && out != "json" {
-		return ainerr.Usagef("-o %s: use text or json", out)
-	}
 	kc, cl, err := a.servingCluster()
 	if err != nil {
 		return err

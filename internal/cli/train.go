@@ -12,11 +12,9 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/bench"
-	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/profile"
-	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/train"
 )
 
@@ -137,9 +135,9 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 		return ainerr.Usagef("recipe %s is kind Serving: deploy it with `ain serve %s`", r.Metadata.Name, r.Metadata.Name)
 	}
 	a.printWarnings(r)
-	validated, err := a.requireBench(c, o, r, p)
+	validated, err := train.RequiredBench(train.BenchRequirement{Dir: o.RequireBench, MaxAge: o.BenchMaxAge, MaxAgeSet: c.IsSet("bench-max-age")}, r, p, a.Now())
 	if err != nil {
-		return err
+		return ainerr.New(ainerr.PreflightFailed, err, hintOf(err))
 	}
 	if o.DryRun == "client" {
 		b, err := a.renderJob(r, p, o.API, o.Name)
@@ -174,9 +172,7 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 			a.sandboxNote(kc)
 			return a.preflightGate(ctx, kc, r, p, be.API(), o.SkipPreflight)
 		},
-		Counters: func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
-			return a.snapshotCounters(ctx, kc, r, p, nodes, when)
-		},
+		Counters: bench.CounterReader(a.preflightOptions(kc, r, p), func(l string) { fmt.Fprintln(w, l) }),
 		Watch:    a.watchView(kc, o.GPUMetrics, false),
 		Progress: func(e train.Event) { fmt.Fprintln(w, e) },
 	}
@@ -205,94 +201,38 @@ func (a *App) runTrain(c *ucli.Context, o *trainOptions) error {
 	return a.trainError(kc, err)
 }
 
-// requireBench finds the passing bench the job must run on (--require-bench, else the
-// profile's spec.requireBench); nil when neither asks for one.
-func (a *App) requireBench(c *ucli.Context, o *trainOptions, r *recipe.Recipe, p *profile.Profile) (*bench.Validation, error) {
-	dir, maxAge, from := o.RequireBench, o.BenchMaxAge, "--require-bench"
-	if rb := p.Spec.RequireBench; dir == "" && rb != nil {
-		dir, from = rb.Results, "the profile's spec.requireBench"
-		if !c.IsSet("bench-max-age") {
-			maxAge = rb.BenchMaxAge()
-		}
-	}
-	if dir == "" {
-		return nil, nil
-	}
-	w := r.Workload()
-	v, err := bench.Validate(dir, a.Now(), maxAge, p.Spec.Fabric, w.Nodes, w.GPUsPerNode)
-	if err != nil {
-		return nil, ainerr.New(ainerr.PreflightFailed, fmt.Errorf("%s: %w", from, err),
-			fmt.Sprintf("validate the nodes first: ain bench allreduce --nodes %d --gpus-per-node %d --fabric %s --out %s/NAME (a new NAME each run), or drop %s",
-				w.Nodes, w.GPUsPerNode, p.Spec.Fabric, dir, from))
-	}
-	return v, nil
-}
-
 // trainError maps a run's error to its exit code and the commands that help.
 func (a *App) trainError(kc *kube.Clients, err error) error {
-	if err == nil {
-		return nil
-	}
-	ns := nsFlag(kc.Namespace)
-	var (
-		be        *train.BuildError
-		ce        *train.ClusterError
-		ie        *train.InterruptedError
-		te        *train.TimeoutError
-		de        *jobs.DeletedError
-		fe        *train.JobFailedError
-		tr        *train.TransportError
-		immutable *jobs.ImmutableError
-		stuck     *jobs.StuckError
-		stalled   *jobs.ControllerStalledError
-		pinned    *train.PinnedNodesError
-	)
-	switch {
-	case errors.As(err, &be):
+	if be, ok := errors.AsType[*train.BuildError](err); ok {
 		return ainerr.New(ainerr.Usage, be.Err, "")
-	case errors.As(err, &immutable):
-		return ainerr.New(ainerr.Usage, err, fmt.Sprintf("run it under another name (--name %s-2), or remove the old one first: ain delete %s%s", immutable.Name, immutable.Name, nsFlag(immutable.Namespace)))
-	case errors.As(err, &pinned):
-		return ainerr.New(ainerr.PreflightFailed, err,
-			"nothing was applied; bring the node back (kubectl uncordon NODE, or repair it), or validate nodes that are up with a new `ain bench allreduce --out DIR/NAME` run, or drop --require-bench")
-	case errors.As(err, &ie):
+	}
+	if mapped, ok := libError(err, code[*jobs.ImmutableError](ainerr.Usage), code[*train.PinnedNodesError](ainerr.PreflightFailed)); ok {
+		return mapped
+	}
+	if ie, ok := errors.AsType[*train.InterruptedError](err); ok {
 		a.printInterrupted(ie)
 		if ie.Stage == train.StageBeforeApply {
 			return ainerr.New(ainerr.Cancelled, err, "")
 		}
 		return errInterrupted()
-	case errors.As(err, &stalled):
-		code := ainerr.CheckFailed
-		if stalled.Outcome == "Failed" {
-			code = ainerr.JobFailed
-		}
-		return ainerr.New(code, stalled, "`ain preflight` checks the job controllers; `ain logs "+stalled.Name+ns+"` shows what the pods did")
-	case errors.As(err, &stuck):
-		return ainerr.New(ainerr.JobFailed, stuck, "read the failed worker's log: `ain logs "+stuck.Name+" --replica worker"+ns+"`; then end the job: `ain delete "+stuck.Name+ns+"`")
-	case errors.As(err, &te):
-		msg := "--" + te.Error()
-		if why := jobs.PendingReasons(te.Snapshot, jobs.GangSchedulers(kc.Discovery)); why != "" {
-			msg += "\n" + why
-		}
-		return ainerr.New(ainerr.Timeout, errors.New(msg), "the job keeps running: `ain status "+te.Name+ns+"`, or end it: `ain delete "+te.Name+ns+"`")
-	case errors.As(err, &de):
-		return ainerr.New(ainerr.JobFailed, err, "")
-	case errors.As(err, &fe):
+	}
+	if st, ok := errors.AsType[*jobs.ControllerStalledError](err); ok && st.Outcome == "Failed" {
+		return ainerr.New(ainerr.JobFailed, err, hintOf(st))
+	}
+	if te, ok := errors.AsType[*train.TimeoutError](err); ok {
+		return ainerr.New(ainerr.Timeout, errors.New(strings.TrimSuffix("--"+te.Error()+"\n"+te.Pending, "\n")), hintOf(te))
+	}
+	if tr, ok := errors.AsType[*train.TransportError](err); ok {
+		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: %s", tr.Require, tr.Problem()), hintOf(tr))
+	}
+	if _, ok := errors.AsType[*train.JobFailedError](err); ok {
 		return quiet(ainerr.JobFailed)
-	case errors.As(err, &tr) && len(tr.Findings) > 0:
-		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: the RDMA port counters contradict NCCL's log: %s", tr.Require, strings.Join(tr.Findings, "; ")),
-			"see the bytes per HCA above; `ain doctor counters --node NODE` reads a node's counters")
-	case errors.As(err, &tr):
-		got := tr.Got
-		if got == "" {
-			got = "unknown (no NCCL transport lines in the logs)"
-		}
-		return ainerr.New(ainerr.CheckFailed, fmt.Errorf("--require-transport %s: NCCL used %s", tr.Require, got),
-			"see the evidence above; `ain doctor nccl-log "+tr.Name+nsFlag(tr.Namespace)+"` explains it per rank")
-	case errors.As(err, &ce):
+	}
+	if ce, ok := errors.AsType[*train.ClusterError](err); ok {
 		return kc.Classify(ce.Err, ce.Doing)
 	}
-	return err
+	mapped, _ := libError(err, code[*jobs.ControllerStalledError](ainerr.CheckFailed), code[*jobs.StuckError](ainerr.JobFailed), code[*jobs.DeletedError](ainerr.JobFailed))
+	return mapped
 }
 
 func (a *App) applyError(kc *kube.Clients, err error) error {
@@ -300,9 +240,8 @@ func (a *App) applyError(kc *kube.Clients, err error) error {
 		// kube's Apply returns the interrupt only when it came before the first request.
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted before the job was applied: nothing was created"), "")
 	}
-	var ie *jobs.ImmutableError
-	if errors.As(err, &ie) {
-		return ainerr.New(ainerr.Usage, err, fmt.Sprintf("run it under another name (--name %s-2), or remove the old one first: ain delete %s%s", ie.Name, ie.Name, nsFlag(ie.Namespace)))
+	if mapped, ok := libError(err, code[*jobs.ImmutableError](ainerr.Usage)); ok {
+		return mapped
 	}
 	return kc.Classify(err, "applying the job")
 }

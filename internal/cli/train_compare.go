@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+	"io"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -66,12 +63,9 @@ func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error
 	if o.LoggingSteps < 0 {
 		return ainerr.Usagef("--logging-steps: the run's logging_steps (a positive number; 0 leaves it unset), got %d", o.LoggingSteps)
 	}
-	format := ""
-	if o.Plot != "" {
-		format = strings.TrimPrefix(strings.ToLower(filepath.Ext(o.Plot)), ".")
-		if format != "png" && format != "svg" {
-			return ainerr.Usagef("--plot %s: the plot file must end in .png or .svg", o.Plot)
-		}
+	format := figure.FormatOf(o.Plot)
+	if o.Plot != "" && format == "" {
+		return ainerr.Usagef("--plot %s: the plot file must end in .png or .svg", o.Plot)
 	}
 	if o.Run == "-" && o.Archive == "-" {
 		return ainerr.Usagef("standard input (-) can be read only once")
@@ -114,11 +108,7 @@ func (a *App) runTrainCompare(ctx context.Context, o *trainCompareOptions) error
 	}
 	c := trainlog.Compare(runs[0], runs[1], o.Tolerance)
 	if o.Plot != "" {
-		var buf bytes.Buffer
-		if err := trainlog.Plot(&buf, c, figure.Options{Format: format}); err != nil {
-			return ainerr.New(ainerr.Failure, err, "")
-		}
-		if err := os.WriteFile(o.Plot, buf.Bytes(), 0o644); err != nil {
+		if err := figure.WriteFile(o.Plot, func(w io.Writer) error { return trainlog.Plot(w, c, figure.Options{Format: format}) }); err != nil {
 			return ainerr.New(ainerr.Failure, err, "")
 		}
 		fmt.Fprintf(a.Streams.Err, "wrote %s\n", o.Plot)

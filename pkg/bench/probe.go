@@ -67,6 +67,16 @@ func (res *Result) ProbeLineRate(ctx context.Context, po preflight.Options, node
 // first one's nodes.
 const MaxSnapshotNodes = 32
 
+// CounterReader is SnapshotCounters with po, saying on say which nodes it reads and when
+// ("before ring"): a Runner's or a training's Counters.
+func CounterReader(po preflight.Options, say func(string)) func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
+	return func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
+		return SnapshotCounters(ctx, po, nodes, func(nodes []string) {
+			say(fmt.Sprintf("reading the RDMA port counters of %s (%s)", strings.Join(nodes, ","), when))
+		})
+	}
+}
+
 // SnapshotCounters reads the RDMA port counters of nodes with probe pods; with no nodes given,
 // of every node the job could land on (po's candidate nodes, at most MaxSnapshotNodes). errs
 // says why a node has no snapshot ("*": why there is none at all). progress, when not nil, is

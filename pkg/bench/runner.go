@@ -78,8 +78,9 @@ type TimeoutError struct{ Variant string }
 
 func (e *TimeoutError) Error() string { return "timeout reached during variant " + e.Variant }
 
-// VariantFailedError says a variant's job failed; the later variants were not run.
-type VariantFailedError struct{ Variant, Kind, Job string }
+// VariantFailedError says a variant's job failed; the later variants were not run. Log is
+// where the session saved its launcher's output.
+type VariantFailedError struct{ Variant, Kind, Job, Log string }
 
 func (e *VariantFailedError) Error() string {
 	return fmt.Sprintf("variant %s: %s %s failed; the remaining variants were not run", e.Variant, e.Kind, e.Job)

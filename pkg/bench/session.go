@@ -2,12 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
@@ -106,13 +106,12 @@ func (s *Session) Run(parent context.Context, o SessionOptions) (*Report, error)
 	res := plan.NewResult(r.ShownNamespace, start)
 	s.sayStart(plan, dir)
 	if p.RDMA() && !o.NoCounters && r0.Workload().Nodes > 1 {
-		r.Counters = func(ctx context.Context, nodes []string, when string) (map[string]*counters.Snapshot, map[string]string) {
-			return SnapshotCounters(ctx, s.Probe, nodes, func(nodes []string) {
-				s.say("reading the RDMA port counters of %s (%s)", strings.Join(nodes, ","), when)
-			})
-		}
+		r.Counters = CounterReader(s.Probe, func(l string) { s.say("%s", l) })
 	}
 	pinned, runErr := r.Run(parent, ctx, plan, res)
+	if fe, ok := errors.AsType[*VariantFailedError](runErr); ok {
+		fe.Log = dir + "/" + fe.Variant + ".log"
+	}
 	if runErr != nil && len(res.Variants) == 0 && !res.Interrupted {
 		// Nothing ran: no report and no result.json, whose "No variant ran" would only hide the error.
 		_ = os.Remove(dir) // only if still empty

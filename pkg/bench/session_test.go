@@ -13,6 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -22,8 +23,9 @@ import (
 func TestSessionOnFakeCluster(t *testing.T) {
 	ring, tree := sample(t, "ring"), sample(t, "tree")
 	t0 := time.Date(2026, 12, 3, 9, 8, 0, 0, time.UTC)
-	setup := func(t *testing.T, refuse bool) (*Session, SessionOptions, *fakeOperator, *[]string) {
-		op := newFakeOperator(t, map[string]outcome{"ring": {jobs.PhaseSucceeded, ring}, "tree": {jobs.PhaseSucceeded, tree}})
+	setup := func(t *testing.T, refuse bool, ringPhase ...string) (*Session, SessionOptions, *fakeOperator, *[]string) {
+		ringPhase = append(ringPhase, jobs.PhaseSucceeded)
+		op := newFakeOperator(t, map[string]outcome{"ring": {ringPhase[0], ring}, "tree": {jobs.PhaseSucceeded, tree}})
 		if refuse {
 			op.dyn.PrependReactor("create", "mpijobs", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, errors.New("admission webhook denied the request")
@@ -109,6 +111,14 @@ func TestSessionOnFakeCluster(t *testing.T) {
 			t.Errorf("nothing ran but the folder was left: %v", err)
 		}
 	})
+	t.Run("a variant fails", func(t *testing.T) {
+		s, o, _, _ := setup(t, false, jobs.PhaseFailed)
+		rep, err := s.Run(context.Background(), o)
+		var fe *VariantFailedError
+		if !errors.As(err, &fe) || rep.Result == nil || fe.Log != o.Out+"/ring.log" {
+			t.Fatalf("err %#v, report %+v", err, rep)
+		}
+	})
 	t.Run("out not empty", func(t *testing.T) {
 		s, o, _, _ := setup(t, false)
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
@@ -124,4 +134,37 @@ func TestSessionOnFakeCluster(t *testing.T) {
 			t.Fatalf("err %v", err)
 		}
 	})
+}
+
+func TestReportVerdict(t *testing.T) {
+	cmd := func(c next.Command) string { return "ain " + string(c) }
+	ok := &Report{Dir: "d", Result: &Result{Valid: true, Variants: []*VariantResult{{Variant: Variant{Name: "ring"}}}}}
+	if err := ok.Verdict(); err != nil || (&Report{}).Verdict() != nil {
+		t.Fatalf("a valid result or none: %v", err)
+	}
+	bad := &Report{Dir: "d", Result: &Result{Problems: []string{"socket fallback"}, Variants: []*VariantResult{{Variant: Variant{Name: "ring"}}}}}
+	var ie *InvalidResultError
+	if err := bad.Verdict(); !errors.As(err, &ie) || err.Error() != "the bench result is INVALID: socket fallback" ||
+		ie.Hint(cmd) != "`ain doctor nccl-log d/ring.log` explains the transport; fix it and run the bench again" {
+		t.Fatalf("invalid: %v", err)
+	}
+	bad.Result.Interrupted, bad.Result.InterruptedNote = true, "during ring"
+	var ir *InterruptedResultError
+	if err := bad.Verdict(); !errors.As(err, &ir) || err.Error() != "interrupted during ring: d holds what was measured, with no verdict" {
+		t.Fatalf("interrupted: %v", err)
+	}
+}
+
+// perftest's failure says what the pods need: a GID of their own address when they found none,
+// else the resource and the image they asked for.
+func TestPerftestErrorHint(t *testing.T) {
+	cmd := func(c next.Command) string { return "ain " + string(c) }
+	gid := &PerftestError{Err: errors.New("exit 1"), Problems: []string{"no RoCE v2 GID of 10.0.0.2"}}
+	if h := gid.Hint(cmd); !strings.Contains(h, "--gid-index N") || !strings.Contains(h, "(ain doctor ib-ports lists") {
+		t.Errorf("no GID: %s", h)
+	}
+	res := &PerftestError{Err: errors.New("exit 1"), Resource: "rdma/rdma_shared_device_a", Image: "img:1"}
+	if h := res.Hint(cmd); !strings.Contains(h, "request rdma/rdma_shared_device_a and IPC_LOCK") || !strings.Contains(h, "run img:1") {
+		t.Errorf("pods: %s", h)
+	}
 }

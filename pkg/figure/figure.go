@@ -3,9 +3,12 @@
 package figure
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -81,4 +84,23 @@ func (o Options) Sized() (Options, error) {
 		return o, fmt.Errorf("plot size %dx%d: at most 10000 pixels a side", o.Width, o.Height)
 	}
 	return o, nil
+}
+
+// FormatOf is the plot format file's extension names: "png" or "svg", else "".
+func FormatOf(file string) string {
+	switch f := strings.TrimPrefix(strings.ToLower(filepath.Ext(file)), "."); f {
+	case "png", "svg":
+		return f
+	}
+	return ""
+}
+
+// WriteFile writes what draw draws to file, whole or not at all (a plot that fails to draw
+// leaves no file).
+func WriteFile(file string, draw func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := draw(&buf); err != nil {
+		return err
+	}
+	return os.WriteFile(file, buf.Bytes(), 0o644)
 }

@@ -45,3 +45,18 @@ func Of(err error) []Command {
 	}
 	return nil
 }
+
+// In is c acting on namespace ns: c followed by " -n NS", or c itself when ns is "".
+func (c Command) In(ns string) Command {
+	if ns == "" {
+		return c
+	}
+	return c + " -n " + Command(ns)
+}
+
+// Hinter is an error that says what usually fixes it, the commands it names formatted by cmd
+// (the command tree puts the binary's name before them).
+type Hinter interface {
+	error
+	Hint(cmd func(Command) string) string
+}

@@ -70,11 +70,12 @@ func (e *InterruptedError) Left() bool {
 }
 
 // TimeoutError says the watch's bound passed before the job ended; the job keeps running.
-// Snapshot is its last state (why its pods are Pending).
+// Snapshot is its last state; Pending says why its pods are Pending ("" when none is).
 type TimeoutError struct {
 	Timeout               time.Duration
 	Kind, Namespace, Name string
 	Snapshot              jobs.Snapshot
+	Pending               string
 }
 
 func (e *TimeoutError) Error() string {
@@ -101,12 +102,18 @@ type TransportError struct {
 }
 
 func (e *TransportError) Error() string {
+	return "required transport " + e.Require + ": " + e.Problem()
+}
+
+// Problem is what contradicts the required transport, for a message that names the
+// requirement its own way.
+func (e *TransportError) Problem() string {
 	if len(e.Findings) > 0 {
-		return fmt.Sprintf("required transport %s: the RDMA port counters contradict NCCL's log: %s", e.Require, strings.Join(e.Findings, "; "))
+		return "the RDMA port counters contradict NCCL's log: " + strings.Join(e.Findings, "; ")
 	}
 	got := e.Got
 	if got == "" {
 		got = "unknown (no NCCL transport lines in the logs)"
 	}
-	return fmt.Sprintf("required transport %s: NCCL used %s", e.Require, got)
+	return "NCCL used " + got
 }

@@ -274,7 +274,8 @@ func (r *Runner) watch(parent context.Context, o Options, res *Result, tw *wireC
 		case errors.As(err, &stalled), errors.As(err, &stuck):
 			return nil, err
 		case errors.Is(err, context.DeadlineExceeded):
-			return nil, &TimeoutError{Timeout: o.Timeout, Kind: res.Kind, Namespace: res.Namespace, Name: res.Name, Snapshot: snap}
+			return nil, &TimeoutError{Timeout: o.Timeout, Kind: res.Kind, Namespace: res.Namespace, Name: res.Name, Snapshot: snap,
+				Pending: jobs.PendingReasons(snap, r.GangSchedulers)}
 		}
 		return nil, &ClusterError{Doing: "watching the job", Err: err}
 	}

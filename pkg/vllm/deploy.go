@@ -197,7 +197,7 @@ func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, 
 		timeout = p.s.StartupDuration() + 5*time.Minute
 	}
 	if err := d.rollOut(ctx, p, timeout); err != nil {
-		return nil, err
+		return nil, serverOf(err, p)
 	}
 	d.say(EventInfo, "model %s as %q: %d replica(s) x %d GPU (%s)", p.s.Model, p.s.ServedModelName, p.s.Replicas, p.s.GPUsPerReplica, p.s.Topology)
 	if o.NoWait {
@@ -219,7 +219,7 @@ func (d *Deployer) Deploy(ctx context.Context, o DeployOptions) (*DeployResult, 
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, serverOf(err, p)
 	}
 	res.Endpoint = client.Endpoint()
 	return res, nil

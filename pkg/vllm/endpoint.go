@@ -69,8 +69,8 @@ func (e *AmbiguousError) Error() string {
 
 // NoReadyReplicaError is a model server none of whose replicas is ready.
 type NoReadyReplicaError struct {
-	Name           string
-	Ready, Desired int32
+	Name, Namespace string
+	Ready, Desired  int32
 }
 
 func (e *NoReadyReplicaError) Error() string {
@@ -176,7 +176,7 @@ func (d *Discovery) EndpointOf(ctx context.Context, st ServingStatus) (Endpoint,
 		}
 	}
 	if ep.Pod == "" {
-		return ep, &NoReadyReplicaError{Name: st.Name, Ready: st.Ready, Desired: st.Desired}
+		return ep, &NoReadyReplicaError{Name: st.Name, Namespace: st.Namespace, Ready: st.Ready, Desired: st.Desired}
 	}
 	local, stop, err := d.forward(ctx, ep.Pod)
 	if err != nil {

@@ -3,6 +3,7 @@ package vllm
 import (
 	"context"
 	"errors"
+	"github.com/ain-hpc/ain/pkg/next"
 	"sort"
 	"strings"
 	"testing"
@@ -137,8 +138,8 @@ func TestRouteStatus(t *testing.T) {
 		t.Errorf("shared gateway: own %v secret %q", rs.OwnGateway, secret)
 	}
 	e := &RouteError{Server: "qwen", Route: RouteStatus{Name: "qwen", Accepted: "False: NotAllowedByListeners: x"}}
-	if !strings.Contains(e.Hint(), "allowedRoutes") {
-		t.Errorf("hint %q", e.Hint())
+	if h := e.Hint(func(c next.Command) string { return "ain " + string(c) }); !strings.Contains(h, "allowedRoutes") {
+		t.Errorf("hint %q", h)
 	}
 }
 
@@ -380,7 +381,7 @@ func TestWaitRouteRefused(t *testing.T) {
 		}})
 	var re *RouteError
 	if !errors.As(err, &re) || connected || !strings.Contains(err.Error(), "not accepted by Gateway llm/qwen (listener https): NoMatchingListenerHostname: no listener matches llm.course.example") ||
-		!strings.Contains(re.Hint(), "hostname") {
+		!strings.Contains(re.Hint(func(c next.Command) string { return "ain " + string(c) }), "hostname") {
 		t.Fatalf("connected %v, err %v", connected, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/ain-hpc/ain/pkg/next"
 	"net"
 	"strconv"
 	"strings"
@@ -54,7 +55,7 @@ func (e *RouteError) Error() string {
 // Hint says what usually fixes a rejected route, by its condition's reason (the reasons
 // RouteConditionAccepted and RouteConditionResolvedRefs list in
 // sigs.k8s.io/gateway-api v1.6.3 apis/v1/shared_types.go).
-func (e *RouteError) Hint() string {
+func (e *RouteError) Hint(cmd func(next.Command) string) string {
 	text := e.Route.Accepted + " " + e.Route.ResolvedRefs
 	switch {
 	case strings.Contains(text, string(gatewayv1.RouteReasonNotAllowedByListeners)):
@@ -66,7 +67,7 @@ func (e *RouteError) Hint() string {
 	case strings.Contains(text, string(gatewayv1.RouteReasonUnsupportedValue)):
 		return "the Gateway's implementation does not support a field of the route (route timeouts are Extended support): check spec.gateway.timeouts against its documentation"
 	case strings.Contains(text, string(gatewayv1.RouteReasonRefNotPermitted)), strings.Contains(text, string(gatewayv1.RouteReasonBackendNotFound)):
-		return "the route's backend is the model server's Service in its own namespace: `ain serve status` shows whether the Service exists"
+		return "the route's backend is the model server's Service in its own namespace: `" + cmd("serve status") + "` shows whether the Service exists"
 	}
 	return "`kubectl describe httproute " + e.Route.Name + "` shows the route's status; the Gateway's controller logs say more"
 }

@@ -17,9 +17,12 @@ import (
 )
 
 // StalledError is a replica whose rollout passed its progress deadline.
+// Server and Namespace name the model server, when the caller knows it.
 type StalledError struct {
 	Deployment string
 	Message    string
+	Server     string
+	Namespace  string
 }
 
 func (e *StalledError) Error() string {
@@ -27,10 +30,14 @@ func (e *StalledError) Error() string {
 }
 
 // WaitTimeoutError is a wait that ran out of time; Last is the last state seen.
+// Gateway: the replicas were ready and the wait was for the Gateway to serve the route.
 type WaitTimeoutError struct {
 	What    string
 	Timeout time.Duration
 	Last    string
+	Gateway bool
+	// Server and Namespace name the model server, when the caller knows it.
+	Server, Namespace string
 }
 
 func (e *WaitTimeoutError) Error() string {
@@ -65,12 +72,12 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*openaiclien
 	}
 	ctx, cancel := context.WithTimeout(parent, o.Timeout)
 	defer cancel()
-	start, last := o.Now(), ""
+	start, last, gateway := o.Now(), "", false
 	say := func(line string) {
 		if line != last && o.Progress != nil {
 			o.Progress(o.Now().Sub(start), line)
 		}
-		last = line
+		last, gateway = line, false
 	}
 	var client *openaiclient.Client
 	var refused time.Time // when the route was first seen refused
@@ -111,6 +118,7 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*openaiclien
 				// Pending: the controller has not reported yet, or the Gateway has no
 				// address; the timeout bounds the wait, and its error says what was awaited.
 				say("replicas ready; waiting for the Gateway: " + r.Problem)
+				gateway = true
 			} else if st.AllReady() {
 				if client == nil {
 					if client, err = o.Connect(ctx, st); err != nil {
@@ -136,7 +144,7 @@ func (c *Cluster) WaitReady(parent context.Context, o WaitOptions) (*openaiclien
 			if parent.Err() != nil {
 				return nil, parent.Err()
 			}
-			return nil, &WaitTimeoutError{What: "model server " + o.Name, Timeout: o.Timeout, Last: last}
+			return nil, &WaitTimeoutError{What: "model server " + o.Name, Timeout: o.Timeout, Last: last, Gateway: gateway}
 		case <-tick.C:
 		}
 	}

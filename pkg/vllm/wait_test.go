@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ain-hpc/ain/pkg/openaiclient"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -79,5 +81,21 @@ func TestWaitDeploymentReadyOutageTimesOut(t *testing.T) {
 	var te *WaitTimeoutError
 	if !errors.As(err, &te) || !strings.Contains(te.Last, "the API server does not answer") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A route the Gateway has not judged yet keeps the wait going once the replicas are ready; its
+// timeout says it was the Gateway that was awaited.
+func TestWaitGatewayTimesOut(t *testing.T) {
+	objs := servingObjects(t, gatewaySets...)
+	state := clusterState(t, objs, "")
+	state = state[:len(state)-1]
+	cl := gatewayCluster(t, true, []runtime.Object{gatewayFor(objs, "203.0.113.7"), routeWith(objs, 0)})
+	cl.Kube = fake.NewClientset(state...)
+	_, err := cl.WaitReady(context.Background(), WaitOptions{Name: "qwen", Model: "m", Timeout: 50 * time.Millisecond, Poll: time.Millisecond,
+		Connect: func(context.Context, *ServingStatus) (*openaiclient.Client, error) { return nil, errors.New("no") }})
+	var te *WaitTimeoutError
+	if !errors.As(err, &te) || !te.Gateway || !strings.Contains(te.Last, "waiting for the Gateway") {
+		t.Fatalf("%#v", err)
 	}
 }
