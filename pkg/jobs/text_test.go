@@ -2,8 +2,8 @@ package jobs
 
 import (
 	"bytes"
-	"fmt"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
