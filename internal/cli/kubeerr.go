@@ -30,7 +30,7 @@ func exitError(err error) error {
 	case err == nil || isAinErr(err):
 		return err
 	case errors.As(err, &ve):
-		return ainerr.New(endpointCodes[ve.Reason], err, ve.Hint)
+		return ainerr.New(endpointCodes[ve.Reason], err, ve.Hint(ainCommand))
 	case errors.As(err, &vi):
 		return ainerr.New(ainerr.Usage, err, "")
 	case !errors.As(err, &ce):

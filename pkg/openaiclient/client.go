@@ -290,7 +290,7 @@ func (c *Client) ResolveModel(ctx context.Context, model string) (string, error)
 	}
 	if len(models) == 0 {
 		return "", callError(ReasonFailure, fmt.Errorf("%s serves no model yet", c.base),
-			"the model may still be loading: try again when `ain models` lists it")
+			"the model may still be loading: try again when `%s` lists it", "models")
 	}
 	if model == "" {
 		if len(models) == 1 {

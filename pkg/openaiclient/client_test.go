@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/openaiclient"
 	"github.com/ain-hpc/ain/pkg/openaiclient/clienttest"
 	"github.com/ain-hpc/ain/pkg/vllm/vllmsim"
@@ -384,7 +385,7 @@ func TestClientSpeaksHTTP1(t *testing.T) {
 func hintOf(err error) string {
 	var ce *openaiclient.CallError
 	if errors.As(err, &ce) {
-		return ce.Hint
+		return ce.Hint(func(c next.Command) string { return "ain " + string(c) })
 	}
 	return ""
 }

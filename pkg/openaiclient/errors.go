@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 // HTTPError is a non-2xx answer from the server, whatever shape its body has (vLLM's
@@ -101,14 +103,29 @@ const (
 type CallError struct {
 	Reason Reason
 	Err    error
-	Hint   string
+	// hint says what to do; each %s in it is one of cmds, worded by Hint's cmd.
+	hint string
+	cmds []next.Command
 }
 
 func (e *CallError) Error() string { return e.Err.Error() }
 func (e *CallError) Unwrap() error { return e.Err }
 
-func callError(r Reason, err error, hint string) *CallError {
-	return &CallError{Reason: r, Err: err, Hint: hint}
+// Hint says what usually fixes the error, the ain commands it names worded by cmd (next.Hinter).
+func (e *CallError) Hint(cmd func(next.Command) string) string {
+	if len(e.cmds) == 0 {
+		return e.hint
+	}
+	args := make([]any, len(e.cmds))
+	for i, c := range e.cmds {
+		args[i] = cmd(c)
+	}
+	return fmt.Sprintf(e.hint, args...)
+}
+
+// callError is err with its reason and hint; the hint's %s are cmds, in order.
+func callError(r Reason, err error, hint string, cmds ...next.Command) *CallError {
+	return &CallError{Reason: r, Err: err, hint: hint, cmds: cmds}
 }
 
 // ReasonOf is the Reason of the CallError in err's chain; ReasonFailure when there is none.
@@ -137,7 +154,7 @@ func (c *Client) Explain(err error, op string) error {
 			what = "the engine may have hung mid-answer (a hung NCCL group), or a proxy holds the stream"
 		}
 		return callError(ReasonTimeout, fmt.Errorf("%s %s: %w", op, c.base, err),
-			what+"; `ain serve status` and the pod's log say more; "+stall.Flag+" 0 waits for ever")
+			what+"; `%s` and the pod's log say more; "+stall.Flag+" 0 waits for ever", "serve status")
 	}
 	if errors.Is(err, context.Canceled) {
 		return callError(ReasonCancelled, fmt.Errorf("%s: cancelled", op), "")
@@ -158,18 +175,19 @@ func (c *Client) Explain(err error, op string) error {
 			hint := "check that --api-key / AIN_API_KEY matches the server's --api-key (VLLM_API_KEY)"
 			if c.opts.APIKey == "" {
 				what = "wants an API key and none was given"
-				hint = "pass --api-key or set AIN_API_KEY (for `ain serve`, the key is in the Secret it references)"
+				return callError(ReasonUnauthorized, fmt.Errorf("%s %s: %s (%s)", op, c.base, what, he.Error()),
+					"pass --api-key or set AIN_API_KEY (for `%s`, the key is in the Secret it references)", "serve")
 			}
 			return callError(ReasonUnauthorized, fmt.Errorf("%s %s: %s (%s)", op, c.base, what, he.Error()), hint)
 		case http.StatusNotFound:
 			if strings.Contains(strings.ToLower(he.Message), "model") {
-				return callError(ReasonInput, fmt.Errorf("%s: %s", op, he.Message), "`ain models` lists the served models")
+				return callError(ReasonInput, fmt.Errorf("%s: %s", op, he.Message), "`%s` lists the served models", "models")
 			}
 			return callError(ReasonFailure, fmt.Errorf("%s %s: %s", op, c.base, he.Error()),
 				"is the endpoint an OpenAI-compatible server? Its base URL should serve /v1/models")
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			return callError(ReasonUnreachable, fmt.Errorf("%s %s: %s", op, c.base, he.Error()),
-				"the proxy in front of the model answered, the model server did not: are its pods ready (`ain serve status`)?")
+				"the proxy in front of the model answered, the model server did not: are its pods ready (`%s`)?", "serve status")
 		}
 		return fmt.Errorf("%s %s: %s", op, c.base, he.Error())
 	}
@@ -186,7 +204,7 @@ func (c *Client) Explain(err error, op string) error {
 	if fake != nil {
 		return callError(ReasonUnreachable,
 			fmt.Errorf("TLS to %s: the ingress controller answered with its own fake default certificate (%q), not the Ingress's: its TLS Secret is missing, invalid, or not for this host", addr, fake.Subject.CommonName),
-			"`ain serve` checks and creates NAME-tls; `kubectl describe ingress` and the controller's log say why it rejected the Secret (a CA file does not help here)")
+			"`%s` checks and creates NAME-tls; `kubectl describe ingress` and the controller's log say why it rejected the Secret (a CA file does not help here)", "serve")
 	}
 	if errors.As(err, &uae) {
 		issuer := ""
@@ -217,7 +235,7 @@ func (c *Client) Explain(err error, op string) error {
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return callError(ReasonUnreachable, fmt.Errorf("%s: connection refused at %s", op, addr),
-			"is the model server running and ready (`ain serve status`), and is --endpoint right? A port-forward must still be running")
+			"is the model server running and ready (`%s`), and is --endpoint right? A port-forward must still be running", "serve status")
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
