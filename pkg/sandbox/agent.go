@@ -257,7 +257,8 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	ann := pod.Annotations
-	if img, ok := a.realImageOf(pod); ok {
+	img, simulated := a.realImageOf(pod)
+	if simulated == "" {
 		return a.syncReal(ctx, pod, img)
 	}
 	if _, ok := ann[AnnoStartAfter]; !ok {
@@ -275,7 +276,12 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		if st := networkStatus(pod); st != "" && pod.Annotations[annoNetworkStatus] == "" {
 			want[annoNetworkStatus] = st
 		}
-		return a.annotate(ctx, pod, want)
+		want[AnnoSimulated] = simulated
+		if err := a.annotate(ctx, pod, want); err != nil {
+			return err
+		}
+		a.recordPodRun(pod, false, simulated)
+		return nil
 	}
 	if _, ok := ann[AnnoLogs]; ok || pod.Status.PodIP == "" {
 		return nil
@@ -318,7 +324,11 @@ func (a *agent) syncReal(ctx context.Context, pod *corev1.Pod, img realImage) er
 		if st := networkStatus(pod); st != "" && ann[annoNetworkStatus] == "" {
 			want[annoNetworkStatus] = st
 		}
-		return a.annotate(ctx, pod, want)
+		if err := a.annotate(ctx, pod, want); err != nil {
+			return err
+		}
+		a.recordPodRun(pod, true, "")
+		return nil
 	}
 	if _, ended := ann[AnnoRealExit]; ended || pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning {
 		return nil
