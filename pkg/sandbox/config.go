@@ -181,9 +181,6 @@ type State struct {
 	Webhook WebhookState `json:"webhook"`
 	// Webhooks lists each served admission webhook configuration and where it points.
 	Webhooks []WebhookEndpoint `json:"webhooks,omitempty"`
-	// RealPodsOff is why real pods were asked for but this machine cannot run them (no root,
-	// no network namespaces, Debian programs missing): every pod is simulated.
-	RealPodsOff string `json:"realPodsOff,omitempty"`
 }
 
 // WebhookEndpoint is one admission webhook configuration the sandbox registered.

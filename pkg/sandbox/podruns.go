@@ -61,11 +61,8 @@ func realDecision(off string, pod *corev1.Pod) (realImage, string) {
 
 // realPodsOff is why the sandbox of st runs no real pods ("" when it does).
 func realPodsOff(st *State) string {
-	switch {
-	case st.Config.RealPods:
+	if st.Config.RealPods {
 		return ""
-	case st.RealPodsOff != "":
-		return st.RealPodsOff
 	}
 	return RealPodsOffHint
 }
