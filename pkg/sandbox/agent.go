@@ -276,12 +276,7 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		if st := networkStatus(pod); st != "" && pod.Annotations[annoNetworkStatus] == "" {
 			want[annoNetworkStatus] = st
 		}
-		want[AnnoSimulated] = simulated
-		if err := a.annotate(ctx, pod, want); err != nil {
-			return err
-		}
-		a.recordPodRun(pod, false, simulated)
-		return nil
+		return a.annotate(ctx, pod, want)
 	}
 	if _, ok := ann[AnnoLogs]; ok || pod.Status.PodIP == "" {
 		return nil
@@ -302,14 +297,20 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	if file == "" {
 		file = "none"
 	}
-	ann = map[string]string{AnnoLogs: file}
+	// Recorded when it runs (has an IP), as a real pod's process starts then: a pod whose
+	// template carries the plan's annotations is counted too.
+	ann = map[string]string{AnnoLogs: file, AnnoSimulated: simulated}
 	if st := networkStatus(pod); st != "" && ownNetworkStatus(pod) {
 		ann[annoNetworkStatus] = st // now with the pod IP on the default network
 	}
 	if msg != "" {
 		ann[AnnoTerminationMessage] = msg
 	}
-	return a.annotate(ctx, pod, ann)
+	if err := a.annotate(ctx, pod, ann); err != nil {
+		return err
+	}
+	a.recordPodRun(pod, false, simulated)
+	return nil
 }
 
 // syncReal plays pod as a real process: the start stage makes it Running with an IP (its
