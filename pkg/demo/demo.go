@@ -246,6 +246,8 @@ func (d *run) clusterSteps(addr, qaFile string) []Step {
 			"--label", "entry", "--save-result", filepath.Join(out, "serve-entry.json")), true, ""},
 		{"the measured paths side by side: training, fabric, storage, serving (12.4.1)", fixed("report", out), false, ""},
 		{"release the jobs, keep the service (12.4.2)", fixed("release", "--yes"), true, ""},
+		// Last: the agent's record holds every pod the steps ran, the deleted ones included.
+		{"what ran: which pods ran their real programs, which were simulated, and why", fixed("sandbox", "status", "--state-dir", d.o.StateDir), false, ""},
 	}
 }
 

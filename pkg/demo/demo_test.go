@@ -70,7 +70,7 @@ func TestRunOrderAndEnvironment(t *testing.T) {
 	}
 	got := strings.Join(firsts, ", ")
 	want := "recipes show, render qlora, bench model, doctor nccl-log, sandbox up, profile detect, preflight allreduce, doctor topo, doctor gpu, preflight qlora, train qlora, " +
-		"bench allreduce, bench allreduce, bench rdma, bench plot, serve vllm, models --kubeconfig, chat What is RoCEv2?, chat test, bench serve, report " + out + ", release --yes, sandbox down"
+		"bench allreduce, bench allreduce, bench rdma, bench plot, serve vllm, models --kubeconfig, chat What is RoCEv2?, chat test, bench serve, report " + out + ", release --yes, sandbox status, sandbox down"
 	if got != want {
 		t.Errorf("steps:\n got %s\nwant %s", got, want)
 	}

@@ -257,7 +257,8 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	ann := pod.Annotations
-	if img, ok := a.realImageOf(pod); ok {
+	img, simulated := a.realImageOf(pod)
+	if simulated == "" {
 		return a.syncReal(ctx, pod, img)
 	}
 	if _, ok := ann[AnnoStartAfter]; !ok {
@@ -296,14 +297,20 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	if file == "" {
 		file = "none"
 	}
-	ann = map[string]string{AnnoLogs: file}
+	// Recorded when it runs (has an IP), as a real pod's process starts then: a pod whose
+	// template carries the plan's annotations is counted too.
+	ann = map[string]string{AnnoLogs: file, AnnoSimulated: simulated}
 	if st := networkStatus(pod); st != "" && ownNetworkStatus(pod) {
 		ann[annoNetworkStatus] = st // now with the pod IP on the default network
 	}
 	if msg != "" {
 		ann[AnnoTerminationMessage] = msg
 	}
-	return a.annotate(ctx, pod, ann)
+	if err := a.annotate(ctx, pod, ann); err != nil {
+		return err
+	}
+	a.recordPodRun(pod, false, simulated)
+	return nil
 }
 
 // syncReal plays pod as a real process: the start stage makes it Running with an IP (its
@@ -318,7 +325,11 @@ func (a *agent) syncReal(ctx context.Context, pod *corev1.Pod, img realImage) er
 		if st := networkStatus(pod); st != "" && ann[annoNetworkStatus] == "" {
 			want[annoNetworkStatus] = st
 		}
-		return a.annotate(ctx, pod, want)
+		if err := a.annotate(ctx, pod, want); err != nil {
+			return err
+		}
+		a.recordPodRun(pod, true, "")
+		return nil
 	}
 	if _, ended := ann[AnnoRealExit]; ended || pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning {
 		return nil

@@ -280,12 +280,16 @@ func (r *realPods) close() {
 	}
 }
 
-// realImageOf is the table's row for pod's first container, when the agent runs it for real.
-func (a *agent) realImageOf(pod *corev1.Pod) (realImage, bool) {
-	if a.real == nil || len(pod.Spec.Containers) == 0 || pod.Spec.HostNetwork {
-		return realImage{}, false
+// realImageOf is the table's row for pod's first container when the agent runs it for real,
+// else why it is simulated.
+func (a *agent) realImageOf(pod *corev1.Pod) (realImage, string) {
+	off := ""
+	if a.real == nil {
+		a.mu.Lock()
+		off = realPodsOff(a.st)
+		a.mu.Unlock()
 	}
-	return lookupRealImage(pod.Spec.Containers[0].Image)
+	return realDecision(off, pod)
 }
 
 // startReal starts pod as a real process at its IP and follows it: Ready when its probe passes,

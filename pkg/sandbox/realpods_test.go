@@ -1,6 +1,15 @@
 package sandbox
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 func TestLookupRealImage(t *testing.T) {
 	for _, tc := range []struct {
@@ -28,8 +37,72 @@ func TestRealPodsOffByDefault(t *testing.T) {
 	if (Config{}).WithDefaults().RealPods {
 		t.Fatal("RealPods on by default")
 	}
-	a := &agent{}
-	if _, ok := a.realImageOf(nil); ok {
-		t.Fatal("an agent without real mode runs pods for real")
+	a := &agent{st: &State{}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "mpioperator/openmpi:v0.8.0"}}}}
+	if _, why := a.realImageOf(pod); why != RealPodsOffHint {
+		t.Fatalf("an agent without real mode: %q, want %q", why, RealPodsOffHint)
+	}
+}
+
+// Each pod is real or simulated for one stated reason.
+func TestRealDecision(t *testing.T) {
+	pod := func(image string, hostNet bool) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: hostNet}}
+		if image != "" {
+			p.Spec.Containers = []corev1.Container{{Image: image}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		off  string
+		pod  *corev1.Pod
+		why  string
+		port int
+	}{
+		{"", pod("mpioperator/base:v0.8.0", false), "", 2222},
+		{"", pod("huggingface/trl:0.25.1", false), "", 0},
+		{"", pod("busybox:1.36", false), "image not mapped to this machine's programs", 0},
+		{"", pod("mpioperator/base:v0.8.0", true), "host network: reads the simulated node", 0},
+		{"", pod("", false), "no container", 0},
+		{RealPodsOffHint, pod("mpioperator/base:v0.8.0", false), RealPodsOffHint, 0},
+	} {
+		r, why := realDecision(tc.off, tc.pod)
+		if why != tc.why || r.SSHPort != tc.port {
+			t.Errorf("%+v: %+v %q, want port %d %q", tc.pod.Spec, r, why, tc.port, tc.why)
+		}
+	}
+}
+
+// The record groups pods by how they ran; a pod recorded again counts once, as last recorded.
+func TestReadPodRuns(t *testing.T) {
+	dir := t.TempDir()
+	if g, err := ReadPodRuns(dir); g != nil || err != nil {
+		t.Fatalf("no record: %v %v", g, err)
+	}
+	a := &agent{stateDir: dir, log: os.Stderr}
+	p := func(name, image string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}}
+	}
+	a.recordPodRun(p("probe-a", "busybox"), false, "image not mapped to this machine's programs")
+	a.recordPodRun(p("w-1", "mpioperator/base"), false, RealPodsOffHint)
+	a.recordPodRun(p("w-1", "mpioperator/base"), true, "")
+	a.recordPodRun(p("w-0", "mpioperator/base"), true, "")
+	a.recordPodRun(p("probe-b", "busybox"), false, "image not mapped to this machine's programs")
+	got, err := ReadPodRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PodRunGroup{
+		{Real: true, Image: "mpioperator/base", Pods: []string{"ns/w-0", "ns/w-1"}},
+		{Image: "busybox", Why: "image not mapped to this machine's programs", Pods: []string{"ns/probe-a", "ns/probe-b"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if err := os.WriteFile(Layout{dir}.PodRuns(), []byte("{\"pod\":\"a\"}\nnot json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPodRuns(dir); err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, "podruns.jsonl")+" line 2: ") {
+		t.Errorf("a bad line: %v", err)
 	}
 }

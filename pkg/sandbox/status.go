@@ -33,6 +33,11 @@ type Status struct {
 	Webhooks  []WebhookEndpoint `json:"webhooks,omitempty"`
 	Simulated string            `json:"simulated"`
 	Logs      string            `json:"logs"`
+	// RealPodsOff is why the sandbox runs no pod as a real process ("" when it does).
+	RealPodsOff string `json:"realPodsOff,omitempty"`
+	// PodRuns is every pod the agent ran so far: as a real process, or simulated and why.
+	PodRuns      []PodRunGroup `json:"podRuns,omitempty"`
+	PodRunsError string        `json:"podRunsError,omitempty"`
 }
 
 // ComponentStatus is one process.
@@ -68,9 +73,13 @@ func GetStatus(ctx context.Context, dir string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{Dir: dir, Kubeconfig: st.Kubeconfig, Server: st.Server, Config: st.Config, StartedAt: st.StartedAt,
-		Webhook: st.Webhook, Simulated: SimulatedNote, Logs: Layout{dir}.Logs(),
+		Webhook: st.Webhook, Simulated: simulatedNote(st.Config), Logs: Layout{dir}.Logs(),
 		Stack: st.Stack(), APIs: st.Stack().APIs(), Webhooks: st.Webhooks}
 	s.Config.Stack = st.Stack()
+	s.RealPodsOff = realPodsOff(st)
+	if s.PodRuns, err = ReadPodRuns(dir); err != nil {
+		s.PodRunsError = err.Error()
+	}
 	if sc, err := LoadScenario(st.Config.Scenario); err == nil {
 		s.Scenario = sc.Description
 	}

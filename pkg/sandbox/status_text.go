@@ -26,6 +26,8 @@ func (s *Status) WriteText(w io.Writer, partlyHint string) {
 	fmt.Fprintf(w, "  fabric:     %s, %d nodes x %d GPUs, %s: %d\n", s.Config.Fabric, s.Config.Nodes, s.Config.GPUsPerNode, s.Config.RDMAResource, s.Config.RDMACount)
 	if s.Config.RealPods {
 		fmt.Fprintf(w, "  real pods:  on (the nccl-tests and training images' pods run as real processes; others are simulated)\n")
+	} else {
+		fmt.Fprintf(w, "  real pods:  off: %s\n", or(s.RealPodsOff, RealPodsOffHint))
 	}
 	fmt.Fprintf(w, "  server:     %s\n  kubeconfig: %s\n", s.Server, s.Kubeconfig)
 	switch {
@@ -51,7 +53,41 @@ func (s *Status) WriteText(w io.Writer, partlyHint string) {
 	} else if s.NodesError != "" {
 		fmt.Fprintf(w, "\nnodes: %s\n", s.NodesError)
 	}
+	if len(s.PodRuns) > 0 {
+		fmt.Fprintln(w)
+		s.writePodRuns(w)
+	} else if s.PodRunsError != "" {
+		fmt.Fprintf(w, "\npods run: %s\n", s.PodRunsError)
+	}
 	fmt.Fprintf(w, "\nSimulated: %s\nComponent logs: %s\n", s.Simulated, s.Logs)
+}
+
+// writePodRuns says which pods ran real programs and which were simulated, and why: one row per
+// image and reason, with a few of its pods.
+func (s *Status) writePodRuns(w io.Writer) {
+	real, simulated := 0, 0
+	for _, g := range s.PodRuns {
+		if g.Real {
+			real += len(g.Pods)
+		} else {
+			simulated += len(g.Pods)
+		}
+	}
+	fmt.Fprintf(w, "Pods so far: %d ran their real programs, %d simulated\n", real, simulated)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RAN\tPODS\tIMAGE\tWHY\tFOR EXAMPLE")
+	for _, g := range s.PodRuns {
+		ran := "real"
+		if !g.Real {
+			ran = "simulated"
+		}
+		ex := g.Pods
+		if len(ex) > 2 {
+			ex = append(ex[:2:2], "...")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", ran, len(g.Pods), or(g.Image, "-"), or(g.Why, "-"), strings.Join(ex, " "))
+	}
+	tw.Flush()
 }
 
 func (s *Status) writeComponents(w io.Writer) {
@@ -121,7 +157,7 @@ func (st *State) WriteUp(w io.Writer, running bool, asked Config, changeHint str
 	if !st.Webhook.On {
 		fmt.Fprintf(w, "training-operator NOT running: %s\n", st.Webhook.Reason)
 	}
-	fmt.Fprintf(w, "Note: %s\n", SimulatedNote)
+	fmt.Fprintf(w, "Note: %s\n", simulatedNote(st.Config))
 }
 
 // differs reports whether b asks for another sandbox than a (port-forwards aside: they change

@@ -26,9 +26,37 @@ func TestStatusWriteText(t *testing.T) {
 		"NODE        READY  GPU  RDMA/IB  CPU  MEMORY  EPHEMERAL  PODS  TAINTS",
 		"gpu-node-1  true   8    4        0    0       0          0     nvidia.com/gpu:NoSchedule",
 		"Component logs: /s/logs",
+		"  real pods:  off: " + RealPodsOffHint + "\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status text lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// The status says which pods ran real programs and which were simulated, and why, and why the
+// sandbox runs none for real when it does not.
+func TestStatusWriteTextPodRuns(t *testing.T) {
+	s := &Status{Dir: "/s", Stack: StackCurrent, Running: true, Config: Config{Fabric: "ib", RDMAResource: "rdma/ib", RealPods: true},
+		PodRuns: []PodRunGroup{
+			{Real: true, Image: "mpioperator/openmpi:v0.8.0", Pods: []string{"default/ar-launcher", "default/ar-worker-0", "default/ar-worker-1"}},
+			{Image: "busybox:1.36", Why: "image not mapped to this machine's programs", Pods: []string{"default/probe-1"}},
+		}}
+	var b bytes.Buffer
+	s.WriteText(&b, "")
+	want := "  real pods:  on (the nccl-tests and training images' pods run as real processes; others are simulated)\n" +
+		"  server:     \n  kubeconfig: \n  webhook:    off: \n\n" +
+		"Pods so far: 3 ran their real programs, 1 simulated\n" +
+		"RAN        PODS  IMAGE                       WHY                                          FOR EXAMPLE\n" +
+		"real       3     mpioperator/openmpi:v0.8.0  -                                            default/ar-launcher default/ar-worker-0 ...\n" +
+		"simulated  1     busybox:1.36                image not mapped to this machine's programs  default/probe-1\n"
+	if got := b.String(); !strings.Contains(got, want) {
+		t.Errorf("status text:\n%s\nwant it to hold:\n%s", got, want)
+	}
+	s.Config.RealPods, s.RealPodsOff, s.PodRuns = false, "this machine lacks sshd (run scripts/debian-packages.sh as root)", nil
+	b.Reset()
+	s.WriteText(&b, "")
+	if got := b.String(); !strings.Contains(got, "  real pods:  off: this machine lacks sshd (run scripts/debian-packages.sh as root)\n") || strings.Contains(got, "Pods so far") {
+		t.Errorf("status text:\n%s", got)
 	}
 }

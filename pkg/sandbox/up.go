@@ -25,6 +25,17 @@ import (
 // SimulatedNote is said once wherever the sandbox shows its workloads.
 const SimulatedNote = "Nodes and containers are simulated (kwok): pods go through their phases and print recorded log samples; no GPU, RDMA device or container runs. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
 
+// RealPodsNote replaces SimulatedNote where the sandbox runs real pods.
+const RealPodsNote = "Nodes are simulated (kwok); the pods of the nccl-tests, mpi-operator and training images run their programs as real processes (sshd, Open MPI, torchrun with gloo) in network namespaces of their own, other pods print recorded log samples. No GPU or RDMA device: NCCL's figures come from the simulated fabric. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
+
+// simulatedNote is what the sandbox with cfg simulates.
+func simulatedNote(cfg Config) string {
+	if cfg.RealPods {
+		return RealPodsNote
+	}
+	return SimulatedNote
+}
+
 // Options for Up.
 type Options struct {
 	Dir    string // state folder (see StateDir)

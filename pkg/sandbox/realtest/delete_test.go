@@ -26,7 +26,7 @@ const nccltestsImage = "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22
 // table stays simulated. At the end the agent still runs. Checked to fail with real mode off (AIN_REALTEST_OFF=1: the
 // simulated pods never fail).
 func TestIntegrationRealBadInputAndDelete(t *testing.T) {
-	sb := needReal(t)
+	sb := NeedReal(t)
 	ns := sb.Namespace(t)
 	cs := sb.Clientset(t)
 	ctx := context.Background()

@@ -70,7 +70,7 @@ func podLog(t *testing.T, cs kubernetes.Interface, ns, name string) string {
 // (AIN_REALTEST_OFF=1: the simulated client pod never ends) and with the pods' nameserver left at
 // the bridge's address, where nothing answers (both names fail to resolve, getent exits 2).
 func TestIntegrationRealPodResolvesClusterDNS(t *testing.T) {
-	sb := needReal(t)
+	sb := NeedReal(t)
 	cs := sb.Clientset(t)
 	ctx := context.Background()
 	ns, other := sb.Namespace(t), sb.Namespace(t)

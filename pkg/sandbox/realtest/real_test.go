@@ -1,15 +1,9 @@
-// Package realtest holds the integration tests of the sandbox's real-pod mode
-// (sandbox.Config.RealPods): MPIJobs as ain renders them run real sshd and Open MPI in the pods'
-// network namespaces, on the real controllers. One test binary runs one shared sandbox, hence a
-// package of its own. The tests need root (network and mount namespaces) and the Debian
-// packages of scripts/debian-packages.sh.
 package realtest
 
 import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -29,24 +23,6 @@ import (
 
 func TestMain(m *testing.M) {
 	sandboxtest.Main(m, sandbox.Config{Nodes: 2, Stack: sandbox.StackCurrent, RealPods: os.Getenv("AIN_REALTEST_OFF") == ""})
-}
-
-// needReal skips where real pods cannot run (not root, programs missing), and gives the
-// sandbox.
-func needReal(t *testing.T) *sandboxtest.Sandbox {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local sandbox with real pods (run without -short, as root)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("real pods need root (network and mount namespaces)")
-	}
-	for _, p := range []string{"mpicc", "mpirun", "ssh", "ip", "nsenter", "unshare"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("real pods need %s: run scripts/debian-packages.sh as root", p)
-		}
-	}
-	return sandboxtest.Get(t)
 }
 
 // renderMPIJob renders the allreduce recipe for the mpi-operator (kubeflow.org/v2beta1) the
@@ -77,22 +53,6 @@ func renderMPIJob(t *testing.T, ns, name string, edit func(*mpiv2.MPIJob), sets 
 	return b, bundle.Objects
 }
 
-// runMPIJob applies objs with ain's Apply and watches the job with ain's Watch until it ends.
-func runMPIJob(t *testing.T, sb *sandboxtest.Sandbox, ns, name string, b jobs.Backend, objs []runtime.Object, within time.Duration) (*jobs.Cluster, jobs.Snapshot, error) {
-	t.Helper()
-	c := &jobs.Cluster{Kube: sb.Clientset(t), Dynamic: sb.Dynamic(t), Namespace: ns}
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	if _, err := c.Apply(ctx, objs, false); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := c.Watch(ctx, b, name, jobs.WatchOptions{})
-	if errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("the MPIJob did not end within %s: %v\nagent:\n%s", within, err, sb.ComponentLog("agent", 40))
-	}
-	return c, snap, err
-}
-
 // TestIntegrationRealMPIJobSucceeds: the allreduce MPIJob as ain renders it runs real sshd in
 // both workers (Ready only once sshd answers on 22) and real mpirun in the launcher, whose
 // stand-in all_reduce_perf does a real MPI_Allreduce between the pods: the job Succeeds and the
@@ -100,11 +60,11 @@ func runMPIJob(t *testing.T, sb *sandboxtest.Sandbox, ns, name string, b jobs.Ba
 // mode off (AIN_REALTEST_OFF=1: the launcher's log is the recorded nccl-tests sample, without the
 // per-rank lines).
 func TestIntegrationRealMPIJobSucceeds(t *testing.T) {
-	sb := needReal(t)
+	sb := NeedReal(t)
 	ns := sb.Namespace(t)
 	t0 := time.Now()
 	b, objs := renderMPIJob(t, ns, "real", nil)
-	c, snap, err := runMPIJob(t, sb, ns, "real", b, objs, 180*time.Second)
+	c, snap, err := RunJob(t, sb, ns, "real", b, objs, 180*time.Second)
 	if err != nil {
 		t.Fatalf("watch: %v\nagent:\n%s", err, sb.ComponentLog("agent", 40))
 	}
@@ -157,7 +117,7 @@ func launcherLog(t *testing.T, c *jobs.Cluster, b jobs.Backend, name string) str
 // launcher Succeeds) and with the render's backoffLimit removed (the Job makes a second launcher
 // pod before it fails).
 func TestIntegrationRealLauncherFailsOnce(t *testing.T) {
-	sb := needReal(t)
+	sb := NeedReal(t)
 	ns := sb.Namespace(t)
 	b, objs := renderMPIJob(t, ns, "badprog", func(mj *mpiv2.MPIJob) {
 		c := &mj.Spec.MPIReplicaSpecs[mpiv2.MPIReplicaTypeLauncher].Template.Spec.Containers[0]
@@ -167,7 +127,7 @@ func TestIntegrationRealLauncherFailsOnce(t *testing.T) {
 		}
 		c.Command[i] = "/opt/nccl_tests/build/no_such_perf"
 	})
-	c, snap, err := runMPIJob(t, sb, ns, "badprog", b, objs, 180*time.Second)
+	c, snap, err := RunJob(t, sb, ns, "badprog", b, objs, 180*time.Second)
 	if err != nil {
 		t.Fatalf("watch: %v", err)
 	}
@@ -210,13 +170,13 @@ func TestIntegrationRealLauncherFailsOnce(t *testing.T) {
 // workers become Ready and the job Succeeds) and with the fix reverted (jobs.stuckWorker made to
 // return "": the watch was still waiting at its 40 s bound).
 func TestIntegrationRealWorkerDiesBeforeReady(t *testing.T) {
-	sb := needReal(t)
+	sb := NeedReal(t)
 	ns := sb.Namespace(t)
 	b, objs := renderMPIJob(t, ns, "badsshd", func(mj *mpiv2.MPIJob) {
 		c := &mj.Spec.MPIReplicaSpecs[mpiv2.MPIReplicaTypeWorker].Template.Spec.Containers[0]
 		c.Command = append(c.Command, "-o", "Port=notaport")
 	})
-	_, _, err := runMPIJob(t, sb, ns, "badsshd", b, objs, 120*time.Second)
+	_, _, err := RunJob(t, sb, ns, "badsshd", b, objs, 120*time.Second)
 	var stuck *jobs.StuckError
 	if !errors.As(err, &stuck) {
 		t.Fatalf("watch ended with %v, want a StuckError", err)
@@ -240,10 +200,10 @@ func TestIntegrationRealWorkerDiesBeforeReady(t *testing.T) {
 // by design, with the probe left at 22: the workers never become Ready (podrun's
 // TestWorkerReadinessFollowsSSHPort shows that half on its own).
 func TestIntegrationRealMPIOperatorImage(t *testing.T) {
-	sb := needReal(t)
+	sb := NeedReal(t)
 	ns := sb.Namespace(t)
 	b, objs := renderMPIJob(t, ns, "mpiop", nil, "image=mpioperator/openmpi:v0.8.0", "sshPort=2222")
-	c, snap, err := runMPIJob(t, sb, ns, "mpiop", b, objs, 180*time.Second)
+	c, snap, err := RunJob(t, sb, ns, "mpiop", b, objs, 180*time.Second)
 	if err != nil {
 		t.Fatalf("watch: %v\nagent:\n%s", err, sb.ComponentLog("agent", 40))
 	}

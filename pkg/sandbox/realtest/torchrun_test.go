@@ -1,90 +1,14 @@
 package realtest
 
 import (
-	"context"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/ain-hpc/ain/pkg/jobs"
-	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
-	"github.com/ain-hpc/ain/pkg/sandbox"
-	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
-
-// needTorchrun is needReal plus Debian's torchrun (python3-torch).
-func needTorchrun(t *testing.T) *sandboxtest.Sandbox {
-	t.Helper()
-	sb := needReal(t)
-	if _, err := exec.LookPath("torchrun"); err != nil {
-		t.Skip("real training pods need torchrun: run scripts/debian-packages.sh as root")
-	}
-	return sb
-}
-
-// renderQLoRA renders the qlora recipe as `ain train qlora` does on the current stack (a
-// TrainJob with ain's TrainingRuntime, Kubeflow Trainer v2), with edit applied to the recipe.
-func renderQLoRA(t *testing.T, sb *sandboxtest.Sandbox, ns, name string, edit func(*recipe.Recipe)) (jobs.Backend, []runtime.Object) {
-	t.Helper()
-	r, err := recipe.Load("qlora", []string{"nodes=2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(r)
-	}
-	p, err := profile.Load(profile.Options{Fabric: profile.FabricSocket, Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := jobs.Choose(r, jobs.Served{}, jobs.APITrainer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bundle, err := b.Build(r, p, jobs.Options{Namespace: ns, Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The recipe mounts the shared NFS claim; the sandbox makes it in "default" only.
-	if err := sandbox.EnsureSharedPVC(context.Background(), sb.REST, ns, sandbox.DefaultSharedClaim); err != nil {
-		t.Fatal(err)
-	}
-	return b, bundle.Objects
-}
-
-// podLogs reads every pod's log of job name, by pod name.
-func podLogs(t *testing.T, c *jobs.Cluster, b jobs.Backend, name string) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	pods, err := b.Pods(ctx, c, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, p := range pods {
-		rc, err := b.Logs(ctx, c, p.Name, -1, false)
-		if err != nil {
-			t.Fatalf("log of %s: %v", p.Name, err)
-		}
-		var sb strings.Builder
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := rc.Read(buf)
-			sb.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		_ = rc.Close()
-		out[p.Name] = sb.String()
-	}
-	return out
-}
 
 // TestIntegrationRealTorchrunTrainJobSucceeds: `ain train qlora` on the current stack (a
 // TrainJob) runs real torchrun in each of its pods, which rendezvous at the MASTER_ADDR the
@@ -94,16 +18,16 @@ func podLogs(t *testing.T, c *jobs.Cluster, b jobs.Backend, name string) map[str
 // Checked to fail with real mode off (AIN_REALTEST_OFF=1: the logs are the simulated sample,
 // without the stand-in's lines).
 func TestIntegrationRealTorchrunTrainJobSucceeds(t *testing.T) {
-	sb := needTorchrun(t)
+	sb := NeedTorchrun(t)
 	ns := sb.Namespace(t)
 	t0 := time.Now()
-	b, objs := renderQLoRA(t, sb, ns, "qlora", nil)
-	c, snap, err := runMPIJob(t, sb, ns, "qlora", b, objs, 240*time.Second)
+	b, objs := RenderQLoRA(t, sb, jobs.APITrainer, ns, "qlora", nil)
+	c, snap, err := RunJob(t, sb, ns, "qlora", b, objs, 240*time.Second)
 	if err != nil {
 		t.Fatalf("watch: %v\nagent:\n%s", err, sb.ComponentLog("agent", 40))
 	}
 	t.Logf("TrainJob %s in %s", snap.Phase, time.Since(t0).Round(100*time.Millisecond))
-	logs := podLogs(t, c, b, "qlora")
+	logs := PodLogs(t, c, b, "qlora")
 	if snap.Phase != "Succeeded" {
 		t.Fatalf("TrainJob %s (%s), want Succeeded\npods: %+v\nlogs: %v\nagent:\n%s", snap.Phase, snap.Message, snap.Pods, logs, sb.ComponentLog("agent", 40))
 	}
@@ -141,10 +65,10 @@ func TestIntegrationRealTorchrunTrainJobSucceeds(t *testing.T) {
 // with torchrun's message in the ranks' logs. Checked to fail with real mode off (the simulated
 // ranks succeed).
 func TestIntegrationRealTorchrunBadMasterAddr(t *testing.T) {
-	sb := needTorchrun(t)
+	sb := NeedTorchrun(t)
 	ns := sb.Namespace(t)
 	const bad = "qlora-master.invalid"
-	b, objs := renderQLoRA(t, sb, ns, "badmaster", func(r *recipe.Recipe) {
+	b, objs := RenderQLoRA(t, sb, jobs.APITrainer, ns, "badmaster", func(r *recipe.Recipe) {
 		w := &r.Training.Workload
 		for i, a := range w.Command {
 			w.Command[i] = strings.Replace(a, "exec torchrun -m", "exec torchrun --master_addr="+bad+" -m", 1)
@@ -155,12 +79,12 @@ func TestIntegrationRealTorchrunBadMasterAddr(t *testing.T) {
 		w.Env["PET_RDZV_CONF"] = "timeout=20"
 	})
 	t0 := time.Now()
-	c, snap, err := runMPIJob(t, sb, ns, "badmaster", b, objs, 150*time.Second)
+	c, snap, err := RunJob(t, sb, ns, "badmaster", b, objs, 150*time.Second)
 	took := time.Since(t0).Round(100 * time.Millisecond)
 	if err != nil && snap.Phase == "" {
 		t.Fatalf("watch: %v\nagent:\n%s", err, sb.ComponentLog("agent", 40))
 	}
-	logs := podLogs(t, c, b, "badmaster")
+	logs := PodLogs(t, c, b, "badmaster")
 	t.Logf("TrainJob %s in %s: %s", snap.Phase, took, snap.Message)
 	if snap.Phase != "Failed" {
 		t.Fatalf("TrainJob %s, want Failed\nlogs: %v", snap.Phase, logs)
