@@ -3,9 +3,7 @@ package preflight
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/netip"
 	"strings"
 	"sync"
 
@@ -15,39 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/probe"
 )
-
-// PodNetwork is one entry of Multus' network-status annotation on a pod: a network, the
-// interface it gave the pod and that interface's addresses.
-type PodNetwork struct {
-	Name      string   `json:"name"`
-	Interface string   `json:"interface,omitempty"`
-	IPs       []string `json:"ips,omitempty"`
-	Default   bool     `json:"default,omitempty"`
-}
-
-// IPv4 is the interface's IPv4 addresses (IPv4-mapped ones unmapped): what a RoCE v2 GID of
-// the pod's own carries. The default network's are the cluster network's, on no RDMA port.
-func (n PodNetwork) IPv4() []netip.Addr {
-	var out []netip.Addr
-	for _, s := range n.IPs {
-		if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil && a.Unmap().Is4() {
-			out = append(out, a.Unmap())
-		}
-	}
-	return out
-}
-
-// ParseNetworkStatus reads a k8s.v1.cni.cncf.io/network-status annotation (a JSON list written
-// by Multus after the CNI ADD of every network: name, interface, ips, mac, default). An empty or
-// unreadable annotation gives nil.
-func ParseNetworkStatus(status string) []PodNetwork {
-	var nets []PodNetwork
-	if strings.TrimSpace(status) == "" || json.Unmarshal([]byte(status), &nets) != nil {
-		return nil
-	}
-	return nets
-}
 
 // FabricProbe is what the fabric probe saw in its pod on one node: the port dump (state, link
 // layer, rate, GID tables: ibport.SysfsDumpCommand) and the pod's own networks.
@@ -58,7 +25,7 @@ type FabricProbe struct {
 	Log    []byte
 	// Networks is the pod's Multus network-status (nil when Multus wrote none: no secondary
 	// network, or no Multus).
-	Networks []PodNetwork
+	Networks []probe.PodNetwork
 	// Err says why there is no report (the pod did not run, printed no port).
 	Err string
 }
@@ -130,25 +97,25 @@ func ProbeFabric(ctx context.Context, o Options, nodes []string) ([]FabricProbe,
 	res := make([]FabricProbe, len(nodes))
 	for i, out := range outs {
 		r := &res[i]
-		r.Node, r.Pod = nodes[i], out.pod.Name
+		r.Node, r.Pod = nodes[i], out.Pod.Name
 		// RBAC's refusal ("User x cannot create resource pods"), not an admission's (Pod Security,
 		// a quota: also 403), which notRun reports with the pod.
-		if apierrors.IsForbidden(out.err) && strings.Contains(out.err.Error(), "cannot create resource") {
-			return nil, &ProbeForbiddenError{Namespace: o.Namespace, Missing: []string{"create pods (" + out.err.Error() + ")"}}
+		if apierrors.IsForbidden(out.CreateErr) && strings.Contains(out.CreateErr.Error(), "cannot create resource") {
+			return nil, &ProbeForbiddenError{Namespace: o.Namespace, Missing: []string{"create pods (" + out.CreateErr.Error() + ")"}}
 		}
-		r.Networks = ParseNetworkStatus(out.pod.Annotations[NetworkStatusAnnotation])
-		if out.log == nil {
-			r.Err = notRun(out)
+		r.Networks = probe.ParseNetworkStatus(out.Pod.Annotations[probe.NetworkStatusAnnotation])
+		if out.Log == nil {
+			r.Err = out.NotRun()
 			continue
 		}
-		r.Log = out.log
-		rep, err := ibport.Parse(bytes.NewReader(out.log))
+		r.Log = out.Log
+		rep, err := ibport.Parse(bytes.NewReader(out.Log))
 		switch {
 		case err != nil:
 			r.Err = "reading the probe's output: " + err.Error()
 		case len(rep.Ports) == 0:
 			r.Err = fmt.Sprintf("probe pod %s printed no /sys/class/infiniband port (%d bytes of log): no RDMA device visible in a pod holding %s",
-				out.pod.Name, len(out.log), o.Profile.Spec.RDMA.Resource)
+				out.Pod.Name, len(out.Log), o.Profile.Spec.RDMA.Resource)
 		default:
 			r.Report = rep
 		}

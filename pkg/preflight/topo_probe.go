@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ain-hpc/ain/pkg/probe"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,23 +31,23 @@ func ProbeTopology(ctx context.Context, o Options, node string, gpus int64) ([]b
 	if gpus < 1 {
 		return nil, fmt.Errorf("node %s has no %s allocatable: nothing for nvidia-smi to show", node, o.Profile.Spec.GPUResource)
 	}
-	run := runID()
+	run := probe.NewRun()
 	env := []corev1.EnvVar{{Name: "NVIDIA_DRIVER_CAPABILITIES", Value: "utility"}}
-	pod := probePod(o, run, probeTopo, "ain-topo-"+run, node, TopologyCommand, env, true)
+	pod := probe.Pod(o.ProbeOptions(), run, probe.Spec{Kind: probeTopo, Name: "ain-topo-" + run, Node: node, Script: TopologyCommand, Env: env, RDMA: true})
 	c := &pod.Spec.Containers[0]
 	g := *resource.NewQuantity(gpus, resource.DecimalSI)
 	c.Resources.Requests[corev1.ResourceName(o.Profile.Spec.GPUResource)] = g
 	c.Resources.Limits[corev1.ResourceName(o.Profile.Spec.GPUResource)] = g
 	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("256Mi")
-	outs := runProbes(ctx, o, run, probeTopo, []*corev1.Pod{pod})
+	outs := probe.Run(ctx, o.ProbeOptions(), run, []*corev1.Pod{pod})
 	out := outs[0]
-	if out.log == nil {
-		return nil, fmt.Errorf("%s", notRun(out))
+	if out.Log == nil {
+		return nil, fmt.Errorf("%s", out.NotRun())
 	}
-	if out.pod.Status.Phase == corev1.PodFailed {
-		return out.log, fmt.Errorf("probe pod %s failed (is nvidia-smi in the image %s, and the NVIDIA container toolkit on the node?)", out.pod.Name, o.ProbeImage)
+	if out.Pod.Status.Phase == corev1.PodFailed {
+		return out.Log, fmt.Errorf("probe pod %s failed (is nvidia-smi in the image %s, and the NVIDIA container toolkit on the node?)", out.Pod.Name, o.ProbeImage)
 	}
-	return out.log, nil
+	return out.Log, nil
 }
 
 // NodeUse is how much of a node's extended resource (its GPUs) the pods bound to it request.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -137,7 +138,7 @@ func (d *Detector) probe(ctx context.Context, det *profile.Detected, nodes []cor
 
 // rdmaInterfaces are the pod's secondary (Multus) interfaces with their IPv4 addresses: the
 // addresses a RoCE v2 GID of the pod's own must carry.
-func rdmaInterfaces(nets []preflight.PodNetwork) []profile.PodInterface {
+func rdmaInterfaces(nets []probe.PodNetwork) []profile.PodInterface {
 	var out []profile.PodInterface
 	for _, n := range nets {
 		if n.Default {

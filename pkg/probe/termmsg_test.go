@@ -1,4 +1,4 @@
-package preflight
+package probe
 
 import (
 	"bufio"
@@ -82,7 +82,7 @@ func TestResultCommandMatchesTheBareProbe(t *testing.T) {
 			if err := os.WriteFile(term, nil, 0o666); err != nil {
 				t.Fatal(err)
 			}
-			wrapped, wrappedExit := runSh(t, sh, root, resultCommand(c.cmd))
+			wrapped, wrappedExit := runSh(t, sh, root, ResultCommand(c.cmd))
 			if wrapped != bare || wrappedExit != bareExit {
 				t.Fatalf("%s %s: wrapped printed %d bytes exit %d, bare %d bytes exit %d", sh, c.sample, len(wrapped), wrappedExit, len(bare), bareExit)
 			}
@@ -119,7 +119,7 @@ func TestResultCommandEmpty(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		out, exit := runSh(t, sh, root, resultCommand(`grep -H . ${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/state 2>/dev/null`))
+		out, exit := runSh(t, sh, root, ResultCommand(`grep -H . ${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/state 2>/dev/null`))
 		msg, _ := os.ReadFile(filepath.Join(root, "dev", "termination-log"))
 		body, ok := resultMessage(terminated(string(msg)))
 		if out != "" || exit != 2 || !ok || len(body) != 0 || body == nil {
@@ -172,7 +172,7 @@ func TestResultCommandKeepsLines(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			out, exit := runSh(t, sh, root, resultCommand(c.cmd))
+			out, exit := runSh(t, sh, root, ResultCommand(c.cmd))
 			msg, _ := os.ReadFile(filepath.Join(root, "dev", "termination-log"))
 			body, ok := resultMessage(terminated(string(msg)))
 			if out != c.out || exit != c.exit || !ok || string(body) != c.out {
@@ -189,7 +189,7 @@ func TestResultCommandStreams(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(sh[0], append(sh[1:], "-c", resultCommand(`echo first; sleep 3; echo second`))...)
+		cmd := exec.Command(sh[0], append(sh[1:], "-c", ResultCommand(`echo first; sleep 3; echo second`))...)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 		pr, err := cmd.StdoutPipe()
 		if err != nil {
