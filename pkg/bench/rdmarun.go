@@ -148,7 +148,7 @@ func (r *RDMARun) Run(parent, ctx context.Context, o RDMAOptions) (*RDMAResult, 
 		GIDIndexSource: o.GIDSource}
 	// The ports of both nodes: the rate the link should run at, the device, the RoCE GID.
 	r.say("probing the IB/RoCE ports of %s and %s (rate, state, GIDs)", o.Server, o.Client)
-	probed := preflight.ProbePorts(ctx, po, []string{o.Server, o.Client})
+	probed := preflight.ProbePorts(ctx, po.ProbeOptions(), []string{o.Server, o.Client})
 	ports, perr := PortRates(probed)
 	if parent.Err() != nil {
 		return nil, &RDMAInterruptedError{Deleted: "probe pods"}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/next"
+	"github.com/ain-hpc/ain/pkg/probe"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -51,7 +52,7 @@ const (
 	CheckIBPorts   = "ib-ports"
 	CheckDNS       = "dns"
 	maxEvidence    = 12
-	defaultTimeout = 2 * time.Minute
+	defaultTimeout = probe.DefaultTimeout
 )
 
 // Check is one result row. The JSON names are a stable interface.
@@ -180,7 +181,7 @@ type Options struct {
 }
 
 // DefaultProbeImage is the probe pods' image.
-const DefaultProbeImage = "busybox:1.36"
+const DefaultProbeImage = probe.DefaultImage
 
 func (o *Options) defaults() {
 	if o.ProbeImage == "" {

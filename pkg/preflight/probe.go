@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
@@ -25,7 +24,6 @@ const (
 	labelManaged  = probe.LabelManaged
 	probeIB       = "ib-ports"
 	probeDNS      = "dns"
-	probeCounters = "counters"
 	probeParallel = 16
 	// NoSMFix is the fix of a port that is LinkUp but INIT.
 	NoSMFix = "no subnet manager: start opensm/UFM or enable the switch SM (then `sminfo` on a node shows it)"
@@ -40,52 +38,13 @@ func (o *Options) ProbeOptions() probe.Options {
 }
 
 // runIBProbes runs one sysfs-dump probe pod per node.
-func runIBProbes(ctx context.Context, o Options, nodes []corev1.Node) []*probe.Outcome {
-	run, po := probe.NewRun(), o.ProbeOptions()
+func runIBProbes(ctx context.Context, po probe.Options, nodes []corev1.Node) []*probe.Outcome {
+	run := probe.NewRun()
 	pods := make([]*corev1.Pod, len(nodes))
 	for i, n := range nodes {
 		pods[i] = probe.Pod(po, run, probe.Spec{Kind: probeIB, Name: fmt.Sprintf("ain-ibprobe-%s-%d", run, i), Node: n.Name, Script: ibport.SysfsDumpCommand, RDMA: true, ResultMessage: true})
 	}
 	return probe.Run(ctx, po, run, pods)
-}
-
-// NodeCounters is one node's RDMA port counters as a probe pod read them.
-type NodeCounters struct {
-	Node string
-	Snap *counters.Snapshot
-	// Err says why there is no snapshot (the probe did not run, no counters).
-	Err string
-}
-
-// ProbeCounters snapshots the RDMA port counters (sysfs counters and hw_counters) of the named
-// nodes, one probe pod per node holding the RDMA resource, in parallel (one watch, one cleanup).
-// `ain bench allreduce` takes one before and one after each run: the bytes each HCA carried.
-func ProbeCounters(ctx context.Context, o Options, nodes []string) []NodeCounters {
-	o.defaults()
-	run, po := probe.NewRun(), o.ProbeOptions()
-	pods := make([]*corev1.Pod, len(nodes))
-	for i, n := range nodes {
-		pods[i] = probe.Pod(po, run, probe.Spec{Kind: probeCounters, Name: fmt.Sprintf("ain-counters-%s-%d", run, i), Node: n, Script: counters.ProbeCommand, RDMA: true, ResultMessage: true})
-	}
-	outs := probe.Run(ctx, po, run, pods)
-	res := make([]NodeCounters, len(nodes))
-	for i, out := range outs {
-		res[i].Node = nodes[i]
-		if out.Log == nil {
-			res[i].Err = out.NotRun()
-			continue
-		}
-		s, err := counters.Parse(bytes.NewReader(out.Log))
-		switch {
-		case err != nil:
-			res[i].Err = "reading the counters: " + err.Error()
-		case len(s.Ports) == 0:
-			res[i].Err = "no RDMA port counters in the probe's output"
-		default:
-			res[i].Snap = s
-		}
-	}
-	return res
 }
 
 // NodePorts is what the IB port probe saw on one node.
@@ -107,9 +66,8 @@ func named(nodes []string) []corev1.Node {
 
 // ProbePorts runs the IB port probe on the named nodes and returns every port it saw, per node
 // (for `ain bench allreduce`, which judges busbw against the rate the ports really run at).
-func ProbePorts(ctx context.Context, o Options, nodes []string) []NodePorts {
-	o.defaults()
-	outs := runIBProbes(ctx, o, named(nodes))
+func ProbePorts(ctx context.Context, o probe.Options, nodes []string) []NodePorts {
+	outs := runIBProbes(ctx, o.Defaults(), named(nodes))
 	res := make([]NodePorts, len(nodes))
 	for i, out := range outs {
 		res[i].Node = nodes[i]
@@ -129,7 +87,7 @@ func ProbePorts(ctx context.Context, o Options, nodes []string) []NodePorts {
 
 // probeIBPorts runs one probe pod per candidate node and reads its sysfs dump.
 func probeIBPorts(ctx context.Context, o Options, nodes []corev1.Node) []Check {
-	outs := runIBProbes(ctx, o, nodes)
+	outs := runIBProbes(ctx, o.ProbeOptions(), nodes)
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -25,9 +25,9 @@ import (
 // Detector reads one cluster. Clients is required.
 type Detector struct {
 	Clients *kube.Clients
-	// Probe is how the probe pods run (namespace, image, timeout, fan-out); its Profile is the
-	// detected one (the pods hold its RDMA resource and join its networks).
-	Probe preflight.Options
+	// Probe is how the probe pods run (namespace, image, timeout, fan-out); their RDMA request
+	// is the detected profile's (the pods hold its RDMA resource and join its networks).
+	Probe probe.Options
 	// Progress receives every step, worded for a person; nil: none.
 	Progress func(string)
 }
@@ -102,8 +102,7 @@ func (d *Detector) probe(ctx context.Context, det *profile.Detected, nodes []cor
 	// The probe pods hold the detected RDMA resource and join the detected RDMA networks.
 	p := *det.Profile
 	p.Origins = nil
-	opts := d.Probe
-	opts.Profile = &p
+	opts := d.Probe.ForProfile(&p)
 	targets := make([]string, len(pools))
 	for i, pl := range pools {
 		targets[i] = pl.Probe
@@ -114,7 +113,7 @@ func (d *Detector) probe(ctx context.Context, det *profile.Detected, nodes []cor
 		d.say("%s", line)
 	}
 	probes, err := preflight.ProbeFabric(ctx, opts, targets)
-	var fe *preflight.ProbeForbiddenError
+	var fe *probe.ForbiddenError
 	switch {
 	case ctx.Err() != nil:
 		return InterruptedError{}
