@@ -42,7 +42,7 @@ func ProbeFabric(ctx context.Context, o probe.Options, nodes []string) ([]Fabric
 		r := &res[i]
 		r.Node, r.Pod = nodes[i], out.Pod.Name
 		// RBAC's refusal ("User x cannot create resource pods"), not an admission's (Pod Security,
-		// a quota: also 403), which notRun reports with the pod.
+		// a quota: also 403), which NotRun reports with the pod.
 		if apierrors.IsForbidden(out.CreateErr) && strings.Contains(out.CreateErr.Error(), "cannot create resource") {
 			return nil, &probe.ForbiddenError{Namespace: o.Namespace, Missing: []string{"create pods (" + out.CreateErr.Error() + ")"}}
 		}

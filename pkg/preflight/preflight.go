@@ -10,7 +10,7 @@
 // The API cost does not grow with the node count except where it must: nodes are listed once
 // (paged), probe pods are watched with one label-selected watch and removed with one
 // DeleteCollection, and a probe's result comes back in its container's termination message, in
-// the pod status that watch delivers (termmsg.go); only the creates are per node, and the log
+// the pod status that watch delivers (pkg/probe); only the creates are per node, and the log
 // reads of results too large for a termination message.
 package preflight
 
