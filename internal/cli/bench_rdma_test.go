@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/bench"
-	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
@@ -69,7 +69,7 @@ func TestBenchRDMASandbox(t *testing.T) {
 		t.Errorf("stderr lacks the GPU note:\n%s", stderr)
 	}
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: probe.LabelProbe})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods left behind: %d %v", len(pods.Items), err)
 	}
@@ -118,7 +118,7 @@ func TestBenchRDMASandboxInterrupt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: preflight.LabelPairRole + "=" + preflight.PairServer})
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: probe.LabelPairRole + "=" + probe.PairServer})
 		if err != nil {
 			return
 		}
@@ -134,7 +134,7 @@ func TestBenchRDMASandboxInterrupt(t *testing.T) {
 	if code != 130 {
 		t.Fatalf("exit %d, want 130\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: probe.LabelProbe})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/input"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
-	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -282,7 +282,7 @@ func parseInput[T any](ctx context.Context, a *App, name string, parse func(io.R
 // clients, the probe options (--image, --timeout), and the node, which must exist.
 type nodeProbeSetup struct {
 	profile *profile.Profile
-	opts    preflight.Options
+	opts    probe.Options
 	node    *corev1.Node
 }
 
@@ -300,11 +300,11 @@ func (a *App) nodeProbe(ctx context.Context, profilePath, node, image string, ti
 	if err != nil {
 		return nil, kc.Classify(err, "get node "+node)
 	}
-	return &nodeProbeSetup{profile: p, opts: opts, node: n}, nil
+	return &nodeProbeSetup{profile: p, opts: opts.ProbeOptions(), node: n}, nil
 }
 
 // probeInterrupted is the error of a --node probe stopped by an interrupt, in profile detect's
-// words (runProbes deletes the probe pods also when ctx is cancelled); nil while ctx is not done.
+// words (probe.Run deletes the probe pods also when ctx is cancelled); nil while ctx is not done.
 // Checked before any probe error: an interrupted probe is no probe failure, and its hint to run
 // the command by hand would be wrong.
 func probeInterrupted(ctx context.Context, started bool) error {

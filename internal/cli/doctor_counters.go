@@ -10,7 +10,6 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/counters"
-	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
 type doctorCountersOptions struct {
@@ -121,8 +120,8 @@ func (a *App) runDoctorCountersNode(ctx context.Context, o *doctorCountersOption
 	}
 	popts := np.opts
 	take := func(which string) (*counters.Snapshot, error) {
-		fmt.Fprintf(a.Streams.Err, "%s snapshot of %s's RDMA port counters (probe pod, image %s)\n", which, o.Node, popts.ProbeImage)
-		res := preflight.ProbeCounters(ctx, popts, []string{o.Node})
+		fmt.Fprintf(a.Streams.Err, "%s snapshot of %s's RDMA port counters (probe pod, image %s)\n", which, o.Node, popts.Image)
+		res := counters.ProbeNodes(ctx, popts, []string{o.Node})
 		if err := probeInterrupted(ctx, true); err != nil {
 			return nil, err
 		}

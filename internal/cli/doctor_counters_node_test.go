@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/counters"
-	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
 
@@ -41,7 +41,7 @@ func TestDoctorCountersNodeSandbox(t *testing.T) {
 	if code != 5 || !strings.Contains(stdout, "PROBLEM") {
 		t.Errorf("--expect-bytes 1G over an idle second: exit %d, want 5 and PROBLEM\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: probe.LabelProbe})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("probe pods left behind: %d %v", len(pods.Items), err)
 	}

@@ -84,11 +84,11 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 		return err
 	}
 	opts := np.opts
-	if o.Image == "" && (opts.ProbeImage == "" || opts.ProbeImage == preflight.DefaultProbeImage) {
-		opts.ProbeImage = preflight.DefaultTopologyImage
+	if o.Image == "" && (opts.Image == "" || opts.Image == preflight.DefaultProbeImage) {
+		opts.Image = preflight.DefaultTopologyImage
 	}
 	gpu := np.profile.Spec.GPUResource
-	use, err := preflight.UseOnNode(ctx, opts, np.node, gpu)
+	use, err := preflight.UseOnNode(ctx, opts.Kube, np.node, gpu)
 	if err != nil {
 		if ierr := probeInterrupted(ctx, false); ierr != nil {
 			return ierr
@@ -104,9 +104,9 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 			use.Allocatable, gpu, o.Node, strings.Join(use.Holders, ", ")), "run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE; or probe again when the node is free")
 	case gpus < use.Allocatable:
 		fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding the %d free GPU(s) of %d (%s hold the rest): the matrix shows only those (image %s)\n",
-			o.Node, gpus, use.Allocatable, strings.Join(use.Holders, ", "), opts.ProbeImage)
+			o.Node, gpus, use.Allocatable, strings.Join(use.Holders, ", "), opts.Image)
 	default:
-		fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, gpus, opts.ProbeImage)
+		fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, gpus, opts.Image)
 	}
 	out, err := preflight.ProbeTopology(ctx, opts, o.Node, gpus)
 	if ierr := probeInterrupted(ctx, true); ierr != nil {

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
@@ -85,7 +85,7 @@ func TestDoctorTopoNodeSandbox(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	// The probe pod is gone afterwards.
-	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: probe.LabelProbe})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("probe pods left: %v %d", err, len(pods.Items))
 	}

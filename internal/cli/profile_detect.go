@@ -10,7 +10,7 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/preflight"
-	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile/detect"
 )
 
@@ -60,12 +60,12 @@ func (a *App) runProfileDetect(ctx context.Context, o *profileDetectOptions) err
 		return err
 	}
 	a.sandboxNote(kc)
-	probe := a.preflightOptions(kc, nil, profile.Default())
+	po := probe.OptionsFor(kc, a.Getenv("AIN_PROBE_IMAGE"))
 	if o.ProbeImage != "" {
-		probe.ProbeImage = o.ProbeImage
+		po.Image = o.ProbeImage
 	}
-	probe.ProbeTimeout = o.ProbeTimeout
-	det := &detect.Detector{Clients: kc, Probe: probe, Progress: func(s string) { fmt.Fprintln(a.Streams.Err, s) }}
+	po.Timeout = o.ProbeTimeout
+	det := &detect.Detector{Clients: kc, Probe: po, Progress: func(s string) { fmt.Fprintln(a.Streams.Err, s) }}
 	d, err := det.Run(ctx, detect.Options{NoProbes: o.NoProbes, EveryNode: o.EveryNode})
 	var ie detect.InterruptedError
 	switch {

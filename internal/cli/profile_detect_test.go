@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
@@ -217,7 +218,7 @@ func noProbePods(t *testing.T, sb *sandboxtest.Sandbox) {
 	var l *corev1.PodList
 	if _, ok := sandboxtest.Poll(20*time.Second, 500*time.Millisecond, func() bool {
 		var err error
-		l, err = sb.Clientset(t).CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: preflight.LabelProbe + "=ib-ports"})
+		l, err = sb.Clientset(t).CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: probe.LabelProbe + "=ib-ports"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,9 +10,10 @@ import (
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 )
 
-// The cluster probes a benchmark runs beside its jobs, through pkg/preflight's probe pods: the
+// The cluster probes a benchmark runs beside its jobs, through pkg/probe's probe pods: the
 // rate the benchmark's ports really run at, and the RDMA port counters before and after a job.
 
 // PortProbeTimeout bounds the port-rate probe after the variants: it runs even when the bench's
@@ -44,7 +45,7 @@ func PortRates(nps []preflight.NodePorts) ([]PortRate, string) {
 // deadline (the bench's --timeout must not cost the judgement of what it measured), and ends
 // with ErrInterrupted when ctx is cancelled: the rate is then unknown and res is left as it was,
 // for the caller to mark interrupted (no verdict on a rate nobody read). Call it before Summarize.
-func (res *Result) ProbeLineRate(ctx context.Context, po preflight.Options, nodes, hcas []string) error {
+func (res *Result) ProbeLineRate(ctx context.Context, po probe.Options, nodes, hcas []string) error {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PortProbeTimeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -101,7 +102,7 @@ func SnapshotCounters(ctx context.Context, po preflight.Options, nodes []string,
 	if progress != nil {
 		progress(nodes)
 	}
-	for _, nc := range preflight.ProbeCounters(ctx, po, nodes) {
+	for _, nc := range counters.ProbeNodes(ctx, po.ProbeOptions(), nodes) {
 		if nc.Snap != nil {
 			snaps[nc.Node] = nc.Snap
 		} else {

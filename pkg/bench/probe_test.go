@@ -15,6 +15,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 )
 
 // PortRates keeps every port the probe saw (active or not, with or without a rate) and says why
@@ -167,7 +168,7 @@ func TestInterruptedAfterLastVariantNoVerdict(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	kc := fake.NewClientset()
-	if err := res.ProbeLineRate(ctx, preflight.Options{Kube: kc, Namespace: "default"}, []string{"gpu-1", "gpu-2"}, nil); !errors.Is(err, ErrInterrupted) {
+	if err := res.ProbeLineRate(ctx, probe.Options{Kube: kc, Namespace: "default"}, []string{"gpu-1", "gpu-2"}, nil); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("probe after an interrupt: %v, want ErrInterrupted", err)
 	}
 	if res.LineRateGBps != 50 || res.LineRateMismatch {

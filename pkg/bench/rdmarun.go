@@ -14,6 +14,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/iperf"
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -147,7 +148,7 @@ func (r *RDMARun) Run(parent, ctx context.Context, o RDMAOptions) (*RDMAResult, 
 		GIDIndexSource: o.GIDSource}
 	// The ports of both nodes: the rate the link should run at, the device, the RoCE GID.
 	r.say("probing the IB/RoCE ports of %s and %s (rate, state, GIDs)", o.Server, o.Client)
-	probed := preflight.ProbePorts(ctx, po, []string{o.Server, o.Client})
+	probed := preflight.ProbePorts(ctx, po.ProbeOptions(), []string{o.Server, o.Client})
 	ports, perr := PortRates(probed)
 	if parent.Err() != nil {
 		return nil, &RDMAInterruptedError{Deleted: "probe pods"}
@@ -167,7 +168,7 @@ func (r *RDMARun) Run(parent, ctx context.Context, o RDMAOptions) (*RDMAResult, 
 	}
 	r.say("%s: server on %s, client on %s, device %s, %d QP(s), GID index %s, %s, image %s",
 		cmd.Test, o.Server, o.Client, device, res.QPs, gid, mem, o.Image)
-	pr := preflight.RunPair(ctx, po, preflight.PairSpec{
+	pr := probe.RunPair(ctx, po.ProbeOptions(), probe.PairSpec{
 		Kind: "perftest", Server: o.Server, Client: o.Client, Image: o.Image, RDMA: true, PinMemory: true, GPUs: gpus,
 		ServerScript: cmd.ServerScript(),
 		ClientScript: func(ip string) string { return cmd.ClientScript(checkedIP(ip)) },
@@ -223,7 +224,7 @@ func checkedIP(ip string) string {
 func (r *RDMARun) tcpBaseline(ctx context.Context, po preflight.Options, o RDMAOptions, res *RDMAResult) {
 	t := o.TCP
 	r.say("TCP baseline: iperf3 -P %d -t %d, server on %s, client on %s, image %s", t.Streams, t.Seconds, o.Server, o.Client, t.Image)
-	pr := preflight.RunPair(ctx, po, preflight.PairSpec{
+	pr := probe.RunPair(ctx, po.ProbeOptions(), probe.PairSpec{
 		Kind: "iperf3", Server: o.Server, Client: o.Client, Image: t.Image, RDMA: true,
 		ServerScript: iperf.ServerScript(),
 		ClientScript: func(ip string) string { return iperf.ClientScript(checkedIP(ip), t.Streams, t.Seconds) },

@@ -121,7 +121,7 @@ func (s *Session) Run(parent context.Context, o SessionOptions) (*Report, error)
 		// "% of line rate" against what the ports on these nodes really run at, not only the
 		// profile's lineRate (a 400Gb profile over 200 Gb/s ports called a healthy fabric broken).
 		s.say("probing the ports of %s for their rate: busbw is judged against it", strings.Join(pinned, ","))
-		if res.ProbeLineRate(parent, s.Probe, pinned, p.Spec.HCAs) != nil && !res.Interrupted {
+		if res.ProbeLineRate(parent, s.Probe.ProbeOptions(), pinned, p.Spec.HCAs) != nil && !res.Interrupted {
 			res.Interrupted = true
 			res.InterruptedNote = "after the last variant, while probing the ports' rate"
 		}

@@ -7,13 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/probe"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
 // ProblemSharedNodes: another workload held GPUs or RDMA devices on the variant's nodes while it
@@ -41,10 +40,10 @@ func sharing(ctx context.Context, kube kubernetes.Interface, ns string, nodes []
 		}
 		for i := range list.Items {
 			p := &list.Items[i]
-			_, probe := p.Labels[preflight.LabelProbe]
-			_, pair := p.Labels[preflight.LabelPairRole]
+			_, isProbe := p.Labels[probe.LabelProbe]
+			_, pair := p.Labels[probe.LabelPairRole]
 			// A server that ignores the field selector (client-go's fake) lists every node's pods.
-			if p.Spec.NodeName != node || own(p) || probe && !pair || !holds(p, resources) || !ranDuring(p, from, to) {
+			if p.Spec.NodeName != node || own(p) || isProbe && !pair || !holds(p, resources) || !ranDuring(p, from, to) {
 				continue
 			}
 			pods = append(pods, fmt.Sprintf("%s/%s on %s", p.Namespace, p.Name, node))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ain-hpc/ain/pkg/probe"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
 func TestSharing(t *testing.T) {
@@ -37,14 +36,14 @@ func TestSharing(t *testing.T) {
 	before := from.Add(-time.Hour)
 	objs := []runtime.Object{
 		pod("bench", "mine-worker-0", "gpu-1", 8, from, corev1.PodRunning, time.Time{}, map[string]string{"job": "mine"}),
-		pod("team-b", "other-worker-0", "gpu-1", 8, before, corev1.PodRunning, time.Time{}, nil),                                              // shares
-		pod("team-b", "done-early", "gpu-2", 8, before, corev1.PodSucceeded, from.Add(-time.Second), nil),                                     // ended before
-		pod("team-b", "ended-during", "gpu-2", 8, before, corev1.PodSucceeded, from.Add(30*time.Second), nil),                                 // shares
-		pod("team-b", "started-after", "gpu-2", 8, to.Add(time.Minute), corev1.PodRunning, time.Time{}, nil),                                  // after
-		pod("team-b", "cpu-only", "gpu-1", 0, before, corev1.PodRunning, time.Time{}, nil),                                                    // no GPU
-		pod("team-b", "elsewhere", "gpu-3", 8, before, corev1.PodRunning, time.Time{}, nil),                                                   // other node
-		pod("bench", "counters-probe", "gpu-1", 1, from, corev1.PodRunning, time.Time{}, map[string]string{preflight.LabelProbe: "counters"}), // reads only
-		pod("bench", "perftest-client", "gpu-2", 1, from, corev1.PodRunning, time.Time{}, map[string]string{preflight.LabelProbe: "perftest", preflight.LabelPairRole: "client"}),
+		pod("team-b", "other-worker-0", "gpu-1", 8, before, corev1.PodRunning, time.Time{}, nil),                                          // shares
+		pod("team-b", "done-early", "gpu-2", 8, before, corev1.PodSucceeded, from.Add(-time.Second), nil),                                 // ended before
+		pod("team-b", "ended-during", "gpu-2", 8, before, corev1.PodSucceeded, from.Add(30*time.Second), nil),                             // shares
+		pod("team-b", "started-after", "gpu-2", 8, to.Add(time.Minute), corev1.PodRunning, time.Time{}, nil),                              // after
+		pod("team-b", "cpu-only", "gpu-1", 0, before, corev1.PodRunning, time.Time{}, nil),                                                // no GPU
+		pod("team-b", "elsewhere", "gpu-3", 8, before, corev1.PodRunning, time.Time{}, nil),                                               // other node
+		pod("bench", "counters-probe", "gpu-1", 1, from, corev1.PodRunning, time.Time{}, map[string]string{probe.LabelProbe: "counters"}), // reads only
+		pod("bench", "perftest-client", "gpu-2", 1, from, corev1.PodRunning, time.Time{}, map[string]string{probe.LabelProbe: "perftest", probe.LabelPairRole: "client"}),
 	}
 	own := func(p *corev1.Pod) bool { return p.Namespace == "bench" && p.Labels["job"] == "mine" }
 	kube := fake.NewSimpleClientset(objs...)

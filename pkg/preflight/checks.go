@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
@@ -113,7 +114,7 @@ func checkRBAC(ctx context.Context, o Options) []Check {
 	acc := accesses(o)
 	denied := make([]string, len(acc))
 	errs := make([]error, len(acc))
-	eachBounded(len(acc), 8, func(i int) {
+	probe.EachBounded(len(acc), 8, func(i int) {
 		a := acc[i]
 		ra := &authv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub}
 		if !a.cluster {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/probe"
 )
 
 // DNSProbeMarker is in the DNS probe's command (the sandbox recognises the probe by it).
@@ -106,21 +107,21 @@ func checkDNS(ctx context.Context, o Options) []Check {
 	for i, n := range names {
 		env = append(env, corev1.EnvVar{Name: "AIN_DNS_" + strconv.Itoa(i), Value: n})
 	}
-	run := runID()
-	pod := probePod(o, run, probeDNS, "ain-dnsprobe-"+run, "", dnsProbeCommand, env, false)
-	outs := runProbes(ctx, o, run, probeDNS, []*corev1.Pod{pod})
+	run := probe.NewRun()
+	pod := probe.Pod(o.ProbeOptions(), run, probe.Spec{Kind: probeDNS, Name: "ain-dnsprobe-" + run, Script: dnsProbeCommand, Env: env})
+	outs := probe.Run(ctx, o.ProbeOptions(), run, []*corev1.Pod{pod})
 	if ctx.Err() != nil {
 		return nil
 	}
 	out := outs[0]
 	target := strings.Join(running, ",")
 	fix := "check CoreDNS (kubectl -n kube-system get pods -l k8s-app=kube-dns) and that the job's pods are Ready: a headless Service publishes only Ready pods"
-	if out.log == nil {
-		return []Check{{Name: CheckDNS, Target: target, Status: Fail, Message: "the DNS probe did not run to the end", Evidence: []string{notRun(out)}, Fix: fix}}
+	if out.Log == nil {
+		return []Check{{Name: CheckDNS, Target: target, Status: Fail, Message: "the DNS probe did not run to the end", Evidence: []string{out.NotRun()}, Fix: fix}}
 	}
 	var okN int
 	var bad, ev []string
-	sc := bufio.NewScanner(bytes.NewReader(out.log))
+	sc := bufio.NewScanner(bytes.NewReader(out.Log))
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
 		rest, found := strings.CutPrefix(l, "ain-dns: ")

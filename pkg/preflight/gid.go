@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/probe"
 )
 
 // gidChoice is the RoCE v2 GID index the ib-ports check judges a node by, and how it was found.
@@ -23,7 +24,7 @@ type gidChoice struct {
 }
 
 // podIPv4 lists the IPv4 addresses Multus gave the pod's secondary networks.
-func podIPv4(nets []PodNetwork) []netip.Addr {
+func podIPv4(nets []probe.PodNetwork) []netip.Addr {
 	var out []netip.Addr
 	for _, n := range nets {
 		if !n.Default {
@@ -39,7 +40,7 @@ func podIPv4(nets []PodNetwork) []netip.Addr {
 // its address (Port.RoCEv2GIDOf), as `ain profile detect` chooses. Without Multus addresses the
 // name rule of ibport.Parse is all there is (the lowest RoCE v2 IPv4 GID on a netdev the pod
 // has), and the evidence says so.
-func chooseGID(rep *ibport.Report, nets []PodNetwork) gidChoice {
+func chooseGID(rep *ibport.Report, nets []probe.PodNetwork) gidChoice {
 	addrs := podIPv4(nets)
 	if len(addrs) == 0 {
 		c := gidChoice{Index: rep.GIDIndex, Unmatched: rep.GIDIndex == nil && len(rep.ForeignGIDs) > 0, Missing: rep.ForeignGIDs}

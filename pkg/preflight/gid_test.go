@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/probe"
 )
 
 // probeSample reads a probe dump and, when it has one, its Multus network-status from
@@ -67,7 +68,7 @@ func TestChooseGID(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			gc := chooseGID(c.rep, ParseNetworkStatus(c.status))
+			gc := chooseGID(c.rep, probe.ParseNetworkStatus(c.status))
 			got := -1
 			if gc.Index != nil {
 				got = *gc.Index

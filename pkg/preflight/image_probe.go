@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/ain-hpc/ain/pkg/next"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -172,35 +173,20 @@ func allIn(s, set []string) bool {
 	return true
 }
 
-// pullProblem says why a probe pod's image was not pulled ("" when it was or nothing says).
-func pullProblem(p *corev1.Pod) (reason, msg string) {
-	for _, cs := range p.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil {
-			switch w.Reason {
-			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
-				return w.Reason, w.Message
-			case "ContainerCreating", "PodInitializing":
-				return "pulling", w.Message
-			}
-		}
-	}
-	return "", ""
-}
-
 // imagePullCheck is the check of an image probe whose pod did not run: its image could not be
 // pulled (the reason and the registry's message), it was still being pulled at the timeout, or
 // something else kept it from starting.
-func imagePullCheck(image string, out *probeOutcome, timeout string) Check {
-	c := Check{Name: CheckImage, Target: image, Status: Fail, Evidence: []string{notRun(out)}}
+func imagePullCheck(image string, out *probe.Outcome, timeout string) Check {
+	c := Check{Name: CheckImage, Target: image, Status: Fail, Evidence: []string{out.NotRun()}}
 	reason, msg := "", ""
-	if out.err == nil {
-		reason, msg = pullProblem(out.pod)
+	if out.CreateErr == nil {
+		reason, msg = probe.PullProblem(out.Pod)
 	}
 	switch reason {
 	case "":
 		c.Message = "the image probe pod did not run within " + timeout
 		c.Fix = "kubectl describe pod shows why (kubectl get events)"
-	case "pulling":
+	case probe.Pulling:
 		c.Status = Warn
 		c.Message = fmt.Sprintf("image %s was still being pulled after %s (a training or serving image is several GB)", image, timeout)
 		c.Fix = "run it again once the node has the image, or pre-pull it on the GPU nodes; --probe-timeout waits longer"
@@ -219,15 +205,11 @@ func checkImage(ctx context.Context, o Options, candidates []corev1.Node) []Chec
 	if t.Image == "" || (len(t.Commands) == 0 && len(t.Modules) == 0) {
 		return nil
 	}
-	img := o
-	img.ProbeImage = t.Image
-	run := runID()
-	pod := probePod(img, run, probeImage, "ain-image-"+run, "", imageScript(t), nil, false)
-	withResultMessage(pod)
+	img := o.ProbeOptions()
+	img.Image, img.PullPolicy = t.Image, corev1.PullPolicy(o.ImagePullPolicy)
+	run := probe.NewRun()
+	pod := probe.Pod(img, run, probe.Spec{Kind: probeImage, Name: "ain-image-" + run, Script: imageScript(t), ResultMessage: true})
 	c := &pod.Spec.Containers[0]
-	if o.ImagePullPolicy != "" {
-		c.ImagePullPolicy = corev1.PullPolicy(o.ImagePullPolicy)
-	}
 	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("256Mi")
 	// NVIDIA's images set NVIDIA_VISIBLE_DEVICES=all: on a GPU node whose container runtime
 	// injects by that variable (nvidia-container-toolkit's legacy mode), the probe, which requests
@@ -238,14 +220,14 @@ func checkImage(ctx context.Context, o Options, candidates []corev1.Node) []Chec
 		pinToNode(pod, &candidates[0])
 	}
 	o.Progress("checking the image " + t.Image + " for " + strings.Join(append(append([]string{}, t.Commands...), t.Modules...), ", "))
-	res := runProbes(ctx, o, run, probeImage, []*corev1.Pod{pod})[0]
-	if res.log == nil {
+	res := probe.Run(ctx, o.ProbeOptions(), run, []*corev1.Pod{pod})[0]
+	if res.Log == nil {
 		return []Check{imagePullCheck(t.Image, res, o.ProbeTimeout.String())}
 	}
-	rep, err := ParseImageReport(res.log)
+	rep, err := ParseImageReport(res.Log)
 	if err != nil {
 		return []Check{{Name: CheckImage, Target: t.Image, Status: Fail, Message: err.Error(),
-			Evidence: limit(strings.Split(strings.TrimSpace(string(res.log)), "\n")), Fix: "the image needs /bin/sh to be checked"}}
+			Evidence: limit(strings.Split(strings.TrimSpace(string(res.Log)), "\n")), Fix: "the image needs /bin/sh to be checked"}}
 	}
 	return []Check{JudgeImage(rep, t)}
 }

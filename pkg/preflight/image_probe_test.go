@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -83,12 +84,12 @@ func TestImagePullCheck(t *testing.T) {
 		Reason:  "ImagePullBackOff",
 		Message: `Back-off pulling image "registry.local/trl:0.25.1"`,
 	}}}}
-	c := imagePullCheck("registry.local/trl:0.25.1", &probeOutcome{pod: pod, created: true}, "2m0s")
+	c := imagePullCheck("registry.local/trl:0.25.1", &probe.Outcome{Pod: pod, Created: true}, "2m0s")
 	if c.Status != Fail || !strings.Contains(c.Message, "cannot be pulled: ImagePullBackOff Back-off pulling") || !strings.Contains(c.Fix, "air-gapped") {
 		t.Errorf("%+v", c)
 	}
 	pod.Status.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
-	if c := imagePullCheck("x", &probeOutcome{pod: pod, created: true}, "2m0s"); c.Status != Warn || !strings.Contains(c.Message, "still being pulled") {
+	if c := imagePullCheck("x", &probe.Outcome{Pod: pod, Created: true}, "2m0s"); c.Status != Warn || !strings.Contains(c.Message, "still being pulled") {
 		t.Errorf("%+v", c)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/claims"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -14,12 +15,10 @@ import (
 // the profile, and what the recipe (nil: none) asks of the cluster (its shape, volumes, data
 // paths, image and job API). probeImage "" is the default probe image.
 func OptionsFor(kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, probeImage string, now func() time.Time) Options {
+	po := probe.OptionsFor(kc, probeImage)
 	o := Options{
-		Kube: kc.Kube, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Cluster: kc.Server, User: kube.Identity(kc.Config), Profile: p,
+		Kube: kc.Kube, FanOut: po.FanOut, Dynamic: kc.Dynamic, Namespace: kc.Namespace, Cluster: kc.Server, User: kube.Identity(kc.Config), Profile: p,
 		ProbeImage: probeImage, Now: now,
-	}
-	if fo, err := kc.FanOut(); err == nil {
-		o.FanOut = fo // else the probe pods are created with kc.Kube, at its rate
 	}
 	if r != nil {
 		if w := r.Workload(); w != nil {

@@ -10,7 +10,7 @@
 // The API cost does not grow with the node count except where it must: nodes are listed once
 // (paged), probe pods are watched with one label-selected watch and removed with one
 // DeleteCollection, and a probe's result comes back in its container's termination message, in
-// the pod status that watch delivers (termmsg.go); only the creates are per node, and the log
+// the pod status that watch delivers (pkg/probe); only the creates are per node, and the log
 // reads of results too large for a termination message.
 package preflight
 
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/next"
+	"github.com/ain-hpc/ain/pkg/probe"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -51,7 +52,7 @@ const (
 	CheckIBPorts   = "ib-ports"
 	CheckDNS       = "dns"
 	maxEvidence    = 12
-	defaultTimeout = 2 * time.Minute
+	defaultTimeout = probe.DefaultTimeout
 )
 
 // Check is one result row. The JSON names are a stable interface.
@@ -180,7 +181,7 @@ type Options struct {
 }
 
 // DefaultProbeImage is the probe pods' image.
-const DefaultProbeImage = "busybox:1.36"
+const DefaultProbeImage = probe.DefaultImage
 
 func (o *Options) defaults() {
 	if o.ProbeImage == "" {

@@ -105,20 +105,3 @@ func labelOf(ns *corev1.Namespace, k string) string {
 	}
 	return ns.Labels[k]
 }
-
-// restrictedPod makes a probe pod pass the restricted Pod Security standard: it only reads
-// sysfs or resolves names, as nobody, with no capability, no privilege escalation and the
-// runtime's default seccomp profile. (The RDMA resource it requests is not a PSA matter.)
-func restrictedPod(pod *corev1.Pod) {
-	yes, no, nobody := true, false, int64(65534)
-	pod.Spec.SecurityContext = &corev1.PodSecurityContext{
-		RunAsNonRoot: &yes, RunAsUser: &nobody, RunAsGroup: &nobody,
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-	for i := range pod.Spec.Containers {
-		pod.Spec.Containers[i].SecurityContext = &corev1.SecurityContext{
-			AllowPrivilegeEscalation: &no,
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		}
-	}
-}

@@ -76,24 +76,6 @@ func TestPodSecurityPrivilegedPasses(t *testing.T) {
 	}
 }
 
-// Probe pods pass the restricted standard: non-root, no capabilities, no privilege escalation,
-// RuntimeDefault seccomp.
-func TestProbePodRestricted(t *testing.T) {
-	o := Options{Namespace: "team-a", Profile: profile.Default()}
-	o.defaults()
-	p := probePod(o, "r1", probeIB, "ain-ibprobe-r1-0", "gpu-node-1", "true", nil, true)
-	ps := p.Spec.SecurityContext
-	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser == 0 ||
-		ps.SeccompProfile == nil || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Fatalf("pod securityContext %+v", ps)
-	}
-	c := p.Spec.Containers[0].SecurityContext
-	if c == nil || c.AllowPrivilegeEscalation == nil || *c.AllowPrivilegeEscalation || c.Capabilities == nil ||
-		len(c.Capabilities.Drop) != 1 || c.Capabilities.Drop[0] != "ALL" || len(c.Capabilities.Add) != 0 {
-		t.Fatalf("container securityContext %+v", c)
-	}
-}
-
 // A one-pod CPU job (qlora-merge: nodes 1, gpusPerNode 0) needs neither a GPU nor the RDMA
 // resource on its node.
 func TestCheckNodesCPUJob(t *testing.T) {

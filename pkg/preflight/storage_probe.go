@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/pkg/claims"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
 
@@ -182,8 +183,7 @@ func planStorage(s Storage) (storagePlan, []Check) {
 // storagePod is the probe pod: busybox (o.ProbeImage) as the job's user, the claims mounted as
 // planned, on node (pinToNode).
 func storagePod(o Options, run string, pl storagePlan, node *corev1.Node) *corev1.Pod {
-	pod := probePod(o, run, probeStorage, "ain-storage-"+run, "", storageScript(run, pl.paths, o.Storage.ReadBytes, readBudget(o.ProbeTimeout)), nil, false)
-	withResultMessage(pod)
+	pod := probe.Pod(o.ProbeOptions(), run, probe.Spec{Kind: probeStorage, Name: "ain-storage-" + run, Script: storageScript(run, pl.paths, o.Storage.ReadBytes, readBudget(o.ProbeTimeout)), ResultMessage: true})
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 	if ra := o.Storage.RunAs; ra != nil {
 		pod.Spec.SecurityContext.RunAsUser, pod.Spec.SecurityContext.RunAsGroup = ra.RunAsUser, ra.RunAsGroup
@@ -238,19 +238,19 @@ func checkModel(ctx context.Context, o Options, candidates []corev1.Node, volume
 		}
 	}
 	o.Progress("probing the model, dataset and output paths on the shared volume")
-	run := runID()
-	outs := runProbes(ctx, o, run, probeStorage, []*corev1.Pod{storagePod(o, run, pl, node)})
+	run := probe.NewRun()
+	outs := probe.Run(ctx, o.ProbeOptions(), run, []*corev1.Pod{storagePod(o, run, pl, node)})
 	res := outs[0]
-	if res.log == nil {
+	if res.Log == nil {
 		return append(out, Check{Name: CheckModel, Target: pl.mounts[0].ClaimName, Status: Fail,
 			Message:  "the storage probe pod did not run to the end within " + o.ProbeTimeout.String(),
-			Evidence: []string{notRun(res)},
+			Evidence: []string{res.NotRun()},
 			Fix:      "a pod mounting the claim cannot start: kubectl describe pod shows why (the claim's volume not mountable on the node, an image that cannot be pulled)"})
 	}
-	rep, err := ParseStorageReport(res.log)
+	rep, err := ParseStorageReport(res.Log)
 	if err != nil {
 		return append(out, Check{Name: CheckModel, Target: pl.mounts[0].ClaimName, Status: Fail, Message: err.Error(),
-			Evidence: limit(strings.Split(strings.TrimSpace(string(res.log)), "\n")), Fix: "the probe image must have sh, ls, dd, df and sed (busybox)"})
+			Evidence: limit(strings.Split(strings.TrimSpace(string(res.Log)), "\n")), Fix: "the probe image must have sh, ls, dd, df and sed (busybox)"})
 	}
 	checks := JudgeStorage(rep, pl.paths, pl.claim)
 	for i := range checks {
@@ -281,7 +281,7 @@ func pinToNode(pod *corev1.Pod, node *corev1.Node) {
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}},
 	}}
 	pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-	pod.Annotations[AnnotationFor] = node.Name
+	pod.Annotations[probe.AnnotationFor] = node.Name
 }
 
 // claimProbeNode decides where the storage probe may mount claim, or why it must not: a claim
@@ -311,7 +311,7 @@ func claimProbeNode(ctx context.Context, o Options, claim string, node *corev1.N
 		return node, nil
 	}
 	for _, p := range pods.Items {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.Labels[LabelProbe] != "" {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.Labels[probe.LabelProbe] != "" {
 			continue
 		}
 		if node != nil && p.Spec.NodeName == node.Name {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 )
@@ -93,7 +94,7 @@ func qloraClaims() map[string]*recipe.Volume {
 // runStorageScript runs the probe's own script with /bin/sh over root, as the sandbox does.
 func runStorageScript(t *testing.T, root string) []byte {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", qloraPaths, 0, time.Minute)))
+	cmd := exec.Command("/bin/sh", "-c", probe.ResultCommand(storageScript("t1", qloraPaths, 0, time.Minute)))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 	out, err := cmd.Output()
 	if err != nil {
@@ -418,7 +419,7 @@ func TestStorageScriptReadThroughput(t *testing.T) {
 		}
 	}
 	paths := []recipe.DataPath{{Kind: recipe.DataModel, Path: "/shared/models/small", Field: "spec.model"}}
-	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", paths, 5<<20, time.Minute)))
+	cmd := exec.Command("/bin/sh", "-c", probe.ResultCommand(storageScript("t1", paths, 5<<20, time.Minute)))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 	out, err := cmd.Output()
 	if err != nil {
@@ -473,7 +474,7 @@ func TestStorageScriptReadCutAndNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := append([]recipe.DataPath{{Kind: recipe.DataModel, Path: "/shared/models/empty", Field: "spec.model"}}, qloraPaths...)
-	cmd := exec.Command("/bin/sh", "-c", resultCommand(storageScript("t1", paths, 64<<20, 0)))
+	cmd := exec.Command("/bin/sh", "-c", probe.ResultCommand(storageScript("t1", paths, 64<<20, 0)))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 	out, err := cmd.Output()
 	if err != nil {

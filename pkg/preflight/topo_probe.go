@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ain-hpc/ain/pkg/probe"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // TopologyCommand is what the topology probe runs on a GPU node.
@@ -21,32 +23,32 @@ const probeTopo = "topology"
 
 // ProbeTopology runs `nvidia-smi topo -m` in a pod pinned to node that holds gpus GPUs (all of
 // the node's, so the matrix shows every GPU) and the RDMA resource (so it shows the NICs a rank
-// sees), and returns what it printed. o.ProbeImage defaults to DefaultTopologyImage here.
-func ProbeTopology(ctx context.Context, o Options, node string, gpus int64) ([]byte, error) {
-	if o.ProbeImage == "" {
-		o.ProbeImage = DefaultTopologyImage
+// sees), and returns what it printed. o.Image defaults to DefaultTopologyImage here.
+func ProbeTopology(ctx context.Context, o probe.Options, node string, gpus int64) ([]byte, error) {
+	if o.Image == "" {
+		o.Image = DefaultTopologyImage
 	}
-	o.defaults()
+	o = o.Defaults()
 	if gpus < 1 {
-		return nil, fmt.Errorf("node %s has no %s allocatable: nothing for nvidia-smi to show", node, o.Profile.Spec.GPUResource)
+		return nil, fmt.Errorf("node %s has no %s allocatable: nothing for nvidia-smi to show", node, o.GPUResource)
 	}
-	run := runID()
+	run := probe.NewRun()
 	env := []corev1.EnvVar{{Name: "NVIDIA_DRIVER_CAPABILITIES", Value: "utility"}}
-	pod := probePod(o, run, probeTopo, "ain-topo-"+run, node, TopologyCommand, env, true)
+	pod := probe.Pod(o, run, probe.Spec{Kind: probeTopo, Name: "ain-topo-" + run, Node: node, Script: TopologyCommand, Env: env, RDMA: true})
 	c := &pod.Spec.Containers[0]
 	g := *resource.NewQuantity(gpus, resource.DecimalSI)
-	c.Resources.Requests[corev1.ResourceName(o.Profile.Spec.GPUResource)] = g
-	c.Resources.Limits[corev1.ResourceName(o.Profile.Spec.GPUResource)] = g
+	c.Resources.Requests[corev1.ResourceName(o.GPUResource)] = g
+	c.Resources.Limits[corev1.ResourceName(o.GPUResource)] = g
 	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("256Mi")
-	outs := runProbes(ctx, o, run, probeTopo, []*corev1.Pod{pod})
+	outs := probe.Run(ctx, o, run, []*corev1.Pod{pod})
 	out := outs[0]
-	if out.log == nil {
-		return nil, fmt.Errorf("%s", notRun(out))
+	if out.Log == nil {
+		return nil, fmt.Errorf("%s", out.NotRun())
 	}
-	if out.pod.Status.Phase == corev1.PodFailed {
-		return out.log, fmt.Errorf("probe pod %s failed (is nvidia-smi in the image %s, and the NVIDIA container toolkit on the node?)", out.pod.Name, o.ProbeImage)
+	if out.Pod.Status.Phase == corev1.PodFailed {
+		return out.Log, fmt.Errorf("probe pod %s failed (is nvidia-smi in the image %s, and the NVIDIA container toolkit on the node?)", out.Pod.Name, o.Image)
 	}
-	return out.log, nil
+	return out.Log, nil
 }
 
 // NodeUse is how much of a node's extended resource (its GPUs) the pods bound to it request.
@@ -64,11 +66,11 @@ func (u NodeUse) Free() int64 { return max(u.Allocatable-u.Requested, 0) }
 // way the scheduler counts a pod (the larger of its containers' sum and its largest init
 // container): a probe pod asking for more than is left is refused by the kubelet (OutOfnvidia.com/gpu),
 // so the topology probe asks for what is free.
-func UseOnNode(ctx context.Context, o Options, node *corev1.Node, resourceName string) (NodeUse, error) {
+func UseOnNode(ctx context.Context, kube kubernetes.Interface, node *corev1.Node, resourceName string) (NodeUse, error) {
 	rn := corev1.ResourceName(resourceName)
 	q := node.Status.Allocatable[rn]
 	u := NodeUse{Allocatable: q.Value()}
-	pods, err := o.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
+	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
 	if err != nil {
 		return u, err
 	}

@@ -26,7 +26,7 @@ func TestUseOnNode(t *testing.T) {
 		return p
 	}
 	kc := fake.NewClientset(pod("train-0", corev1.PodRunning, 3, 0), pod("done", corev1.PodSucceeded, 4, 0), pod("starting", corev1.PodPending, 1, 2), pod("cpu", corev1.PodRunning, 0, 0))
-	u, err := UseOnNode(context.Background(), Options{Kube: kc}, node, string(gpu))
+	u, err := UseOnNode(context.Background(), kc, node, string(gpu))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/internal/cli"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
@@ -102,7 +103,7 @@ func setup(t *testing.T, scenario string) (*sandboxtest.Sandbox, string) {
 // noProbePods fails when a probe pod is left in ns.
 func noProbePods(t *testing.T, sb *sandboxtest.Sandbox, ns string) {
 	t.Helper()
-	l, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	l, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: probe.LabelProbe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestProbePodsGoneOnCancel(t *testing.T) {
 	go func() {
 		// Ctrl-C as soon as the probe pods exist.
 		for ctx.Err() == nil {
-			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: probe.LabelProbe})
 			if err == nil && len(l.Items) > 0 {
 				cancel()
 				return

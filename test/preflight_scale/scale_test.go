@@ -25,6 +25,7 @@ import (
 
 	"github.com/ain-hpc/ain/internal/cli"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
 )
@@ -348,7 +349,7 @@ func TestPreflight200Nodes(t *testing.T) {
 	}
 	left := 0
 	took, ok := sandboxtest.Poll(5*time.Minute, time.Second, func() bool {
-		l, err := sb.Clientset(t).CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+		l, err := sb.Clientset(t).CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: probe.LabelProbe})
 		left = len(l.Items)
 		return err == nil && left == 0
 	})

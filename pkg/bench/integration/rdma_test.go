@@ -15,6 +15,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/perftest"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 	"github.com/ain-hpc/ain/pkg/sandbox/sandboxtest"
@@ -73,7 +74,7 @@ func TestRDMARunOnTheSandbox(t *testing.T) {
 			t.Errorf("progress lacks %q:\n%s", want, joined)
 		}
 	}
-	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: probe.LabelProbe})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods left behind: %d %v", len(pods.Items), err)
 	}
@@ -103,7 +104,7 @@ func TestRDMARunRefusesAndStops(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Error() != "interrupted: probe pods deleted" {
 		t.Fatalf("interrupt: %v", err)
 	}
-	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: preflight.LabelProbe})
+	pods, err := sb.Clientset(t).CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: probe.LabelProbe})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods left behind: %d %v", len(pods.Items), err)
 	}

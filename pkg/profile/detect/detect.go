@@ -18,15 +18,16 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/profile"
 )
 
 // Detector reads one cluster. Clients is required.
 type Detector struct {
 	Clients *kube.Clients
-	// Probe is how the probe pods run (namespace, image, timeout, fan-out); its Profile is the
-	// detected one (the pods hold its RDMA resource and join its networks).
-	Probe preflight.Options
+	// Probe is how the probe pods run (namespace, image, timeout, fan-out); their RDMA request
+	// is the detected profile's (the pods hold its RDMA resource and join its networks).
+	Probe probe.Options
 	// Progress receives every step, worded for a person; nil: none.
 	Progress func(string)
 }
@@ -101,8 +102,7 @@ func (d *Detector) probe(ctx context.Context, det *profile.Detected, nodes []cor
 	// The probe pods hold the detected RDMA resource and join the detected RDMA networks.
 	p := *det.Profile
 	p.Origins = nil
-	opts := d.Probe
-	opts.Profile = &p
+	opts := d.Probe.ForProfile(&p)
 	targets := make([]string, len(pools))
 	for i, pl := range pools {
 		targets[i] = pl.Probe
@@ -113,7 +113,7 @@ func (d *Detector) probe(ctx context.Context, det *profile.Detected, nodes []cor
 		d.say("%s", line)
 	}
 	probes, err := preflight.ProbeFabric(ctx, opts, targets)
-	var fe *preflight.ProbeForbiddenError
+	var fe *probe.ForbiddenError
 	switch {
 	case ctx.Err() != nil:
 		return InterruptedError{}
@@ -137,7 +137,7 @@ func (d *Detector) probe(ctx context.Context, det *profile.Detected, nodes []cor
 
 // rdmaInterfaces are the pod's secondary (Multus) interfaces with their IPv4 addresses: the
 // addresses a RoCE v2 GID of the pod's own must carry.
-func rdmaInterfaces(nets []preflight.PodNetwork) []profile.PodInterface {
+func rdmaInterfaces(nets []probe.PodNetwork) []profile.PodInterface {
 	var out []profile.PodInterface
 	for _, n := range nets {
 		if n.Default {

@@ -1,4 +1,4 @@
-package preflight
+package probe
 
 import (
 	"context"
@@ -24,41 +24,29 @@ func TestCleanupShards(t *testing.T) {
 			o := Options{Namespace: "ns"}
 			var pods []*corev1.Pod
 			for i := range c.pods {
-				pods = append(pods, probePod(o, "run1", probeIB, fmt.Sprintf("p%d", i), fmt.Sprintf("n%d", i), "true", nil, false))
+				pods = append(pods, Pod(o, "run1", Spec{Kind: "ib-ports", Name: fmt.Sprintf("p%d", i), Node: fmt.Sprintf("n%d", i), Script: "true"}))
 			}
 			got := labelShards(pods)
-			other := probePod(o, "run2", probeIB, "other", "n0", "true", nil, false)
+			other := Pod(o, "run2", Spec{Kind: "ib-ports", Name: "other", Node: "n0", Script: "true"})
 			cs := fake.NewClientset()
 			for _, p := range append([]*corev1.Pod{other}, pods...) {
 				if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			// The fake's tracker has no DeleteCollection: do what the server does.
 			var mu sync.Mutex
 			var calls []string
 			matched := map[string]int{}
-			cs.PrependReactor("delete-collection", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				sel := a.(k8stesting.DeleteCollectionAction).GetListRestrictions().Labels
+			serveDeleteCollection(cs, "ns", func(sel labels.Selector, deleted []string) {
 				mu.Lock()
 				defer mu.Unlock()
 				calls = append(calls, sel.String())
-				l, err := cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), "ns")
-				if err != nil {
-					return true, nil, err
+				for _, n := range deleted {
+					matched[n]++
 				}
-				for _, p := range l.(*corev1.PodList).Items {
-					if sel.Matches(labels.Set(p.Labels)) {
-						matched[p.Name]++
-						if err := cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "ns", p.Name); err != nil {
-							return true, nil, err
-						}
-					}
-				}
-				return true, nil, nil
 			})
 			o.Kube = cs
-			cleanupProbes(o, LabelProbeRun+"=run1", got, pods)
+			cleanup(o, "run1", got, pods)
 			if got != c.shards || len(calls) != c.shards {
 				t.Errorf("%d pods: %d shards, %d DeleteCollections (%v); want %d", c.pods, got, len(calls), calls, c.shards)
 			}
@@ -77,7 +65,7 @@ func TestCleanupShards(t *testing.T) {
 
 // A large run's pods are owned by a ConfigMap made for the run, and its cleanup is one delete of
 // that ConfigMap with propagationPolicy Background (the garbage collector deletes the pods); a
-// small run, or one whose ConfigMap cannot be made or deleted, is left to cleanupProbes.
+// small run, or one whose ConfigMap cannot be made or deleted, is left to cleanup.
 func TestLargeRunHandedToTheGarbageCollector(t *testing.T) {
 	forbidden := func(verb string) k8stesting.ReactionFunc {
 		return func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -105,9 +93,9 @@ func TestLargeRunHandedToTheGarbageCollector(t *testing.T) {
 			o := Options{Namespace: "ns", Kube: cs, Progress: func(s string) { said = append(said, s) }}
 			var pods []*corev1.Pod
 			for i := range c.pods {
-				pods = append(pods, probePod(o, "run1", probeIB, fmt.Sprintf("p%d", i), fmt.Sprintf("n%d", i), "true", nil, false))
+				pods = append(pods, Pod(o, "run1", Spec{Kind: "ib-ports", Name: fmt.Sprintf("p%d", i), Node: fmt.Sprintf("n%d", i), Script: "true"}))
 			}
-			owner := ownProbes(o, "run1", probeIB, pods)
+			owner := ownProbes(o, "run1", "ib-ports", pods)
 			for _, p := range pods {
 				refs := p.OwnerReferences
 				if got := len(refs) == 1 && refs[0].Kind == "ConfigMap" && refs[0].Name == "ain-probe-run1"; got != c.owned {
@@ -137,4 +125,33 @@ func TestLargeRunHandedToTheGarbageCollector(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveDeleteCollection makes cs delete a pod collection as the API server does (the fake's
+// tracker has none), telling seen each selector and the pods it deleted.
+func serveDeleteCollection(cs *fake.Clientset, ns string, seen func(sel labels.Selector, deleted []string)) {
+	var mu sync.Mutex
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	cs.PrependReactor("delete-collection", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sel := a.(k8stesting.DeleteCollectionAction).GetListRestrictions().Labels
+		mu.Lock()
+		defer mu.Unlock()
+		l, err := cs.Tracker().List(pods, corev1.SchemeGroupVersion.WithKind("Pod"), ns)
+		if err != nil {
+			return true, nil, err
+		}
+		var deleted []string
+		for _, p := range l.(*corev1.PodList).Items {
+			if sel.Matches(labels.Set(p.Labels)) {
+				if err := cs.Tracker().Delete(pods, ns, p.Name); err != nil {
+					return true, nil, err
+				}
+				deleted = append(deleted, p.Name)
+			}
+		}
+		if seen != nil {
+			seen(sel, deleted)
+		}
+		return true, nil, nil
+	})
 }

@@ -1,4 +1,4 @@
-package preflight
+package probe_test
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/ibport"
+	"github.com/ain-hpc/ain/pkg/probe"
 	"github.com/ain-hpc/ain/pkg/sandbox"
 )
 
@@ -82,7 +83,7 @@ func TestResultCommandMatchesTheBareProbe(t *testing.T) {
 			if err := os.WriteFile(term, nil, 0o666); err != nil {
 				t.Fatal(err)
 			}
-			wrapped, wrappedExit := runSh(t, sh, root, resultCommand(c.cmd))
+			wrapped, wrappedExit := runSh(t, sh, root, probe.ResultCommand(c.cmd))
 			if wrapped != bare || wrappedExit != bareExit {
 				t.Fatalf("%s %s: wrapped printed %d bytes exit %d, bare %d bytes exit %d", sh, c.sample, len(wrapped), wrappedExit, len(bare), bareExit)
 			}
@@ -93,7 +94,7 @@ func TestResultCommandMatchesTheBareProbe(t *testing.T) {
 			if len(msg) > 4096 || strings.Contains(string(msg), root) {
 				t.Errorf("%s: message of %d bytes, sandbox root in it: %v", c.sample, len(msg), strings.Contains(string(msg), root))
 			}
-			body, ok := resultMessage(terminated(string(msg)))
+			body, ok := probe.ResultMessage(terminated(string(msg)))
 			if !ok {
 				t.Fatalf("%s: message not read back: %q", c.sample, msg)
 			}
@@ -119,9 +120,9 @@ func TestResultCommandEmpty(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		out, exit := runSh(t, sh, root, resultCommand(`grep -H . ${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/state 2>/dev/null`))
+		out, exit := runSh(t, sh, root, probe.ResultCommand(`grep -H . ${AIN_SYSFS_ROOT:-}/sys/class/infiniband/*/ports/*/state 2>/dev/null`))
 		msg, _ := os.ReadFile(filepath.Join(root, "dev", "termination-log"))
-		body, ok := resultMessage(terminated(string(msg)))
+		body, ok := probe.ResultMessage(terminated(string(msg)))
 		if out != "" || exit != 2 || !ok || len(body) != 0 || body == nil {
 			t.Errorf("%s: out %q exit %d message %q read %q %v", sh, out, exit, msg, body, ok)
 		}
@@ -132,24 +133,24 @@ func TestResultCommandEmpty(t *testing.T) {
 // or not written by the wrapper is not used: the probe's log is read instead.
 func TestResultMessageIncomplete(t *testing.T) {
 	var b strings.Builder
-	b.WriteString(resultBegin + "\n")
+	b.WriteString(probe.ResultBegin + "\n")
 	for b.Len() < 5000 {
 		b.WriteString("/sys/class/infiniband/mlx5_0/ports/1/gids/3:0000:0000:0000:0000:0000:ffff:0a00:0003\n")
 	}
-	b.WriteString(resultEnd + "\n")
+	b.WriteString(probe.ResultEnd + "\n")
 	whole := b.String()
 	for name, c := range map[string]struct {
 		msg string
 		ok  bool
 	}{
-		"whole":                   {resultBegin + "\n/sys/x:1\n" + resultEnd + "\n", true},
-		"runtime's message first": {"OOMKilled: " + resultBegin + "\n/sys/x:1\n" + resultEnd + "\n", true},
+		"whole":                   {probe.ResultBegin + "\n/sys/x:1\n" + probe.ResultEnd + "\n", true},
+		"runtime's message first": {"OOMKilled: " + probe.ResultBegin + "\n/sys/x:1\n" + probe.ResultEnd + "\n", true},
 		"start cut (over 4 KiB)":  {whole, false},
 		"end cut":                 {whole[:3000], false},
 		"log fallback":            {"grep: /sys: Permission denied\n", false},
 		"none":                    {"", false},
 	} {
-		if _, ok := resultMessage(terminated(c.msg)); ok != c.ok {
+		if _, ok := probe.ResultMessage(terminated(c.msg)); ok != c.ok {
 			t.Errorf("%s: read %v, want %v", name, ok, c.ok)
 		}
 	}
@@ -172,9 +173,9 @@ func TestResultCommandKeepsLines(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			out, exit := runSh(t, sh, root, resultCommand(c.cmd))
+			out, exit := runSh(t, sh, root, probe.ResultCommand(c.cmd))
 			msg, _ := os.ReadFile(filepath.Join(root, "dev", "termination-log"))
-			body, ok := resultMessage(terminated(string(msg)))
+			body, ok := probe.ResultMessage(terminated(string(msg)))
 			if out != c.out || exit != c.exit || !ok || string(body) != c.out {
 				t.Errorf("%s %q: out %q exit %d, message %q (read %v)", sh, c.cmd, out, exit, body, ok)
 			}
@@ -189,7 +190,7 @@ func TestResultCommandStreams(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(root, "dev"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(sh[0], append(sh[1:], "-c", resultCommand(`echo first; sleep 3; echo second`))...)
+		cmd := exec.Command(sh[0], append(sh[1:], "-c", probe.ResultCommand(`echo first; sleep 3; echo second`))...)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "AIN_SYSFS_ROOT=" + root}
 		pr, err := cmd.StdoutPipe()
 		if err != nil {

@@ -1,4 +1,4 @@
-package preflight
+package probe
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 // in its container's termination message, which the kubelet copies into the pod's status
 // (state.terminated.message). The watch that already follows the probe pods delivers that
 // status, so a probe whose message is complete costs no log read: at 1000 nodes that is 1000
-// requests fewer, half of preflight's API requests (issue 16).
+// requests fewer, half of preflight's API requests.
 //
 // What a kubelet does with the file (k8s.io/kubernetes v1.37.2, checked in the module source):
 // pkg/kubelet/kuberuntime/kuberuntime_container.go getTerminationMessage reads the file at
@@ -32,7 +32,7 @@ const (
 	exitMark = "ain-probe-exit"
 )
 
-// resultCommand wraps a probe's shell command so that it prints its output as before, line by
+// ResultCommand wraps a probe's shell command so that it prints its output as before, line by
 // line as the command prints it (a probe still running at the timeout has its log read, and that
 // log must hold what it printed so far), and also writes it, framed, to the termination message
 // file, keeping the command's exit status. The command's status reaches the reading side of the
@@ -42,7 +42,7 @@ const (
 // kubelet sets it to the simulated container's root (its /sys, its /dev), and the message then
 // drops that prefix from each line so that it carries the paths as a pod sees them (the
 // sandbox's prefix alone would overflow the 4 KiB).
-func resultCommand(cmd string) string {
+func ResultCommand(cmd string) string {
 	return `{ (` + cmd + `
 ); s=$?; printf '\n` + exitMark + ` %s\n' "$s"; } | { f="${AIN_SYSFS_ROOT:-}` + TerminationMessagePath + `"; s=1; e=0; ` +
 		`echo ` + resultBegin + ` >"$f" 2>/dev/null; ` +
@@ -57,7 +57,7 @@ func resultCommand(cmd string) string {
 // withResultMessage makes pod's probe container report through its termination message.
 func withResultMessage(pod *corev1.Pod) *corev1.Pod {
 	c := &pod.Spec.Containers[0]
-	c.Command = []string{"/bin/sh", "-c", resultCommand(c.Command[len(c.Command)-1])}
+	c.Command = []string{"/bin/sh", "-c", ResultCommand(c.Command[len(c.Command)-1])}
 	c.TerminationMessagePath = TerminationMessagePath
 	// On a failure before anything is written, the log's tail is the best message there is.
 	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
