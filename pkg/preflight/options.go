@@ -37,3 +37,13 @@ func OptionsFor(kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, probeIma
 	o.API, _ = jobs.ParseAPI(p.Spec.JobAPI)
 	return o
 }
+
+// ServingChecks adds to o what a serving recipe r asks of the cluster beyond its replicas (which
+// need no recipe shape for the node check): its claims, the model on them and its image's tools.
+func (o *Options) ServingChecks(r *recipe.Recipe) {
+	for _, v := range r.Serving.Volumes {
+		o.Volumes = append(o.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
+	}
+	o.Storage = Storage{Mounts: r.Serving.Volumes, Paths: r.DataPaths()}
+	o.Tools = r.Tools()
+}

@@ -35,3 +35,17 @@ func TestOptionsFor(t *testing.T) {
 		t.Errorf("no recipe: %+v", o)
 	}
 }
+
+// A serving recipe's replicas need no shape; its claims, the model on them and its image are
+// still checked.
+func TestServingChecks(t *testing.T) {
+	serve, err := recipe.Load("vllm", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o Options
+	o.ServingChecks(serve)
+	if len(o.Volumes) != len(serve.Serving.Volumes) || len(o.Storage.Paths) == 0 || o.Storage.DefaultCapabilities || o.Tools.Image == "" || o.Nodes != 0 {
+		t.Errorf("serving checks: %+v", o)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // RoleName is the name of the Role `ain preflight --print-role` prints.
@@ -150,4 +151,20 @@ func NodeReadRole(subject rbacv1.Subject) (*rbacv1.ClusterRole, *rbacv1.ClusterR
 		Subjects:   []rbacv1.Subject{subject},
 	}
 	return role, binding
+}
+
+// RoleObjects are the Role ain needs in namespace ns and its binding to subject (Subject's
+// syntax), then, with nodeRead, the optional ClusterRole to read nodes and its binding.
+func RoleObjects(ns, subject string, nodeRead bool) ([]runtime.Object, error) {
+	subj, err := Subject(subject, ns)
+	if err != nil {
+		return nil, err
+	}
+	role, binding := Role(ns, subj)
+	objs := []runtime.Object{role, binding}
+	if nodeRead {
+		cr, crb := NodeReadRole(subj)
+		objs = append(objs, cr, crb)
+	}
+	return objs, nil
 }

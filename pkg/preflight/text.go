@@ -17,6 +17,22 @@ type TextOptions struct {
 	Brief bool
 	// Fix words a check's fix with its suggested commands.
 	Fix func(string, []next.Command) string
+	// Rerun, after a cached gate result, says how to run the checks again.
+	Rerun string
+}
+
+// WriteText writes the gate's result: the one-line summary of a cached result, else the result
+// (Brief, as o says).
+func (g *GateResult) WriteText(w io.Writer, o TextOptions) {
+	if !g.Cached {
+		g.Result.WriteText(w, o)
+		return
+	}
+	now := ""
+	if g.Rechecked {
+		now = ", the job controllers checked now"
+	}
+	fmt.Fprintf(w, "preflight: %s (cached %s ago%s; %s)\n", g.Summary(), g.Age.Round(time.Second), now, o.Rerun)
 }
 
 // WriteText writes the result: the table of every check (unless Brief), each non-PASS check's
@@ -52,4 +68,28 @@ func (res *Result) WriteText(w io.Writer, o TextOptions) {
 	}
 	fmt.Fprintf(w, "\npreflight: %s %s (namespace %s, profile %s, fabric %s, %d node(s) probed)\n",
 		res.Summary(), when, res.Namespace, res.Profile, res.Fabric, res.Probed)
+}
+
+// WritePortCause writes ProbeIBPorts' checks of the nodes a job that fell back to sockets ran on:
+// a port that is not ACTIVE is skipped by NCCL silently and shows in its log only as the fallback.
+func WritePortCause(w io.Writer, nodes []string, checks []Check, fix func(string, []next.Command) string) {
+	fmt.Fprintf(w, "\nIB ports of the job's nodes (%s), probed now: a port not ACTIVE is skipped by NCCL silently\n", strings.Join(nodes, ", "))
+	bad := 0
+	for _, c := range checks {
+		if c.Status == Pass {
+			fmt.Fprintf(w, "  ok: %s\n", c.Message)
+			continue
+		}
+		bad++
+		fmt.Fprintf(w, "  cause [%s] %s: %s\n", c.Status, c.Target, c.Message)
+		for _, e := range c.Evidence {
+			fmt.Fprintf(w, "    evidence: %s\n", e)
+		}
+		if c.Fix != "" {
+			fmt.Fprintf(w, "    fix: %s\n", fix(c.Fix, c.Next))
+		}
+	}
+	if bad == 0 {
+		fmt.Fprintln(w, "  the port state is not the cause: look at the other causes above (RDMA resource, IPC_LOCK, NCCL_IB_HCA, libibverbs)")
+	}
 }
