@@ -162,6 +162,25 @@ type FormatError struct{ Err error }
 func (e *FormatError) Error() string { return "not the Prometheus text format: " + e.Err.Error() }
 func (e *FormatError) Unwrap() error { return e.Err }
 
+// NoMetricsError is a page in the Prometheus text format without any DCGM_ series: not a
+// dcgm-exporter page.
+type NoMetricsError struct{}
+
+func (NoMetricsError) Error() string { return "no DCGM metrics (DCGM_FI_*) in it: no GPU seen" }
+
+// ParsePage is Parse for an input that must be a dcgm-exporter page: its GPUs, or a
+// *FormatError, or a NoMetricsError.
+func ParsePage(r io.Reader) ([]GPU, error) {
+	s, err := Parse(r)
+	switch {
+	case err != nil:
+		return nil, err
+	case s.Series == 0:
+		return nil, NoMetricsError{}
+	}
+	return s.GPUs, nil
+}
+
 // Parse reads one dcgm-exporter page (at most MaxInput bytes). A page that is not the Prometheus
 // text format is a *FormatError; one in that format without any DCGM_ series parses to a Sample
 // with Series 0, which the caller reports.
