@@ -111,6 +111,16 @@ func TestSingle(t *testing.T) {
 	}
 }
 
+func TestAnalyze(t *testing.T) {
+	before, after := parseFile(t, "ib-link-flap-before.txt"), parseFile(t, "ib-link-flap-after.txt")
+	if r := Analyze([]*Snapshot{after}, Options{}); r.Deltas != nil {
+		t.Error("one snapshot: deltas")
+	}
+	if r := Analyze([]*Snapshot{before, after}, Options{}); r.Deltas == nil {
+		t.Error("two snapshots: no deltas")
+	}
+}
+
 // TestParseFormats: the listing headers, "name: value" vs a port header, and a bad value.
 func TestParseFormats(t *testing.T) {
 	in := "mlx5_bond_0/1\n  port_xmit_data: 10\nrocep65s0f0 port 1\nnp_cnp_sent 3\nlifespan 12\n"

@@ -357,6 +357,14 @@ func HumanBytes(n uint64) string {
 	return fmt.Sprintf("%.2f %s", v, units[i])
 }
 
+// Analyze is the report of one snapshot (Single) or of the deltas between two (Compare).
+func Analyze(snaps []*Snapshot, o Options) *Report {
+	if len(snaps) == 1 {
+		return Single(snaps[0])
+	}
+	return Compare(snaps[0], snaps[1], o)
+}
+
 // Single describes one snapshot: the bytes each RDMA port carried since its counters were last
 // reset, and the error and loss counters that are not zero (since then, so warnings only).
 func Single(s *Snapshot) *Report {

@@ -140,6 +140,19 @@ type Report struct {
 	ForeignGIDs []string `json:"foreignGids,omitempty"`
 }
 
+// Merge adds the ports of o, the report of another input, to r: ready when both are, the formats
+// joined with + when they differ, and a GID index only when both agree on it.
+func (r *Report) Merge(o *Report) {
+	r.Ports = append(r.Ports, o.Ports...)
+	r.Ready = r.Ready && o.Ready
+	if r.Format != o.Format {
+		r.Format += "+" + o.Format
+	}
+	if r.GIDIndex != nil && (o.GIDIndex == nil || *o.GIDIndex != *r.GIDIndex) {
+		r.GIDIndex = nil
+	}
+}
+
 // Parse reads the output of ibstat, ibv_devinfo [-v], ibstatus or the sysfs dump; the format
 // is recognised from the content, and several outputs may be concatenated.
 func Parse(r io.Reader) (*Report, error) {

@@ -242,3 +242,16 @@ func TestUnsteeredGID(t *testing.T) {
 		t.Errorf("only the pod's GIDs: %v", r.Unsteered())
 	}
 }
+
+func TestMerge(t *testing.T) {
+	three, four := 3, 4
+	r := &Report{Format: "ibstat", Ports: []Port{{}}, Ready: true, GIDIndex: &three}
+	r.Merge(&Report{Format: "ibstat", Ports: []Port{{}}, Ready: true, GIDIndex: &three})
+	if len(r.Ports) != 2 || !r.Ready || r.Format != "ibstat" || r.GIDIndex == nil {
+		t.Errorf("two agreeing reports: %+v", r)
+	}
+	r.Merge(&Report{Format: "sysfs", Ready: false, GIDIndex: &four})
+	if r.Ready || r.Format != "ibstat+sysfs" || r.GIDIndex != nil {
+		t.Errorf("a report that is not ready, of another format and GID index: %+v", r)
+	}
+}

@@ -97,3 +97,15 @@ func (r *Recipe) WriteAnnotated(w io.Writer, ref string) error {
 	}
 	return nil
 }
+
+// WriteEffective writes the recipe with every default filled in (Effective), under a comment
+// naming its source.
+func (r *Recipe) WriteEffective(w io.Writer) error {
+	b, err := r.Effective()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "# %s with ain's defaults applied\n", r.Source)
+	_, err = w.Write(b)
+	return err
+}

@@ -1,8 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -58,4 +63,26 @@ func (r *Report) Plot(w io.Writer, o figure.Options) error {
 		p.X.Max = max(p.X.Max, v*1.05)
 	}
 	return figure.Render(w, p, o)
+}
+
+// PlotFormat is the image format plot file's name asks for, by its extension: png or svg.
+func PlotFormat(file string) (string, error) {
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(file)), ".")
+	if format != "png" && format != "svg" {
+		return "", fmt.Errorf("%s: the plot file must end in .png or .svg", file)
+	}
+	return format, nil
+}
+
+// PlotFile draws the report (Plot) into file, PNG or SVG by its extension (PlotFormat).
+func (r *Report) PlotFile(file string) error {
+	format, err := PlotFormat(file)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := r.Plot(&buf, figure.Options{Format: format}); err != nil {
+		return err
+	}
+	return os.WriteFile(file, buf.Bytes(), 0o644)
 }
