@@ -5,21 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/ibport"
 	"github.com/ain-hpc/ain/pkg/input"
+	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/mpilauncher"
 	"github.com/ain-hpc/ain/pkg/nccl"
-	"github.com/ain-hpc/ain/pkg/probe"
-	"github.com/ain-hpc/ain/pkg/profile"
+	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
 const doctorExitNote = "Exit status: 0 when nothing is wrong, 5 (check failed) when the verdict finds a problem,\n" +
@@ -63,70 +59,48 @@ func (o *doctorOptions) validate(minFiles, maxFiles int, what string) error {
 	if maxFiles > 0 && len(o.Files) > maxFiles {
 		return ainerr.Usagef("give one %s (got %d files)", what, len(o.Files))
 	}
-	stdin := 0
-	for _, f := range o.Files {
-		if f == "-" {
-			stdin++
-		}
-	}
-	if stdin > 1 {
-		return ainerr.Usagef("standard input (-) can be read only once")
+	if err := input.CheckArgs(o.Files); err != nil {
+		return ainerr.New(ainerr.Usage, err, "")
 	}
 	return nil
 }
 
-// openInput opens a FILE argument; "-" is standard input. Its reads end with ctx (an interrupt),
-// even one waiting on a terminal or on a pipe whose writer never closes it; the command then says
-// so with readInterrupted.
+// openInput opens a FILE argument (input.Open: - is stdin, and reads end with ctx).
 func (a *App) openInput(ctx context.Context, name string) (io.ReadCloser, error) {
-	if name == "-" {
-		return io.NopCloser(input.Reader(ctx, a.Streams.In)), nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, ainerr.New(ainerr.Failure, err, "") // *PathError already reads "open NAME: ..."
-	}
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		// Opening a directory succeeds; reading it fails with a bare "is a directory".
-		f.Close()
-		return nil, ainerr.Usagef("%s is a directory: give the file(s) in it", name)
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{input.Reader(ctx, f), f}, nil
+	rc, err := input.Open(ctx, name, a.Streams.In)
+	return rc, inputFailure(err, ainerr.Failure)
 }
 
-// readInterrupted is the error of an offline command interrupted while reading input name, or
-// nil when ctx is not done: checked after every read, whatever the reader returned (a parser may
-// stop at a read error without returning it, and a verdict on part of the input is wrong).
+// readInterrupted is the error (exit 130) of input name's read when ctx is done, else nil.
 func readInterrupted(ctx context.Context, name string) error {
-	if ctx.Err() == nil {
-		return nil
-	}
-	return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted while reading %s: no verdict", inputName(name)), "")
+	return inputFailure(input.Interrupted(ctx, name), ainerr.Cancelled)
 }
 
-// inputError is the error of reading input name (its parser's, or the reader's): an interrupt
-// when ctx is done, else code with the input named. A line too long for its reader, or an input
-// too large, gets a hint saying what such an input is.
+// inputError is the error of reading input name (its parser's, or the reader's) as input.Named
+// words it, with code unless it is an interrupt.
 func inputError(ctx context.Context, name string, code ainerr.Code, err error) error {
-	if ierr := readInterrupted(ctx, name); ierr != nil {
-		return ierr
-	}
+	return inputFailure(input.Named(ctx, name, err), code)
+}
+
+// inputFailure maps an error of pkg/input to its exit code (an interrupt 130, a directory 2,
+// else code), with a hint for an input that is not text of the kind the command reads.
+func inputFailure(err error, code ainerr.Code) error {
+	var intr *input.InterruptedError
+	var dir *input.DirError
 	var long *input.LineTooLongError
 	var large *input.TooLargeError
 	hint := ""
 	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &intr):
+		code = ainerr.Cancelled
+	case errors.As(err, &dir):
+		code = ainerr.Usage
 	case errors.As(err, &long):
 		hint = "this is not the text this command reads (binary data, or another file), or its lines were joined (newlines lost)"
 	case errors.As(err, &large):
 		hint = "this is not the text this command reads, or cut the part it needs out of the file"
-	}
-	if large != nil {
-		large.Name = inputName(name) // the parser's name for it may be "input"
-	} else if !strings.HasPrefix(err.Error(), inputName(name)) {
-		err = fmt.Errorf("%s: %w", inputName(name), err)
 	}
 	return ainerr.New(code, err, hint)
 }
@@ -170,22 +144,13 @@ func (a *App) runDoctorNCCLLog(ctx context.Context, o *doctorOptions) error {
 	}
 	an := nccl.NewLogAnalyzer()
 	for _, name := range o.Files {
-		rc, err := a.openInput(ctx, name)
-		if err != nil {
-			return err
-		}
 		label := name
 		if len(o.Files) == 1 {
 			label = "" // one input: line numbers alone are unambiguous
 		} else if name == "-" {
 			label = "stdin"
 		}
-		err = an.Feed(label, rc)
-		rc.Close()
-		if err != nil {
-			return inputError(ctx, name, ainerr.Failure, err)
-		}
-		if err := readInterrupted(ctx, name); err != nil {
+		if _, err := parseInput(ctx, a, name, func(r io.Reader) (any, error) { return nil, an.Feed(label, r) }); err != nil {
 			return err
 		}
 	}
@@ -218,15 +183,8 @@ func (a *App) runDoctorIBPorts(ctx context.Context, o *doctorOptions) error {
 		}
 		if all == nil {
 			all = r
-			continue
-		}
-		all.Ports = append(all.Ports, r.Ports...)
-		all.Ready = all.Ready && r.Ready
-		if all.Format != r.Format {
-			all.Format += "+" + r.Format
-		}
-		if all.GIDIndex != nil && (r.GIDIndex == nil || *r.GIDIndex != *all.GIDIndex) {
-			all.GIDIndex = nil
+		} else {
+			all.Merge(r)
 		}
 	}
 	return a.verdict(o.Output, all, func() error { all.WriteText(a.Streams.Out, a.Streams.IsTTY); return nil }, all.Ready)
@@ -259,68 +217,47 @@ func (a *App) reportLauncher(o *doctorOptions, r *mpilauncher.Report) error {
 	return a.verdict(o.Output, r, func() error { r.WriteText(a.Streams.Out, withNext); return nil }, r.OK())
 }
 
-// parseInput opens input name (a file; - for stdin), gives it to parse and closes it. A parse
-// error names the input (inputError); an interrupt while reading is exit 130.
+// parseInput parses input name (input.Parse), its errors mapped by inputFailure.
 func parseInput[T any](ctx context.Context, a *App, name string, parse func(io.Reader) (T, error)) (T, error) {
-	var zero T
-	rc, err := a.openInput(ctx, name)
-	if err != nil {
-		return zero, err
-	}
-	defer rc.Close()
-	v, err := parse(rc)
-	if err != nil {
-		return zero, inputError(ctx, name, ainerr.Failure, err)
-	}
-	if err := readInterrupted(ctx, name); err != nil {
-		return zero, err
-	}
-	return v, nil
+	v, err := input.Parse(ctx, name, a.Streams.In, parse)
+	return v, inputFailure(err, ainerr.Failure)
 }
 
-// nodeProbeSetup is what a probe of one node (--node) needs: the profile (--profile), the
-// clients, the probe options (--image, --timeout), and the node, which must exist.
-type nodeProbeSetup struct {
-	profile *profile.Profile
-	opts    probe.Options
-	node    *corev1.Node
+// nodeProbe connects for a probe of one node (--node): the profile (--profile), the clients and
+// the probe options (--image, --timeout).
+func (a *App) nodeProbe(profilePath, image string, timeout time.Duration) (*kube.Clients, preflight.Options, error) {
+	p, err := (&recipeInput{Profile: profilePath}).loadProfile(a.Getenv)
+	if err != nil {
+		return nil, preflight.Options{}, err
+	}
+	return a.probeSetup(nil, p, image, timeout)
 }
 
-func (a *App) nodeProbe(ctx context.Context, profilePath, node, image string, timeout time.Duration) (*nodeProbeSetup, error) {
-	in := &recipeInput{Profile: profilePath}
-	p, err := in.loadProfile(a.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	kc, opts, err := a.probeSetup(nil, p, image, timeout)
-	if err != nil {
-		return nil, err
-	}
-	n, err := kc.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return nil, kc.Classify(err, "get node "+node)
-	}
-	return &nodeProbeSetup{profile: p, opts: opts.ProbeOptions(), node: n}, nil
-}
-
-// probeInterrupted is the error of a --node probe stopped by an interrupt, in profile detect's
-// words (probe.Run deletes the probe pods also when ctx is cancelled); nil while ctx is not done.
-// Checked before any probe error: an interrupted probe is no probe failure, and its hint to run
-// the command by hand would be wrong.
-func probeInterrupted(ctx context.Context, started bool) error {
+// nodeProbeError maps the error of a --node probe (its setup's, or the preflight.Node* flow's;
+// kc nil before the flow). An interrupt is checked first: an interrupted probe is no probe
+// failure, and the hint byHand (to run the probe's command by hand) would be wrong.
+func nodeProbeError(ctx context.Context, kc *kube.Clients, err error, byHand string) error {
+	var intr *preflight.NodeInterruptedError
+	var get *preflight.NodeGetError
+	var held *preflight.GPUsHeldError
+	var probe *preflight.NodeProbeError
 	switch {
-	case ctx.Err() == nil:
-		return nil
-	case !started:
-		return ainerr.New(ainerr.Cancelled, errors.New("interrupted before a probe pod was created: nothing was left"), "")
+	case errors.As(err, &intr):
+		return ainerr.New(ainerr.Cancelled, err, "")
+	case ctx.Err() != nil:
+		return ainerr.New(ainerr.Cancelled, &preflight.NodeInterruptedError{}, "")
+	case errors.As(err, &get) && kc != nil:
+		return kc.Classify(get.Err, "get node "+get.Node)
+	case errors.As(err, &held):
+		return ainerr.New(ainerr.Failure, err, byHand+"; or probe again when the node is free")
+	case errors.As(err, &probe):
+		return ainerr.New(ainerr.Failure, err, byHand)
 	}
-	return ainerr.New(ainerr.Cancelled, errors.New("interrupted: probe pods deleted"), "")
+	return ainerr.WithHint(err, "")
 }
+
+// progressLine writes a flow's progress line to stderr.
+func (a *App) progressLine(s string) { fmt.Fprintln(a.Streams.Err, s) }
 
 // inputName is how an error names a doctor input: its path, or "stdin" for -.
-func inputName(name string) string {
-	if name == "-" {
-		return "stdin"
-	}
-	return name
-}
+func inputName(name string) string { return input.Name(name) }

@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/counters"
+	"github.com/ain-hpc/ain/pkg/preflight"
 )
 
 type doctorCountersOptions struct {
@@ -111,55 +110,20 @@ func (a *App) runDoctorCountersNode(ctx context.Context, o *doctorCountersOption
 	if err != nil {
 		return err
 	}
-	np, err := a.nodeProbe(ctx, o.Profile, o.Node, o.Image, o.Timeout)
+	kc, popts, err := a.nodeProbe(o.Profile, o.Image, o.Timeout)
 	if err != nil {
-		if ierr := probeInterrupted(ctx, false); ierr != nil {
-			return ierr
-		}
-		return err
+		return nodeProbeError(ctx, nil, err, "")
 	}
-	popts := np.opts
-	take := func(which string) (*counters.Snapshot, error) {
-		fmt.Fprintf(a.Streams.Err, "%s snapshot of %s's RDMA port counters (probe pod, image %s)\n", which, o.Node, popts.Image)
-		res := counters.ProbeNodes(ctx, popts, []string{o.Node})
-		if err := probeInterrupted(ctx, true); err != nil {
-			return nil, err
-		}
-		if res[0].Err != "" {
-			return nil, ainerr.New(ainerr.Failure, fmt.Errorf("%s: %s", o.Node, res[0].Err),
-				"take the snapshots on the node by hand and give the files: "+counters.SnapshotCommand)
-		}
-		return res[0].Snap, nil
-	}
-	before, err := take("first")
+	snaps, err := preflight.NodeCounterSnapshots(ctx, popts, o.Node, o.Interval, a.progressLine)
 	if err != nil {
-		return err
-	}
-	snaps := []*counters.Snapshot{before}
-	if o.Interval > 0 {
-		fmt.Fprintf(a.Streams.Err, "waiting %s before the second snapshot (run the workload now)\n", o.Interval)
-		select {
-		case <-ctx.Done():
-			return ainerr.New(ainerr.Cancelled, errors.New("interrupted between the snapshots: the first probe pod was deleted, no second one made"), "")
-		case <-time.After(o.Interval):
-		}
-		after, err := take("second")
-		if err != nil {
-			return err
-		}
-		snaps = append(snaps, after)
+		return nodeProbeError(ctx, kc, err, "take the snapshots on the node by hand and give the files: "+counters.SnapshotCommand)
 	}
 	return a.reportCounters(o, snaps, opts)
 }
 
 // reportCounters analyses one snapshot, or the deltas of two, and prints the report.
 func (a *App) reportCounters(o *doctorCountersOptions, snaps []*counters.Snapshot, opts counters.Options) error {
-	var r *counters.Report
-	if len(snaps) == 1 {
-		r = counters.Single(snaps[0])
-	} else {
-		r = counters.Compare(snaps[0], snaps[1], opts)
-	}
+	r := counters.Analyze(snaps, opts)
 	return a.verdict(o.Output, r, func() error {
 		r.WriteText(a.Streams.Out, counters.TextOptions{TTY: a.Streams.IsTTY, Deltas: len(snaps) == 2, All: o.All, Fix: withNext})
 		return nil

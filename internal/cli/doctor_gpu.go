@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -52,7 +51,7 @@ func (a *App) doctorGPUCommand() *ucli.Command {
 				if len(o.Files) > 0 {
 					return ainerr.Usagef("--node reads the live pages: give no FILE or JOB with it")
 				}
-				return a.runDoctorGPULive(c.Context, o, strings.Split(nodes, ","), nil)
+				return a.runDoctorGPULive(c.Context, o, dcgm.Live{Nodes: strings.Split(nodes, ",")}, "")
 			}
 			if job, ok := jobArg(o.Files); ok {
 				return a.runDoctorGPUJob(c.Context, o, job)
@@ -62,30 +61,18 @@ func (a *App) doctorGPUCommand() *ucli.Command {
 	}
 }
 
-// runDoctorGPUJob reads the pages of the nodes a job's pods run on and judges its pods' GPUs.
+// runDoctorGPUJob judges a job's pods' GPUs from the live pages of their nodes.
 func (a *App) runDoctorGPUJob(ctx context.Context, o *doctorOptions, name string) error {
 	_, _, _, pods, err := a.jobPods(ctx, o, name)
 	if err != nil {
 		return err
 	}
-	var nodes, keys []string
-	seen := map[string]bool{}
-	for _, p := range pods {
-		keys = append(keys, p.Namespace+"/"+p.Name)
-		if p.Spec.NodeName != "" && !seen[p.Spec.NodeName] {
-			seen[p.Spec.NodeName] = true
-			nodes = append(nodes, p.Spec.NodeName)
-		}
-	}
-	if len(nodes) == 0 {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("no pod of %s is on a node yet", name), "`ain status "+name+"` says why they are Pending")
-	}
-	return a.runDoctorGPULive(ctx, o, nodes, keys)
+	return a.runDoctorGPULive(ctx, o, dcgm.Live{Pods: pods}, name)
 }
 
-// runDoctorGPULive reads the live pages of nodes (keeping the GPUs of pods, when given) and
-// judges them as the file form does.
-func (a *App) runDoctorGPULive(ctx context.Context, o *doctorOptions, nodes, pods []string) error {
+// runDoctorGPULive reads the live pages l selects (of job's pods, when job is not "") and judges
+// them as the file form does.
+func (a *App) runDoctorGPULive(ctx context.Context, o *doctorOptions, l dcgm.Live, job string) error {
 	if err := o.validate(0, 0, ""); err != nil {
 		return err
 	}
@@ -94,30 +81,30 @@ func (a *App) runDoctorGPULive(ctx context.Context, o *doctorOptions, nodes, pod
 		return err
 	}
 	a.sandboxNote(kc)
-	gpus, err := dcgm.ReadNodes(ctx, kc.Config, kc.Kube, nodes, 30*time.Second, func(e dcgm.Exporter) {
+	l.Progress = func(e dcgm.Exporter) {
 		fmt.Fprintf(a.Streams.Err, "reading dcgm-exporter %s/%s on %s\n", e.Namespace, e.Pod, e.Node)
-	})
+	}
+	res, err := dcgm.ReadLive(ctx, kc.Config, kc.Kube, l)
 	var ne *dcgm.NoExporterError
 	var se *dcgm.ScrapeError
 	switch {
 	case ctx.Err() != nil:
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted while reading the dcgm-exporter pages: no verdict"), "")
-	case err != nil && len(gpus) == 0 && errors.As(err, &ne) && !errors.As(err, &se):
-		return ainerr.New(ainerr.CheckFailed, err, "install the GPU Operator (its dcgm-exporter) or NVIDIA's dcgm-exporter Helm chart; or give a saved page as FILE")
-	case err != nil && len(gpus) == 0 && (errors.As(err, &se) || errors.As(err, &ne)):
+	case errors.As(err, &dcgm.NoNodeError{}):
+		return ainerr.New(ainerr.Failure, fmt.Errorf("no pod of %s is on a node yet", job), "`ain status "+job+"` says why they are Pending")
+	case errors.As(err, &se):
 		return ainerr.New(ainerr.Failure, err, "reading an exporter needs list on pods and create on pods/portforward in its namespace; or give a saved page as FILE")
-	case err != nil && (errors.As(err, &ne) || errors.As(err, &se)):
-		fmt.Fprintf(a.Streams.Err, "warning: %v: those GPUs are not judged\n", err)
+	case errors.As(err, &ne):
+		return ainerr.New(ainerr.CheckFailed, err, "install the GPU Operator (its dcgm-exporter) or NVIDIA's dcgm-exporter Helm chart; or give a saved page as FILE")
 	case err != nil:
 		return kc.Classify(err, "reading the dcgm-exporter pages")
+	case res.Partial != nil:
+		fmt.Fprintf(a.Streams.Err, "warning: %v: those GPUs are not judged\n", res.Partial)
 	}
-	if pods != nil {
-		var labelled bool
-		if gpus, labelled = dcgm.OfPods(gpus, pods); !labelled {
-			fmt.Fprintln(a.Streams.Err, "warning: the exporter maps no GPU to a pod (its Kubernetes mapping is off): every GPU of the job's nodes is shown")
-		}
+	if res.Unmapped {
+		fmt.Fprintln(a.Streams.Err, "warning: the exporter maps no GPU to a pod (its Kubernetes mapping is off): every GPU of the job's nodes is shown")
 	}
-	r := dcgm.Analyze(gpus)
+	r := dcgm.Analyze(res.GPUs)
 	return a.verdict(o.Output, r, func() error { r.WriteText(a.Streams.Out, a.Streams.IsTTY, withNext); return nil }, r.OK)
 }
 
@@ -127,18 +114,13 @@ func (a *App) runDoctorGPU(ctx context.Context, o *doctorOptions) error {
 	}
 	var gpus []dcgm.GPU
 	for _, name := range o.Files {
-		s, err := parseInput(ctx, a, name, dcgm.Parse)
-		var fe *dcgm.FormatError
-		if errors.As(err, &fe) {
+		gs, err := parseInput(ctx, a, name, dcgm.ParsePage)
+		if errors.As(err, new(*dcgm.FormatError)) || errors.As(err, new(dcgm.NoMetricsError)) {
 			return ainerr.New(ainerr.CheckFailed, err, dcgmPageHint)
-		}
-		if err != nil {
+		} else if err != nil {
 			return err
 		}
-		if s.Series == 0 {
-			return ainerr.New(ainerr.CheckFailed, fmt.Errorf("%s: no DCGM metrics (DCGM_FI_*) in it: no GPU seen", inputName(name)), dcgmPageHint)
-		}
-		gpus = append(gpus, s.GPUs...)
+		gpus = append(gpus, gs...)
 	}
 	r := dcgm.Analyze(gpus)
 	return a.verdict(o.Output, r, func() error { r.WriteText(a.Streams.Out, a.Streams.IsTTY, withNext); return nil }, r.OK)

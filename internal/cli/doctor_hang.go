@@ -2,15 +2,14 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+	"errors"
+	"io"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/hang"
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 func (a *App) doctorHangCommand() *ucli.Command {
@@ -31,22 +30,18 @@ func (a *App) runDoctorHang(ctx context.Context, o *doctorOptions) error {
 	if err := o.validate(1, 0, "the ncclras output or the Flight Recorder dumps"); err != nil {
 		return err
 	}
-	files, err := expandDirs(o.Files)
-	if err != nil {
-		return err
+	files, err := input.ExpandDirs(o.Files)
+	var empty *input.EmptyDirError
+	switch {
+	case errors.As(err, &empty):
+		return ainerr.Usagef("%v: give the ncclras output or the Flight Recorder dumps", err)
+	case err != nil:
+		return ainerr.New(ainerr.Failure, err, "")
 	}
 	ins := make([]hang.Input, 0, len(files))
 	for _, name := range files {
-		rc, err := a.openInput(ctx, name)
+		in, err := parseInput(ctx, a, name, func(r io.Reader) (hang.Input, error) { return hang.ReadInput(name, r) })
 		if err != nil {
-			return err
-		}
-		in, err := hang.ReadInput(name, rc)
-		rc.Close()
-		if err != nil {
-			return inputError(ctx, name, ainerr.Failure, err)
-		}
-		if err := readInterrupted(ctx, name); err != nil {
 			return err
 		}
 		ins = append(ins, in)
@@ -56,32 +51,4 @@ func (a *App) runDoctorHang(ctx context.Context, o *doctorOptions) error {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
 	return a.verdict(o.Output, r, func() error { r.WriteText(a.Streams.Out, withNext); return nil }, r.OK())
-}
-
-// expandDirs replaces a directory argument by the regular files in it, sorted (the directory a
-// job's Flight Recorder dumps were written to, as torchfrtrace takes it).
-func expandDirs(args []string) ([]string, error) {
-	var out []string
-	for _, a := range args {
-		st, err := os.Stat(a)
-		if a == "-" || err != nil || !st.IsDir() {
-			out = append(out, a) // openInput reports a missing file
-			continue
-		}
-		ents, err := os.ReadDir(a)
-		if err != nil {
-			return nil, ainerr.New(ainerr.Failure, fmt.Errorf("read directory %s: %w", a, err), "")
-		}
-		n := 0
-		for _, e := range ents {
-			if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
-				out = append(out, filepath.Join(a, e.Name()))
-				n++
-			}
-		}
-		if n == 0 {
-			return nil, ainerr.Usagef("directory %s holds no files: give the ncclras output or the Flight Recorder dumps", a)
-		}
-	}
-	return out, nil
 }

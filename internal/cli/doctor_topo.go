@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -38,7 +35,7 @@ func (a *App) doctorTopoCommand() *ucli.Command {
 			"Rails: each GPU gets a distinct NIC among its nearest where possible; NCCL_IB_HCA lists those NICs.\n" +
 			"--node NODE runs `nvidia-smi topo -m` in a probe pod pinned to that node, holding all its GPUs and the\n" +
 			"profile's RDMA resource (so it sees what a rank sees), and analyses its output (image: --image, default\n" +
-			preflightTopoImage + "; the NVIDIA container toolkit mounts nvidia-smi into it).\n\n" +
+			preflight.DefaultTopologyImage + "; the NVIDIA container toolkit mounts nvidia-smi into it).\n\n" +
 			"Exit status: 0 for an ideal layout, 5 (check failed) for a constrained one or no NIC, 2 on bad arguments,\n" +
 			"1 when the file cannot be read or holds no topology.",
 		Flags: []ucli.Flag{
@@ -58,8 +55,6 @@ func (a *App) doctorTopoCommand() *ucli.Command {
 	}
 }
 
-const preflightTopoImage = preflight.DefaultTopologyImage
-
 func (a *App) runDoctorTopo(ctx context.Context, o *doctorTopoOptions) error {
 	if err := o.validate(1, 1, "topology (`nvidia-smi topo -m` output or an NCCL topology dump)"); err != nil {
 		return err
@@ -76,48 +71,16 @@ func (a *App) runDoctorTopoNode(ctx context.Context, o *doctorTopoOptions) error
 	if len(o.Files) > 0 {
 		return ainerr.Usagef("give a FILE or --node, not both")
 	}
-	np, err := a.nodeProbe(ctx, o.Profile, o.Node, o.Image, o.Timeout)
+	kc, opts, err := a.nodeProbe(o.Profile, o.Image, o.Timeout)
 	if err != nil {
-		if ierr := probeInterrupted(ctx, false); ierr != nil {
-			return ierr
-		}
-		return err
+		return nodeProbeError(ctx, nil, err, "")
 	}
-	opts := np.opts
-	if o.Image == "" && (opts.Image == "" || opts.Image == preflight.DefaultProbeImage) {
-		opts.Image = preflight.DefaultTopologyImage
+	if o.Image == "" && (opts.ProbeImage == "" || opts.ProbeImage == preflight.DefaultProbeImage) {
+		opts.ProbeImage = preflight.DefaultTopologyImage
 	}
-	gpu := np.profile.Spec.GPUResource
-	use, err := preflight.UseOnNode(ctx, opts.Kube, np.node, gpu)
+	t, err := preflight.NodeTopology(ctx, opts, o.Node, a.progressLine)
 	if err != nil {
-		if ierr := probeInterrupted(ctx, false); ierr != nil {
-			return ierr
-		}
-		return ainerr.New(ainerr.Failure, fmt.Errorf("reading the pods on %s: %w", o.Node, err),
-			"run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE")
-	}
-	gpus := use.Free()
-	switch {
-	case use.Allocatable > 0 && gpus == 0:
-		// A probe pod asking for GPUs the node has given away is refused by the kubelet.
-		return ainerr.New(ainerr.Failure, fmt.Errorf("all %d %s of %s are held by running pods (%s): a probe pod would get none, and nvidia-smi shows only the GPUs its pod holds",
-			use.Allocatable, gpu, o.Node, strings.Join(use.Holders, ", ")), "run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE; or probe again when the node is free")
-	case gpus < use.Allocatable:
-		fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding the %d free GPU(s) of %d (%s hold the rest): the matrix shows only those (image %s)\n",
-			o.Node, gpus, use.Allocatable, strings.Join(use.Holders, ", "), opts.Image)
-	default:
-		fmt.Fprintf(a.Streams.Err, "probing %s: nvidia-smi topo -m in a pod holding its %d GPU(s) (image %s)\n", o.Node, gpus, opts.Image)
-	}
-	out, err := preflight.ProbeTopology(ctx, opts, o.Node, gpus)
-	if ierr := probeInterrupted(ctx, true); ierr != nil {
-		return ierr
-	}
-	if err != nil {
-		return ainerr.New(ainerr.Failure, err, "run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE")
-	}
-	t, err := topo.Parse(bytes.NewReader(out))
-	if err != nil {
-		return ainerr.New(ainerr.Failure, fmt.Errorf("the probe's output on %s: %w", o.Node, err), "")
+		return nodeProbeError(ctx, kc, err, "run `nvidia-smi topo -m` on the node by hand and give the file: ain doctor topo FILE")
 	}
 	return a.reportTopo(o, topo.Analyze(t))
 }
