@@ -10,10 +10,8 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/claims"
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/preflight"
@@ -99,12 +97,7 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 	}
 	opts.API = forced
 	if serving != nil {
-		// Its claims and the model on them are still checked.
-		for _, v := range serving.Serving.Volumes {
-			opts.Volumes = append(opts.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
-		}
-		opts.Storage = preflight.Storage{Mounts: serving.Serving.Volumes, Paths: serving.DataPaths()}
-		opts.Tools = serving.Tools()
+		opts.ServingChecks(serving)
 	}
 	if o.SaveResult != "" {
 		if err := writableDir("save-result", filepath.Dir(o.SaveResult)); err != nil {
@@ -192,23 +185,14 @@ func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Rec
 	opts.API = api
 	opts.Progress = func(s string) { fmt.Fprintf(w, "preflight: %s\n", s) }
 	res, err := preflight.Gate{Cache: a.preflightCache()}.Run(ctx, opts)
-	var failed *preflight.FailedError
-	switch {
-	case errors.As(err, &failed):
-		failed.Result.WriteText(a.Streams.Err, preflight.TextOptions{Brief: true, Fix: withNext})
+	if failed := (*preflight.FailedError)(nil); errors.As(err, &failed) {
+		failed.Result.WriteText(w, preflight.TextOptions{Brief: true, Fix: withNext})
 		return ainerr.New(ainerr.PreflightFailed, err,
 			"fix the FAIL checks above (`ain preflight` shows them all), or submit anyway with --skip-preflight")
-	case err != nil:
+	} else if err != nil {
 		return a.preflightError(ctx, kc, err)
-	case res.Cached:
-		now := ""
-		if res.Rechecked {
-			now = ", the job controllers checked now"
-		}
-		fmt.Fprintf(w, "preflight: %s (cached %s ago%s; `ain preflight` re-runs it all)\n", res.Summary(), res.Age.Round(time.Second), now)
-	default:
-		res.Result.WriteText(a.Streams.Err, preflight.TextOptions{Brief: true, Fix: withNext})
 	}
+	res.WriteText(w, preflight.TextOptions{Brief: true, Fix: withNext, Rerun: "`ain preflight` re-runs it all"})
 	return nil
 }
 
@@ -219,16 +203,11 @@ func (a *App) printRole(o *preflightOptions) error {
 	if ns == "" {
 		ns = "default"
 	}
-	subj, err := preflight.Subject(o.Subject, ns)
+	objs, err := preflight.RoleObjects(ns, o.Subject, o.NodeRead)
 	if err != nil {
 		return ainerr.Usagef("--subject %v", err)
 	}
-	role, binding := preflight.Role(ns, subj)
-	objs := []runtime.Object{role, binding}
-	if o.NodeRead {
-		cr, crb := preflight.NodeReadRole(subj)
-		objs = append(objs, cr, crb)
-	} else {
+	if !o.NodeRead {
 		fmt.Fprintln(a.Streams.Err, "# optional, cluster-wide: reading nodes (preflight's node checks, explaining Pending pods); without it those WARN. Add --node-read to print it.")
 	}
 	return a.printObjects(objs, "yaml")

@@ -3,12 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/nccl"
@@ -54,72 +50,15 @@ func (a *App) runProfileShow(in *recipeInput, out string) error {
 	}
 	switch out {
 	case "yaml":
-		b, err := yaml.Marshal(p)
-		if err != nil {
-			return err
-		}
-		_, err = a.Streams.Out.Write(b)
-		return err
+		return p.WriteYAML(a.Streams.Out)
 	case "json":
 		return a.writeJSON(map[string]any{"profile": p, "origins": p.Origins, "ncclEnv": nccl.FabricEnv(p.NCCLFabric())})
 	case "text":
 	default:
 		return ainerr.Usagef("-o %s: use text, yaml or json", out)
 	}
-	w := a.Streams.Out
-	src := p.Source
-	if src == "" {
-		src = "built-in defaults (no profile file; `ain profile init` writes one)"
-	}
-	fmt.Fprintf(w, "profile: %s\n\n", src)
-	vals := profileValues(p)
-	rows := [][]string{}
-	for _, f := range profile.FieldPaths() {
-		origin := p.Origins[f]
-		if origin == "" {
-			origin = "unset"
-		}
-		rows = append(rows, []string{f, vals[f], origin})
-	}
-	a.table([]string{"FIELD", "VALUE", "FROM"}, rows)
-	env := nccl.FabricEnv(p.NCCLFabric())
-	fmt.Fprintf(w, "\nNCCL environment for fabric %s:\n", p.Spec.Fabric)
-	for _, k := range nccl.SortedNames(env) {
-		fmt.Fprintf(w, "  %s=%s\n", k, env[k])
-	}
-	if p.RDMA() {
-		fmt.Fprintf(w, "\nEvery GPU pod also gets: %s: %d (request = limit), IPC_LOCK, a memory-backed /dev/shm", p.Spec.RDMA.Resource, p.Spec.RDMA.Count)
-		if len(p.Spec.Networks) > 0 {
-			fmt.Fprintf(w, ", Multus networks %s", strings.Join(p.Spec.Networks, ","))
-		}
-		fmt.Fprintln(w, ".")
-	} else {
-		fmt.Fprintln(w, "\nSocket fabric: no RDMA resource, NCCL_IB_DISABLE=1 (the TCP baseline).")
-	}
+	p.WriteText(a.Streams.Out, profile.TextOptions{TTY: a.Streams.IsTTY, NoFile: "built-in defaults (no profile file; `ain profile init` writes one)"})
 	return nil
-}
-
-func profileValues(p *profile.Profile) map[string]string {
-	s := p.Spec
-	tc := ""
-	if s.TrafficClass != nil {
-		tc = fmt.Sprint(*s.TrafficClass)
-	}
-	sel := []string{}
-	for k, v := range s.NodeSelector {
-		sel = append(sel, k+"="+v)
-	}
-	tol := []string{}
-	for _, t := range s.Tolerations {
-		tol = append(tol, fmt.Sprintf("%s:%s:%s", t.Key, t.Operator, t.Effect))
-	}
-	return map[string]string{
-		"spec.fabric": s.Fabric, "spec.gpuResource": s.GPUResource, "spec.rdma.resource": s.RDMA.Resource,
-		"spec.rdma.count": fmt.Sprint(s.RDMA.Count), "spec.networks": strings.Join(s.Networks, ","),
-		"spec.hcas": strings.Join(s.HCAs, ","), "spec.gidIndex": s.GIDIndex, "spec.trafficClass": tc,
-		"spec.socketIfname": s.SocketIfname, "spec.gdrLevel": s.GDRLevel, "spec.lineRate": s.LineRate,
-		"spec.nodeSelector": strings.Join(sel, ","), "spec.tolerations": strings.Join(tol, ","),
-	}
 }
 
 func (a *App) runProfileInit(path string, force bool) error {
@@ -133,15 +72,10 @@ func (a *App) runProfileInit(path string, force bool) error {
 			return ainerr.Usagef("no HOME or XDG_CONFIG_HOME: give a file, e.g. ain profile init ./cluster.yaml")
 		}
 	}
-	if _, err := os.Stat(path); err == nil && !force {
-		return ainerr.New(ainerr.Usage, fmt.Errorf("%s exists", path), "use --force to overwrite it, or give another path")
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, []byte(profile.Template), 0o644); err != nil {
+	var exists *profile.ExistsError
+	if err := profile.WriteTemplate(path, force); errors.As(err, &exists) {
+		return ainerr.New(ainerr.Usage, err, "use --force to overwrite it, or give another path")
+	} else if err != nil {
 		return err
 	}
 	fmt.Fprintf(a.Streams.Out, "wrote %s: edit it from ibstat / ibv_devinfo -v and your NicClusterPolicy, then run `ain profile show`\n", path)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -65,7 +64,7 @@ func (a *App) runProfileDetect(ctx context.Context, o *profileDetectOptions) err
 		po.Image = o.ProbeImage
 	}
 	po.Timeout = o.ProbeTimeout
-	det := &detect.Detector{Clients: kc, Probe: po, Progress: func(s string) { fmt.Fprintln(a.Streams.Err, s) }}
+	det := &detect.Detector{Clients: kc, Probe: po, Progress: a.progressLine}
 	d, err := det.Run(ctx, detect.Options{NoProbes: o.NoProbes, EveryNode: o.EveryNode})
 	var ie detect.InterruptedError
 	switch {
@@ -77,10 +76,5 @@ func (a *App) runProfileDetect(ctx context.Context, o *profileDetectOptions) err
 	if o.Output == "json" {
 		return a.writeJSON(d)
 	}
-	y, err := d.YAML(kc.Server, a.Now().UTC().Format(time.RFC3339))
-	if err != nil {
-		return err
-	}
-	_, err = a.Streams.Out.Write(y)
-	return err
+	return d.WriteYAML(a.Streams.Out, kc.Server, a.Now())
 }

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
@@ -63,11 +61,5 @@ func (a *App) runRecipesShow(ref string, effective bool) error {
 	if !effective {
 		return r.WriteAnnotated(a.Streams.Out, ref)
 	}
-	b, err := r.Effective()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(a.Streams.Out, "# %s with ain's defaults applied\n", r.Source)
-	_, err = a.Streams.Out.Write(b)
-	return err
+	return r.WriteEffective(a.Streams.Out)
 }

@@ -1,17 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/figure"
 	"github.com/ain-hpc/ain/pkg/report"
 )
 
@@ -32,9 +27,8 @@ func (a *App) reportCommand() *ucli.Command {
 			if c.NArg() == 0 {
 				return ainerr.Usagef("give the result files or folders to report on")
 			}
-			format := strings.TrimPrefix(strings.ToLower(filepath.Ext(plotFile)), ".")
-			if plotFile != "" && format != "png" && format != "svg" {
-				return ainerr.Usagef("--plot %s: the plot file must end in .png or .svg", plotFile)
+			if _, err := report.PlotFormat(plotFile); plotFile != "" && err != nil {
+				return ainerr.Usagef("--plot %v", err)
 			}
 			files, err := report.Files(c.Args().Slice())
 			if err != nil {
@@ -52,9 +46,10 @@ func (a *App) reportCommand() *ucli.Command {
 				return err
 			}
 			if plotFile != "" {
-				if err := a.reportPlot(r, plotFile); err != nil {
-					return err
+				if err := r.PlotFile(plotFile); err != nil {
+					return ainerr.New(ainerr.Failure, err, "")
 				}
+				fmt.Fprintf(a.Streams.Err, "wrote %s\n", plotFile)
 			}
 			if output == "json" {
 				return a.writeJSON(r)
@@ -77,18 +72,4 @@ func measureHint(m report.Missing) string {
 		return "no result; run `ain preflight RECIPE --read-throughput 1G --save-result storage.json` (a probe pod reads the model's weight files from the shared volume)"
 	}
 	return "no result; run `ain " + m.Measure + "`"
-}
-
-// reportPlot draws the report into file (PNG or SVG by its extension).
-func (a *App) reportPlot(r *report.Report, file string) error {
-	var buf bytes.Buffer
-	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(file)), ".")
-	if err := r.Plot(&buf, figure.Options{Format: format}); err != nil {
-		return ainerr.New(ainerr.Failure, err, "")
-	}
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-		return ainerr.New(ainerr.Failure, err, "")
-	}
-	fmt.Fprintf(a.Streams.Err, "wrote %s\n", file)
-	return nil
 }
