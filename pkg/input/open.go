@@ -99,6 +99,20 @@ func Named(ctx context.Context, arg string, err error) error {
 	return err
 }
 
+// Advice says what to do about err when it is an input of another kind than its reader reads (a
+// *LineTooLongError, a *TooLargeError); "" for any other error.
+func Advice(err error) string {
+	var long *LineTooLongError
+	var large *TooLargeError
+	switch {
+	case errors.As(err, &long):
+		return "this is not the text this command reads (binary data, or another file), or its lines were joined (newlines lost)"
+	case errors.As(err, &large):
+		return "this is not the text this command reads, or cut the part it needs out of the file"
+	}
+	return ""
+}
+
 // Parse opens input arg (Open), gives it to parse and closes it. Its errors are Open's, or the
 // parse error as Named gives it, or an *InterruptedError when ctx ended the read.
 func Parse[T any](ctx context.Context, arg string, stdin io.Reader, parse func(io.Reader) (T, error)) (T, error) {

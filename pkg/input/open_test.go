@@ -53,13 +53,17 @@ func TestParseNamesErrors(t *testing.T) {
 		t.Errorf("parse error naming its input already: %v", err)
 	}
 	var large *TooLargeError
-	if _, err := Parse(ctx, Stdin, strings.NewReader("x"), fail(&TooLargeError{Name: "input", Limit: 1 << 20})); !errors.As(err, &large) || err.Error() != "stdin is larger than 1 MiB" {
-		t.Errorf("too large: %v", err)
+	_, err := Parse(ctx, Stdin, strings.NewReader("x"), fail(&TooLargeError{Name: "input", Limit: 1 << 20}))
+	if !errors.As(err, &large) || err.Error() != "stdin is larger than 1 MiB" || !strings.Contains(Advice(err), "cut the part it needs") {
+		t.Errorf("too large: %v (advice %q)", err, Advice(err))
+	}
+	if Advice(&LineTooLongError{Line: 3, Limit: 1}) == "" || Advice(errors.New("other")) != "" {
+		t.Error("Advice: a line too long has some, another error none")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	var intr *InterruptedError
-	if _, err := Parse(cctx, Stdin, strings.NewReader("x"), func(io.Reader) (int, error) { return 1, nil }); !errors.As(err, &intr) || err.Error() != "interrupted while reading stdin: no verdict" {
+	if _, err = Parse(cctx, Stdin, strings.NewReader("x"), func(io.Reader) (int, error) { return 1, nil }); !errors.As(err, &intr) || err.Error() != "interrupted while reading stdin: no verdict" {
 		t.Errorf("interrupted: %v", err)
 	}
 }
