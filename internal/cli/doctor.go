@@ -47,12 +47,8 @@ type doctorOptions struct {
 	Files  []string
 }
 
+// validate checks the FILE arguments (-o is checked as it is parsed, outputFlag).
 func (o *doctorOptions) validate(minFiles, maxFiles int, what string) error {
-	switch o.Output {
-	case "text", "json":
-	default:
-		return ainerr.Usagef("-o must be text or json, got %q", o.Output)
-	}
 	if len(o.Files) < minFiles {
 		return ainerr.Usagef("give %s as FILE (or - for standard input)", what)
 	}
@@ -83,26 +79,17 @@ func inputError(ctx context.Context, name string, code ainerr.Code, err error) e
 }
 
 // inputFailure maps an error of pkg/input to its exit code (an interrupt 130, a directory 2,
-// else code), with a hint for an input that is not text of the kind the command reads.
+// else code), with input.Advice as its hint.
 func inputFailure(err error, code ainerr.Code) error {
-	var intr *input.InterruptedError
-	var dir *input.DirError
-	var long *input.LineTooLongError
-	var large *input.TooLargeError
-	hint := ""
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &intr):
+	case errors.As(err, new(*input.InterruptedError)):
 		code = ainerr.Cancelled
-	case errors.As(err, &dir):
+	case errors.As(err, new(*input.DirError)):
 		code = ainerr.Usage
-	case errors.As(err, &long):
-		hint = "this is not the text this command reads (binary data, or another file), or its lines were joined (newlines lost)"
-	case errors.As(err, &large):
-		hint = "this is not the text this command reads, or cut the part it needs out of the file"
 	}
-	return ainerr.New(code, err, hint)
+	return ainerr.New(code, err, input.Advice(err))
 }
 
 // checkFailed is the error of a verdict that found a problem: its explanation is already printed.

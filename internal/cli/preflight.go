@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -82,10 +80,8 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 	if err != nil {
 		return err
 	}
-	var serving *recipe.Recipe
 	if r != nil && r.Serving != nil {
 		a.warnImage(r.Serving.Image)
-		serving, r = r, nil // serving replicas: the node check needs no recipe shape
 	}
 	forced, err := forcedAPI(o.API, p)
 	if err != nil {
@@ -96,9 +92,6 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 		return err
 	}
 	opts.API = forced
-	if serving != nil {
-		opts.ServingChecks(serving)
-	}
 	if o.SaveResult != "" {
 		if err := writableDir("save-result", filepath.Dir(o.SaveResult)); err != nil {
 			return err
@@ -116,14 +109,8 @@ func (a *App) runPreflight(c *ucli.Context, o *preflightOptions) error {
 		return a.preflightError(c.Context, kc, err)
 	}
 	_ = a.preflightCache().Save(preflight.Key(opts), res)
-	if o.SaveResult != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err == nil {
-			err = os.WriteFile(o.SaveResult, append(b, '\n'), 0o644)
-		}
-		if err != nil {
-			return ainerr.New(ainerr.Failure, fmt.Errorf("--save-result %s: %w", o.SaveResult, err), "")
-		}
+	if err := res.SaveJSON(o.SaveResult); err != nil {
+		return ainerr.New(ainerr.Failure, fmt.Errorf("--save-result %s: %w", o.SaveResult, err), "")
 	}
 	if o.Output == "json" {
 		if err := a.writeJSON(res); err != nil {
@@ -199,11 +186,7 @@ func (a *App) preflightGate(ctx context.Context, kc *kube.Clients, r *recipe.Rec
 // printRole prints the Role ain needs in the namespace (-n, else "default") and its binding
 // (docs/rbac.md explains each rule).
 func (a *App) printRole(o *preflightOptions) error {
-	ns := a.Global.Namespace
-	if ns == "" {
-		ns = "default"
-	}
-	objs, err := preflight.RoleObjects(ns, o.Subject, o.NodeRead)
+	objs, err := preflight.RoleObjects(a.Global.Namespace, o.Subject, o.NodeRead)
 	if err != nil {
 		return ainerr.Usagef("--subject %v", err)
 	}

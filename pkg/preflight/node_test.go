@@ -3,12 +3,16 @@ package preflight
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -92,13 +96,31 @@ func TestGateResultWriteTextCached(t *testing.T) {
 	}
 }
 
+func TestSaveJSON(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "r.json")
+	res := &Result{Checks: []Check{{Name: "nodes", Status: Pass}}}
+	if err := res.SaveJSON(""); err != nil {
+		t.Errorf("no file: %v", err)
+	}
+	if err := res.SaveJSON(file); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.MarshalIndent(res, "", "  ")
+	if got, _ := os.ReadFile(file); string(got) != string(want)+"\n" {
+		t.Errorf("saved %s", got)
+	}
+	if err := res.SaveJSON(filepath.Join(file, "x")); err == nil {
+		t.Error("a file under a file was written")
+	}
+}
+
 func TestRoleObjects(t *testing.T) {
 	objs, err := RoleObjects("team", "ServiceAccount:ci", true)
 	if err != nil || len(objs) != 4 {
 		t.Fatalf("objects %d, err %v; want Role, RoleBinding, ClusterRole, ClusterRoleBinding", len(objs), err)
 	}
-	if objs, _ := RoleObjects("team", "User:u", false); len(objs) != 2 {
-		t.Errorf("without node-read: %d objects, want 2", len(objs))
+	if objs, _ := RoleObjects("", "User:u", false); len(objs) != 2 || objs[0].(*rbacv1.Role).Namespace != "default" {
+		t.Errorf("without node-read, no namespace: %d objects (want 2), %+v", len(objs), objs)
 	}
 	if _, err := RoleObjects("team", "nobody", false); err == nil {
 		t.Error("a subject without a kind was taken")

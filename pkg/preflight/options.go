@@ -13,7 +13,7 @@ import (
 
 // OptionsFor fills the options every preflight run shares: the cluster's clients and identity,
 // the profile, and what the recipe (nil: none) asks of the cluster (its shape, volumes, data
-// paths, image and job API). probeImage "" is the default probe image.
+// paths, image and job API; a serving recipe's claims, model and image). probeImage "" is the default probe image.
 func OptionsFor(kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, probeImage string, now func() time.Time) Options {
 	po := probe.OptionsFor(kc, probeImage)
 	o := Options{
@@ -32,18 +32,17 @@ func OptionsFor(kc *kube.Clients, r *recipe.Recipe, p *profile.Profile, probeIma
 			o.Tools, o.ImagePullPolicy = r.Tools(), w.ImagePullPolicy
 		}
 		o.Workload = jobs.WorkloadOf(r)
+		if s := r.Serving; s != nil {
+			// Its replicas need no recipe shape for the node check; its claims, the model on
+			// them and its image are still checked.
+			for _, v := range s.Volumes {
+				o.Volumes = append(o.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
+			}
+			o.Storage = Storage{Mounts: s.Volumes, Paths: r.DataPaths()}
+			o.Tools = r.Tools()
+		}
 	}
 	// The profile's spec.jobAPI (validated when the profile loaded); --api sets o.API after this.
 	o.API, _ = jobs.ParseAPI(p.Spec.JobAPI)
 	return o
-}
-
-// ServingChecks adds to o what a serving recipe r asks of the cluster beyond its replicas (which
-// need no recipe shape for the node check): its claims, the model on them and its image's tools.
-func (o *Options) ServingChecks(r *recipe.Recipe) {
-	for _, v := range r.Serving.Volumes {
-		o.Volumes = append(o.Volumes, claims.Use{Volume: v.Name, Claim: v.ClaimName})
-	}
-	o.Storage = Storage{Mounts: r.Serving.Volumes, Paths: r.DataPaths()}
-	o.Tools = r.Tools()
 }

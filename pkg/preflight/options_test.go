@@ -38,13 +38,13 @@ func TestOptionsFor(t *testing.T) {
 
 // A serving recipe's replicas need no shape; its claims, the model on them and its image are
 // still checked.
-func TestServingChecks(t *testing.T) {
+func TestOptionsForServing(t *testing.T) {
 	serve, err := recipe.Load("vllm", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var o Options
-	o.ServingChecks(serve)
+	kc := &kube.Clients{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Kube: fake.NewSimpleClientset()}
+	o := OptionsFor(kc, serve, profile.Default(), "", time.Now)
 	if len(o.Volumes) != len(serve.Serving.Volumes) || len(o.Storage.Paths) == 0 || o.Storage.DefaultCapabilities || o.Tools.Image == "" || o.Nodes != 0 {
 		t.Errorf("serving checks: %+v", o)
 	}

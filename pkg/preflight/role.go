@@ -153,9 +153,12 @@ func NodeReadRole(subject rbacv1.Subject) (*rbacv1.ClusterRole, *rbacv1.ClusterR
 	return role, binding
 }
 
-// RoleObjects are the Role ain needs in namespace ns and its binding to subject (Subject's
-// syntax), then, with nodeRead, the optional ClusterRole to read nodes and its binding.
+// RoleObjects are the Role ain needs in namespace ns ("": default) and its binding to subject
+// (Subject's syntax), then, with nodeRead, the optional ClusterRole to read nodes and its binding.
 func RoleObjects(ns, subject string, nodeRead bool) ([]runtime.Object, error) {
+	if ns == "" {
+		ns = "default"
+	}
 	subj, err := Subject(subject, ns)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,10 @@
 package preflight
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -92,4 +94,16 @@ func WritePortCause(w io.Writer, nodes []string, checks []Check, fix func(string
 	if bad == 0 {
 		fmt.Fprintln(w, "  the port state is not the cause: look at the other causes above (RDMA resource, IPC_LOCK, NCCL_IB_HCA, libibverbs)")
 	}
+}
+
+// SaveJSON writes the result to file as indented JSON, what -o json prints; file "" writes nothing.
+func (res *Result) SaveJSON(file string) error {
+	if file == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(b, '\n'), 0o644)
 }
