@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,12 +49,12 @@ func TestNodesAndNameArg(t *testing.T) {
 	if got := strings.Join(Nodes(pods), ","); got != "n2,n1" {
 		t.Errorf("Nodes = %q, want n2,n1 (each once, in the pods' order, unbound pods left out)", got)
 	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "qlora")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("saved", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for args, want := range map[string]bool{"qlora": true, "-": false, file: false, "Not_A_Name": false, "a b": false} {
+	// A file of that name is the file; a valid name with no such file is a job.
+	for args, want := range map[string]bool{"qlora": true, "saved": false, "-": false, "Not_A_Name": false, "a b": false} {
 		if _, ok := NameArg(strings.Fields(args)); ok != want {
 			t.Errorf("NameArg(%q) = %v, want %v", args, ok, want)
 		}
