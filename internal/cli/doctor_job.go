@@ -74,8 +74,8 @@ func (a *App) portCause(ctx context.Context, kc *kube.Clients, pods []corev1.Pod
 	if err != nil || !p.RDMA() || len(nodes) == 0 {
 		return
 	}
-	checks := preflight.ProbeIBPorts(ctx, a.preflightOptions(kc, nil, p), nodes)
-	preflight.WritePortCause(a.Streams.Out, nodes, checks, withNext)
+	preflight.WritePortCauseHeading(a.Streams.Out, nodes)
+	preflight.WritePortCause(a.Streams.Out, preflight.ProbeIBPorts(ctx, a.preflightOptions(kc, nil, p), nodes), withNext)
 }
 
 // runDoctorLauncherJob judges an MPIJob launcher's log, read through the API server.

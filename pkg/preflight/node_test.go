@@ -70,7 +70,8 @@ func TestNodeFlowsNodeMissing(t *testing.T) {
 func TestWritePortCause(t *testing.T) {
 	var b bytes.Buffer
 	fix := func(s string, cmds []next.Command) string { return s + " +" + string(cmds[0]) }
-	WritePortCause(&b, []string{"n1", "n2"}, []Check{
+	WritePortCauseHeading(&b, []string{"n1", "n2"})
+	WritePortCause(&b, []Check{
 		{Status: Pass, Message: "n1: 1 port ACTIVE"},
 		{Status: Fail, Target: "n2", Message: "mlx5_0:1 INIT", Evidence: []string{"state: 2: INIT"}, Fix: "start a subnet manager", Next: []next.Command{"doctor ib-ports"}},
 	}, fix)
@@ -80,8 +81,8 @@ func TestWritePortCause(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
 	b.Reset()
-	WritePortCause(&b, []string{"n1"}, []Check{{Status: Pass, Message: "ok"}}, fix)
-	if !strings.HasSuffix(b.String(), "  the port state is not the cause: look at the other causes above (RDMA resource, IPC_LOCK, NCCL_IB_HCA, libibverbs)\n") {
+	WritePortCause(&b, []Check{{Status: Pass, Message: "ok"}}, fix)
+	if b.String() != "  ok: ok\n  the port state is not the cause: look at the other causes above (RDMA resource, IPC_LOCK, NCCL_IB_HCA, libibverbs)\n" {
 		t.Errorf("all ports ACTIVE: %q", b.String())
 	}
 }

@@ -72,10 +72,15 @@ func (res *Result) WriteText(w io.Writer, o TextOptions) {
 		res.Summary(), when, res.Namespace, res.Profile, res.Fabric, res.Probed)
 }
 
-// WritePortCause writes ProbeIBPorts' checks of the nodes a job that fell back to sockets ran on:
-// a port that is not ACTIVE is skipped by NCCL silently and shows in its log only as the fallback.
-func WritePortCause(w io.Writer, nodes []string, checks []Check, fix func(string, []next.Command) string) {
+// WritePortCauseHeading says, before the probe, that the IB ports of nodes, those a job that fell
+// back to sockets ran on, are probed: a port that is not ACTIVE is skipped by NCCL silently and
+// shows in its log only as the fallback.
+func WritePortCauseHeading(w io.Writer, nodes []string) {
 	fmt.Fprintf(w, "\nIB ports of the job's nodes (%s), probed now: a port not ACTIVE is skipped by NCCL silently\n", strings.Join(nodes, ", "))
+}
+
+// WritePortCause writes ProbeIBPorts' checks under WritePortCauseHeading.
+func WritePortCause(w io.Writer, checks []Check, fix func(string, []next.Command) string) {
 	bad := 0
 	for _, c := range checks {
 		if c.Status == Pass {
