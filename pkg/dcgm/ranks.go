@@ -35,6 +35,9 @@ type RankGPUs struct {
 	FBTotalMiB     *float64 `json:"fb_total_mib,omitempty"`
 	PowerW         *float64 `json:"power_w,omitempty"`
 	XIDs           []int64  `json:"xids,omitempty"` // non-zero XIDs on its GPUs
+	// IdleGPUs are the pod's GPUs (their index) below idlePct while another of its GPUs is at
+	// busyPct or more: a mean over the pod's GPUs hides them.
+	IdleGPUs []string `json:"idle_gpus,omitempty"`
 }
 
 // Busy is the pod's GPU activity in percent: SM activity when the page has it (DCGM's profiling
@@ -162,6 +165,44 @@ func rankOf(p RankPod, gs []GPU) RankGPUs {
 	}
 	r.UtilPct, r.SMActive, r.TensorActive, r.GREngineActive = util.get(), sm.get(), tensor.get(), gr.get()
 	r.FBUsedMiB, r.FBTotalMiB, r.PowerW = fbUsed.get(), fbTotal.get(), power.get()
+	r.IdleGPUs = idleAmongBusy(gs)
+	return r
+}
+
+// idleAmongBusy are the GPUs of gs below idlePct while another is at busyPct or more, each
+// judged by the field the pod's mean is (SM activity, the graphics engine, GPU_UTIL).
+func idleAmongBusy(gs []GPU) []string {
+	if len(gs) < 2 {
+		return nil
+	}
+	pcts := make([]float64, len(gs))
+	ok := make([]bool, len(gs))
+	top := -1.0
+	for i := range gs {
+		r := rankOf1(gs[i])
+		pcts[i], ok[i] = r.Busy()
+		if ok[i] {
+			top = max(top, pcts[i])
+		}
+	}
+	if top < busyPct {
+		return nil
+	}
+	var idle []string
+	for i := range gs {
+		if ok[i] && pcts[i] < idlePct {
+			idle = append(idle, gs[i].GPU)
+		}
+	}
+	return idle
+}
+
+// rankOf1 is one GPU's fields as a RankGPUs, so that it is judged as a pod's mean is.
+func rankOf1(g GPU) RankGPUs {
+	r := RankGPUs{SMActive: g.SMActive, GREngineActive: g.GREngineActive}
+	if g.MIGID == "" {
+		r.UtilPct = g.UtilPct
+	}
 	return r
 }
 
@@ -202,8 +243,11 @@ func (s *sum) get() *float64 {
 func judge(ranks []RankGPUs) (Boundness, []string) {
 	var busy, idle, known int
 	utilOnly := false
-	var idleNames []string
+	var idleNames, inner []string
 	for i := range ranks {
+		for _, id := range ranks[i].IdleGPUs {
+			inner = append(inner, ranks[i].Pod.Label+" GPU "+id)
+		}
 		pct, ok := ranks[i].Busy()
 		if !ok {
 			continue
@@ -221,6 +265,8 @@ func judge(ranks []RankGPUs) (Boundness, []string) {
 	switch {
 	case known == 0:
 		return Mixed, nil
+	case len(inner) > 0 && idle < known: // some GPU of a pod idles while its others work
+		return Straggler, append(idleNames, inner...)
 	case busy == known && utilOnly:
 		return KernelsRunning, nil
 	case busy == known:

@@ -144,3 +144,20 @@ func TestRankOnMIG(t *testing.T) {
 		t.Errorf("GPU.Busy on MIG: %v %v", pct, ok)
 	}
 }
+
+// TestIdleGPUInsideAPod: one pod on 8 GPUs, GPU 5 idle while the others work: its mean (85%)
+// would call the job GPU-bound; the GPU is named instead.
+func TestIdleGPUInsideAPod(t *testing.T) {
+	var gs []GPU
+	for i := range 8 {
+		sm := 0.97
+		if i == 5 {
+			sm = 0.02
+		}
+		gs = append(gs, GPU{Host: "n1", GPU: fmt.Sprint(i), Namespace: "ns", Pod: "p", SMActive: &sm})
+	}
+	snap := Ranks(gs, []RankPod{{Namespace: "ns", Pod: "p", Node: "n1", Label: "worker-0"}}, at)
+	if snap.Bound != Straggler || !slices.Equal(snap.Idle, []string{"worker-0 GPU 5"}) {
+		t.Fatalf("bound %s idle %v", snap.Bound, snap.Idle)
+	}
+}
