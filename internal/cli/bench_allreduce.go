@@ -203,8 +203,8 @@ func (a *App) benchRunError(kc *kube.Clients, err error, o *benchAllreduceOption
 	if ae, ok := errors.AsType[*bench.ApplyError](err); ok {
 		return a.applyError(kc, ae.Err)
 	}
-	if _, ok := errors.AsType[*jobs.StuckError](err); ok {
-		return ainerr.New(ainerr.JobFailed, err, "the job was deleted; fix what made the worker fail and run the bench again")
+	if se, ok := errors.AsType[*jobs.StuckError](err); ok { // the Runner wraps it in a ClusterError
+		return ainerr.New(ainerr.JobFailed, se, "the job was deleted; fix what made the worker fail and run the bench again")
 	}
 	if ce, ok := errors.AsType[*bench.ClusterError](err); ok {
 		return kc.Classify(ce.Err, ce.Doing)

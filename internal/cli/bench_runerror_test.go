@@ -33,8 +33,14 @@ func TestBenchRunError(t *testing.T) {
 		{&jobs.DeletedError{Kind: "MPIJob", Namespace: "ns", Name: "j"}, ainerr.JobFailed, "MPIJob ns/j was deleted before it finished", ""},
 		{&bench.ApplyError{Err: context.Canceled}, ainerr.Cancelled, "interrupted before the job was applied", ""},
 		{fmt.Errorf("pin: %w", errors.New("x")), ainerr.Failure, "pin: x", ""},
+		// As a run returns it: the watch's ClusterError around the StuckError, which alone is said.
+		{&bench.ClusterError{Doing: "watching the job", Err: &jobs.StuckError{Kind: "MPIJob", Namespace: "ns", Name: "j", Why: "worker-0 failed"}},
+			ainerr.JobFailed, "MPIJob ns/j can never start: worker-0 failed", "run the bench again"},
 	} {
 		err := a.benchRunError(kc, c.err, o)
+		if _, wrapped := c.err.(*bench.ClusterError); wrapped && strings.HasPrefix(err.Error(), "watching") {
+			t.Errorf("the stuck worker's error keeps the watch's prefix: %q", err)
+		}
 		if ainerr.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.msg) || !strings.Contains(ainerr.HintOf(err), c.hint) {
 			t.Errorf("%T: exit %d %q hint %q; want exit %d %q hint ~%q", c.err, ainerr.CodeOf(err), err, ainerr.HintOf(err), c.code, c.msg, c.hint)
 		}

@@ -116,11 +116,11 @@ func (e *CallError) Hint(cmd func(next.Command) string) string {
 	if len(e.cmds) == 0 {
 		return e.hint
 	}
-	args := make([]any, len(e.cmds))
-	for i, c := range e.cmds {
-		args[i] = cmd(c)
+	h := e.hint
+	for _, c := range e.cmds { // not Sprintf: the rest of a hint may hold a %
+		h = strings.Replace(h, "%s", cmd(c), 1)
 	}
-	return fmt.Sprintf(e.hint, args...)
+	return h
 }
 
 // callError is err with its reason and hint; the hint's %s are cmds, in order.

@@ -21,10 +21,9 @@ import (
 
 // Probe kinds (probe.LabelProbe values).
 const (
-	labelManaged  = probe.LabelManaged
-	probeIB       = "ib-ports"
-	probeDNS      = "dns"
-	probeParallel = 16
+	labelManaged = probe.LabelManaged
+	probeIB      = "ib-ports"
+	probeDNS     = "dns"
 	// NoSMFix is the fix of a port that is LinkUp but INIT.
 	NoSMFix = "no subnet manager: start opensm/UFM or enable the switch SM (then `sminfo` on a node shows it)"
 )
