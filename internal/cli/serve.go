@@ -328,15 +328,9 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 		Discovery: &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: k.Reachable},
 		Client:    k.Client,
 	})
-	var nf *vllm.NotFoundError
-	var ce *vllm.ClusterError
 	switch {
-	case errors.As(err, &nf):
-		return ainerr.New(ainerr.Failure, err, "ain serve status lists what runs in the namespace; -n picks another")
-	case errors.As(err, &ce):
-		return kc.Classify(ce.Err, ce.Doing)
 	case err != nil:
-		return err
+		return serveLookupError(kc, err, "ain serve status lists what runs in the namespace; -n picks another")
 	case len(entries) == 0:
 		fmt.Fprintf(a.Streams.Err, "no model servers in namespace %s\n", kc.Namespace)
 		return nil
@@ -354,15 +348,23 @@ func (a *App) runServeDelete(ctx context.Context, name string) error {
 		return err
 	}
 	gone, err := cl.Delete(ctx, name)
-	var nf *vllm.NotFoundError
-	if errors.As(err, &nf) {
-		return ainerr.New(ainerr.Failure, err, "ain serve status lists the model servers; training jobs are deleted with ain delete")
-	}
 	if err != nil {
-		return kc.Classify(err, "deleting the model server")
+		return serveLookupError(kc, err, "ain serve status lists the model servers; training jobs are deleted with ain delete")
 	}
 	for _, g := range gone {
 		fmt.Fprintf(a.Streams.Out, "deleted %s\n", g)
 	}
 	return nil
+}
+
+// serveLookupError maps the errors of a flow on named model servers: notFound is the hint for a
+// name that is not there.
+func serveLookupError(kc *kube.Clients, err error, notFound string) error {
+	if _, ok := errors.AsType[*vllm.NotFoundError](err); ok {
+		return ainerr.New(ainerr.Failure, err, notFound)
+	}
+	if ce, ok := errors.AsType[*vllm.ClusterError](err); ok {
+		return kc.Classify(ce.Err, ce.Doing)
+	}
+	return err
 }
