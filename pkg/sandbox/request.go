@@ -11,12 +11,6 @@ import (
 	"github.com/ain-hpc/ain/pkg/next"
 )
 
-// ConfigError says a setting asked of the sandbox cannot be used; Err says which and why.
-type ConfigError struct{ Err error }
-
-func (e *ConfigError) Error() string { return e.Err.Error() }
-func (e *ConfigError) Unwrap() error { return e.Err }
-
 // Request is what `up` is asked for: Config's fields as given (zero: the default), the stack by
 // name (StackSet: it was given; without it a sandbox already in the folder keeps its own) and
 // port-forwards as PODPORT=HOST:PORT.
@@ -53,6 +47,12 @@ func (r Request) Resolve(dir string) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// ConfigError says a setting asked of the sandbox cannot be used; Err says which and why.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // InterruptedError says an interrupt stopped Start: the sandbox in Dir was not started, every
 // process started is stopped; Building is the component whose build it cut ("" for none).
