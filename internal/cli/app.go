@@ -11,13 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/klog/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/image"
+	"github.com/ain-hpc/ain/pkg/kube"
 	"github.com/ain-hpc/ain/pkg/lazyre"
 	"github.com/ain-hpc/ain/pkg/preflight"
 )
@@ -160,7 +159,7 @@ func (a *App) newApp() *ucli.App {
 		},
 		Commands: a.commands(),
 		Before: func(c *ucli.Context) error {
-			quietClientLogs(a.Global.Verbose)
+			kube.QuietClientLogs(a.Global.Verbose)
 			if err := checkNamespaceFlag(a.Global.Namespace); err != nil {
 				return err
 			}
@@ -222,17 +221,6 @@ func (a *App) commands() []*ucli.Command {
 		a.completionCommand(),
 		a.demoCommand(),
 	}
-}
-
-// quietClientLogs keeps client-go's own log lines (klog: `reflector.go:664] "Warning: watch
-// ended with error"` during an API server restart) off the terminal: ain says what happened in
-// its own words and its watches resume by themselves. -v -v -v lets them through for debugging.
-func quietClientLogs(verbose int) {
-	if verbose >= 3 {
-		klog.ClearLogger()
-		return
-	}
-	klog.SetLogger(logr.Discard())
 }
 
 // checkNamespaceFlag refuses a -n/--namespace that no namespace can be named (a DNS-1123

@@ -54,24 +54,11 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 	}
 	w := a.Streams.Err
 	res, err := demo.Run(ctx, demo.Options{StateDir: o.StateDir, Out: o.Out, Keep: o.Keep, Cache: cache,
-		Getenv: a.Getenv, Now: time.Now, Run: a.demoStep, Event: func(e demo.Event) { demoEvent(w, e) }})
+		Getenv: a.Getenv, Now: time.Now, Run: a.demoStep, Event: func(e demo.Event) { e.WriteText(w) }})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n━━ summary (%s, simulated workloads)\n", res.Took.Round(time.Second))
-	rows := [][]string{}
-	for _, r := range res.Steps {
-		status := "PASS"
-		if code := stepCode(r); code != 0 {
-			status = fmt.Sprintf("FAIL (exit %d)", code)
-		}
-		rows = append(rows, []string{status, r.Took.Round(100 * time.Millisecond).String(), r.Title, r.Command})
-	}
-	a.tableTo(w, []string{"RESULT", "TIME", "STEP", "COMMAND"}, rows)
-	fmt.Fprintf(w, "%d/%d steps passed; results and plots in %s\n", len(res.Steps)-res.Failed(), len(res.Steps), res.Out)
-	if o.Keep {
-		fmt.Fprintf(w, "the sandbox is still running: ain sandbox down --state-dir %s\n", res.StateDir)
-	}
+	res.WriteSummary(w, stepCode, o.Keep, ainCommand)
 	switch {
 	case res.Interrupted:
 		return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted"), "")
@@ -96,29 +83,4 @@ func stepCode(r demo.StepResult) int {
 		return int(ainerr.CodeOf(exitError(r.Err)))
 	}
 	return r.Code
-}
-
-func demoEvent(w io.Writer, e demo.Event) {
-	switch e.Kind {
-	case demo.Started:
-		fmt.Fprintf(w, "ain demo: the AIN2027 course flow on a local sandbox.\n"+
-			"SIMULATED: the Kubernetes control plane, scheduler and job controllers (mpi-operator, JobSet, Trainer) are real; the GPU/RDMA nodes,\n"+
-			"what runs in the pods (their logs are recorded samples) and the model server (%s) are simulated.\n"+
-			"sandbox state: %s   results: %s\n\n", e.Text, e.StateDir, e.Out)
-	case demo.Building:
-		if e.BlankBefore {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "⧗ %s\n", e.Text)
-	case demo.StepStart:
-		fmt.Fprintf(w, "\n━━ %s\n$ %s\n", e.Step.Title, e.Step.Command)
-	case demo.StepEnd:
-		if e.Step.Err != nil {
-			fmt.Fprintf(w, "%v\n", e.Step.Err)
-			return
-		}
-		fmt.Fprintf(w, "→ exit %d in %s\n", e.Step.Code, e.Step.Took.Round(100*time.Millisecond))
-	case demo.Warning:
-		fmt.Fprintln(w, e.Text)
-	}
 }

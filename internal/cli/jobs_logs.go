@@ -11,16 +11,8 @@ import (
 	"github.com/ain-hpc/ain/pkg/jobs"
 )
 
-type logsOptions struct {
-	Follow  bool
-	Replica string
-	Index   int
-	All     bool
-	Tail    int64
-}
-
 func (a *App) logsCommand() *ucli.Command {
-	o := &logsOptions{}
+	o := &jobs.LogOptions{}
 	return &ucli.Command{
 		Name:      "logs",
 		Usage:     "a job's logs: the master/launcher by default, --replica/--index for one pod, --all for every pod (prefixed)",
@@ -41,36 +33,30 @@ func (a *App) logsCommand() *ucli.Command {
 	}
 }
 
-func (a *App) runLogs(ctx context.Context, name string, o *logsOptions) error {
-	kc, cl, job, pods, err := a.jobAndPods(ctx, name)
+func (a *App) runLogs(ctx context.Context, name string, o *jobs.LogOptions) error {
+	kc, err := a.clients()
 	if err != nil {
 		return err
 	}
-	if len(pods) == 0 {
-		return ainerr.Newf(ainerr.Failure, "%s has no pods (yet, or they were cleaned up): ain status %s%s", name, name, nsFlag(kc.Namespace))
-	}
-	sel, err := jobs.SelectPods(name, pods, jobs.LogSelection{Replica: o.Replica, Index: o.Index, All: o.All, Started: !o.Follow})
-	var nm *jobs.NoPodMatchError
-	var ns *jobs.NotStartedError
+	err = a.cluster(kc).Logs(ctx, a.Streams.Out, name, *o)
+	status := "`ain status " + name + nsFlag(kc.Namespace) + "`"
+	nm, noMatch := errors.AsType[*jobs.NoPodMatchError](err)
+	_, notStarted := errors.AsType[*jobs.NotStartedError](err)
+	se, stream := errors.AsType[*jobs.LogStreamError](err)
 	switch {
-	case errors.As(err, &nm) && nm.NoLead:
+	case noMatch && nm.NoLead:
 		// The operator makes workers before the master/launcher: nothing to show yet, not a usage
 		// error (CI caught `ain logs` between the two: "no pod of NAME matches", exit 2).
-		return ainerr.New(ainerr.Failure, fmt.Errorf("no log yet: %w", err),
-			"`ain status "+name+nsFlag(kc.Namespace)+"` says where it is; `ain logs "+name+" --all` shows the pods there are")
-	case errors.As(err, &ns):
-		return ainerr.New(ainerr.Failure, err, "`ain status "+name+nsFlag(kc.Namespace)+"` says why it has not started")
-	case err != nil:
+		return ainerr.New(ainerr.Failure, fmt.Errorf("no log yet: %w", err), status+" says where it is; `ain logs "+name+" --all` shows the pods there are")
+	case noMatch:
 		return ainerr.New(ainerr.Usage, err, "")
-	}
-	be, err := jobs.BackendOf(job)
-	if err != nil {
-		return err
-	}
-	err = cl.StreamLogs(ctx, a.Streams.Out, be, name, sel, o.Tail, o.Follow)
-	var se *jobs.LogStreamError
-	if errors.As(err, &se) {
+	case notStarted:
+		return ainerr.New(ainerr.Failure, err, status+" says why it has not started")
+	case stream:
 		return kc.Classify(se.Err, "reading the log of "+se.Pod)
 	}
-	return err
+	if _, ok := errors.AsType[*jobs.NoPodsError](err); ok {
+		return ainerr.Newf(ainerr.Failure, "%v: ain status %s%s", err, name, nsFlag(kc.Namespace))
+	}
+	return jobsError(kc, err)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/ain-hpc/ain/pkg/kube"
 )
 
 // captureStderr returns what f wrote to the process's stderr (where klog writes).
@@ -46,7 +48,7 @@ func TestClientLogsQuiet(t *testing.T) {
 	if code := a.Run(context.Background(), []string{"ain", "-v", "-v", "-v", "version"}); code != 0 {
 		t.Fatalf("-vvv version: exit %d", code)
 	}
-	defer quietClientLogs(0)
+	defer kube.QuietClientLogs(0)
 	got = captureStderr(t, func() {
 		klog.ErrorS(nil, "reflector failed to list")
 		klog.Flush()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
@@ -36,29 +37,12 @@ func exitError(err error) error {
 	case !errors.As(err, &ce):
 		return err
 	}
-	code, hint := ainerr.Failure, ""
-	switch {
-	case ce.Reason == kube.ReasonNoCluster:
-		code, hint = ainerr.Unreachable, "start the local simulated cluster with `ain sandbox up`, or point --kubeconfig at your cluster"
-	case ce.Reason == kube.ReasonBadKubeconfig:
-		code, hint = ainerr.Usage, "check --kubeconfig and --context (kubectl config get-contexts), or unset $KUBECONFIG to use ~/.kube/config or the local sandbox"
-	case ce.Reason == kube.ReasonInterrupted:
-		code = ainerr.Cancelled
-	case ce.Reason == kube.ReasonUnauthorized:
-		code, hint = ainerr.Unauthorized, "the token or certificate in "+ce.Where+" is not accepted: refresh your credentials or pick another --context"
-	case ce.Reason == kube.ReasonForbidden && ce.ClusterScope:
-		code, hint = ainerr.Unauthorized, "this is a cluster-wide resource, which no namespace (-n) grants: ask your administrator for a ClusterRole binding (`ain preflight --print-role` prints what ain needs) ("+ce.Where+")"
-	case ce.Reason == kube.ReasonForbidden:
-		code, hint = ainerr.Unauthorized, "your user may not do this in namespace "+ce.Namespace+" ("+ce.Where+"): ask for RBAC access (`ain preflight --print-role` prints what ain needs) or use -n"
-	case ce.Reason == kube.ReasonWebhookDenied:
-		hint = "an admission webhook refused the object (not a permission problem); its message says why"
-	case ce.Reason == kube.ReasonWebhookUnreachable:
-		code, hint = ainerr.Unreachable, "the webhook's server is down or unreachable from the API server: for *.kubeflow.org webhooks that is the training-operator (or mpi-operator / Trainer controller); check its pod and run `ain preflight`"
-	case ce.Reason == kube.ReasonUnreachable:
-		code, hint = ainerr.Unreachable, "is the cluster up? ("+ce.Where+")"
-		if ce.Sandbox {
-			hint = "the local sandbox is not answering: `ain sandbox status`, or `ain sandbox up`"
-		}
-	}
-	return ainerr.New(code, err, hint)
+	return ainerr.New(cmp.Or(kubeCodes[ce.Reason], ainerr.Failure), err, ce.Advice(ainCommand))
+}
+
+// kubeCodes are the exit codes of cluster errors (any other is a failure).
+var kubeCodes = map[kube.Reason]ainerr.Code{
+	kube.ReasonNoCluster: ainerr.Unreachable, kube.ReasonBadKubeconfig: ainerr.Usage, kube.ReasonInterrupted: ainerr.Cancelled,
+	kube.ReasonUnauthorized: ainerr.Unauthorized, kube.ReasonForbidden: ainerr.Unauthorized,
+	kube.ReasonWebhookUnreachable: ainerr.Unreachable, kube.ReasonUnreachable: ainerr.Unreachable,
 }

@@ -8,7 +8,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
-	"github.com/ain-hpc/ain/pkg/next"
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
 	"github.com/ain-hpc/ain/pkg/strict"
@@ -65,8 +64,8 @@ func (in *recipeInput) load(c *ucli.Context, getenv func(string) string) (*recip
 	r, err := recipe.LoadOverrides(ref, append(append([]recipe.Override{}, in.flagSets...), recipe.SetOverrides(in.Sets.Value())...))
 	if err != nil {
 		hint := "fix the fields named above; `ain recipes list` and `ain recipes show NAME` print valid examples"
-		if _, ok := recipe.Builtin(baseName(ref)); ok {
-			hint = "fix the fields named above; `ain recipes show " + baseName(ref) + "` prints a valid example"
+		if name, ok := recipe.BuiltinRef(ref); ok {
+			hint = "fix the fields named above; `ain recipes show " + name + "` prints a valid example"
 		}
 		return nil, nil, asUsage(err, hint)
 	}
@@ -85,33 +84,12 @@ func (in *recipeInput) loadProfile(getenv func(string) string) (*profile.Profile
 	return p, nil
 }
 
-func baseName(ref string) string {
-	if i := strings.LastIndexAny(ref, `/\`); i >= 0 {
-		ref = ref[i+1:]
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(ref, ".yaml"), ".yml")
-}
-
 // asUsage marks recipe/profile problems as usage errors (exit 2), keeping their text.
 func asUsage(err error, hint string) error {
-	var ps strict.Problems
-	if errors.As(err, &ps) {
-		noun := "problem"
-		if len(ps) > 1 {
-			noun = "problems"
-		}
-		// The text is re-indented; the problems' suggested commands go with it.
-		err := fmt.Errorf("%d %s:\n%s", len(ps), noun, indent(ps.Error()))
-		if cmds := ps.NextCommands(); len(cmds) > 0 {
-			err = next.With(err, cmds...)
-		}
-		return ainerr.New(ainerr.Usage, err, hint)
+	if ps, ok := errors.AsType[strict.Problems](err); ok {
+		return ainerr.New(ainerr.Usage, ps.Counted(), hint)
 	}
 	return ainerr.New(ainerr.Usage, err, "")
-}
-
-func indent(s string) string {
-	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 }
 
 // printWarnings prints recipe warnings (unknown NCCL variables ...) to stderr.

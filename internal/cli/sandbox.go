@@ -121,28 +121,10 @@ func (a *App) runSandboxBuild(ctx context.Context, o *sandboxOptions) error {
 	if err != nil {
 		return err
 	}
-	comps := sandbox.Components()
-	var stack sandbox.Stack
-	if o.Stack != "" {
-		if stack, err = sandbox.ParseStack(o.Stack); err != nil {
-			return ainerr.Usagef("%v", err)
-		}
-		comps = stack.Components()
-	}
-	clock := sandbox.NewBuildClock(sandbox.Missing(cache, comps), a.Now)
-	progress := func(done, total int, building string) {
-		clock.Step(done, building)
-		if done < total {
-			fmt.Fprintf(a.Streams.Err, "  (%s)\n", clock.Line())
-		}
-	}
-	if o.Stack != "" {
-		err = sandbox.EnsureStack(ctx, cache, stack, a.Streams.Err, progress)
-	} else {
-		err = sandbox.EnsureBinariesProgress(ctx, cache, a.Streams.Err, progress)
-	}
+	comps, err := sandbox.Build(ctx, cache, o.Stack, a.Now, a.Streams.Err, func(line string) { fmt.Fprintf(a.Streams.Err, "  (%s)\n", line) })
 	if err != nil {
-		return err
+		mapped, _ := libError(err, code[*sandbox.ConfigError](ainerr.Usage))
+		return mapped
 	}
 	for _, comp := range comps {
 		fmt.Fprintf(a.Streams.Out, "%s %s\t%s\n", comp.Name, comp.Version, comp.Dir(cache))
@@ -166,25 +148,10 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 	if err != nil {
 		return err
 	}
-	stack, err := sandbox.ParseStack(o.Stack)
+	cfg, err := sandbox.Request{Config: sandbox.Config{Nodes: o.Nodes, GPUsPerNode: o.GPUs, Fabric: o.Fabric, Scenario: o.Scenario,
+		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount, RealPods: o.RealPods},
+		StackName: o.Stack, StackSet: o.StackSet, Forwards: o.Forwards.Value()}.Resolve(dir)
 	if err != nil {
-		return ainerr.Usagef("%v", err)
-	}
-	if old, err := sandbox.LoadState(dir); err == nil && !o.StackSet {
-		// Without --stack, `up` restarts or reports the sandbox already in the folder, whatever its stack.
-		stack = old.Stack()
-	}
-	cfg := sandbox.Config{Nodes: o.Nodes, GPUsPerNode: o.GPUs, Fabric: o.Fabric, Scenario: o.Scenario,
-		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount, Stack: stack, RealPods: o.RealPods}
-	for _, f := range o.Forwards.Value() {
-		pf, err := sandbox.ParsePortForward(f)
-		if err != nil {
-			return ainerr.Usagef("--forward: %v", err)
-		}
-		cfg.PortForwards = append(cfg.PortForwards, pf)
-	}
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
 		return ainerr.New(ainerr.Usage, err, "")
 	}
 	exe, err := os.Executable()
@@ -194,29 +161,14 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 	// Ctrl-C during up stops what was started (Up cleans up on error).
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, running, err := sandbox.Up(ctx, sandbox.Options{
+	st, running, err := sandbox.Start(ctx, sandbox.Options{
 		Dir: dir, Cache: cache, Config: cfg, Out: a.Streams.Err, Timeout: o.Timeout,
 		AgentCommand: []string{exe, "sandbox", "agent", "--state-dir", dir},
 	})
-	if err != nil {
-		var be *sandbox.BuildError
-		var sm *sandbox.StackMismatchError
-		var sd *sandbox.StateDirError
-		if errors.As(err, &sm) || errors.As(err, &sd) {
-			return ainerr.New(ainerr.Usage, err, "")
-		}
-		if ctx.Err() != nil && errors.As(err, &be) {
-			// The interrupt killed the go command: not a build failure, and not the network.
-			return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted while building %s: the sandbox in %s was not started; nothing half-built is kept (a component counts as built only once its build finished)", be.Component, dir),
-				"run `ain sandbox up` to build and start it again")
-		}
-		if errors.As(err, &be) {
-			return ainerr.WithHint(err, "the sandbox builds its binaries with the Go toolchain from the Go module proxy; check `go env GOPROXY` and network access")
-		}
-		if ctx.Err() != nil {
-			return ainerr.New(ainerr.Cancelled, fmt.Errorf("interrupted: the sandbox in %s was not started; every process it had started is stopped", dir),
-				"run `ain sandbox up` to start it again (`ain sandbox status` shows it is not running)")
-		}
+	if mapped, ok := libError(err, code[*sandbox.StackMismatchError](ainerr.Usage), code[*sandbox.StateDirError](ainerr.Usage),
+		code[*sandbox.InterruptedError](ainerr.Cancelled), code[*sandbox.BuildError](ainerr.Failure)); ok {
+		return mapped
+	} else if err != nil {
 		return ainerr.WithHint(err, "component logs are in "+sandbox.Layout{Dir: dir}.Logs()+"; every process it had started is stopped; run `ain sandbox up` to try again")
 	}
 	w := a.Streams.Out
@@ -265,20 +217,11 @@ func (a *App) runSandboxKubeconfig(o *sandboxOptions, export bool) error {
 		return ainerr.New(ainerr.Failure, fmt.Errorf("%w in %s", sandbox.ErrNotRunning, dir), "start one with `ain sandbox up`")
 	}
 	if export {
-		fmt.Fprintf(a.Streams.Out, "export KUBECONFIG=%s\n", shellQuote(st.Kubeconfig))
+		fmt.Fprintln(a.Streams.Out, st.ExportLine())
 		return nil
 	}
 	fmt.Fprintln(a.Streams.Out, st.Kubeconfig)
 	return nil
-}
-
-func shellQuote(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (a *App) runSandboxDown(ctx context.Context, o *sandboxOptions) error {
@@ -286,11 +229,7 @@ func (a *App) runSandboxDown(ctx context.Context, o *sandboxOptions) error {
 	if err != nil {
 		return err
 	}
-	server := ""
-	if st, err := sandbox.LoadState(dir); err == nil {
-		server = st.Server // read before --purge removes the state folder
-	}
-	err = sandbox.Down(ctx, dir, o.Purge, a.Streams.Err)
+	server, err := sandbox.Stop(ctx, dir, o.Purge, a.Streams.Err)
 	if errors.Is(err, sandbox.ErrNotRunning) {
 		fmt.Fprintf(a.Streams.Out, "No sandbox in %s.\n", dir)
 	} else if err != nil {

@@ -222,11 +222,9 @@ func (a *App) serveCredentials(c *ucli.Context, o *serveOptions) ([]runtime.Obje
 			}
 			return r.Metadata.Name, nil
 		}, a.Global.Namespace, a.Getenv, o.setBy)
-	var ce *vllm.CredentialError
-	if errors.As(err, &ce) {
-		return nil, ainerr.New(ainerr.Usage, err, "")
-	} else if err != nil {
-		return nil, err
+	if err != nil {
+		mapped, _ := libError(err, code[*vllm.CredentialError](ainerr.Usage))
+		return nil, mapped
 	}
 	// The readiness check must send the key the server now requires, wherever it came from
 	// (--api-key-file used to deploy, then fail the check with 401).
@@ -234,7 +232,8 @@ func (a *App) serveCredentials(c *ucli.Context, o *serveOptions) ([]runtime.Obje
 	return creds.Secrets, nil
 }
 
-// deployError maps vllm.Deployer's errors to exit codes and hints.
+// deployError maps vllm.Deployer's errors (the rolling update's and the wait's too) to exit
+// codes and hints.
 func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name string) error {
 	be, build := errors.AsType[*vllm.BuildError](err)
 	ie, interrupted := errors.AsType[*vllm.InterruptedError](err)
@@ -265,13 +264,19 @@ func (a *App) deployError(kc *kube.Clients, err error, o *serveOptions, name str
 	}
 	if mapped, ok := libError(err, code[*vllm.GatewayAPIMissingError](ainerr.Usage), code[*vllm.GatewayChoiceError](ainerr.Usage),
 		code[*vllm.UnknownGatewayError](ainerr.Usage), code[*vllm.EntryTLSError](ainerr.Usage), code[*vllm.AuthConflictError](ainerr.Usage),
-		code[*vllm.BadKeyError](ainerr.Usage)); ok {
+		code[*vllm.BadKeyError](ainerr.Usage), code[*vllm.StalledError](ainerr.JobFailed), code[*vllm.WaitTimeoutError](ainerr.Timeout)); ok {
 		return mapped
 	}
 	if ce, ok := errors.AsType[*vllm.ClusterError](err); ok {
 		return kc.Classify(ce.Err, ce.Doing)
 	}
-	return a.waitError(kc, err, name) // the rolling update's or the wait's, or WriteKey's
+	switch { // the rolling update's or the wait's, or WriteKey's
+	case errors.Is(err, context.Canceled):
+		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "follow it: ain serve status "+name+nsFlag(kc.Namespace)+"   end it: ain serve delete "+name+nsFlag(kc.Namespace))
+	case ainerr.CodeOf(exitError(err)) != ainerr.Failure:
+		return err
+	}
+	return discoveryError(kc, err, "waiting for the model server")
 }
 
 // serveInterrupted reports an interrupt of `ain serve` and what it left.
@@ -301,20 +306,6 @@ func (a *App) warnImage(image string) {
 	}
 }
 
-// waitError maps pkg/vllm's wait errors to exit codes and hints.
-func (a *App) waitError(kc *kube.Clients, err error, name string) error {
-	if mapped, ok := libError(err, code[*vllm.StalledError](ainerr.JobFailed), code[*vllm.WaitTimeoutError](ainerr.Timeout)); ok {
-		return mapped
-	}
-	switch {
-	case errors.Is(err, context.Canceled):
-		return ainerr.New(ainerr.Cancelled, errors.New("interrupted; the model server keeps running"), "follow it: ain serve status "+name+nsFlag(kc.Namespace)+"   end it: ain serve delete "+name+nsFlag(kc.Namespace))
-	case ainerr.CodeOf(exitError(err)) != ainerr.Failure:
-		return err
-	}
-	return discoveryError(kc, err, "waiting for the model server")
-}
-
 func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptions, out string) error {
 	kc, cl, err := a.servingCluster()
 	if err != nil {
@@ -328,15 +319,9 @@ func (a *App) runServeStatus(ctx context.Context, name string, eo *endpointOptio
 		Discovery: &vllm.Discovery{Cluster: cl, Config: kc.Config, Reachable: k.Reachable},
 		Client:    k.Client,
 	})
-	var nf *vllm.NotFoundError
-	var ce *vllm.ClusterError
 	switch {
-	case errors.As(err, &nf):
-		return ainerr.New(ainerr.Failure, err, "ain serve status lists what runs in the namespace; -n picks another")
-	case errors.As(err, &ce):
-		return kc.Classify(ce.Err, ce.Doing)
 	case err != nil:
-		return err
+		return serveLookupError(kc, err, "ain serve status lists what runs in the namespace; -n picks another")
 	case len(entries) == 0:
 		fmt.Fprintf(a.Streams.Err, "no model servers in namespace %s\n", kc.Namespace)
 		return nil
@@ -354,15 +339,23 @@ func (a *App) runServeDelete(ctx context.Context, name string) error {
 		return err
 	}
 	gone, err := cl.Delete(ctx, name)
-	var nf *vllm.NotFoundError
-	if errors.As(err, &nf) {
-		return ainerr.New(ainerr.Failure, err, "ain serve status lists the model servers; training jobs are deleted with ain delete")
-	}
 	if err != nil {
-		return kc.Classify(err, "deleting the model server")
+		return serveLookupError(kc, err, "ain serve status lists the model servers; training jobs are deleted with ain delete")
 	}
 	for _, g := range gone {
 		fmt.Fprintf(a.Streams.Out, "deleted %s\n", g)
 	}
 	return nil
+}
+
+// serveLookupError maps the errors of a flow on named model servers: notFound is the hint for a
+// name that is not there.
+func serveLookupError(kc *kube.Clients, err error, notFound string) error {
+	if _, ok := errors.AsType[*vllm.NotFoundError](err); ok {
+		return ainerr.New(ainerr.Failure, err, notFound)
+	}
+	if ce, ok := errors.AsType[*vllm.ClusterError](err); ok {
+		return kc.Classify(ce.Err, ce.Doing)
+	}
+	return err
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
@@ -27,12 +26,8 @@ func (e *entryFlags) flags() []ucli.Flag {
 // set records the entry flags as overrides of in's recipe (vllm.EntryChoice.Apply); load
 // loads the recipe with the overrides recorded so far.
 func (e *entryFlags) set(in *recipeInput, load func() (*recipe.Recipe, error)) error {
-	err := e.Apply(in.setBy, load)
-	var ce *vllm.EntryChoiceError
-	if errors.As(err, &ce) {
-		return ainerr.New(ainerr.Usage, err, "")
-	}
-	return err
+	mapped, _ := libError(e.Apply(in.setBy, load), code[*vllm.EntryChoiceError](ainerr.Usage))
+	return mapped
 }
 
 // exposeSource says who chose spec.expose: the flag, or the recipe.

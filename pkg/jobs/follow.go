@@ -225,3 +225,48 @@ func CurrentLauncher(pods []corev1.Pod) (corev1.Pod, bool) {
 	}
 	return best, found
 }
+
+// NoPodsError says job Name has no pods: not yet, or they were cleaned up.
+type NoPodsError struct{ Name string }
+
+func (e *NoPodsError) Error() string {
+	return e.Name + " has no pods (yet, or they were cleaned up)"
+}
+
+// LogOptions choose the pods whose logs Logs reads (LogSelection: Started is !Follow) and how.
+type LogOptions struct {
+	Replica string
+	Index   int
+	All     bool
+	Tail    int64 // the last lines of each pod; < 0: every line
+	Follow  bool
+}
+
+// Logs copies the logs of job name's pods that o selects to w (StreamLogs). Its errors: the
+// job's lookup (NotFoundError), NoPodsError, the selection's (NoPodMatchError,
+// NotStartedError), LogStreamError, or a ClusterError.
+func (c *Cluster) Logs(ctx context.Context, w io.Writer, name string, o LogOptions) error {
+	job, err := c.Find(ctx, name)
+	if err != nil {
+		if IsNotFound(err) {
+			return err
+		}
+		return &ClusterError{Doing: "reading the job", Err: err}
+	}
+	pods, err := c.JobPods(ctx, job)
+	if err != nil {
+		return &ClusterError{Doing: "reading the job's pods", Err: err}
+	}
+	if len(pods) == 0 {
+		return &NoPodsError{Name: name}
+	}
+	sel, err := SelectPods(name, pods, LogSelection{Replica: o.Replica, Index: o.Index, All: o.All, Started: !o.Follow})
+	if err != nil {
+		return err
+	}
+	be, err := BackendOf(job)
+	if err != nil {
+		return err
+	}
+	return c.StreamLogs(ctx, w, be, name, sel, o.Tail, o.Follow)
+}

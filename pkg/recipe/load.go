@@ -152,6 +152,17 @@ func Builtin(name string) ([]byte, bool) {
 	return data, err == nil
 }
 
+// BuiltinRef is the name of the built-in recipe that ref (a name or a path) names by its base
+// name without .yaml or .yml, and whether there is one.
+func BuiltinRef(ref string) (string, bool) {
+	if i := strings.LastIndexAny(ref, `/\`); i >= 0 {
+		ref = ref[i+1:]
+	}
+	name := strings.TrimSuffix(strings.TrimSuffix(ref, ".yaml"), ".yml")
+	_, ok := Builtin(name)
+	return name, ok
+}
+
 // BuiltinNames lists the embedded recipes.
 func BuiltinNames() []string {
 	entries, _ := fs.ReadDir(recipes.FS, ".")

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// TestBuildProgress checks the progress line: nothing to build on a complete cache; done/total,
-// what is building and the time left from the components' cold costs at this machine's pace.
-func TestBuildProgress(t *testing.T) {
+// completeCache is a binary cache where every component counts as built.
+func completeCache(t *testing.T) string {
+	t.Helper()
 	cache := t.TempDir()
 	for _, c := range Components() {
 		if err := os.MkdirAll(c.Dir(cache), 0o755); err != nil {
@@ -21,6 +21,13 @@ func TestBuildProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return cache
+}
+
+// TestBuildProgress checks the progress line: nothing to build on a complete cache; done/total,
+// what is building and the time left from the components' cold costs at this machine's pace.
+func TestBuildProgress(t *testing.T) {
+	cache := completeCache(t)
 	if b := StartBuild(context.Background(), cache, DefaultStack, time.Now); b != nil {
 		t.Fatal("a complete cache started a build")
 	}

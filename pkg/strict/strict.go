@@ -70,6 +70,20 @@ func (ps Problems) NextCommands() []next.Command {
 	return out
 }
 
+// Counted is ps as one error that counts them ("2 problems:") and lists them indented, one a
+// line, suggesting their commands (NextCommands).
+func (ps Problems) Counted() error {
+	noun := "problem"
+	if len(ps) > 1 {
+		noun = "problems"
+	}
+	err := fmt.Errorf("%d %s:\n  %s", len(ps), noun, strings.ReplaceAll(ps.Error(), "\n", "\n  "))
+	if cmds := ps.NextCommands(); len(cmds) > 0 {
+		return next.With(err, cmds...)
+	}
+	return err
+}
+
 // Err returns nil for an empty list, else the list as an error.
 func (ps Problems) Err() error {
 	if len(ps) == 0 {

@@ -2,10 +2,12 @@ package train
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 // BuildError says the job could not be built from its recipe and profile.
@@ -116,4 +118,35 @@ func (e *TransportError) Problem() string {
 		got = "unknown (no NCCL transport lines in the logs)"
 	}
 	return "NCCL used " + got
+}
+
+// WriteText says on w what the interrupt left: the job keeps running (how to follow and end it,
+// cmd words the commands), or what DeleteOnInterrupt deleted. Before the apply nothing exists
+// and the error says so: it writes nothing.
+func (e *InterruptedError) WriteText(w io.Writer, cmd func(next.Command) string) {
+	ns := ""
+	if e.Namespace != "" {
+		ns = " -n " + e.Namespace
+	}
+	switch e.Stage {
+	case StageBeforeApply:
+		return
+	case StageApplying:
+		fmt.Fprintf(w, "\ninterrupted while applying: the apply was finished rather than left half-done (%s %s/%s and its objects exist)\n", e.Kind, e.Namespace, e.Name)
+	default:
+		fmt.Fprintf(w, "\ninterrupted %s %s %s/%s (%s)\n", e.Stage, e.Kind, e.Namespace, e.Name, e.Phase)
+	}
+	end := cmd(next.Command("delete " + e.Name + ns))
+	switch {
+	case !e.DeleteAsked:
+		fmt.Fprintf(w, "%s %s/%s keeps running. Follow it: %s   %s\nEnd it: %s\n", e.Kind, e.Namespace, e.Name,
+			cmd(next.Command("status "+e.Name+ns)), cmd(next.Command("logs "+e.Name+ns+" -f")), end)
+	case len(e.Deleted) > 0:
+		fmt.Fprintf(w, "--delete-on-interrupt: deleted %s\n", strings.Join(e.Deleted, ", "))
+	case e.Gone:
+		fmt.Fprintf(w, "--delete-on-interrupt: %s %s/%s is already gone\n", e.Kind, e.Namespace, e.Name)
+	default:
+		fmt.Fprintf(w, "--delete-on-interrupt: could not delete %s %s/%s (%v): it may still be running. End it: %s\n",
+			e.Kind, e.Namespace, e.Name, e.DeleteErr, end)
+	}
 }

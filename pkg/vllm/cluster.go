@@ -339,15 +339,16 @@ func podStatus(p *corev1.Pod) PodStatus {
 // Delete removes what `ain serve` created for NAME: Deployments, Service, its entry (Ingress,
 // or HTTPRoute and the Gateway ain created; never a shared Gateway) and the Secrets it created (labelled as its own), and returns "Kind/name" of each. It is a prune
 // that keeps nothing. Training jobs are not touched (`ain release` ends jobs and keeps services).
+// A failed call is a ClusterError; no such server, a NotFoundError.
 func (c *Cluster) Delete(ctx context.Context, name string) ([]string, error) {
 	gone, err := c.Prune(ctx, name, nil)
 	if err != nil {
-		return gone, err
+		return gone, &ClusterError{Doing: "deleting the model server", Err: err}
 	}
 	secrets, err := c.applier("Secret").Prune(ctx, name, nil, nil)
 	gone = append(gone, secrets...)
 	if err != nil {
-		return gone, err
+		return gone, &ClusterError{Doing: "deleting the model server", Err: err}
 	}
 	if len(gone) == 0 {
 		return nil, &NotFoundError{Name: name, Namespace: c.Namespace}

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -162,8 +163,16 @@ func TestClusterApplyAndDelete(t *testing.T) {
 	if got := fmtList(gone); got != want {
 		t.Fatalf("deleted %s, want %s", got, want)
 	}
-	if _, err := cl.Delete(context.Background(), "qwen"); err == nil {
-		t.Fatal("deleting twice: no error")
+	if _, err := cl.Delete(context.Background(), "qwen"); !errors.As(err, new(*NotFoundError)) {
+		t.Fatalf("deleting twice: %v, want a NotFoundError", err)
+	}
+	// A refused call says what it was doing, for the caller's message.
+	dyn.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "deployments"}, "", errors.New("RBAC"))
+	})
+	var ce *ClusterError
+	if _, err := cl.Delete(context.Background(), "qwen"); !errors.As(err, &ce) || ce.Doing != "deleting the model server" || !apierrors.IsForbidden(err) {
+		t.Fatalf("forbidden: %v, want a ClusterError deleting the model server", err)
 	}
 }
 
