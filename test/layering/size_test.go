@@ -36,6 +36,19 @@ func nonTestLines(t *testing.T, dir string) map[string]int {
 	return out
 }
 
+// TestCommandLayerStaysGlue bounds the command layer: flags, options, one library call,
+// rendering and exit codes fit in 5,000 lines; a flow that grows it belongs in pkg/.
+func TestCommandLayerStaysGlue(t *testing.T) {
+	const budget = 5000
+	total := 0
+	for _, n := range nonTestLines(t, filepath.Join(root(t), "internal", "cli")) {
+		total += n
+	}
+	if total > budget {
+		t.Errorf("internal/cli has %d non-test lines, over its %d: move the flow or the printer you added into its library under pkg/", total, budget)
+	}
+}
+
 // TestNoLongFiles keeps every non-test Go file under 800 lines: a file that long holds more
 // than one concept.
 func TestNoLongFiles(t *testing.T) {
