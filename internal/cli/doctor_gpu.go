@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/dcgm"
+	"github.com/ain-hpc/ain/pkg/kube"
 )
 
 // dcgmPageHint says what doctor gpu reads and how to save it.
@@ -34,7 +39,7 @@ var doctorGPUDescription = "Reads the Prometheus text exposition of NVIDIA's dcg
 
 func (a *App) doctorGPUCommand() *ucli.Command {
 	o := &doctorOptions{}
-	var nodes string
+	var nodes, prom string
 	return &ucli.Command{
 		Name:      "gpu",
 		Usage:     "per GPU and pod: utilisation, SM/tensor activity, memory, power, heat, throttling, XIDs, NVLink/PCIe",
@@ -42,19 +47,28 @@ func (a *App) doctorGPUCommand() *ucli.Command {
 		Description: doctorGPUDescription + "\n\nLive: --node reads each node's dcgm-exporter pod (GPU Operator: app=nvidia-dcgm-exporter; Helm chart:\n" +
 			"app.kubernetes.io/name=dcgm-exporter; any namespace) through the API server, as kubectl port-forward does to\n" +
 			"its port 9400 (needs list on pods and create on pods/portforward there); JOB does the same for the nodes of\n" +
-			"a job's pods and keeps the GPUs the exporter maps to them.\n\n" + doctorExitNote,
+			"a job's pods and keeps the GPUs the exporter maps to them. With --prometheus URL both read the DCGM series\n" +
+			"from that Prometheus server instead (one /federate request; nodes by the exporter's Hostname label).\n\n" + doctorExitNote,
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json"),
-			&ucli.StringFlag{Name: "node", Usage: "read the live dcgm-exporter page of these nodes (comma-separated)", Destination: &nodes}},
+			&ucli.StringFlag{Name: "node", Usage: "read the live dcgm-exporter page of these nodes (comma-separated)", Destination: &nodes},
+			&ucli.StringFlag{Name: "prometheus", Usage: "with --node or JOB: read the DCGM series from this Prometheus `URL` (one /federate request; no access to the exporter's namespace needed) instead of the exporter pods", Destination: &prom, Action: httpURL("prometheus")}},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
+			var read func(context.Context, []string) ([]dcgm.GPU, error)
+			if prom != "" {
+				read = dcgm.FromPrometheus(&http.Client{Timeout: 30 * time.Second}, prom)
+			}
 			if nodes != "" {
 				if len(o.Files) > 0 {
 					return ainerr.Usagef("--node reads the live pages: give no FILE or JOB with it")
 				}
-				return a.runDoctorGPULive(c.Context, o, dcgm.Live{Nodes: strings.Split(nodes, ",")}, "")
+				return a.runDoctorGPULive(c.Context, o, dcgm.Live{Nodes: strings.Split(nodes, ","), Read: read}, "")
 			}
 			if job, ok := jobArg(o.Files); ok {
-				return a.runDoctorGPUJob(c.Context, o, job)
+				return a.runDoctorGPUJob(c.Context, o, job, read)
+			}
+			if prom != "" {
+				return ainerr.Usagef("--prometheus reads live series: give --node NODE or a JOB with it, not a FILE")
 			}
 			return a.runDoctorGPU(c.Context, o)
 		},
@@ -62,12 +76,12 @@ func (a *App) doctorGPUCommand() *ucli.Command {
 }
 
 // runDoctorGPUJob judges a job's pods' GPUs from the live pages of their nodes.
-func (a *App) runDoctorGPUJob(ctx context.Context, o *doctorOptions, name string) error {
+func (a *App) runDoctorGPUJob(ctx context.Context, o *doctorOptions, name string, read func(context.Context, []string) ([]dcgm.GPU, error)) error {
 	_, _, _, pods, err := a.jobPods(ctx, o, name)
 	if err != nil {
 		return err
 	}
-	return a.runDoctorGPULive(ctx, o, dcgm.Live{Pods: pods}, name)
+	return a.runDoctorGPULive(ctx, o, dcgm.Live{Pods: pods, Read: read}, name)
 }
 
 // runDoctorGPULive reads the live pages l selects (of job's pods, when job is not "") and judges
@@ -76,17 +90,27 @@ func (a *App) runDoctorGPULive(ctx context.Context, o *doctorOptions, l dcgm.Liv
 	if err := o.validate(0, 0, ""); err != nil {
 		return err
 	}
-	kc, err := a.clients()
-	if err != nil {
-		return err
+	var kc *kube.Clients
+	if l.Read == nil || l.Pods != nil { // --prometheus --node asks no cluster
+		var err error
+		if kc, err = a.clients(); err != nil {
+			return err
+		}
+		a.sandboxNote(kc)
 	}
-	a.sandboxNote(kc)
 	l.Progress = func(e dcgm.Exporter) {
 		fmt.Fprintf(a.Streams.Err, "reading dcgm-exporter %s/%s on %s\n", e.Namespace, e.Pod, e.Node)
 	}
-	res, err := dcgm.ReadLive(ctx, kc.Config, kc.Kube, l)
+	var cfg *rest.Config
+	var cs kubernetes.Interface
+	if kc != nil {
+		cfg, cs = kc.Config, kc.Kube
+	}
+	res, err := dcgm.ReadLive(ctx, cfg, cs, l)
 	var ne *dcgm.NoExporterError
 	var se *dcgm.ScrapeError
+	var nse *dcgm.NotScrapedError
+	var pe *dcgm.PrometheusError
 	switch {
 	case ctx.Err() != nil:
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted while reading the dcgm-exporter pages: no verdict"), "")
@@ -96,6 +120,10 @@ func (a *App) runDoctorGPULive(ctx context.Context, o *doctorOptions, l dcgm.Liv
 		return ainerr.New(ainerr.Failure, err, "reading an exporter needs list on pods and create on pods/portforward in its namespace; or give a saved page as FILE")
 	case errors.As(err, &ne):
 		return ainerr.New(ainerr.CheckFailed, err, "install the GPU Operator (its dcgm-exporter) or NVIDIA's dcgm-exporter Helm chart; or give a saved page as FILE")
+	case errors.As(err, &nse):
+		return ainerr.New(ainerr.CheckFailed, err, "have Prometheus scrape dcgm-exporter (the GPU Operator's dcgmExporter.serviceMonitor.enabled, or a ServiceMonitor of your own), or drop --prometheus to read the exporter pods")
+	case errors.As(err, &pe):
+		return ainerr.New(ainerr.Unreachable, err, "check --prometheus (the server's base URL, e.g. http://prometheus.monitoring:9090)")
 	case err != nil:
 		return kc.Classify(err, "reading the dcgm-exporter pages")
 	case res.Partial != nil:

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -68,5 +70,36 @@ func TestDoctorGPUNotAPage(t *testing.T) {
 	}
 	if code, _, _ := runDoctorCLI(t, "", "doctor", "gpu", "/no/such/file"); code != int(ainerr.Failure) {
 		t.Errorf("missing file: exit %d", code)
+	}
+}
+
+// TestDoctorGPUPrometheus: --prometheus --node reads the nodes' DCGM series from a Prometheus
+// server's /federate (no cluster asked), judged as a page; a node it lacks is a warning beside
+// the others; a URL that is not one, or a FILE with it, is a usage error naming the flag.
+func TestDoctorGPUPrometheus(t *testing.T) {
+	page, err := os.ReadFile(testdataPath("dcgm", "healthy-8gpu.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/federate" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(page)
+	}))
+	defer srv.Close()
+	code, out, errOut := runDoctorCLI(t, "", "doctor", "gpu", "--prometheus", srv.URL, "--node", "dgx-h100-01,gpu-node-9")
+	if code != 0 || !strings.HasPrefix(out, "OK") || strings.Count(out, "dgx-h100-01") < 8 ||
+		!strings.Contains(errOut, "has no DCGM series of [gpu-node-9]") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"doctor", "gpu", "--prometheus", "prometheus:9090", "--node", "n"},
+		{"doctor", "gpu", "--prometheus", srv.URL, testdataPath("dcgm", "healthy-8gpu.txt")},
+	} {
+		if code, _, errOut := runDoctorCLI(t, "", args...); code != int(ainerr.Usage) || !strings.Contains(errOut, "--prometheus") {
+			t.Errorf("%v: exit %d\n%s", args, code, errOut)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -33,6 +34,17 @@ func imageReference(name string) func(*ucli.Context, string) error {
 	return func(_ *ucli.Context, s string) error {
 		if err := image.Check(s); err != nil {
 			return ainerr.Usagef("--%s %q: %v: give an image reference such as busybox:1.36 or registry.example.com/tools/busybox:1.36", name, s, err)
+		}
+		return nil
+	}
+}
+
+// httpURL refuses a --name that is not an absolute http or https URL with a host.
+func httpURL(name string) func(*ucli.Context, string) error {
+	return func(_ *ucli.Context, s string) error {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return ainerr.Usagef("--%s %q: give the server's base URL, such as http://prometheus.monitoring:9090", name, s)
 		}
 		return nil
 	}

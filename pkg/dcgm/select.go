@@ -20,13 +20,15 @@ type Live struct {
 	// Timeout bounds each page's read (0: 30s); Progress, when set, is told each exporter before it is read.
 	Timeout  time.Duration
 	Progress func(Exporter)
+	// Read, when set, reads the nodes' GPUs instead of the exporter pods (FromPrometheus).
+	Read func(ctx context.Context, nodes []string) ([]GPU, error)
 }
 
 // LiveResult is what ReadLive read.
 type LiveResult struct {
 	GPUs []GPU
-	// Partial says which nodes' GPUs are missing (*NoExporterError, *ScrapeError; joined), nil
-	// when none is.
+	// Partial says which nodes' GPUs are missing (*NoExporterError, *ScrapeError,
+	// *NotScrapedError; joined), nil when none is.
 	Partial error
 	// Unmapped: the exporters map no GPU to a pod (their Kubernetes mapping is off), so every GPU
 	// of the pods' nodes was kept.
@@ -38,7 +40,7 @@ type NoNodeError struct{}
 
 func (NoNodeError) Error() string { return "no pod is on a node yet" }
 
-// ReadLive reads the exporter pages l selects (ReadNodes). It fails when no GPU was read: with
+// ReadLive reads the exporter pages l selects (ReadNodes, or l.Read). It fails when no GPU was read: with
 // ReadNodes' error (a *NoExporterError or *ScrapeError when no node could be read), a NoNodeError,
 // or ctx's error.
 func ReadLive(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, l Live) (*LiveResult, error) {
@@ -55,13 +57,20 @@ func ReadLive(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, l 
 			return nil, NoNodeError{}
 		}
 	}
-	gpus, err := ReadNodes(ctx, cfg, cs, nodes, l.Timeout, l.Progress)
+	var gpus []GPU
+	var err error
+	if l.Read != nil {
+		gpus, err = l.Read(ctx, nodes)
+	} else {
+		gpus, err = ReadNodes(ctx, cfg, cs, nodes, l.Timeout, l.Progress)
+	}
 	var ne *NoExporterError
 	var se *ScrapeError
+	var ns *NotScrapedError
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case err != nil && (len(gpus) == 0 || !errors.As(err, &ne) && !errors.As(err, &se)):
+	case err != nil && (len(gpus) == 0 || !errors.As(err, &ne) && !errors.As(err, &se) && !errors.As(err, &ns)):
 		return nil, err
 	}
 	r := &LiveResult{GPUs: gpus, Partial: err}
