@@ -9,8 +9,6 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/dcgm"
@@ -45,19 +43,15 @@ func (a *App) doctorGPUCommand() *ucli.Command {
 		Usage:     "per GPU and pod: utilisation, SM/tensor activity, memory, power, heat, throttling, XIDs, NVLink/PCIe",
 		ArgsUsage: "FILE... (dcgm-exporter's /metrics page, one per node, or Prometheus /federate output; - for stdin) | JOB (the pages of its nodes, its pods' GPUs) | --node NODE[,NODE...]",
 		Description: doctorGPUDescription + "\n\nLive: --node reads each node's dcgm-exporter pod (GPU Operator: app=nvidia-dcgm-exporter; Helm chart:\n" +
-			"app.kubernetes.io/name=dcgm-exporter; any namespace) through the API server, as kubectl port-forward does to\n" +
-			"its port 9400 (needs list on pods and create on pods/portforward there); JOB does the same for the nodes of\n" +
-			"a job's pods and keeps the GPUs the exporter maps to them. With --prometheus URL both read the DCGM series\n" +
-			"from that Prometheus server instead (one /federate request; nodes by the exporter's Hostname label).\n\n" + doctorExitNote,
+			"app.kubernetes.io/name=dcgm-exporter; any namespace) through the API server, as kubectl port-forward does to its port\n" +
+			"9400 (needs list on pods and create on pods/portforward there); JOB does the same for the nodes of a job's pods and\n" +
+			"keeps the GPUs the exporter maps to them. With --prometheus URL both read the series from Prometheus instead.\n\n" + doctorExitNote,
 		Flags: []ucli.Flag{outputFlag(&o.Output, "text", "output format: text or json", "json"),
 			&ucli.StringFlag{Name: "node", Usage: "read the live dcgm-exporter page of these nodes (comma-separated)", Destination: &nodes},
 			&ucli.StringFlag{Name: "prometheus", Usage: "with --node or JOB: read the DCGM series from this Prometheus `URL` (one /federate request; no access to the exporter's namespace needed) instead of the exporter pods", Destination: &prom, Action: httpURL("prometheus")}},
 		Action: func(c *ucli.Context) error {
 			o.Files = c.Args().Slice()
-			var read func(context.Context, []string) ([]dcgm.GPU, error)
-			if prom != "" {
-				read = dcgm.FromPrometheus(&http.Client{Timeout: 30 * time.Second}, prom)
-			}
+			read := dcgm.FromPrometheus(&http.Client{Timeout: 30 * time.Second}, prom)
 			if nodes != "" {
 				if len(o.Files) > 0 {
 					return ainerr.Usagef("--node reads the live pages: give no FILE or JOB with it")
@@ -91,39 +85,24 @@ func (a *App) runDoctorGPULive(ctx context.Context, o *doctorOptions, l dcgm.Liv
 		return err
 	}
 	var kc *kube.Clients
+	var err error
 	if l.Read == nil || l.Pods != nil { // --prometheus --node asks no cluster
-		var err error
 		if kc, err = a.clients(); err != nil {
 			return err
 		}
 		a.sandboxNote(kc)
 	}
-	l.Progress = func(e dcgm.Exporter) {
-		fmt.Fprintf(a.Streams.Err, "reading dcgm-exporter %s/%s on %s\n", e.Namespace, e.Pod, e.Node)
+	l.Progress = func(e dcgm.Exporter) { fmt.Fprintln(a.Streams.Err, "reading dcgm-exporter", e) }
+	res, err := dcgm.ReadLive(ctx, kc.RESTOrNil(), kc.KubeOrNil(), l)
+	if mapped, ok := libError(err, code[*dcgm.ScrapeError](ainerr.Failure), code[*dcgm.NoExporterError](ainerr.CheckFailed),
+		code[*dcgm.NotScrapedError](ainerr.CheckFailed), code[*dcgm.PrometheusError](ainerr.Unreachable)); ok && ctx.Err() == nil {
+		return mapped
 	}
-	var cfg *rest.Config
-	var cs kubernetes.Interface
-	if kc != nil {
-		cfg, cs = kc.Config, kc.Kube
-	}
-	res, err := dcgm.ReadLive(ctx, cfg, cs, l)
-	var ne *dcgm.NoExporterError
-	var se *dcgm.ScrapeError
-	var nse *dcgm.NotScrapedError
-	var pe *dcgm.PrometheusError
 	switch {
 	case ctx.Err() != nil:
 		return ainerr.New(ainerr.Cancelled, errors.New("interrupted while reading the dcgm-exporter pages: no verdict"), "")
 	case errors.As(err, &dcgm.NoNodeError{}):
 		return ainerr.New(ainerr.Failure, fmt.Errorf("no pod of %s is on a node yet", job), "`ain status "+job+"` says why they are Pending")
-	case errors.As(err, &se):
-		return ainerr.New(ainerr.Failure, err, "reading an exporter needs list on pods and create on pods/portforward in its namespace; or give a saved page as FILE")
-	case errors.As(err, &ne):
-		return ainerr.New(ainerr.CheckFailed, err, "install the GPU Operator (its dcgm-exporter) or NVIDIA's dcgm-exporter Helm chart; or give a saved page as FILE")
-	case errors.As(err, &nse):
-		return ainerr.New(ainerr.CheckFailed, err, "have Prometheus scrape dcgm-exporter (the GPU Operator's dcgmExporter.serviceMonitor.enabled, or a ServiceMonitor of your own), or drop --prometheus to read the exporter pods")
-	case errors.As(err, &pe):
-		return ainerr.New(ainerr.Unreachable, err, "check --prometheus (the server's base URL, e.g. http://prometheus.monitoring:9090)")
 	case err != nil:
 		return kc.Classify(err, "reading the dcgm-exporter pages")
 	case res.Partial != nil:

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 // ExporterPort is dcgm-exporter's port (NVIDIA/dcgm-exporter --address default ":9400"; the GPU
@@ -38,6 +40,9 @@ var ExporterSelectors = []string{"app=nvidia-dcgm-exporter", "app.kubernetes.io/
 type Exporter struct {
 	Namespace, Pod, Node string
 }
+
+// String is the exporter as progress lines name it: namespace/pod on node.
+func (e Exporter) String() string { return e.Namespace + "/" + e.Pod + " on " + e.Node }
 
 // NoExporterError says which nodes have no running dcgm-exporter pod that could be seen:
 // Forbidden lists where the caller may not list pods ("" for all namespaces), where one may be.
@@ -238,6 +243,16 @@ func (e *ScrapeError) Error() string {
 	return fmt.Sprintf("dcgm-exporter %s/%s on %s: %v", e.Exporter.Namespace, e.Exporter.Pod, e.Exporter.Node, e.Err)
 }
 func (e *ScrapeError) Unwrap() error { return e.Err }
+
+// Hint says what fixes it (next.Hinter).
+func (e *ScrapeError) Hint(func(next.Command) string) string {
+	return "reading an exporter needs list on pods and create on pods/portforward in its namespace; or give a saved page as FILE"
+}
+
+// Hint says what fixes it (next.Hinter).
+func (e *NoExporterError) Hint(func(next.Command) string) string {
+	return "install the GPU Operator (its dcgm-exporter) or NVIDIA's dcgm-exporter Helm chart; or give a saved page as FILE"
+}
 
 // OfPods keeps the GPUs the exporter maps to one of pods (namespace/name). ok is false when no
 // GPU carries a pod label at all (an exporter without its Kubernetes mapping): gpus is returned

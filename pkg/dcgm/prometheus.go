@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/ain-hpc/ain/pkg/next"
 )
 
 // federateMatch selects every dcgm-exporter series in Prometheus's /federate: the exporter names
@@ -45,12 +47,26 @@ func (e *PrometheusError) Error() string {
 }
 func (e *PrometheusError) Unwrap() error { return e.Err }
 
+// Hint says what fixes it (next.Hinter).
+func (e *PrometheusError) Hint(func(next.Command) string) string {
+	return "check --prometheus (the server's base URL, e.g. http://prometheus.monitoring:9090)"
+}
+
+// Hint says what fixes it (next.Hinter).
+func (e *NotScrapedError) Hint(func(next.Command) string) string {
+	return "have Prometheus scrape dcgm-exporter (the GPU Operator's dcgmExporter.serviceMonitor.enabled, or a ServiceMonitor of your own), or drop --prometheus to read the exporter pods"
+}
+
 // FromPrometheus returns a reader of the nodes' GPUs (the shape Live.Read and Sampler.Read take)
 // from a Prometheus server that scrapes dcgm-exporter: one /federate request for every DCGM
 // series (one page, whatever the node count, and no access to the exporter's namespace needed),
 // kept to the GPUs whose Hostname is one of nodes. base is the server's URL (a path prefix such
-// as /prometheus is kept); client nil is http.DefaultClient.
+// as /prometheus is kept; "" gives a nil reader: the exporter pods are read); client nil is
+// http.DefaultClient.
 func FromPrometheus(client *http.Client, base string) func(ctx context.Context, nodes []string) ([]GPU, error) {
+	if base == "" {
+		return nil
+	}
 	if client == nil {
 		client = http.DefaultClient
 	}

@@ -213,8 +213,8 @@ func (c *Clients) Where() string {
 // webhook's refusal or absence, or an API server that does not answer, as an *CallError whose message
 // starts with what; any other error is returned wrapped with what. An *CallError passes unchanged.
 func (c *Clients) Classify(err error, what string) error {
-	if err == nil {
-		return nil
+	if err == nil || c == nil { // nil: the command asked no cluster, so the error is not the cluster's
+		return err
 	}
 	var ke *CallError
 	if errors.As(err, &ke) {
@@ -357,4 +357,20 @@ func Identity(cfg *rest.Config) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// RESTOrNil is c's REST config; nil for a nil c (a command that asked no cluster).
+func (c *Clients) RESTOrNil() *rest.Config {
+	if c == nil {
+		return nil
+	}
+	return c.Config
+}
+
+// KubeOrNil is c's clientset; nil for a nil c.
+func (c *Clients) KubeOrNil() kubernetes.Interface {
+	if c == nil {
+		return nil
+	}
+	return c.Kube
 }
