@@ -240,7 +240,7 @@ func nodeProbeError(ctx context.Context, kc *kube.Clients, err error, byHand str
 	case errors.As(err, &probe):
 		return ainerr.New(ainerr.Failure, err, byHand)
 	}
-	return ainerr.WithHint(err, "")
+	return err // the setup's cluster error (kube.CallError) gets its exit code and advice from exitError
 }
 
 // progressLine writes a flow's progress line to stderr.

@@ -183,3 +183,23 @@ func TestParseLinkRateAndBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorNodeProbeWithoutACluster: doctor topo/counters --node with no cluster configured
+// say so with the cluster's exit code and advice (7, start the sandbox or give --kubeconfig),
+// and a context that does not exist is a usage error (2), as every cluster command does.
+func TestDoctorNodeProbeWithoutACluster(t *testing.T) {
+	for _, cmd := range []string{"topo", "counters"} {
+		code, _, errOut := runDoctorCLI(t, "", "doctor", cmd, "--node", "n1")
+		if code != int(ainerr.Unreachable) || !strings.Contains(errOut, "ain sandbox up") {
+			t.Errorf("doctor %s --node, no cluster: exit %d\n%s", cmd, code, errOut)
+		}
+		kubeconfig := filepath.Join(t.TempDir(), "config")
+		if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut = runDoctorCLI(t, "", "doctor", cmd, "--node", "n1", "--kubeconfig", kubeconfig, "--context", "nope")
+		if code != int(ainerr.Usage) || !strings.Contains(errOut, "--context") {
+			t.Errorf("doctor %s --node --context nope: exit %d\n%s", cmd, code, errOut)
+		}
+	}
+}
