@@ -3,6 +3,7 @@ package dcgm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -85,6 +86,9 @@ func FromPrometheus(client *http.Client, base string) func(ctx context.Context, 
 		// OpenMetrics to a client that asked for them).
 		req.Header.Set("Accept", "text/plain;version=0.0.4")
 		resp, err := client.Do(req)
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // the request's URL, query encoded, says nothing the message does not
+		}
 		if err != nil {
 			return nil, &PrometheusError{URL: base, Err: err}
 		}
