@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
@@ -39,6 +40,10 @@ func (a *App) cluster(kc *kube.Clients) *jobs.Cluster {
 func (a *App) sandboxNote(kc *kube.Clients) {
 	if kc.Sandbox && !a.sandboxNoted {
 		a.sandboxNoted = true
-		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: the control plane is real, the GPU nodes and what runs in the pods are simulated (logs are recorded samples)")
+		note := (&sandbox.State{Config: sandbox.Config{SimulatePods: true}}).PodsNote()
+		if st, err := sandbox.LoadState(filepath.Dir(kc.Kubeconfig)); err == nil {
+			note = st.PodsNote()
+		}
+		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: "+note)
 	}
 }

@@ -66,7 +66,7 @@ func (a *App) sandboxCommand() *ucli.Command {
 					&ucli.IntFlag{Name: "rdma-count", Value: sandbox.DefaultRDMACount, Usage: "allocatable RDMA resource per node", Destination: &o.RDMACount, Action: intBetween("rdma-count", 1, sandbox.MaxRDMACount)},
 					&ucli.StringSliceFlag{Name: "forward", Usage: "PODPORT=HOST:PORT: port-forwards to any sandbox pod's PODPORT reach this local address (repeatable)", Destination: &o.Forwards},
 					&ucli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "start-up timeout (not counting the first build)", Destination: &o.Timeout, Action: positiveDuration("timeout")},
-					&ucli.BoolFlag{Name: "real-pods", Usage: "run the pods of the mapped images as real processes (nccl-tests: sshd, Open MPI; the training image: torchrun with gloo; needs root and scripts/debian-packages.sh); see docs/sandbox-real-pods.md", Destination: &o.RealPods},
+					&ucli.BoolFlag{Name: "real-pods", Value: true, Usage: "run the pods of the mapped images as real processes (nccl-tests: sshd, Open MPI; the training image: torchrun with gloo; needs root and scripts/debian-packages.sh, else the sandbox says why and plays recorded samples); --real-pods=false plays every pod from samples; see docs/sandbox-real-pods.md", Destination: &o.RealPods},
 					stackFlag(&o.Stack, string(sandbox.DefaultStack), "the job controllers to run: current (mpi-operator, JobSet, Trainer v2) or legacy (training-operator v1); without it, a sandbox already in the state folder keeps its own"),
 				},
 				Action: func(c *ucli.Context) error {
@@ -149,7 +149,7 @@ func (a *App) runSandboxUp(ctx context.Context, o *sandboxOptions) error {
 		return err
 	}
 	cfg, err := sandbox.Request{Config: sandbox.Config{Nodes: o.Nodes, GPUsPerNode: o.GPUs, Fabric: o.Fabric, Scenario: o.Scenario,
-		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount, RealPods: o.RealPods},
+		RDMAResource: o.RDMAResource, RDMACount: o.RDMACount, SimulatePods: !o.RealPods},
 		StackName: o.Stack, StackSet: o.StackSet, Forwards: o.Forwards.Value()}.Resolve(dir)
 	if err != nil {
 		return ainerr.New(ainerr.Usage, err, "")

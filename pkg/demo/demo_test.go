@@ -180,7 +180,7 @@ func TestResultWriteSummary(t *testing.T) {
 	r.WriteSummary(&b, code, true, func(c next.Command) string { return "ain " + string(c) })
 	out := b.String()
 	for _, want := range []string{
-		"\n━━ summary (1m30s, simulated workloads)\n",
+		"\n━━ summary (1m30s, simulated nodes and fabric)\n",
 		"PASS", "FAIL (exit 5)", "FAIL (exit 1)",
 		"1/3 steps passed; results and plots in /res\n",
 		"the sandbox is still running: ain sandbox down --state-dir /st\n",

@@ -15,7 +15,8 @@ func (e Event) WriteText(w io.Writer) {
 	case Started:
 		fmt.Fprintf(w, "ain demo: the AIN2027 course flow on a local sandbox.\n"+
 			"SIMULATED: the Kubernetes control plane, scheduler and job controllers (mpi-operator, JobSet, Trainer) are real; the GPU/RDMA nodes,\n"+
-			"what runs in the pods (their logs are recorded samples) and the model server (%s) are simulated.\n"+
+			"NCCL's output and figures (from the simulated fabric) and the model server (%s) are simulated. The nccl-tests and training\n"+
+			"images' pods run their programs for real where this machine can (sshd, Open MPI, torchrun); the last step says which did.\n"+
 			"sandbox state: %s   results: %s\n\n", e.Text, e.StateDir, e.Out)
 	case Building:
 		if e.BlankBefore {
@@ -39,7 +40,7 @@ func (e Event) WriteText(w io.Writer) {
 // code: the caller knows what an error's is), its time and command, then what passed and where
 // the results are; with keep, how to stop the sandbox left running (cmd words the command).
 func (r *Result) WriteSummary(w io.Writer, code func(StepResult) int, keep bool, cmd func(next.Command) string) {
-	fmt.Fprintf(w, "\n━━ summary (%s, simulated workloads)\n", r.Took.Round(time.Second))
+	fmt.Fprintf(w, "\n━━ summary (%s, simulated nodes and fabric)\n", r.Took.Round(time.Second))
 	rows := [][]string{}
 	for _, s := range r.Steps {
 		status := "PASS"

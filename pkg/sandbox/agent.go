@@ -131,7 +131,7 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return err
 	}
-	if st.Config.RealPods {
+	if st.RealPods() {
 		a.real = newRealPods(Layout{stateDir}.realPodsDir(), log, cs, Layout{stateDir}.kubeconfigFor("coredns"))
 		// After the workers below are done (deferred calls run last in, first out: this one
 		// after wg.Wait returned): every real pod is stopped and the bridge removed.
@@ -179,7 +179,11 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 				if quit {
 					return
 				}
-				if err := a.sync(ctx, key); err != nil {
+				var later retryAfter
+				if err := a.sync(ctx, key); errors.As(err, &later) {
+					q.Forget(key)
+					q.AddAfter(key, time.Duration(later))
+				} else if err != nil {
 					fmt.Fprintf(log, "sandbox agent: %s: %v\n", key, err)
 					q.AddRateLimited(key)
 				} else {
@@ -208,7 +212,7 @@ type agent struct {
 	stMod    time.Time
 	dir      string
 	log      io.Writer
-	// real runs the pods of the real-image table as real processes (Config.RealPods); nil
+	// real runs the pods of the real-image table as real processes (State.RealPods); nil
 	// when the mode is off.
 	real *realPods
 	// traffic is what the simulated collectives sent over each node's RDMA ports: node ->
@@ -313,15 +317,29 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	return nil
 }
 
+// retryAfter is a sync that is not due yet: the pod's key is queued again after it.
+type retryAfter time.Duration
+
+func (r retryAfter) Error() string { return "due in " + time.Duration(r).String() }
+
 // syncReal plays pod as a real process: the start stage makes it Running with an IP (its
-// readiness and end left to the process), then the process starts at that IP.
+// readiness and end left to the process), then the process starts at that IP. The scenario's
+// rule for the pod becomes its plan (realPlan).
 func (a *agent) syncReal(ctx context.Context, pod *corev1.Pod, img realImage) error {
 	ann := pod.Annotations
-	if _, ok := ann[AnnoStartAfter]; !ok {
+	if _, ok := ann[AnnoReal]; !ok {
+		a.mu.Lock()
+		a.reload()
+		p := planReal(a.sc, matchRule(a.sc, pod, a.st.Config.Fabric, a.workersReady), pod)
+		a.mu.Unlock()
 		// ready-after other than 0s takes the start stage that leaves the pod unready
 		// (ain-pod-start-unready); the stages that would make it Ready or end it on a timer
 		// skip real pods.
-		want := map[string]string{AnnoStartAfter: "0s", AnnoReadyAfter: "real", AnnoReal: "true"}
+		want := map[string]string{AnnoStartAfter: p.StartAfter.String(), AnnoReadyAfter: "real", AnnoReal: "true",
+			AnnoRealPlan: p.annotation()}
+		if v, ok := ann[AnnoStartAfter]; ok {
+			want[AnnoStartAfter] = v
+		}
 		if st := networkStatus(pod); st != "" && ann[annoNetworkStatus] == "" {
 			want[annoNetworkStatus] = st
 		}

@@ -27,10 +27,11 @@ type Config struct {
 	// Stack is the set of job controllers (DefaultStack when empty). A state written before
 	// stacks existed has none and ran the legacy stack (LoadState says so).
 	Stack Stack `json:"stack,omitempty"`
-	// RealPods runs the pods whose image is in the real-image table (realpods.go) as real
-	// processes (pkg/sandbox/podrun) instead of playing a recorded sample: off by default. Needs
-	// root, iproute2, util-linux, openssh-server and Open MPI (scripts/debian-packages.sh).
-	RealPods bool `json:"realPods,omitempty"`
+	// SimulatePods plays every pod from recorded samples. Unset (the default), the pods whose
+	// image is in the real-image table (realpods.go) run their programs as real processes
+	// (pkg/sandbox/podrun), where the machine can: root, iproute2, util-linux, openssh-server and
+	// Open MPI (scripts/debian-packages.sh); State.RealPodsOff says why not otherwise.
+	SimulatePods bool `json:"simulatePods,omitempty"`
 	// NoGPUOperator leaves out the GPU Operator's operand DaemonSets (gpuoperator.go), which
 	// the sandbox otherwise runs as a cluster with the GPU Operator does: large sandboxes for
 	// scale tests, and tests of a cluster without them.
@@ -181,7 +182,13 @@ type State struct {
 	Webhook WebhookState `json:"webhook"`
 	// Webhooks lists each served admission webhook configuration and where it points.
 	Webhooks []WebhookEndpoint `json:"webhooks,omitempty"`
+	// RealPodsOff is why this machine runs no real pods although the config asks for them
+	// (not root, a program missing): Up found it and fell back to samples.
+	RealPodsOff string `json:"realPodsOff,omitempty"`
 }
+
+// RealPods reports whether the sandbox runs the mapped images' pods as real processes.
+func (s *State) RealPods() bool { return !s.Config.SimulatePods && s.RealPodsOff == "" }
 
 // WebhookEndpoint is one admission webhook configuration the sandbox registered.
 type WebhookEndpoint struct {

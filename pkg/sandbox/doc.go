@@ -22,13 +22,13 @@
 //	etcd/              etcd data (kept across down/up; removed by down --purge)
 //	logs/              one log per component, audit.log
 //	podlogs/           the rendered CRI log of every simulated pod (and the real log of a real pod)
-//	realpods/          with Config.RealPods: the all_reduce_perf stand-in, sshd host key, ssh settings
+//	realpods/          with real pods: the all_reduce_perf stand-in, sshd host key, ssh settings
 //
 // Per-pod behaviour is driven by annotations (AnnoStartAfter, AnnoReadyAfter, AnnoCompleteAfter,
 // AnnoOutcome, AnnoExitCode, AnnoSample) that the agent sets from the scenario unless the pod
 // template already carries them, so a test can ask for, e.g., a 60 s job.
 //
-// With Config.RealPods, pods of the images in realImages run as real processes
+// Unless Config.SimulatePods, pods of the images in realImages run as real processes
 // (pkg/sandbox/podrun) instead: the agent marks them AnnoReal and reports their readiness and end
 // (AnnoRealReady, AnnoRealExit) for the stages; see docs/sandbox-real-pods.md.
 package sandbox

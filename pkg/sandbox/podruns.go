@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -16,7 +17,7 @@ import (
 const AnnoSimulated = AnnoPrefix + "simulated"
 
 // RealPodsOffHint is why a pod is simulated in a sandbox started without real pods.
-const RealPodsOffHint = "real-pod mode off (ain sandbox up --real-pods)"
+const RealPodsOffHint = "turned off (ain sandbox up --real-pods=false)"
 
 // PodRun is how the agent ran one pod: its program as a real process, or simulated and why.
 type PodRun struct {
@@ -51,6 +52,9 @@ func realDecision(off string, pod *corev1.Pod) (realImage, string) {
 		// simulation of the node, not this machine's.
 		return realImage{}, "host network: reads the simulated node"
 	}
+	if why := readsSimulation(pod); why != "" {
+		return realImage{}, why
+	}
 	img := pod.Spec.Containers[0].Image
 	r, ok := lookupRealImage(img)
 	if !ok {
@@ -59,12 +63,38 @@ func realDecision(off string, pod *corev1.Pod) (realImage, string) {
 	return r, ""
 }
 
+// readsSimulation is why pod's program, whatever its image, must read what the sandbox simulates
+// rather than this machine ("" when it need not): the probes ain runs in the job's own image
+// (its storage and image checks) and the fabric's benchmarks.
+func readsSimulation(pod *corev1.Pod) string {
+	c := pod.Spec.Containers[0]
+	cmd := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+	_, storage := runsStorageProbe(pod)
+	_, image := runsImageProbe(pod)
+	_, sysfs := runsProbe(pod)
+	switch {
+	case storage:
+		return "storage probe: reads the shared claim's simulated content"
+	case image:
+		return "image probe: reads the image's simulated content"
+	case sysfs:
+		return "sysfs probe (IB ports, counters): reads the simulated node's files"
+	case strings.Contains(cmd, "nvidia-smi"):
+		return "no GPU here: nvidia-smi's answers are the simulated node's"
+	case pod.Labels["ain.dev/probe"] == "perftest":
+		return "no RDMA device here: perftest's figures follow the simulated link"
+	case pod.Labels["ain.dev/probe"] == "iperf3":
+		return "iperf3 here would measure this machine's veth, not the simulated link"
+	}
+	return ""
+}
+
 // realPodsOff is why the sandbox of st runs no real pods ("" when it does).
 func realPodsOff(st *State) string {
-	if st.Config.RealPods {
-		return ""
+	if st.Config.SimulatePods {
+		return RealPodsOffHint
 	}
-	return RealPodsOffHint
+	return st.RealPodsOff
 }
 
 // recordPodRun appends pod's run to the sandbox's record.

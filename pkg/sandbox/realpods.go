@@ -22,7 +22,7 @@ import (
 	"github.com/ain-hpc/ain/pkg/sandbox/podrun"
 )
 
-// Annotations of a pod that runs as a real process (Config.RealPods). The agent sets AnnoReal
+// Annotations of a pod that runs as a real process (State.RealPods). The agent sets AnnoReal
 // with the plan instead of a sample; the kwok stages then leave Ready and the end to the
 // process: AnnoRealReady when podrun's readiness probe passes (at start without a probe),
 // AnnoRealExit (the terminated reason: Completed, Error or StartError) with AnnoOutcome,
@@ -86,6 +86,12 @@ func lookupRealImage(image string) (realImage, bool) {
 // ncclTests.binary); the stand-in is bind-mounted there.
 const ncclTestsBinary = "/opt/nccl_tests/build/all_reduce_perf"
 
+// RealPodsUnavailableError is a machine that cannot run real pods: not root, or a program
+// missing. The sandbox then plays every pod from samples and says why.
+type RealPodsUnavailableError struct{ Why string }
+
+func (e *RealPodsUnavailableError) Error() string { return e.Why }
+
 // realPodsDir holds what the real images need, made once per sandbox (prepareRealPods).
 func (l Layout) realPodsDir() string { return filepath.Join(l.Dir, "realpods") }
 
@@ -94,7 +100,17 @@ func (l Layout) realPodsDir() string { return filepath.Join(l.Dir, "realpods") }
 // settings into dir, unless they are there already.
 func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("real pods need root (network and mount namespaces)")
+		return &RealPodsUnavailableError{Why: "real pods need root (network and mount namespaces)"}
+	}
+	for _, prog := range []string{"mpicc", "mpirun", "orted", "sshd", "ssh", "ssh-keygen", "ip", "nsenter", "unshare"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			if prog == "sshd" {
+				if _, err := os.Stat("/usr/sbin/sshd"); err == nil {
+					continue
+				}
+			}
+			return &RealPodsUnavailableError{Why: fmt.Sprintf("this machine lacks %s (run scripts/debian-packages.sh as root)", prog)}
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -105,18 +121,11 @@ func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error 
 	if err := writeStandIns(dir); err != nil {
 		return err
 	}
-	// all_reduce_perf is made last (renamed into place): with it, the rest is there.
-	if _, err := os.Stat(filepath.Join(dir, "all_reduce_perf")); err == nil {
-		return nil
-	}
-	for _, prog := range []string{"mpicc", "mpirun", "orted", "sshd", "ssh", "ssh-keygen", "ip", "nsenter", "unshare"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			if prog == "sshd" {
-				if _, err := os.Stat("/usr/sbin/sshd"); err == nil {
-					continue
-				}
-			}
-			return fmt.Errorf("real pods need %s: run scripts/debian-packages.sh as root", prog)
+	// all_reduce_perf is made last (renamed into place): with it, the rest is there, unless
+	// its source changed since.
+	if src, err := os.ReadFile(filepath.Join(dir, "allreduce.c")); err == nil && string(src) == podrun.AllreduceStandIn {
+		if _, err := os.Stat(filepath.Join(dir, "all_reduce_perf")); err == nil {
+			return nil
 		}
 	}
 	files := map[string]string{
@@ -308,6 +317,21 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError",
 			Message: fmt.Sprintf("pod IP %q is outside the real pods' network %s", pod.Status.PodIP, n.Subnet)}, "")
 	}
+	plan := realPlanOf(pod)
+	if plan.ReadyAfter > 0 {
+		// The scenario's slow start: the program starts ReadyAfter after the pod runs.
+		started := time.Now()
+		if pod.Status.StartTime != nil {
+			started = pod.Status.StartTime.Time
+		}
+		if wait := time.Until(started.Add(plan.ReadyAfter)); wait > 0 {
+			return retryAfter(wait)
+		}
+	}
+	planDir, err := a.writePlan(pod, plan)
+	if err != nil {
+		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: err.Error()}, err.Error()+"\n")
+	}
 	secrets, configMaps, err := a.podSources(ctx, pod)
 	if err != nil {
 		return err
@@ -317,7 +341,7 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 		return err
 	}
 	spec := podrun.Spec{Pod: pod, Secrets: secrets, ConfigMaps: configMaps, IP: ip, Network: n,
-		Image: podrunImage(img, a.real.dir), ServiceAccountToken: token, Claims: claimDirs(a.real.dir, pod),
+		Image: withPlan(podrunImage(img, a.real.dir), planDir), ServiceAccountToken: token, Claims: claimDirs(a.real.dir, pod),
 		// Other pods' names resolve as on a cluster: through cluster DNS, not /etc/hosts.
 		Nameserver: clusterDNSIP}
 	p, err := podrun.Start(spec)

@@ -32,15 +32,27 @@ func TestLookupRealImage(t *testing.T) {
 	}
 }
 
-// The real mode is off unless asked for: a Config without it runs no pod for real.
-func TestRealPodsOffByDefault(t *testing.T) {
-	if (Config{}).WithDefaults().RealPods {
-		t.Fatal("RealPods on by default")
+// Real pods are the default; a Config with SimulatePods, or a machine that cannot (the state's
+// RealPodsOff), runs none for real and says why.
+func TestRealPodsOnByDefault(t *testing.T) {
+	if !(&State{Config: Config{}.WithDefaults()}).RealPods() {
+		t.Fatal("real pods off by default")
 	}
-	a := &agent{st: &State{}}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "mpioperator/openmpi:v0.8.0"}}}}
-	if _, why := a.realImageOf(pod); why != RealPodsOffHint {
-		t.Fatalf("an agent without real mode: %q, want %q", why, RealPodsOffHint)
+	for _, tc := range []struct {
+		st  State
+		why string
+	}{
+		{State{Config: Config{SimulatePods: true}}, RealPodsOffHint},
+		{State{RealPodsOff: "real pods need root (network and mount namespaces)"}, "real pods need root (network and mount namespaces)"},
+	} {
+		a := &agent{st: &tc.st}
+		if tc.st.RealPods() {
+			t.Errorf("%+v: real pods on", tc.st)
+		}
+		if _, why := a.realImageOf(pod); why != tc.why {
+			t.Errorf("%+v: %q, want %q", tc.st, why, tc.why)
+		}
 	}
 }
 

@@ -73,7 +73,7 @@ func GetStatus(ctx context.Context, dir string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{Dir: dir, Kubeconfig: st.Kubeconfig, Server: st.Server, Config: st.Config, StartedAt: st.StartedAt,
-		Webhook: st.Webhook, Simulated: simulatedNote(st.Config), Logs: Layout{dir}.Logs(),
+		Webhook: st.Webhook, Simulated: simulatedNote(st), Logs: Layout{dir}.Logs(),
 		Stack: st.Stack(), APIs: st.Stack().APIs(), Webhooks: st.Webhooks}
 	s.Config.Stack = st.Stack()
 	s.RealPodsOff = realPodsOff(st)

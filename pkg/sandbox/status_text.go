@@ -24,7 +24,7 @@ func (s *Status) WriteText(w io.Writer, partlyHint string) {
 	fmt.Fprintf(w, "  stack:      %s (%s)\n", s.Stack, strings.Join(s.APIs, ", "))
 	fmt.Fprintf(w, "  scenario:   %s (%s)\n", s.Config.Scenario, s.Scenario)
 	fmt.Fprintf(w, "  fabric:     %s, %d nodes x %d GPUs, %s: %d\n", s.Config.Fabric, s.Config.Nodes, s.Config.GPUsPerNode, s.Config.RDMAResource, s.Config.RDMACount)
-	if s.Config.RealPods {
+	if s.RealPodsOff == "" {
 		fmt.Fprintf(w, "  real pods:  on (the nccl-tests and training images' pods run as real processes; others are simulated)\n")
 	} else {
 		fmt.Fprintf(w, "  real pods:  off: %s\n", or(s.RealPodsOff, RealPodsOffHint))
@@ -157,12 +157,12 @@ func (st *State) WriteUp(w io.Writer, running bool, asked Config, changeHint str
 	if !st.Webhook.On {
 		fmt.Fprintf(w, "training-operator NOT running: %s\n", st.Webhook.Reason)
 	}
-	fmt.Fprintf(w, "Note: %s\n", simulatedNote(st.Config))
+	fmt.Fprintf(w, "Note: %s\n", simulatedNote(st))
 }
 
 // differs reports whether b asks for another sandbox than a (port-forwards aside: they change
 // nothing the cluster serves).
 func (c Config) differs(b Config) bool {
 	return c.Nodes != b.Nodes || c.GPUsPerNode != b.GPUsPerNode || c.Fabric != b.Fabric || c.Scenario != b.Scenario ||
-		c.RDMAResource != b.RDMAResource || c.RDMACount != b.RDMACount || c.Stack != b.Stack || c.RealPods != b.RealPods
+		c.RDMAResource != b.RDMAResource || c.RDMACount != b.RDMACount || c.Stack != b.Stack || c.SimulatePods != b.SimulatePods
 }

@@ -11,7 +11,7 @@ import (
 // allocatable by resource, taints).
 func TestStatusWriteText(t *testing.T) {
 	s := &Status{Dir: "/s", Stack: StackCurrent, APIs: []string{"kubeflow.org/v2beta1"},
-		Config:     Config{Scenario: "healthy", Fabric: "ib", Nodes: 1, GPUsPerNode: 8, RDMAResource: "rdma/ib", RDMACount: 4},
+		Config:     Config{Scenario: "healthy", Fabric: "ib", Nodes: 1, GPUsPerNode: 8, RDMAResource: "rdma/ib", RDMACount: 4, SimulatePods: true}, RealPodsOff: RealPodsOffHint,
 		Components: []ComponentStatus{{Name: "etcd", Version: "v3.6", PID: 42, Running: true, Ports: map[string]int{"peer": 2, "client": 1}, RSSKiB: 2048}, {Name: "kwok", PID: 43}},
 		Nodes:      []NodeStatus{{Name: "gpu-node-1", Ready: true, Allocatable: map[string]string{"nvidia.com/gpu": "8", "rdma/ib": "4"}, Taints: []string{"nvidia.com/gpu:NoSchedule"}}},
 		Simulated:  "kwok", Logs: "/s/logs"}
@@ -37,7 +37,7 @@ func TestStatusWriteText(t *testing.T) {
 // The status says which pods ran real programs and which were simulated, and why, and why the
 // sandbox runs none for real when it does not.
 func TestStatusWriteTextPodRuns(t *testing.T) {
-	s := &Status{Dir: "/s", Stack: StackCurrent, Running: true, Config: Config{Fabric: "ib", RDMAResource: "rdma/ib", RealPods: true},
+	s := &Status{Dir: "/s", Stack: StackCurrent, Running: true, Config: Config{Fabric: "ib", RDMAResource: "rdma/ib"},
 		PodRuns: []PodRunGroup{
 			{Real: true, Image: "mpioperator/openmpi:v0.8.0", Pods: []string{"default/ar-launcher", "default/ar-worker-0", "default/ar-worker-1"}},
 			{Image: "busybox:1.36", Why: "image not mapped to this machine's programs", Pods: []string{"default/probe-1"}},
@@ -53,7 +53,7 @@ func TestStatusWriteTextPodRuns(t *testing.T) {
 	if got := b.String(); !strings.Contains(got, want) {
 		t.Errorf("status text:\n%s\nwant it to hold:\n%s", got, want)
 	}
-	s.Config.RealPods, s.RealPodsOff, s.PodRuns = false, "this machine lacks sshd (run scripts/debian-packages.sh as root)", nil
+	s.RealPodsOff, s.PodRuns = "this machine lacks sshd (run scripts/debian-packages.sh as root)", nil
 	b.Reset()
 	s.WriteText(&b, "")
 	if got := b.String(); !strings.Contains(got, "  real pods:  off: this machine lacks sshd (run scripts/debian-packages.sh as root)\n") || strings.Contains(got, "Pods so far") {

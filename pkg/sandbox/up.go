@@ -26,9 +26,17 @@ const SimulatedNote = "Nodes and containers are simulated (kwok): pods go throug
 // RealPodsNote replaces SimulatedNote where the sandbox runs real pods.
 const RealPodsNote = "Nodes are simulated (kwok); the pods of the nccl-tests, mpi-operator and training images run their programs as real processes (sshd, Open MPI, torchrun with gloo) in network namespaces of their own, other pods print recorded log samples. No GPU or RDMA device: NCCL's figures come from the simulated fabric. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
 
-// simulatedNote is what the sandbox with cfg simulates.
-func simulatedNote(cfg Config) string {
-	if cfg.RealPods {
+// PodsNote says in a line what runs in the sandbox's pods, for a command's note.
+func (s *State) PodsNote() string {
+	if s.RealPods() {
+		return "the control plane is real; the nccl-tests and training images' pods run their programs (sshd, Open MPI, torchrun) for real; the GPU nodes, NCCL's output and the fabric's figures are simulated"
+	}
+	return "the control plane is real, the GPU nodes and what runs in the pods are simulated (logs are recorded samples)"
+}
+
+// simulatedNote is what the sandbox of st simulates.
+func simulatedNote(st *State) string {
+	if st.RealPods() {
 		return RealPodsNote
 	}
 	return SimulatedNote
@@ -433,10 +441,15 @@ func (u *upRun) startKwok() (*Proc, error) {
 
 // startAgent prepares the real pods' files when the mode is on, then starts the agent.
 func (u *upRun) startAgent(ctx context.Context) (*Proc, error) {
-	if u.cfg.RealPods {
-		// Built once per sandbox, before the agent needs it.
-		if err := prepareRealPods(ctx, u.l.realPodsDir(), u.opts.Cache, u.out); err != nil {
-			return nil, fmt.Errorf("real pods: %w", err)
+	if !u.cfg.SimulatePods {
+		// Built once per sandbox, before the agent needs it. A machine that cannot run them
+		// gets the samples, and the reason in the state (status and the demo say it).
+		var off *RealPodsUnavailableError
+		if err := prepareRealPods(ctx, u.l.realPodsDir(), u.opts.Cache, u.out); errors.As(err, &off) {
+			u.st.RealPodsOff = off.Error()
+			fmt.Fprintf(u.out, "real pods: off: %s; the pods print recorded samples\n", off.Error())
+		} else if err != nil {
+			return nil, fmt.Errorf("real pods (--real-pods=false plays every pod from samples): %w", err)
 		}
 	}
 	if err := saveState(u.st); err != nil {

@@ -22,7 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	sandboxtest.Main(m, sandbox.Config{Nodes: 2, Stack: sandbox.StackCurrent, RealPods: os.Getenv("AIN_REALTEST_OFF") == ""})
+	sandboxtest.Main(m, sandbox.Config{Nodes: 2, Stack: sandbox.StackCurrent, SimulatePods: os.Getenv("AIN_REALTEST_OFF") != ""})
 }
 
 // renderMPIJob renders the allreduce recipe for the mpi-operator (kubeflow.org/v2beta1) the

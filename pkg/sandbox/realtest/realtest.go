@@ -1,5 +1,5 @@
 // Package realtest holds the integration tests of the sandbox's real-pod mode
-// (sandbox.Config.RealPods): MPIJobs as ain renders them run real sshd and Open MPI in the pods'
+// (the sandbox's default; sandbox.Config.SimulatePods turns it off): MPIJobs as ain renders them run real sshd and Open MPI in the pods'
 // network namespaces, on the real controllers. One test binary runs one shared sandbox, hence a
 // package of its own. The tests need root (network and mount namespaces) and the Debian
 // packages of scripts/debian-packages.sh.

@@ -20,7 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	sandboxtest.Main(m, sandbox.Config{Nodes: 2, Stack: sandbox.StackLegacy, RealPods: os.Getenv("AIN_REALTEST_OFF") == ""})
+	sandboxtest.Main(m, sandbox.Config{Nodes: 2, Stack: sandbox.StackLegacy, SimulatePods: os.Getenv("AIN_REALTEST_OFF") != ""})
 }
 
 // TestIntegrationRealTorchrunPyTorchJobSucceeds: `ain train qlora --api training-operator` on the

@@ -4,6 +4,12 @@ Run by torchrun: the process group comes from the environment torchrun gives eac
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT). Every step allreduces rank+1 over gloo
 and prints the sum, which is n(n+1)/2 only when all n ranks took part. Arguments (trl's) are
 accepted and echoed, not used.
+
+What NCCL would print cannot come from this machine: when the sandbox put a plan for this pod in
+/run/ain-sandbox (its hostname's .sample, .exit and .seconds), the NCCL lines are the rendered
+sample's (made from the simulated fabric: sockets on a node the scenario's port is down, say),
+the run lasts at least .seconds, and a run the scenario fails prints the sample's error and exits
+with .exit after the first real allreduce.
 """
 
 import os
@@ -15,6 +21,24 @@ import torch
 import torch.distributed as dist
 
 STEPS = 8
+PLAN_DIR = "/run/ain-sandbox"
+
+
+def plan(pod):
+    """This pod's plan from the sandbox: (sample lines or None, exit code, minimum seconds)."""
+    def read(ext):
+        try:
+            with open(os.path.join(PLAN_DIR, pod + ext), encoding="utf-8") as f:
+                return f.read()
+        except OSError:
+            return None
+    sample = read(".sample")
+    return (sample.splitlines() if sample is not None else None,
+            int((read(".exit") or "0").strip() or 0), float((read(".seconds") or "0").strip() or 0))
+
+
+def is_nccl(line):
+    return " NCCL " in line or line.startswith("NCCL version")
 
 
 def nccl_lines(pod, ip, rank, world):
@@ -64,10 +88,21 @@ def main(argv):
         if a.startswith("--output_dir="):
             out = a
     print(f"INFO:__main__:rank {rank}/{world} on {pod}: trl stand-in, arguments: {' '.join(argv)}")
+    sample, exit_code, seconds = plan(pod)
+    begin = time.monotonic()
     dist.init_process_group("gloo")
     print(f"INFO:__main__:rank {dist.get_rank()}/{dist.get_world_size()}: joined the gloo group at "
           f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}")
-    for line in nccl_lines(pod, ip, rank, world):
+    if exit_code:
+        t = torch.tensor([float(rank + 1)])
+        dist.all_reduce(t)
+        for line in sample or []:
+            print(line)
+        sys.stdout.flush()
+        time.sleep(max(0.0, seconds - (time.monotonic() - begin)))
+        return exit_code
+    lines = [l for l in sample if is_nccl(l)] if sample is not None else nccl_lines(pod, ip, rank, world)
+    for line in lines:
         print(line)
     if rank == 0:
         print("trainable params: 41,943,040 || all params: 7,657,558,016 || trainable%: 0.5477")
@@ -81,6 +116,8 @@ def main(argv):
         if got != want:
             print(f"ain-standin allreduce: rank {rank}: sum {got:g}, want {want:g}", file=sys.stderr)
             return 1
+        # A long run (the scenario's completeAfter) spreads its steps over that time.
+        time.sleep(max(0.0, (seconds - (time.monotonic() - begin)) / (STEPS - step + 1)))
         if rank == 0:
             loss = 1.8342 * (0.93 ** (step - 1))
             lr = 0.0002 * (1 - (step - 1) / STEPS)
