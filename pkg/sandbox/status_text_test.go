@@ -11,7 +11,7 @@ import (
 // allocatable by resource, taints).
 func TestStatusWriteText(t *testing.T) {
 	s := &Status{Dir: "/s", Stack: StackCurrent, APIs: []string{"kubeflow.org/v2beta1"},
-		Config:     Config{Scenario: "healthy", Fabric: "ib", Nodes: 1, GPUsPerNode: 8, RDMAResource: "rdma/ib", RDMACount: 4, SimulatePods: true}, RealPodsOff: RealPodsOffHint,
+		Config: Config{Scenario: "healthy", Fabric: "ib", Nodes: 1, GPUsPerNode: 8, RDMAResource: "rdma/ib", RDMACount: 4, SimulatePods: true}, RealPodsOff: RealPodsOffHint,
 		Components: []ComponentStatus{{Name: "etcd", Version: "v3.6", PID: 42, Running: true, Ports: map[string]int{"peer": 2, "client": 1}, RSSKiB: 2048}, {Name: "kwok", PID: 43}},
 		Nodes:      []NodeStatus{{Name: "gpu-node-1", Ready: true, Allocatable: map[string]string{"nvidia.com/gpu": "8", "rdma/ib": "4"}, Taints: []string{"nvidia.com/gpu:NoSchedule"}}},
 		Simulated:  "kwok", Logs: "/s/logs"}
