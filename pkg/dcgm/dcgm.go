@@ -12,7 +12,12 @@
 // gpu_uuid are read too), pci_bus_id, device, modelName, GPU_I_PROFILE and GPU_I_ID on MIG,
 // Hostname (hostname since dcgm-exporter's rename of the label), then the pod attributes
 // container, namespace and pod when the exporter maps GPUs to pods (its kubernetes
-// transformation), and label fields such as DCGM_FI_DRIVER_VERSION.
+// transformation; container_name, pod_namespace and pod_name instead when it runs with
+// --use-old-namespace, DCGM_EXPORTER_USE_OLD_NAMESPACE: internal/pkg/transformation/const.go),
+// and label fields such as DCGM_FI_DRIVER_VERSION. The exporter's --kubernetes-gpu-id-type
+// (device-name on GKE, whose device plugin names GPUs nvidia0...) changes only how it finds a
+// GPU's pod, not the labels it writes: gpu is still the index and device the nvidiaN name
+// (internal/pkg/collector: Metric.GetIDOfType; the render template), so pods map the same.
 //
 // # Fields
 //
@@ -221,7 +226,8 @@ func fromFamilies(fams map[string]*dto.MetricFamily) *Sample {
 			k := gpuKey{
 				host: first(l, "Hostname", "hostname"), gpu: l["gpu"],
 				uuid: first(l, "UUID", "uuid", "gpu_uuid"), mig: l["GPU_I_ID"],
-				ns: l["namespace"], pod: l["pod"], container: l["container"],
+				ns: first(l, "namespace", "pod_namespace"), pod: first(l, "pod", "pod_name"),
+				container: first(l, "container", "container_name"),
 			}
 			if k.gpu == "" && k.uuid == "" || l["nvlink"] != "" || l["nvswitch"] != "" {
 				continue // a link, switch or CPU series, not a GPU's

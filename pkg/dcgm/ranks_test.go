@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -159,5 +161,32 @@ func TestIdleGPUInsideAPod(t *testing.T) {
 	snap := Ranks(gs, []RankPod{{Namespace: "ns", Pod: "p", Node: "n1", Label: "worker-0"}}, at)
 	if snap.Bound != Straggler || !slices.Equal(snap.Idle, []string{"worker-0 GPU 5"}) {
 		t.Fatalf("bound %s idle %v", snap.Bound, snap.Idle)
+	}
+}
+
+// TestRanksWithOldNamespaceLabels: an exporter run with --use-old-namespace labels GPUs
+// pod_name, pod_namespace and container_name; its ranks map as with pod, namespace, container.
+// A --kubernetes-gpu-id-type device-name exporter (GKE) writes the same gpu and device labels
+// (only its pod lookup differs), which idle-rank.txt already has.
+func TestRanksWithOldNamespaceLabels(t *testing.T) {
+	b, err := os.ReadFile("testdata/idle-rank.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := regexp.MustCompile(`container="([^"]*)",namespace="([^"]*)",pod="([^"]*)"`).
+		ReplaceAllString(string(b), `container_name="$1",pod_name="$3",pod_namespace="$2"`)
+	if strings.Contains(page, `pod="`) || !strings.Contains(page, `pod_name="llama-ft-node-0-5-p8v2k"`) {
+		t.Fatal("the page was not rewritten")
+	}
+	s, err := Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GPUs[0].Container != "node" || s.GPUs[0].PodName() != "ml-team/llama-ft-node-0-0-x7k2p" {
+		t.Fatalf("%+v", s.GPUs[0])
+	}
+	snap := Ranks(s.GPUs, idleRankPods(), at)
+	if snap.Unmapped || len(snap.Ranks) != 8 || snap.Bound != Straggler || !slices.Equal(snap.Idle, []string{"rank 5"}) {
+		t.Fatalf("unmapped %v, %d ranks, %s %v", snap.Unmapped, len(snap.Ranks), snap.Bound, snap.Idle)
 	}
 }
