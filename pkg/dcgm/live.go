@@ -27,8 +27,8 @@ import (
 	"github.com/ain-hpc/ain/pkg/next"
 )
 
-// ExporterPort is dcgm-exporter's port (NVIDIA/dcgm-exporter --address default ":9400"; the GPU
-// Operator's nvidia-dcgm-exporter pods listen on it).
+// ExporterPort is dcgm-exporter's default port (NVIDIA/dcgm-exporter --address default ":9400"),
+// read where the exporter's pod names none (see exporterPort).
 const ExporterPort = 9400
 
 // ExporterSelectors find dcgm-exporter pods: the GPU Operator's operand (app=nvidia-dcgm-exporter,
@@ -39,6 +39,8 @@ var ExporterSelectors = []string{"app=nvidia-dcgm-exporter", "app.kubernetes.io/
 // Exporter is one running dcgm-exporter pod.
 type Exporter struct {
 	Namespace, Pod, Node string
+	// Port is where its /metrics page is served (0: ExporterPort).
+	Port int
 }
 
 // String is the exporter as progress lines name it: namespace/pod on node.
@@ -93,7 +95,7 @@ func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string)
 					continue
 				}
 				if _, ok := byNode[p.Spec.NodeName]; !ok {
-					byNode[p.Spec.NodeName] = Exporter{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName}
+					byNode[p.Spec.NodeName] = Exporter{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName, Port: exporterPort(&p)}
 				}
 			}
 		}
@@ -114,6 +116,27 @@ func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string)
 	return out, nil
 }
 
+// exporterPort is the port of p's exporter: the container port named metrics (the GPU Operator's
+// and the Helm chart's name for it, both set from the exporter's --address), else the first TCP
+// container port, else ExporterPort.
+func exporterPort(p *corev1.Pod) int {
+	var first int32
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			if cp.Name == "metrics" {
+				return int(cp.ContainerPort)
+			}
+			if first == 0 {
+				first = cp.ContainerPort
+			}
+		}
+	}
+	return cmp.Or(int(first), ExporterPort)
+}
+
 // Scrape reads an exporter's /metrics page through the API server, as `kubectl port-forward`
 // does (a WebSocket tunnel, SPDY where the server offers only that), on a port of 127.0.0.1
 // that lives as long as the call; the page is parsed as Parse does.
@@ -126,7 +149,7 @@ func Scrape(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, e Ex
 		return nil, err
 	}
 	stop, ready := make(chan struct{}), make(chan struct{})
-	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(ExporterPort)}, stop, ready, io.Discard, io.Discard)
+	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(cmp.Or(e.Port, ExporterPort))}, stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		return nil, err
 	}
