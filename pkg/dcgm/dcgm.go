@@ -1,6 +1,7 @@
 // Package dcgm reads the Prometheus text exposition of NVIDIA's dcgm-exporter (the GPU Operator's
-// nvidia-dcgm-exporter DaemonSet, port 9400, /metrics) and says, per GPU and per pod holding it,
-// what the key DCGM fields show and what a person should do about it.
+// nvidia-dcgm-exporter DaemonSet; its pods' metrics port, 9400 by default; /metrics) and says,
+// per GPU and per pod holding it, what the key DCGM fields show and what a person should do
+// about it.
 //
 // # Input
 //
@@ -40,6 +41,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -85,6 +87,8 @@ type GPU struct {
 	Namespace string `json:"namespace,omitempty"`
 	Pod       string `json:"pod,omitempty"`
 	Container string `json:"container,omitempty"`
+	// ReadAt is when its page was read, on a live read (NodeReader); zero for a file.
+	ReadAt time.Time `json:"read_at,omitzero"`
 
 	UtilPct      *float64 `json:"gpu_util_pct,omitempty"`
 	SMActive     *float64 `json:"sm_active,omitempty"`     // 0..1

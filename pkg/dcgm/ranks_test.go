@@ -190,3 +190,29 @@ func TestRanksWithOldNamespaceLabels(t *testing.T) {
 		t.Fatalf("unmapped %v, %d ranks, %s %v", snap.Unmapped, len(snap.Ranks), snap.Bound, snap.Idle)
 	}
 }
+
+// TestRankLinesShowTheirReadTime: a sample spans its pages' reads; each rank's line (and its
+// At) is its own page's read time, the verdict the sample's end.
+func TestRankLinesShowTheirReadTime(t *testing.T) {
+	sm := 0.95
+	end := at.Add(10 * time.Second)
+	sm1 := Sampler{
+		Read: func(context.Context, []string) ([]GPU, error) {
+			return []GPU{
+				{Host: "n1", GPU: "0", Namespace: "ns", Pod: "w0", SMActive: &sm, ReadAt: at.Add(time.Second)},
+				{Host: "n2", GPU: "0", Namespace: "ns", Pod: "w1", SMActive: &sm, ReadAt: at.Add(9 * time.Second)},
+			}, nil
+		},
+		Now: func() time.Time { return end },
+	}
+	snap := sm1.Sample(context.Background(), []RankPod{{Namespace: "ns", Pod: "w0", Node: "n1", Label: "worker-0"}, {Namespace: "ns", Pod: "w1", Node: "n2", Label: "worker-1"}})
+	if len(snap.Ranks) != 2 || !snap.Ranks[0].At.Equal(at.Add(time.Second)) || !snap.At.Equal(end) {
+		t.Fatalf("%+v", snap)
+	}
+	lines := snap.Lines()
+	for i, want := range []string{"GPU 10:00:01 worker-0 on n1", "GPU 10:00:09 worker-1 on n2", "GPU 10:00:10 every rank's GPUs are busy"} {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d: want %q in\n%s", i, want, strings.Join(lines, "\n"))
+		}
+	}
+}
