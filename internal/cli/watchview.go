@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"time"
 
 	"github.com/ain-hpc/ain/pkg/dcgm"
@@ -28,11 +27,11 @@ func (a *App) watchView(kc *kube.Clients, gpuMetrics, bench bool) func(time.Time
 		if !gpuMetrics {
 			return v.Update, v.Stop
 		}
+		// One reader per watched job: it keeps the exporter pods it found for the next samples.
+		r := &dcgm.NodeReader{Config: kc.Config, Kube: kc.Kube, Timeout: 10 * time.Second, Now: a.Now}
 		m := dcgm.JobMonitor{
-			Interval: gpuMetricsEvery,
-			Sampler: dcgm.Sampler{Now: a.Now, Read: func(ctx context.Context, nodes []string) ([]dcgm.GPU, error) {
-				return dcgm.ReadNodes(ctx, kc.Config, kc.Kube, nodes, 10*time.Second, nil)
-			}},
+			Interval:  gpuMetricsEvery,
+			Sampler:   dcgm.Sampler{Now: a.Now, Read: r.Read},
 			Emit:      func(s dcgm.Snapshot) { v.Note(s.Lines()) },
 			NoVerdict: bench,
 		}

@@ -1,6 +1,7 @@
 // Package dcgm reads the Prometheus text exposition of NVIDIA's dcgm-exporter (the GPU Operator's
-// nvidia-dcgm-exporter DaemonSet, port 9400, /metrics) and says, per GPU and per pod holding it,
-// what the key DCGM fields show and what a person should do about it.
+// nvidia-dcgm-exporter DaemonSet; its pods' metrics port, 9400 by default; /metrics) and says,
+// per GPU and per pod holding it, what the key DCGM fields show and what a person should do
+// about it.
 //
 // # Input
 //
@@ -12,7 +13,12 @@
 // gpu_uuid are read too), pci_bus_id, device, modelName, GPU_I_PROFILE and GPU_I_ID on MIG,
 // Hostname (hostname since dcgm-exporter's rename of the label), then the pod attributes
 // container, namespace and pod when the exporter maps GPUs to pods (its kubernetes
-// transformation), and label fields such as DCGM_FI_DRIVER_VERSION.
+// transformation; container_name, pod_namespace and pod_name instead when it runs with
+// --use-old-namespace, DCGM_EXPORTER_USE_OLD_NAMESPACE: internal/pkg/transformation/const.go),
+// and label fields such as DCGM_FI_DRIVER_VERSION. The exporter's --kubernetes-gpu-id-type
+// (device-name on GKE, whose device plugin names GPUs nvidia0...) changes only how it finds a
+// GPU's pod, not the labels it writes: gpu is still the index and device the nvidiaN name
+// (internal/pkg/collector: Metric.GetIDOfType; the render template), so pods map the same.
 //
 // # Fields
 //
@@ -35,6 +41,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -80,6 +87,8 @@ type GPU struct {
 	Namespace string `json:"namespace,omitempty"`
 	Pod       string `json:"pod,omitempty"`
 	Container string `json:"container,omitempty"`
+	// ReadAt is when its page was read, on a live read (NodeReader); zero for a file.
+	ReadAt time.Time `json:"read_at,omitzero"`
 
 	UtilPct      *float64 `json:"gpu_util_pct,omitempty"`
 	SMActive     *float64 `json:"sm_active,omitempty"`     // 0..1
@@ -221,7 +230,8 @@ func fromFamilies(fams map[string]*dto.MetricFamily) *Sample {
 			k := gpuKey{
 				host: first(l, "Hostname", "hostname"), gpu: l["gpu"],
 				uuid: first(l, "UUID", "uuid", "gpu_uuid"), mig: l["GPU_I_ID"],
-				ns: l["namespace"], pod: l["pod"], container: l["container"],
+				ns: first(l, "namespace", "pod_namespace"), pod: first(l, "pod", "pod_name"),
+				container: first(l, "container", "container_name"),
 			}
 			if k.gpu == "" && k.uuid == "" || l["nvlink"] != "" || l["nvswitch"] != "" {
 				continue // a link, switch or CPU series, not a GPU's

@@ -3,7 +3,6 @@ package dcgm
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +25,8 @@ import (
 	"github.com/ain-hpc/ain/pkg/next"
 )
 
-// ExporterPort is dcgm-exporter's port (NVIDIA/dcgm-exporter --address default ":9400"; the GPU
-// Operator's nvidia-dcgm-exporter pods listen on it).
+// ExporterPort is dcgm-exporter's default port (NVIDIA/dcgm-exporter --address default ":9400"),
+// read where the exporter's pod names none (see exporterPort).
 const ExporterPort = 9400
 
 // ExporterSelectors find dcgm-exporter pods: the GPU Operator's operand (app=nvidia-dcgm-exporter,
@@ -39,6 +37,8 @@ var ExporterSelectors = []string{"app=nvidia-dcgm-exporter", "app.kubernetes.io/
 // Exporter is one running dcgm-exporter pod.
 type Exporter struct {
 	Namespace, Pod, Node string
+	// Port is where its /metrics page is served (0: ExporterPort).
+	Port int
 }
 
 // String is the exporter as progress lines name it: namespace/pod on node.
@@ -66,18 +66,33 @@ func (e *NoExporterError) Error() string {
 // FindExporters finds the running exporter pod of each node; nodes without one are in a
 // NoExporterError returned beside the exporters found.
 func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string) ([]Exporter, error) {
-	byNode := map[string]Exporter{}
+	found, err := listExporters(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	return found.of(nodes)
+}
+
+// exporterSet is what one look for the exporter pods found: the running exporter of each node,
+// and the namespaces where the caller may not list pods ("" for all).
+type exporterSet struct {
+	byNode    map[string]Exporter
+	forbidden []string
+}
+
+// listExporters lists the exporter pods of all nodes.
+func listExporters(ctx context.Context, cs kubernetes.Interface) (*exporterSet, error) {
+	found := &exporterSet{byNode: map[string]Exporter{}}
 	// All namespaces; a user without a cluster-wide pod list reads the namespaces the GPU
 	// Operator is installed into (its README's -n gpu-operator; OpenShift's nvidia-gpu-operator).
 	namespaces := []string{metav1.NamespaceAll}
-	var forbidden []string
 	for i := 0; i < len(namespaces); i++ {
 		for _, sel := range ExporterSelectors {
 			list, err := cs.CoreV1().Pods(namespaces[i]).List(ctx, metav1.ListOptions{LabelSelector: sel})
 			switch {
 			case apierrors.IsForbidden(err):
-				if !slices.Contains(forbidden, namespaces[i]) {
-					forbidden = append(forbidden, namespaces[i])
+				if !slices.Contains(found.forbidden, namespaces[i]) {
+					found.forbidden = append(found.forbidden, namespaces[i])
 				}
 				if namespaces[i] == metav1.NamespaceAll && len(namespaces) == 1 {
 					namespaces = append(namespaces, "gpu-operator", "nvidia-gpu-operator")
@@ -92,16 +107,31 @@ func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string)
 				if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 					continue
 				}
-				if _, ok := byNode[p.Spec.NodeName]; !ok {
-					byNode[p.Spec.NodeName] = Exporter{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName}
+				if _, ok := found.byNode[p.Spec.NodeName]; !ok {
+					found.byNode[p.Spec.NodeName] = Exporter{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName, Port: exporterPort(&p)}
 				}
 			}
 		}
 	}
+	return found, nil
+}
+
+// has reports whether every node of nodes has an exporter in s.
+func (s *exporterSet) has(nodes []string) bool {
+	for _, n := range nodes {
+		if _, ok := s.byNode[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// of is the exporters of nodes, by node, with a NoExporterError for the nodes that have none.
+func (s *exporterSet) of(nodes []string) ([]Exporter, error) {
 	var out []Exporter
 	var missing []string
 	for _, n := range nodes {
-		if e, ok := byNode[n]; ok {
+		if e, ok := s.byNode[n]; ok {
 			out = append(out, e)
 		} else {
 			missing = append(missing, n)
@@ -109,9 +139,30 @@ func FindExporters(ctx context.Context, cs kubernetes.Interface, nodes []string)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	if len(missing) > 0 {
-		return out, &NoExporterError{Nodes: missing, Forbidden: forbidden}
+		return out, &NoExporterError{Nodes: missing, Forbidden: s.forbidden}
 	}
 	return out, nil
+}
+
+// exporterPort is the port of p's exporter: the container port named metrics (the GPU Operator's
+// and the Helm chart's name for it, both set from the exporter's --address), else the first TCP
+// container port, else ExporterPort.
+func exporterPort(p *corev1.Pod) int {
+	var first int32
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Protocol != "" && cp.Protocol != corev1.ProtocolTCP {
+				continue
+			}
+			if cp.Name == "metrics" {
+				return int(cp.ContainerPort)
+			}
+			if first == 0 {
+				first = cp.ContainerPort
+			}
+		}
+	}
+	return cmp.Or(int(first), ExporterPort)
 }
 
 // Scrape reads an exporter's /metrics page through the API server, as `kubectl port-forward`
@@ -126,7 +177,7 @@ func Scrape(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, e Ex
 		return nil, err
 	}
 	stop, ready := make(chan struct{}), make(chan struct{})
-	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(ExporterPort)}, stop, ready, io.Discard, io.Discard)
+	fw, err := portforward.NewOnAddressesForStreaming(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(cmp.Or(e.Port, ExporterPort))}, stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -174,63 +225,6 @@ func dialerFor(cfg *rest.Config, target *url.URL) (httpstream.Dialer, error) {
 	return portforward.NewFallbackDialerForStreaming(ws, spdyDialer, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	}), nil
-}
-
-// scrapeAtOnce bounds the exporters ReadNodes reads at the same time: one port-forward each
-// through the API server; one after another, a 64-node job's sample took longer than its
-// interval.
-const scrapeAtOnce = 8
-
-// ReadNodes scrapes the exporter of every node in nodes, each bounded by timeout, up to
-// scrapeAtOnce at a time, and returns the GPUs of those it read, in node order, with an error
-// for the others (a NoExporterError for nodes without an exporter, a ScrapeError per failed read;
-// errors.Join of them): one node that cannot be read does not lose the others. progress, when
-// set, is told each node before it is read (from the reading goroutines, one at a time).
-func ReadNodes(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, nodes []string, timeout time.Duration, progress func(Exporter)) ([]GPU, error) {
-	exps, findErr := FindExporters(ctx, cs, nodes)
-	var ne *NoExporterError
-	if findErr != nil && !errors.As(findErr, &ne) {
-		return nil, findErr
-	}
-	samples := make([]*Sample, len(exps))
-	errs := make([]error, len(exps))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, scrapeAtOnce)
-	for i, e := range exps {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			if ctx.Err() != nil {
-				return
-			}
-			if progress != nil {
-				mu.Lock()
-				progress(e)
-				mu.Unlock()
-			}
-			samples[i], errs[i] = Scrape(ctx, cfg, cs, e, timeout)
-		})
-	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	all := []error{findErr}
-	var gpus []GPU
-	for i, e := range exps {
-		if errs[i] != nil {
-			all = append(all, &ScrapeError{Exporter: e, Err: errs[i]})
-			continue
-		}
-		for _, g := range samples[i].GPUs {
-			if g.Host == "" {
-				g.Host = e.Node
-			}
-			gpus = append(gpus, g)
-		}
-	}
-	return gpus, errors.Join(all...)
 }
 
 // ScrapeError is a failed read of one exporter's page.

@@ -44,3 +44,27 @@ func TestNotJudged(t *testing.T) {
 		t.Errorf("summary %q, not judged %q", r.Summary, r.NotJudged)
 	}
 }
+
+// TestFindExportersPort: each exporter is read on its pod's container port named metrics, else
+// its first TCP container port, else 9400.
+func TestFindExportersPort(t *testing.T) {
+	exporter := func(node string, ports ...corev1.ContainerPort) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "dcgm-exporter-" + node, Namespace: "monitoring", Labels: map[string]string{"app.kubernetes.io/name": "dcgm-exporter"}},
+			Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "sidecar"}, {Name: "exporter", Ports: ports}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	cs := fake.NewClientset(
+		exporter("n1", corev1.ContainerPort{Name: "health", ContainerPort: 8080}, corev1.ContainerPort{Name: "metrics", ContainerPort: 9500}),
+		exporter("n2", corev1.ContainerPort{Name: "stats", ContainerPort: 9100, Protocol: corev1.ProtocolUDP}, corev1.ContainerPort{ContainerPort: 9401}),
+		exporter("n3"),
+	)
+	exps, err := FindExporters(context.Background(), cs, []string{"n1", "n2", "n3"})
+	if err != nil || len(exps) != 3 {
+		t.Fatalf("%+v %v", exps, err)
+	}
+	for i, want := range []int{9500, 9401, ExporterPort} {
+		if exps[i].Port != want {
+			t.Errorf("%s: port %d, want %d", exps[i], exps[i].Port, want)
+		}
+	}
+}

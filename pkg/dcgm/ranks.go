@@ -1,6 +1,7 @@
 package dcgm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,9 @@ type RankPod struct {
 type RankGPUs struct {
 	Pod  RankPod `json:"pod"`
 	GPUs int     `json:"gpus"` // how many GPUs the exporter maps to the pod
+	// At is when its node's page was read (the latest GPU.ReadAt of its GPUs; zero when the
+	// reader keeps none): a sample of many nodes spans its reads, so the rank's line shows this.
+	At time.Time `json:"at,omitzero"`
 
 	UtilPct        *float64 `json:"gpu_util_pct,omitempty"` // of the GPUs that are not MIG instances
 	SMActive       *float64 `json:"sm_active,omitempty"`
@@ -82,6 +86,7 @@ const (
 
 // Snapshot is one scrape of a job's GPUs, rank by rank.
 type Snapshot struct {
+	// At is when the sample ended (its last page read); each rank has its own read time.
 	At      time.Time  `json:"at"`
 	Ranks   []RankGPUs `json:"ranks"`
 	Missing []RankPod  `json:"missing,omitempty"` // pods whose node was read but no GPU is mapped to them
@@ -161,6 +166,9 @@ func rankOf(p RankPod, gs []GPU) RankGPUs {
 		}
 		if g.XID != nil && *g.XID != 0 {
 			r.XIDs = append(r.XIDs, *g.XID)
+		}
+		if g.ReadAt.After(r.At) {
+			r.At = g.ReadAt
 		}
 	}
 	r.UtilPct, r.SMActive, r.TensorActive, r.GREngineActive = util.get(), sm.get(), tensor.get(), gr.get()
@@ -279,8 +287,8 @@ func judge(ranks []RankGPUs) (Boundness, []string) {
 	return Mixed, nil
 }
 
-// Sampler reads a job's GPUs: Read scrapes the exporters of the given nodes (ReadNodes bound to
-// a cluster); Now is the clock.
+// Sampler reads a job's GPUs: Read scrapes the exporters of the given nodes (a NodeReader's
+// Read, which keeps the exporter pods it found for the job's next samples); Now is the clock.
 type Sampler struct {
 	Read func(ctx context.Context, nodes []string) ([]GPU, error)
 	Now  func() time.Time
@@ -320,15 +328,17 @@ func (s *Snapshot) WriteLines(w io.Writer, prefix string) {
 }
 
 // Lines are what a person reads while the job runs: one line per rank, then the pods without a
-// GPU, a read error, and the verdict on the whole, each starting "GPU HH:MM:SS".
+// GPU, a read error, and the verdict on the whole, each starting "GPU HH:MM:SS": a rank's
+// line its page's read time, the others the sample's end.
 func (s *Snapshot) Lines() []string {
-	at := "GPU " + s.At.UTC().Format("15:04:05")
+	stamp := func(t time.Time) string { return "GPU " + t.UTC().Format("15:04:05") }
+	at := stamp(s.At)
 	var out []string
 	if s.Unmapped {
 		out = append(out, at+": the exporter does not label GPUs with pods, so no GPU can be told a rank's (dcgm-exporter's Kubernetes mapping is off)")
 	}
 	for i := range s.Ranks {
-		out = append(out, at+" "+s.Ranks[i].line())
+		out = append(out, stamp(cmp.Or(s.Ranks[i].At, s.At))+" "+s.Ranks[i].line())
 	}
 	for _, p := range s.Missing {
 		out = append(out, fmt.Sprintf("%s %s on %s: no GPU of the exporter is mapped to this pod", at, p.Label, p.Node))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -159,5 +161,58 @@ func TestIdleGPUInsideAPod(t *testing.T) {
 	snap := Ranks(gs, []RankPod{{Namespace: "ns", Pod: "p", Node: "n1", Label: "worker-0"}}, at)
 	if snap.Bound != Straggler || !slices.Equal(snap.Idle, []string{"worker-0 GPU 5"}) {
 		t.Fatalf("bound %s idle %v", snap.Bound, snap.Idle)
+	}
+}
+
+// TestRanksWithOldNamespaceLabels: an exporter run with --use-old-namespace labels GPUs
+// pod_name, pod_namespace and container_name; its ranks map as with pod, namespace, container.
+// A --kubernetes-gpu-id-type device-name exporter (GKE) writes the same gpu and device labels
+// (only its pod lookup differs), which idle-rank.txt already has.
+func TestRanksWithOldNamespaceLabels(t *testing.T) {
+	b, err := os.ReadFile("testdata/idle-rank.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := regexp.MustCompile(`container="([^"]*)",namespace="([^"]*)",pod="([^"]*)"`).
+		ReplaceAllString(string(b), `container_name="$1",pod_name="$3",pod_namespace="$2"`)
+	if strings.Contains(page, `pod="`) || !strings.Contains(page, `pod_name="llama-ft-node-0-5-p8v2k"`) {
+		t.Fatal("the page was not rewritten")
+	}
+	s, err := Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GPUs[0].Container != "node" || s.GPUs[0].PodName() != "ml-team/llama-ft-node-0-0-x7k2p" {
+		t.Fatalf("%+v", s.GPUs[0])
+	}
+	snap := Ranks(s.GPUs, idleRankPods(), at)
+	if snap.Unmapped || len(snap.Ranks) != 8 || snap.Bound != Straggler || !slices.Equal(snap.Idle, []string{"rank 5"}) {
+		t.Fatalf("unmapped %v, %d ranks, %s %v", snap.Unmapped, len(snap.Ranks), snap.Bound, snap.Idle)
+	}
+}
+
+// TestRankLinesShowTheirReadTime: a sample spans its pages' reads; each rank's line (and its
+// At) is its own page's read time, the verdict the sample's end.
+func TestRankLinesShowTheirReadTime(t *testing.T) {
+	sm := 0.95
+	end := at.Add(10 * time.Second)
+	sm1 := Sampler{
+		Read: func(context.Context, []string) ([]GPU, error) {
+			return []GPU{
+				{Host: "n1", GPU: "0", Namespace: "ns", Pod: "w0", SMActive: &sm, ReadAt: at.Add(time.Second)},
+				{Host: "n2", GPU: "0", Namespace: "ns", Pod: "w1", SMActive: &sm, ReadAt: at.Add(9 * time.Second)},
+			}, nil
+		},
+		Now: func() time.Time { return end },
+	}
+	snap := sm1.Sample(context.Background(), []RankPod{{Namespace: "ns", Pod: "w0", Node: "n1", Label: "worker-0"}, {Namespace: "ns", Pod: "w1", Node: "n2", Label: "worker-1"}})
+	if len(snap.Ranks) != 2 || !snap.Ranks[0].At.Equal(at.Add(time.Second)) || !snap.At.Equal(end) {
+		t.Fatalf("%+v", snap)
+	}
+	lines := snap.Lines()
+	for i, want := range []string{"GPU 10:00:01 worker-0 on n1", "GPU 10:00:09 worker-1 on n2", "GPU 10:00:10 every rank's GPUs are busy"} {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d: want %q in\n%s", i, want, strings.Join(lines, "\n"))
+		}
 	}
 }

@@ -133,9 +133,9 @@ func TestJobMonitorOnTheSandbox(t *testing.T) {
 		}
 		snapPods = append(snapPods, jobs.PodInfo{Name: name, Replica: "worker", Index: i, Phase: "Running", Node: sandbox.NodeName(i + 1)})
 	}
-	sampler := dcgm.Sampler{Read: func(ctx context.Context, nodes []string) ([]dcgm.GPU, error) {
-		return dcgm.ReadNodes(ctx, sb.REST, cs, nodes, 10*time.Second, nil)
-	}}
+	// One reader for every try: its exporters, once found, are read again through it.
+	reader := &dcgm.NodeReader{Config: sb.REST, Kube: cs, Timeout: 10 * time.Second}
+	sampler := dcgm.Sampler{Read: reader.Read}
 	var s dcgm.Snapshot
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
 		got := make(chan dcgm.Snapshot, 1)
@@ -153,7 +153,7 @@ func TestJobMonitorOnTheSandbox(t *testing.T) {
 		t.Fatalf("want both ranks with their busy GPU:\n%s", b.String())
 	}
 	for i, r := range s.Ranks {
-		if r.GPUs != 1 || r.Pod.Node != sandbox.NodeName(i+1) || r.Pod.Label != fmt.Sprintf("worker-%d", i) {
+		if r.GPUs != 1 || r.Pod.Node != sandbox.NodeName(i+1) || r.Pod.Label != fmt.Sprintf("worker-%d", i) || r.At.IsZero() || r.At.After(s.At) {
 			t.Errorf("rank %d: %+v", i, r)
 		}
 	}
