@@ -132,10 +132,21 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 		return err
 	}
 	if st.RealPods() {
-		a.real = newRealPods(Layout{stateDir}.realPodsDir(), log, cs, Layout{stateDir}.kubeconfigFor("coredns"))
-		// After the workers below are done (deferred calls run last in, first out: this one
-		// after wg.Wait returned): every real pod is stopped and the bridge removed.
-		defer a.real.close()
+		lock, busy, err := lockRealPods(stateDir, 10*time.Second)
+		switch {
+		case err != nil:
+			return err
+		case busy != "":
+			// Another sandbox took the machine's real-pod network since Up looked.
+			a.realOff = busy
+			fmt.Fprintf(log, "sandbox agent: real pods off: %s\n", busy)
+		default:
+			defer lock.Close()
+			a.real = newRealPods(Layout{stateDir}.realPodsDir(), log, cs, Layout{stateDir}.kubeconfigFor("coredns"))
+			// After the workers below are done (deferred calls run last in, first out: this one
+			// after wg.Wait returned): every real pod is stopped and the bridge removed.
+			defer a.real.close()
+		}
 	}
 	inf := coreinformers.NewPodInformer(cs, metav1.NamespaceAll, 10*time.Minute, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	a.lister = corelisters.NewPodLister(inf.GetIndexer())
@@ -215,6 +226,8 @@ type agent struct {
 	// real runs the pods of the real-image table as real processes (State.RealPods); nil
 	// when the mode is off.
 	real *realPods
+	// realOff is why real is nil although the state asks for real pods.
+	realOff string
 	// traffic is what the simulated collectives sent over each node's RDMA ports: node ->
 	// "mlx5_0:1" -> bytes (sent and received alike). The counter probes read it (SampleData.Traffic).
 	traffic map[string]map[string]uint64

@@ -216,11 +216,14 @@ func (r *realPods) network(ctx context.Context) (*podrun.Network, error) {
 		return r.net, nil
 	}
 	// One bridge per machine can hold the subnet: a second one's route would lose to the
-	// first, and probes would go to the wrong pods. A bridge left by an agent that was killed
-	// (or another real-mode sandbox) is named, not removed: it may be in use.
+	// first, and probes would go to the wrong pods. The agent holds the machine's real-pod lock
+	// (lockRealPods), so a bridge that holds the address is one a killed agent left: removed.
 	if out, _ := exec.Command("ip", "-o", "addr", "show", "to", realPodGateway+"/32").Output(); len(strings.TrimSpace(string(out))) > 0 {
 		dev := strings.TrimSuffix(strings.Fields(string(out) + " ? ?")[1], ":")
-		return nil, fmt.Errorf("%s already holds the real pods' address %s (another real-mode sandbox, or one that was killed: `ip link del %s`)", dev, realPodGateway, dev)
+		if out, err := exec.Command("ip", "link", "del", dev).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("%s holds the real pods' address %s and could not be removed: %v: %s", dev, realPodGateway, err, out)
+		}
+		fmt.Fprintf(r.log, "sandbox agent: removed %s, left by an agent that was killed (it held %s)\n", dev, realPodGateway)
 	}
 	n, err := podrun.NewNetworkGateway(realPodCIDR, net.ParseIP(realPodGateway))
 	if err != nil {
@@ -295,7 +298,7 @@ func (a *agent) realImageOf(pod *corev1.Pod) (realImage, string) {
 	off := ""
 	if a.real == nil {
 		a.mu.Lock()
-		off = realPodsOff(a.st)
+		off = or(or(realPodsOff(a.st), a.realOff), RealPodsOffHint)
 		a.mu.Unlock()
 	}
 	return realDecision(off, pod)

@@ -445,7 +445,10 @@ func (u *upRun) startAgent(ctx context.Context) (*Proc, error) {
 		// Built once per sandbox, before the agent needs it. A machine that cannot run them
 		// gets the samples, and the reason in the state (status and the demo say it).
 		var off *RealPodsUnavailableError
-		if err := prepareRealPods(ctx, u.l.realPodsDir(), u.opts.Cache, u.out); errors.As(err, &off) {
+		if busy := realPodsHolder(u.st.Dir); busy != "" {
+			u.st.RealPodsOff = busy
+			fmt.Fprintf(u.out, "real pods: off: %s; the pods print recorded samples\n", busy)
+		} else if err := prepareRealPods(ctx, u.l.realPodsDir(), u.opts.Cache, u.out); errors.As(err, &off) {
 			u.st.RealPodsOff = off.Error()
 			fmt.Fprintf(u.out, "real pods: off: %s; the pods print recorded samples\n", off.Error())
 		} else if err != nil {
