@@ -319,7 +319,12 @@ func (b *builder) storageRows(file string, res *preflight.Result) (n int, why st
 		if r.Cut != "" {
 			detail += "; cut at the time budget"
 		}
-		b.r.Rows = append(b.r.Rows, Row{Path: Storage, Measure: "model read, " + r.Path, Value: r.BytesPerSecond() / 1e9, Unit: "GB/s",
+		measure := "model read, " + r.Path
+		if r.Sandbox {
+			measure += " (sandbox: simulated volume)"
+			detail += "; the sandbox's sparse files on its machine's disk: says nothing of a cluster's storage"
+		}
+		b.r.Rows = append(b.r.Rows, Row{Path: Storage, Measure: measure, Value: r.BytesPerSecond() / 1e9, Unit: "GB/s",
 			Source: fmt.Sprintf("%s (preflight --read-throughput, claim %s, node %s)", file, r.Claim, orDash(r.Node)), Detail: detail})
 		n++
 	}

@@ -222,7 +222,8 @@ func TestStorageRead(t *testing.T) {
 	}
 }
 
-// TestPreflightKind: a preflight result is read by its kind and, saved by an older ain, by its checks without one; a result of
+// TestPreflightKind: a preflight result is read by its kind (a sandbox's read marked as the
+// sandbox's simulated volume) and, saved by an older ain, by its checks without one; a result of
 // a newer ain's kind, named or found in a folder, is refused naming the file and the field; a
 // file of another kind with checks is no preflight result.
 func TestPreflightKind(t *testing.T) {
@@ -238,9 +239,9 @@ func TestPreflightKind(t *testing.T) {
 		}
 		return p
 	}
-	read := func(_ bool) []preflight.Check {
+	read := func(sandbox bool) []preflight.Check {
 		return []preflight.Check{{Name: preflight.CheckModel, Status: preflight.Pass, Read: &preflight.ModelRead{
-			Claim: "nfs-shared", Path: "/shared/models/M", Node: "gpu-node-1", Files: 1, Bytes: 1 << 30, Seconds: 0.5, Direct: true}}}
+			Claim: "nfs-shared", Path: "/shared/models/M", Node: "gpu-node-1", Files: 1, Bytes: 1 << 30, Seconds: 0.5, Direct: true, Sandbox: sandbox}}}
 	}
 	newer := write("newer.json", preflight.Result{Kind: "ain.dev/v1beta1/PreflightResult", Checks: read(false)})
 	var ie *InputError
@@ -273,6 +274,10 @@ func TestPreflightKind(t *testing.T) {
 	}
 	if len(r.Rows) != 2 || r.Rows[0].Source != current+" (preflight --read-throughput, claim nfs-shared, node gpu-node-1)" || r.Rows[1].Source != old+" (preflight --read-throughput, claim nfs-shared, node gpu-node-1)" {
 		t.Fatalf("rows %+v", r.Rows)
+	}
+	if r.Rows[0].Measure != "model read, /shared/models/M (sandbox: simulated volume)" || !strings.Contains(r.Rows[0].Detail, "sandbox's sparse files") ||
+		r.Rows[1].Measure != "model read, /shared/models/M" || strings.Contains(r.Rows[1].Detail, "sandbox") {
+		t.Errorf("sandbox mark: %q (%s), %q (%s)", r.Rows[0].Measure, r.Rows[0].Detail, r.Rows[1].Measure, r.Rows[1].Detail)
 	}
 	if len(r.Skipped) != 1 || !strings.HasPrefix(r.Skipped[0], other+": not a result") {
 		t.Errorf("skipped %q", r.Skipped)
