@@ -211,6 +211,32 @@ func TestRelease(t *testing.T) {
 	}
 }
 
+// A nil confirmation callback refuses, never deletes and never panics (the CLI's rule when
+// there is nobody to ask): DeleteNamed of a job and of an orphan runtime, and Release; a nil
+// event callback of a confirmed Release drops the events.
+func TestNilConfirmRefuses(t *testing.T) {
+	ctx := context.Background()
+	c := fakeJobs(t, mpiJob("a", time.Now(), true))
+	c.Kube = fake.NewSimpleClientset()
+	orphanRuntime(t, c, "q")
+	var nc *NotConfirmedError
+	if _, err := c.DeleteNamed(ctx, "a", nil); !errors.As(err, &nc) || err.Error() != "refusing to delete MPIJob ns/a: no confirmation callback (one that returns nil deletes without asking)" {
+		t.Errorf("delete a job: %v", err)
+	}
+	if _, err := c.DeleteNamed(ctx, "q", nil); !errors.As(err, &nc) || nc.What != "delete TrainingRuntime ns/q (its TrainJob does not exist)" {
+		t.Errorf("delete an orphan runtime: %v", err)
+	}
+	if n, err := c.Release(ctx, false, nil, nil); n != 1 || !errors.As(err, &nc) || nc.What != "delete 1 job(s) in ns" {
+		t.Errorf("release: %d, %v", n, err)
+	}
+	if orphans, err := c.OrphanRuntimes(ctx, "q"); len(jobNames(t, c)) != 1 || len(orphans) != 1 || err != nil {
+		t.Fatalf("jobs left %v, runtimes %v (%v): deleted without a confirmation", jobNames(t, c), orphans, err)
+	}
+	if n, err := c.Release(ctx, false, func(int) error { return nil }, nil); n != 1 || err != nil || len(jobNames(t, c)) != 0 {
+		t.Errorf("release without events: %d, %v, jobs left %v", n, err, jobNames(t, c))
+	}
+}
+
 // Logs says a job without pods has none, and reads the lead pod's log otherwise.
 func TestLogs(t *testing.T) {
 	ctx := context.Background()

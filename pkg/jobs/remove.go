@@ -21,7 +21,23 @@ func (e *ClusterError) Unwrap() error { return e.Err }
 
 // Confirm is asked before a deletion: what is the action in a few words ("delete MPIJob ns/x"),
 // question the same with what goes with it; an error stops the deletion and is returned as is.
+// A nil Confirm refuses (a *NotConfirmedError), as the CLI does when there is nobody to ask and
+// no --yes: a caller that deletes without asking says so with a Confirm that returns nil.
 type Confirm func(what, question string) error
+
+// NotConfirmedError is a deletion refused because no confirmation callback was given.
+type NotConfirmedError struct{ What string }
+
+func (e *NotConfirmedError) Error() string {
+	return "refusing to " + e.What + ": no confirmation callback (one that returns nil deletes without asking)"
+}
+
+func (c Confirm) ask(what, question string) error {
+	if c == nil {
+		return &NotConfirmedError{What: what}
+	}
+	return c(what, question)
+}
 
 // Removed is what DeleteNamed deleted: the job's objects, or Runtime, the TrainingRuntime ain
 // made for a TrainJob that does not exist.
@@ -53,7 +69,7 @@ func (c *Cluster) DeleteNamed(ctx context.Context, name string, confirm Confirm)
 			return nil, err
 		}
 		what := fmt.Sprintf("delete TrainingRuntime %s/%s (its TrainJob does not exist)", c.Namespace, name)
-		if err := confirm(what, what); err != nil {
+		if err := confirm.ask(what, what); err != nil {
 			return nil, err
 		}
 		if err := c.DeleteRuntime(ctx, name); err != nil {
@@ -62,7 +78,7 @@ func (c *Cluster) DeleteNamed(ctx context.Context, name string, confirm Confirm)
 		return &Removed{Runtime: name}, nil
 	}
 	what := fmt.Sprintf("delete %s %s/%s", job.GetKind(), c.Namespace, name)
-	if err := confirm(what, fmt.Sprintf("%s (%s) and its pods", what, PhaseOf(job))); err != nil {
+	if err := confirm.ask(what, fmt.Sprintf("%s (%s) and its pods", what, PhaseOf(job))); err != nil {
 		return nil, err
 	}
 	deleted, err := c.Delete(ctx, job)
@@ -103,6 +119,8 @@ func (e ReleaseEvent) WriteText(out, log io.Writer, cmd func(next.Command) strin
 // once confirm(n) agrees, then ain's TrainingRuntimes that no TrainJob uses; what ain serve
 // deployed is kept. It returns how many jobs there were to release: with none it asks nothing
 // and deletes nothing. A runtime that cannot be listed or deleted is an event, not an error.
+// A nil confirm refuses, as a nil Confirm does (a *NotConfirmedError); a nil event drops the
+// events.
 func (c *Cluster) Release(ctx context.Context, finishedOnly bool, confirm func(n int) error, event func(ReleaseEvent)) (int, error) {
 	todo, err := c.Releasable(ctx, finishedOnly)
 	if err != nil {
@@ -111,8 +129,14 @@ func (c *Cluster) Release(ctx context.Context, finishedOnly bool, confirm func(n
 	if len(todo) == 0 {
 		return 0, nil
 	}
+	if confirm == nil {
+		return len(todo), &NotConfirmedError{What: fmt.Sprintf("delete %d job(s) in %s", len(todo), c.Namespace)}
+	}
 	if err := confirm(len(todo)); err != nil {
 		return len(todo), err
+	}
+	if event == nil {
+		event = func(ReleaseEvent) {}
 	}
 	for _, j := range todo {
 		phase := PhaseOf(j)

@@ -81,6 +81,7 @@ func (c Cache) Load(key string) (*Result, time.Duration, bool) {
 		return nil, 0, false
 	}
 	e.Result.Cached = true
+	e.Result.Kind = Kind // saved by an ain that wrote no kind
 	return e.Result, age, true
 }
 

@@ -70,8 +70,13 @@ type Check struct {
 	Read *ModelRead `json:"read,omitempty"`
 }
 
+// Kind is the "kind" of a saved preflight result (--save-result, -o json), named as ain's bench
+// results name theirs (ain.dev/VERSION/NAME): a reader refuses a version newer than it knows.
+const Kind = "ain.dev/v1alpha1/PreflightResult"
+
 // Result is a whole preflight run.
 type Result struct {
+	Kind      string        `json:"kind"`
 	Cluster   string        `json:"cluster"`
 	Namespace string        `json:"namespace"`
 	Profile   string        `json:"profile"`
@@ -207,7 +212,7 @@ func (o *Options) defaults() {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
 	start := o.Now()
-	res := &Result{Cluster: o.Cluster, Namespace: o.Namespace, Profile: profileName(o.Profile), Fabric: o.Profile.Spec.Fabric, StartedAt: start}
+	res := &Result{Kind: Kind, Cluster: o.Cluster, Namespace: o.Namespace, Profile: profileName(o.Profile), Fabric: o.Profile.Spec.Fabric, StartedAt: start}
 	api, err := checkAPI(ctx, o)
 	if err != nil {
 		return nil, err

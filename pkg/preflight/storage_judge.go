@@ -42,6 +42,9 @@ func JudgeStorage(rep *StorageReport, paths []recipe.DataPath, claim map[string]
 		case recipe.DataOutput:
 			judgeOutput(&c, p, dp, v, on, as)
 		}
+		if c.Read != nil {
+			c.Read.Sandbox = rep.Sandbox
+		}
 		out = append(out, c)
 	}
 	return out
@@ -163,6 +166,10 @@ type ModelRead struct {
 	// nothing was read.
 	Cut  string `json:"cut,omitempty"`
 	Note string `json:"note,omitempty"`
+	// Sandbox: the probe ran in the ain sandbox, so the files read were its simulated volume
+	// (sparse files on the machine's own disk), not a real one: the figure says nothing of a
+	// cluster's storage.
+	Sandbox bool `json:"sandbox,omitempty"`
 }
 
 // BytesPerSecond is the throughput; 0 when nothing was timed.

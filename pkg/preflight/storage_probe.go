@@ -58,7 +58,8 @@ const StorageMarker = "ain-storage-probe"
 // on NFS with root_squash the server decides, and only a read asks it. The output path's nearest
 // existing directory gets a file created and removed; df -Pk gives its free space. Paths are
 // read under ${AIN_SYSFS_ROOT} (unset in a pod; the sandbox's simulated container root) but
-// printed as the pod sees them.
+// printed as the pod sees them; a set one is said (an S line): what was read is the sandbox's
+// simulated volume, not a real one.
 //
 // With readBytes (whole MiB), once every path is checked, each model directory's weight files are
 // read in name order, up to readBytes per directory, 16 MiB a request, each file by one dd with
@@ -78,6 +79,7 @@ t=
 trap 'rm -f "$t"' EXIT
 echo '` + storageFormat + `'
 echo "U $(id -u 2>/dev/null) $(id -g 2>/dev/null)"
+[ -z "$R" ] || echo "S sandbox"
 sz() { set -- $(ls -lnLd "$1" 2>/dev/null); echo "${5:--}"; }
 ty() { if [ -d "$1" ]; then echo "T d"; elif [ -f "$1" ]; then echo "T f"; elif [ -e "$1" ]; then echo "T o"; else echo "T -"; fi; }
 ent() { r=-; dd if="$1" of=/dev/null bs=4096 count=1 2>/dev/null && r=r; echo "E $r $(sz "$1") ${1##*/}"; }

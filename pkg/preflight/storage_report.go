@@ -17,6 +17,8 @@ import (
 //
 //	ain-storage-probe 1        the format's version
 //	U 1000 1000                the uid and gid the probe ran as (id -u, id -g)
+//	S sandbox                  the probe ran in the ain sandbox (pkg/sandbox sets $AIN_SYSFS_ROOT, pods
+//	                           never do): the paths are its simulated volume, sparse files on its disk
 //	P model /shared/models/M   a path the recipe names follows, with its kind
 //	T d                        its type: d directory, f file, - missing, o other
 //	E r 663 config.json        a file in a model directory: r readable (its first block read) or -, size, name
@@ -94,7 +96,9 @@ var ddSummary = lazyre.New(`^(\d+) bytes .*copied, (\d+(?:[.,]\d+)?) s`)
 // StorageReport is the whole probe output.
 type StorageReport struct {
 	UID, GID string
-	Paths    []StoragePath
+	// Sandbox: the probe ran in the ain sandbox, over its simulated volume.
+	Sandbox bool
+	Paths   []StoragePath
 	// Complete: the output ended with END (a probe cut short reports what it reached).
 	Complete bool
 }
@@ -136,6 +140,8 @@ func ParseStorageReport(out []byte) (*StorageReport, error) {
 			if len(f) > 1 {
 				r.GID = f[1]
 			}
+		case tag == "S":
+			r.Sandbox = true
 		case tag == "P" && len(f) >= 2:
 			kind, p, _ := strings.Cut(rest, " ")
 			r.Paths = append(r.Paths, StoragePath{Kind: kind, Path: p})

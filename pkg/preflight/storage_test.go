@@ -441,6 +441,22 @@ func TestStorageScriptReadThroughput(t *testing.T) {
 	if !strings.Contains(checks[0].Message, "read 6.3 MB of 2 weight file(s)") || !strings.Contains(checks[0].Message, "a lower bound") {
 		t.Errorf("message: %s", checks[0].Message)
 	}
+	if !r.Sandbox {
+		t.Errorf("read under $AIN_SYSFS_ROOT (the sandbox's simulated root) not marked sandbox: %+v", r)
+	}
+	// As a pod runs it: no $AIN_SYSFS_ROOT, the model at its own path; the read is a real one.
+	paths[0].Path = m
+	cmd = exec.Command("/bin/sh", "-c", probe.ResultCommand(storageScript("t1", paths, 5<<20, time.Minute)))
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if out, err = cmd.Output(); err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	if rep, err = ParseStorageReport(out); err != nil {
+		t.Fatal(err)
+	}
+	if r := JudgeStorage(rep, paths, map[string]*recipe.Volume{m: sharedVol})[0].Read; r == nil || r.Files != 2 || r.Sandbox {
+		t.Errorf("read in a pod: %+v\n%s", r, out)
+	}
 }
 
 // TestParseRead: dd's summary line as GNU coreutils, busybox and a decimal-comma locale print it,

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/version"
+
 	"github.com/ain-hpc/ain/pkg/bench"
 	"github.com/ain-hpc/ain/pkg/counters"
 	"github.com/ain-hpc/ain/pkg/preflight"
@@ -70,7 +72,8 @@ type Missing struct {
 	Measure string `json:"measure"`
 }
 
-// InputError is a file or folder that could not be read.
+// InputError is a file or folder that could not be read, or a result this ain cannot read
+// (Err a *VersionError).
 type InputError struct {
 	Path string
 	Err  error
@@ -78,6 +81,52 @@ type InputError struct {
 
 func (e *InputError) Error() string { return e.Path + ": " + e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
+
+// VersionError is a result of ain's whose field (its "kind", ain.dev/VERSION/NAME) names a kind
+// this report reads in another version: a newer ain's, whose fields may mean other things.
+type VersionError struct {
+	Field, Got string
+	// Reads is the kind of that name this report reads; Newer: Got's version is later.
+	Reads string
+	Newer bool
+}
+
+func (e *VersionError) Error() string {
+	if e.Newer {
+		return fmt.Sprintf("field %q is %s: a result of a newer ain (this one reads %s); report on it with that ain or a later one", e.Field, e.Got, e.Reads)
+	}
+	return fmt.Sprintf("field %q is %s: a version this ain does not read (it reads %s)", e.Field, e.Got, e.Reads)
+}
+
+// readKinds are the kinds of ain's own result files this report reads.
+var readKinds = []string{bench.Kind, bench.RDMAKind, preflight.Kind}
+
+// checkKind refuses a kind of ain's (ain.dev/VERSION/NAME) whose NAME is one this report reads
+// but whose VERSION is not; any other kind is for the caller to classify.
+func checkKind(kind string) error {
+	ver, name, ok := splitKind(kind)
+	if !ok {
+		return nil
+	}
+	for _, k := range readKinds {
+		if k == kind {
+			return nil
+		}
+		if kv, kn, _ := splitKind(k); kn == name {
+			// Kubernetes' order of API versions: v1alpha1 < v1beta1 < v1 < v2alpha1 ...
+			return &VersionError{Field: "kind", Got: kind, Reads: k, Newer: version.CompareKubeAwareVersionStrings(ver, kv) > 0}
+		}
+	}
+	return nil
+}
+
+func splitKind(kind string) (ver, name string, ok bool) {
+	rest, ok := strings.CutPrefix(kind, "ain.dev/")
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, "/")
+}
 
 // ErrNoResults is returned when no input is a result the report reads.
 var ErrNoResults = errors.New("no result of bench allreduce, bench rdma, bench serve or preflight --read-throughput among the inputs")
@@ -141,7 +190,9 @@ func Build(inputs []Input) (*Report, error) {
 		if err != nil {
 			return nil, &InputError{Path: in.Path, Err: err}
 		}
-		b.add(in, data)
+		if err := b.add(in, data); err != nil {
+			return nil, &InputError{Path: in.Path, Err: err}
+		}
 	}
 	if len(b.r.Rows) == 0 {
 		return b.r, ErrNoResults
@@ -181,8 +232,9 @@ func (b *builder) skip(in Input, format string, args ...any) {
 	}
 }
 
-// add classifies one file by its content.
-func (b *builder) add(in Input, data []byte) {
+// add classifies one file by its content. Its error is a result of a version this report does
+// not read (a *VersionError), found by a walk or named: passing over it would hide a result.
+func (b *builder) add(in Input, data []byte) error {
 	file := in.Path
 	var head struct {
 		Kind             string            `json:"kind"`
@@ -191,14 +243,17 @@ func (b *builder) add(in Input, data []byte) {
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		b.skip(in, "not JSON (%v)", err)
-		return
+		return nil
+	}
+	if err := checkKind(head.Kind); err != nil {
+		return err
 	}
 	switch {
 	case head.Kind == bench.Kind:
 		var res bench.Result
 		if err := json.Unmarshal(data, &res); err != nil {
 			b.skip(in, "a bench allreduce result that does not decode: %v", err)
-			return
+			return nil
 		}
 		if res.PlannedNICs == 0 && res.GPUsPerNode > 0 && res.NICsPerNode > res.GPUsPerNode {
 			// Saved by an ain that judged busbw against every HCA of the node: judged again.
@@ -212,7 +267,7 @@ func (b *builder) add(in Input, data []byte) {
 		var res bench.RDMAResult
 		if err := json.Unmarshal(data, &res); err != nil {
 			b.skip(in, "a bench rdma result that does not decode: %v", err)
-			return
+			return nil
 		}
 		b.rdma = append(b.rdma, &res)
 		b.fabric(file, &res)
@@ -220,16 +275,16 @@ func (b *builder) add(in Input, data []byte) {
 		var run servingRun
 		if err := json.Unmarshal(data, &run); err != nil {
 			b.skip(in, "a vLLM benchmark result that does not decode: %v", err)
-			return
+			return nil
 		}
 		run.file = file
 		b.serving = append(b.serving, run)
 		b.serve(run)
-	case head.Checks != nil:
+	case head.Kind == preflight.Kind || head.Kind == "" && head.Checks != nil: // no kind: saved by an older ain
 		var res preflight.Result
 		if err := json.Unmarshal(data, &res); err != nil {
 			b.skip(in, "a preflight result that does not decode: %v", err)
-			return
+			return nil
 		}
 		if n, why := b.storageRows(file, &res); n == 0 && why != "" {
 			b.skip(in, "a preflight result whose read test timed nothing: %s", why)
@@ -239,6 +294,7 @@ func (b *builder) add(in Input, data []byte) {
 	default:
 		b.skip(in, "not a result of bench allreduce, bench rdma (-o json), bench serve (--save-result) or preflight --read-throughput (-o json)")
 	}
+	return nil
 }
 
 // storageRows adds a row for each model read a preflight measured (--read-throughput): the read
@@ -263,7 +319,12 @@ func (b *builder) storageRows(file string, res *preflight.Result) (n int, why st
 		if r.Cut != "" {
 			detail += "; cut at the time budget"
 		}
-		b.r.Rows = append(b.r.Rows, Row{Path: Storage, Measure: "model read, " + r.Path, Value: r.BytesPerSecond() / 1e9, Unit: "GB/s",
+		measure := "model read, " + r.Path
+		if r.Sandbox {
+			measure += " (sandbox: simulated volume)"
+			detail += "; the sandbox's sparse files on its machine's disk: says nothing of a cluster's storage"
+		}
+		b.r.Rows = append(b.r.Rows, Row{Path: Storage, Measure: measure, Value: r.BytesPerSecond() / 1e9, Unit: "GB/s",
 			Source: fmt.Sprintf("%s (preflight --read-throughput, claim %s, node %s)", file, r.Claim, orDash(r.Node)), Detail: detail})
 		n++
 	}

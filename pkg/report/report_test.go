@@ -221,3 +221,65 @@ func TestStorageRead(t *testing.T) {
 		t.Errorf("skipped %q", r.Skipped)
 	}
 }
+
+// TestPreflightKind: a preflight result is read by its kind (a sandbox's read marked as the
+// sandbox's simulated volume) and, saved by an older ain, by its checks without one; a result of
+// a newer ain's kind, named or found in a folder, is refused naming the file and the field; a
+// file of another kind with checks is no preflight result.
+func TestPreflightKind(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	read := func(sandbox bool) []preflight.Check {
+		return []preflight.Check{{Name: preflight.CheckModel, Status: preflight.Pass, Read: &preflight.ModelRead{
+			Claim: "nfs-shared", Path: "/shared/models/M", Node: "gpu-node-1", Files: 1, Bytes: 1 << 30, Seconds: 0.5, Direct: true, Sandbox: sandbox}}}
+	}
+	newer := write("newer.json", preflight.Result{Kind: "ain.dev/v1beta1/PreflightResult", Checks: read(false)})
+	var ie *InputError
+	var ve *VersionError
+	_, err := Build([]Input{{Path: newer, Given: true}})
+	if !errors.As(err, &ie) || ie.Path != newer || !errors.As(err, &ve) || !ve.Newer ||
+		err.Error() != newer+`: field "kind" is ain.dev/v1beta1/PreflightResult: a result of a newer ain (this one reads ain.dev/v1alpha1/PreflightResult); report on it with that ain or a later one` {
+		t.Errorf("newer version: %v", err)
+	}
+	if err := os.Remove(newer); err != nil {
+		t.Fatal(err)
+	}
+	bench2 := write("bench.json", map[string]any{"kind": "ain.dev/v2/AllReduceBench"})
+	if _, err := Build([]Input{{Path: bench2}}); !errors.As(err, &ve) || !ve.Newer || ve.Reads != "ain.dev/v1alpha1/AllReduceBench" {
+		t.Errorf("a newer bench result found in a folder: %v", err)
+	}
+	if err := os.Remove(bench2); err != nil {
+		t.Fatal(err)
+	}
+	current := write("current.json", preflight.Result{Kind: preflight.Kind, Checks: read(true)})
+	old := write("old.json", map[string]any{"cluster": "https://10.0.0.1:6443", "checks": read(false)})
+	other := write("other.json", map[string]any{"kind": "ain.dev/v1alpha1/Other", "checks": read(false)})
+	files, err := Files([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(append(files, Input{Path: other, Given: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != 2 || r.Rows[0].Source != current+" (preflight --read-throughput, claim nfs-shared, node gpu-node-1)" || r.Rows[1].Source != old+" (preflight --read-throughput, claim nfs-shared, node gpu-node-1)" {
+		t.Fatalf("rows %+v", r.Rows)
+	}
+	if r.Rows[0].Measure != "model read, /shared/models/M (sandbox: simulated volume)" || !strings.Contains(r.Rows[0].Detail, "sandbox's sparse files") ||
+		r.Rows[1].Measure != "model read, /shared/models/M" || strings.Contains(r.Rows[1].Detail, "sandbox") {
+		t.Errorf("sandbox mark: %q (%s), %q (%s)", r.Rows[0].Measure, r.Rows[0].Detail, r.Rows[1].Measure, r.Rows[1].Detail)
+	}
+	if len(r.Skipped) != 1 || !strings.HasPrefix(r.Skipped[0], other+": not a result") {
+		t.Errorf("skipped %q", r.Skipped)
+	}
+}

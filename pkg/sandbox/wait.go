@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,17 +19,30 @@ import (
 // controller that exits before it is ready.
 
 // waitRestarting runs wait (a readiness wait that fails when p exits) and, when p exited before it
-// was ready, starts p again as it was, at most twice, as the kubelet restarts a controller's pod
-// (restartPolicy Always): a controller-runtime manager exits when its informers do not sync in
-// time, which the training-operator did while a 200-node sandbox started on two loaded cores
-// ("Timeout: failed waiting for *v1.Service Informer to sync"). Each restart is said on u.out.
+// was ready in a way that looks like a start-up race, starts p again as it was, at most twice, as
+// the kubelet restarts a controller's pod (restartPolicy Always): a controller-runtime manager
+// exits when its informers do not sync in time, which the training-operator did while a 200-node
+// sandbox started on two loaded cores ("Timeout: failed waiting for *v1.Service Informer to
+// sync"). An exit that a restart cannot get past (a bad flag, or any quick exit that names no
+// start-up race) is returned at once with the line that says why (exitedRun.startupRace). Each
+// restart is said on u.out.
 func (u *upRun) waitRestarting(ctx context.Context, p *Proc, wait func(*Proc) error) error {
+	var started time.Time // of a run started here; the first one's is read from its log
 	for restarts := 0; ; restarts++ {
 		err := wait(p)
-		if err == nil || restarts == 2 || ctx.Err() != nil || alive(*p) {
+		if err == nil || ctx.Err() != nil || alive(*p) {
 			return err
 		}
-		fmt.Fprintf(u.out, "  %s exited during start-up (%s): starting it again, as its pod's kubelet would\n", p.Name, lastLine(p.Log))
+		run := lastRun(p.Log, started)
+		race, line := run.startupRace()
+		if !race {
+			return fmt.Errorf("%s exited%s (%s): not a start-up race, so not started again: %w", p.Name, run.after(), line, err)
+		}
+		if restarts == 2 {
+			return err
+		}
+		fmt.Fprintf(u.out, "  %s exited during start-up (%s): starting it again, as its pod's kubelet would\n", p.Name, line)
+		started = time.Now()
 		np, serr := startProc(p.Name, p.Version, p.Binary, p.Args, p.Env, p.Log, u.opts.DieWithParent)
 		if serr != nil {
 			return errors.Join(err, serr)
@@ -46,16 +60,129 @@ func (u *upRun) waitRestarting(ctx context.Context, p *Proc, wait func(*Proc) er
 	}
 }
 
-// lastLine is the last line a process wrote to its log (startProc's "=== " start lines are not
-// its), for a one-line notice.
-func lastLine(path string) string {
-	lines := strings.Split(tailFile(path, 5), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "=== ") {
-			return l
+// startupRaces are what a controller logs as it exits for a start-up race, one a restart gets
+// past: its caches or the API server not ready in time.
+var startupRaces = []string{
+	"Informer to sync",   // controller-runtime's cache: "Timeout: failed waiting for *v1.Service Informer to sync"
+	"cache to be synced", // controller-runtime's source.Kind: "timed out waiting for cache to be synced for Kind ..."
+	"caches to sync",     // client-go's WaitForCacheSync callers (mpi-operator: "failed to wait for caches to sync")
+	"connection refused", // the API server (or a webhook) not listening yet
+	"i/o timeout",
+	"TLS handshake timeout",
+	"the server is currently unable to handle the request", // the API server's 503 while it starts
+	"no matches for ",           // apimachinery's NoKindMatchError: a CRD applied just before, not served yet
+	"context deadline exceeded", // a request to the API server timed out
+}
+
+// usageErrors are what Go's flag package and spf13/pflag print for a bad command line (their
+// parse errors); a restart runs the same command line.
+var usageErrors = []string{
+	"flag provided but not defined", // flag
+	"invalid value ",                // flag: invalid value "x" for flag -y
+	"invalid boolean ",              // flag
+	"unknown flag: ",                // pflag
+	"unknown shorthand flag",        // pflag
+	"invalid argument ",             // pflag: invalid argument "x" for "--y" flag
+	"flag needs an argument",        // both
+	"bad flag syntax",               // both
+}
+
+// quickExit is how long a run lasts at most to be taken for one that failed on its own
+// configuration rather than on a race with what it waits for.
+const quickExit = time.Second
+
+// exitedRun is what a process's log says of its last run: its lines after startProc's "=== "
+// start line, and how long it ran (ok false: unknown).
+type exitedRun struct {
+	lines []string
+	ran   time.Duration
+	ok    bool
+}
+
+// lastRunBytes bounds the log read; a run whose start line is further back wrote that much, and
+// is taken to have run for a while.
+const lastRunBytes = 64 << 10
+
+// lastRun reads the last run from the log at path. started is when that run was started, when
+// known (a restart's): it ran until now, when its exit was seen. Otherwise its start line gives
+// the start to the second, taken as the middle of that second (within half a second), and the
+// log's last write its end.
+func lastRun(path string, started time.Time) exitedRun {
+	var run exitedRun
+	f, err := os.Open(path)
+	if err != nil {
+		return run
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return run
+	}
+	off := max(0, fi.Size()-lastRunBytes)
+	buf := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(buf, off)
+	text := string(buf[:n])
+	end := time.Now()
+	if i := strings.LastIndex(text, "\n=== "); i >= 0 {
+		var header string
+		header, text, _ = strings.Cut(text[i+1:], "\n")
+		if started.IsZero() {
+			f := strings.Fields(header)
+			if len(f) > 1 {
+				if t, err := time.Parse(time.RFC3339, f[1]); err == nil {
+					started, end = t.Add(500*time.Millisecond), fi.ModTime()
+				}
+			}
 		}
 	}
-	return "no output"
+	if !started.IsZero() {
+		run.ran, run.ok = max(0, end.Sub(started)), true
+	}
+	for l := range strings.SplitSeq(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			run.lines = append(run.lines, l)
+		}
+	}
+	return run
+}
+
+// startupRace says whether the run's exit looks like a start-up race, and the line that shows
+// it or why not: one of its last lines names a race (startupRaces); else one names a bad
+// command line (usageErrors) and it is none; else it is one when the run lasted more than
+// quickExit, or for a time not known.
+func (r exitedRun) startupRace() (bool, string) {
+	last := "no output"
+	if len(r.lines) > 0 {
+		last = r.lines[len(r.lines)-1]
+	}
+	for i := len(r.lines) - 1; i >= max(0, len(r.lines)-3); i-- {
+		if containsAny(r.lines[i], startupRaces) {
+			return true, r.lines[i]
+		}
+	}
+	for i := len(r.lines) - 1; i >= 0; i-- {
+		if containsAny(r.lines[i], usageErrors) {
+			return false, r.lines[i]
+		}
+	}
+	return !r.ok || r.ran > quickExit, last
+}
+
+// after says how long after its start the run ended, when known.
+func (r exitedRun) after() string {
+	if !r.ok {
+		return ""
+	}
+	return fmt.Sprintf(" %.1f s after it started", r.ran.Seconds())
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitHTTP waits until url answers 200, failing early when p exits.

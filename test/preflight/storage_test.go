@@ -9,6 +9,7 @@ import (
 
 	"github.com/ain-hpc/ain/internal/ainerr"
 	"github.com/ain-hpc/ain/pkg/preflight"
+	"github.com/ain-hpc/ain/pkg/report"
 )
 
 // modelChecks are the result's model checks.
@@ -82,11 +83,17 @@ func TestStorageProbeReadThroughput(t *testing.T) {
 		t.Fatalf("exit %d, %v\n%s", code, err, text)
 	}
 	found := false
-	for _, c := range modelChecks(decode(t, string(b))) {
-		found = found || c.Read != nil && c.Read.Bytes == 16<<20
+	savedRes := decode(t, string(b))
+	for _, c := range modelChecks(savedRes) {
+		found = found || c.Read != nil && c.Read.Bytes == 16<<20 && c.Read.Sandbox
 	}
-	if !found {
-		t.Errorf("the saved result lacks the read:\n%s", b)
+	if !found || savedRes.Kind != preflight.Kind {
+		t.Errorf("the saved result lacks its kind or the read (marked as the sandbox's):\n%s", b)
+	}
+	// ain report reads it as a storage row on the sandbox's simulated volume.
+	rep, err := report.Build([]report.Input{{Path: saved, Given: true}})
+	if err != nil || len(rep.Rows) != 1 || rep.Rows[0].Measure != "model read, /shared/models/Qwen2.5-7B-Instruct (sandbox: simulated volume)" {
+		t.Errorf("report: %v %+v", err, rep)
 	}
 	code, _, errOut = ain(t, context.Background(), sb, newEnv(t), ns, "preflight", "qlora", "--read-throughput", "12")
 	if code != 2 || !strings.Contains(errOut, "--read-throughput \"12\": give a size of at least 1M") {
