@@ -14,7 +14,7 @@ import (
 // and the cluster DNS address (clusterDNSIP) on it. So one sandbox at a time runs them; its
 // agent holds this lock (flock: the kernel drops it when the agent dies, however it dies) and
 // writes its state folder in it. Another sandbox plays its pods from samples and says why.
-func realPodsLockPath() string {
+var realPodsLockPath = func() string {
 	if fi, err := os.Stat("/run"); err == nil && fi.IsDir() {
 		return "/run/ain-sandbox-real-pods.lock"
 	}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,5 +117,72 @@ func TestReadPodRuns(t *testing.T) {
 	}
 	if _, err := ReadPodRuns(dir); err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, "podruns.jsonl")+" line 2: ") {
 		t.Errorf("a bad line: %v", err)
+	}
+}
+
+// A real pod's plan is its rule's sample and failure and the timing the rule or the pod sets;
+// the scenario's default timing (which stands for programs that do not run) is left out.
+func TestPlanReal(t *testing.T) {
+	jobFails, err := LoadScenario("job-fails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := LoadScenario("late-workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy, err := LoadScenario("healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	launcher := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ar-launcher", Labels: map[string]string{labelJobRole: "launcher"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Controller: ptrTrue()}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "mpioperator/openmpi", Command: []string{"mpirun", "/opt/nccl_tests/build/all_reduce_perf"}}}}}
+	worker := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "t-worker-0", Labels: map[string]string{labelReplicaType: "worker"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "PyTorchJob", Controller: ptrTrue()}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "huggingface/trl:0.25.1", Command: []string{"torchrun"}}}}}
+	long := worker.DeepCopy()
+	long.Annotations = map[string]string{AnnoCompleteAfter: "45s", AnnoOutcome: "Failed", AnnoExitCode: "3"}
+	always := func(*corev1.Pod) bool { return true }
+	for _, tc := range []struct {
+		name string
+		sc   *Scenario
+		pod  *corev1.Pod
+		want realPlan
+	}{
+		{"healthy launcher: the default table, no timing", healthy, launcher, realPlan{Sample: "nccl-tests/all_reduce_perf-default.txt"}},
+		{"job-fails launcher", jobFails, launcher, realPlan{Sample: "mpi/launcher-fail.txt", ExitCode: 1, MinRun: 6 * time.Second}},
+		{"job-fails rank", jobFails, worker, realPlan{Sample: "nccl/pytorch-rank-fail.txt", ExitCode: 1, MinRun: 6 * time.Second}},
+		{"late-workers worker starts late", late, worker, realPlan{Sample: "nccl/pytorch-rank.txt", ReadyAfter: 20 * time.Second}},
+		{"the pod's own annotations", healthy, long, realPlan{Sample: "nccl/pytorch-rank.txt", ExitCode: 3, MinRun: 45 * time.Second}},
+	} {
+		got := planReal(tc.sc, matchRule(tc.sc, tc.pod, "ib", always), tc.pod)
+		if got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+		if back := realPlanOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnoRealPlan: got.annotation()}}}); back != got {
+			t.Errorf("%s: annotation round trip %+v", tc.name, back)
+		}
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }
+
+// The machine's real-pod lock: a second sandbox is told which holds it; the holder's agent
+// ending (its file closed) frees it.
+func TestLockRealPods(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	defer func(old func() string) { realPodsLockPath = old }(realPodsLockPath)
+	realPodsLockPath = func() string { return path }
+	f, busy, err := lockRealPods("/state/a", 0)
+	if err != nil || busy != "" {
+		t.Fatalf("first lock: %v %q", err, busy)
+	}
+	if why := realPodsHolder("/state/b"); !strings.Contains(why, "another sandbox on this machine runs real pods (/state/a)") {
+		t.Errorf("second sandbox told %q", why)
+	}
+	f.Close()
+	if why := realPodsHolder("/state/b"); why != "" {
+		t.Errorf("after the holder ended: %q", why)
 	}
 }
