@@ -69,6 +69,14 @@ func realDecision(off string, pod *corev1.Pod) (realImage, string) {
 func readsSimulation(pod *corev1.Pod) string {
 	c := pod.Spec.Containers[0]
 	cmd := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "MPIJob" && o.APIVersion == "kubeflow.org/v1" && o.Controller != nil && *o.Controller {
+			// training-operator v1.8.1 pkg/controller.v1/mpi: the launcher's mpirun starts orted
+			// with kubexec.sh (`kubectl exec`, kubectl from an init container), which needs the
+			// API server's exec into a container: kwok serves that only for simulated pods.
+			return "kubeflow.org/v1 MPIJob: its mpirun reaches the workers by kubectl exec (kubexec.sh), which real pods here cannot serve"
+		}
+	}
 	_, storage := runsStorageProbe(pod)
 	_, image := runsImageProbe(pod)
 	_, sysfs := runsProbe(pod)

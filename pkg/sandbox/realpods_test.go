@@ -66,6 +66,13 @@ func TestRealDecision(t *testing.T) {
 		}
 		return p
 	}
+	nccl := "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22.04-nccl2.21.5-1-85f9143"
+	legacyMPI := pod(nccl, false)
+	legacyMPI.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "MPIJob", Controller: ptrTrue()}}
+	perftest := pod(nccl, false)
+	perftest.Labels = map[string]string{"ain.dev/probe": "perftest"}
+	storage := pod("huggingface/trl:0.25.1", false)
+	storage.Spec.Containers[0].Command = []string{"sh", "-c", "# " + storageMarker + "\nexit 0"}
 	for _, tc := range []struct {
 		off  string
 		pod  *corev1.Pod
@@ -78,6 +85,9 @@ func TestRealDecision(t *testing.T) {
 		{"", pod("mpioperator/base:v0.8.0", true), "host network: reads the simulated node", 0},
 		{"", pod("", false), "no container", 0},
 		{RealPodsOffHint, pod("mpioperator/base:v0.8.0", false), RealPodsOffHint, 0},
+		{"", legacyMPI, "kubeflow.org/v1 MPIJob: its mpirun reaches the workers by kubectl exec (kubexec.sh), which real pods here cannot serve", 0},
+		{"", perftest, "no RDMA device here: perftest's figures follow the simulated link", 0},
+		{"", storage, "storage probe: reads the shared claim's simulated content", 0},
 	} {
 		r, why := realDecision(tc.off, tc.pod)
 		if why != tc.why || r.SSHPort != tc.port {
