@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
 	"github.com/ain-hpc/ain/pkg/kube"
@@ -40,9 +39,12 @@ func (a *App) cluster(kc *kube.Clients) *jobs.Cluster {
 func (a *App) sandboxNote(kc *kube.Clients) {
 	if kc.Sandbox && !a.sandboxNoted {
 		a.sandboxNoted = true
-		note := (&sandbox.State{Config: sandbox.Config{SimulatePods: true}}).PodsNote()
-		if st, err := sandbox.LoadState(filepath.Dir(kc.Kubeconfig)); err == nil {
-			note = st.PodsNote()
+		// The state of the sandbox this kubeconfig is (kube.LoadConfig knew it from this folder).
+		note := "the control plane is real, the GPU nodes and the fabric are simulated (`ain sandbox status` says which pods ran their real programs)"
+		if dir, err := sandbox.StateDir(a.Getenv); err == nil {
+			if st, err := sandbox.LoadState(dir); err == nil {
+				note = st.PodsNote()
+			}
 		}
 		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: "+note)
 	}

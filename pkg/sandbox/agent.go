@@ -132,7 +132,7 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 		return err
 	}
 	if st.RealPods() {
-		lock, busy, err := lockRealPods(stateDir, 10*time.Second)
+		lock, busy, err := inheritedRealPodsLock(stateDir)
 		switch {
 		case err != nil:
 			return err
@@ -275,6 +275,12 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	}
 	ann := pod.Annotations
 	img, simulated := a.realImageOf(pod)
+	if why := ann[AnnoSimulated]; why != "" {
+		simulated = why // decided when the pod was planned
+	}
+	if _, real := ann[AnnoReal]; simulated == "" && !real {
+		simulated = a.scenarioKeepsSimulated(pod)
+	}
 	if simulated == "" {
 		return a.syncReal(ctx, pod, img)
 	}
@@ -284,6 +290,7 @@ func (a *agent) sync(ctx context.Context, key string) error {
 		rule := matchRule(a.sc, pod, a.st.Config.Fabric, a.workersReady)
 		want := plan(a.sc, rule, pod)
 		a.mu.Unlock()
+		want[AnnoSimulated] = simulated
 		// Real Multus writes network-status during the pod sandbox's CNI ADD, before the
 		// kubelet reports the pod Running (multus-cni pkg/multus/multus.go CmdAdd ends with
 		// k8s.SetNetworkStatus, every delegate's result, the cluster network's included);
@@ -356,11 +363,8 @@ func (a *agent) syncReal(ctx context.Context, pod *corev1.Pod, img realImage) er
 		if st := networkStatus(pod); st != "" && ann[annoNetworkStatus] == "" {
 			want[annoNetworkStatus] = st
 		}
-		if err := a.annotate(ctx, pod, want); err != nil {
-			return err
-		}
-		a.recordPodRun(pod, true, "")
-		return nil
+		// Recorded once its program starts (startReal).
+		return a.annotate(ctx, pod, want)
 	}
 	if _, ended := ann[AnnoRealExit]; ended || pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning {
 		return nil

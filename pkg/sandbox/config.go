@@ -31,7 +31,7 @@ type Config struct {
 	// image is in the real-image table (realpods.go) run their programs as real processes
 	// (pkg/sandbox/podrun), where the machine can: root, iproute2, util-linux, openssh-server and
 	// Open MPI (scripts/debian-packages.sh); State.RealPodsOff says why not otherwise.
-	SimulatePods bool `json:"simulatePods,omitempty"`
+	SimulatePods bool `json:"simulatePods"`
 	// NoGPUOperator leaves out the GPU Operator's operand DaemonSets (gpuoperator.go), which
 	// the sandbox otherwise runs as a cluster with the GPU Operator does: large sandboxes for
 	// scale tests, and tests of a cluster without them.
@@ -296,6 +296,17 @@ func LoadState(dir string) (*State, error) {
 	var s State
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", Layout{dir}.State(), err)
+	}
+	// A state written when real pods were opt-in has no simulatePods, and realPods: true only
+	// where they were asked for: its agent plays samples otherwise.
+	var old struct {
+		Config struct {
+			SimulatePods *bool `json:"simulatePods"`
+			RealPods     bool  `json:"realPods"`
+		} `json:"config"`
+	}
+	if json.Unmarshal(data, &old) == nil && old.Config.SimulatePods == nil {
+		s.Config.SimulatePods = !old.Config.RealPods
 	}
 	return &s, nil
 }

@@ -47,7 +47,7 @@ func onSpawnerThread(f func()) {
 // outlives `ain sandbox up`), with stdout and stderr appended to logPath. With dieWithParent the
 // kernel kills it when this process dies (tests: no process survives a crashed or timed-out test
 // binary).
-func startProc(name, version, bin string, args, env []string, logPath string, dieWithParent bool) (Proc, error) {
+func startProc(name, version, bin string, args, env []string, logPath string, dieWithParent bool, extra ...*os.File) (Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return Proc{}, err
@@ -58,6 +58,7 @@ func startProc(name, version, bin string, args, env []string, logPath string, di
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Env = append(os.Environ(), env...)
+	cmd.ExtraFiles = extra // fd 3 on
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if dieWithParent {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,32 @@ func planReal(sc *Scenario, r *Rule, pod *corev1.Pod) realPlan {
 	return p
 }
 
+// scenarioKeepsSimulated is why pod, of a mapped image, is played from its sample after all: its
+// scenario fails it and its program is not a stand-in that can carry a failure out ("" when
+// it runs for real).
+func (a *agent) scenarioKeepsSimulated(pod *corev1.Pod) string {
+	a.mu.Lock()
+	a.reload()
+	p := planReal(a.sc, matchRule(a.sc, pod, a.st.Config.Fabric, a.workersReady), pod)
+	name := a.sc.Name
+	a.mu.Unlock()
+	if p.ExitCode == 0 || runsStandIn(pod) {
+		return ""
+	}
+	return fmt.Sprintf("scenario %s fails this pod, and its program is not a stand-in that can (all_reduce_perf, trl's sft)", name)
+}
+
+// runsStandIn reports whether pod's first container runs a program the sandbox stands in for:
+// all_reduce_perf (under the launcher's mpirun) or trl's sft (under torchrun).
+func runsStandIn(pod *corev1.Pod) bool {
+	if len(pod.Spec.Containers) == 0 {
+		return false
+	}
+	c := pod.Spec.Containers[0]
+	cmd := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+	return strings.Contains(cmd, "all_reduce_perf") || strings.Contains(cmd, "trl.scripts.sft")
+}
+
 func (p realPlan) annotation() string {
 	b, _ := json.Marshal(p)
 	return string(b)
@@ -83,19 +110,6 @@ func planFolder(dir string, pod *corev1.Pod) string {
 	return filepath.Join(dir, "plans", pod.Namespace+"_"+job)
 }
 
-// podHostname is the hostname a kubelet gives pod: spec.hostname, else its name (truncated to
-// 63 characters, kubelet_pods.go GeneratePodHostNameAndDomain).
-func podHostname(pod *corev1.Pod) string {
-	h := pod.Spec.Hostname
-	if h == "" {
-		h = pod.Name
-	}
-	if len(h) > 63 {
-		h = h[:63]
-	}
-	return h
-}
-
 // writePlan renders pod's plan into its job's plan folder, under its hostname and, for a
 // launcher, as launcher.* too (the ranks that print it run in the workers' pods). A plan
 // without a sample removes one an earlier run of the same name left. It returns the folder.
@@ -114,7 +128,7 @@ func (a *agent) writePlan(pod *corev1.Pod, p realPlan) (string, error) {
 			return "", fmt.Errorf("rendering %s for the stand-ins: %w", p.Sample, err)
 		}
 	}
-	names := []string{podHostname(pod)}
+	names := []string{podrun.Hostname(pod)}
 	if _, _, role, _ := podJob(pod); role == "launcher" {
 		names = append(names, "launcher")
 	}

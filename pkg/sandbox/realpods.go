@@ -92,6 +92,17 @@ type RealPodsUnavailableError struct{ Why string }
 
 func (e *RealPodsUnavailableError) Error() string { return e.Why }
 
+// trainingOffFile, in the real pods' folder, says why the training image's pods are played from
+// samples although real pods are on.
+const trainingOffFile = "training-off"
+
+// trainingOff is why the training image's pods are simulated in the sandbox whose real pods'
+// folder is dir ("" when they run).
+func trainingOff(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, trainingOffFile))
+	return strings.TrimSpace(string(b))
+}
+
 // realPodsDir holds what the real images need, made once per sandbox (prepareRealPods).
 func (l Layout) realPodsDir() string { return filepath.Join(l.Dir, "realpods") }
 
@@ -119,6 +130,16 @@ func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error 
 		return err
 	}
 	if err := writeStandIns(dir); err != nil {
+		return err
+	}
+	// The training image needs Debian's python3-torch (a large package): without it, its pods
+	// are played from samples, with the reason (trainingOff).
+	off := filepath.Join(dir, trainingOffFile)
+	if err := exec.CommandContext(ctx, "python3", "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)").Run(); err != nil {
+		if err := os.WriteFile(off, []byte("this machine lacks python3-torch for the training image's torchrun (run scripts/debian-packages.sh as root)"), 0o644); err != nil {
+			return err
+		}
+	} else if err := os.Remove(off); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	// all_reduce_perf is made last (renamed into place): with it, the rest is there, unless
@@ -197,6 +218,9 @@ type realPods struct {
 	cs            kubernetes.Interface
 	dnsKubeconfig string
 
+	// trainingOff is why the training image's pods are simulated ("" when they run).
+	trainingOff string
+
 	mu   sync.Mutex
 	net  *podrun.Network
 	dns  *clusterDNS
@@ -205,7 +229,8 @@ type realPods struct {
 }
 
 func newRealPods(dir string, log io.Writer, cs kubernetes.Interface, dnsKubeconfig string) *realPods {
-	return &realPods{dir: dir, log: log, cs: cs, dnsKubeconfig: dnsKubeconfig, pods: map[string]*podrun.Pod{}, uids: map[string]string{}}
+	return &realPods{dir: dir, log: log, cs: cs, dnsKubeconfig: dnsKubeconfig, trainingOff: trainingOff(dir),
+		pods: map[string]*podrun.Pod{}, uids: map[string]string{}}
 }
 
 // network makes the bridge and starts the cluster DNS on first use.
@@ -217,9 +242,15 @@ func (r *realPods) network(ctx context.Context) (*podrun.Network, error) {
 	}
 	// One bridge per machine can hold the subnet: a second one's route would lose to the
 	// first, and probes would go to the wrong pods. The agent holds the machine's real-pod lock
-	// (lockRealPods), so a bridge that holds the address is one a killed agent left: removed.
+	// (lockRealPods), so a bridge of ours that holds the address is one a killed agent left:
+	// removed when no pod is on it any more; pods still on it (their namespaces outlive the
+	// agent) are named, not killed.
 	if out, _ := exec.Command("ip", "-o", "addr", "show", "to", realPodGateway+"/32").Output(); len(strings.TrimSpace(string(out))) > 0 {
 		dev := strings.TrimSuffix(strings.Fields(string(out) + " ? ?")[1], ":")
+		ports, _ := exec.Command("ip", "-o", "link", "show", "master", dev).Output()
+		if !strings.HasPrefix(dev, "ainbr") || len(strings.TrimSpace(string(ports))) > 0 {
+			return nil, fmt.Errorf("%s holds the real pods' address %s with pods still on it, left by an agent that was killed (`ip netns list | grep ainpod` names them; `ip netns pids NAME` their processes): stop them, then `ip link del %s`", dev, realPodGateway, dev)
+		}
 		if out, err := exec.Command("ip", "link", "del", dev).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("%s holds the real pods' address %s and could not be removed: %v: %s", dev, realPodGateway, err, out)
 		}
@@ -301,7 +332,11 @@ func (a *agent) realImageOf(pod *corev1.Pod) (realImage, string) {
 		off = or(or(realPodsOff(a.st), a.realOff), RealPodsOffHint)
 		a.mu.Unlock()
 	}
-	return realDecision(off, pod)
+	img, why := realDecision(off, pod)
+	if why == "" && img.Train && a.real.trainingOff != "" {
+		return realImage{}, a.real.trainingOff
+	}
+	return img, why
 }
 
 // startReal starts pod as a real process at its IP and follows it: Ready when its probe passes,
@@ -317,8 +352,8 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 	}
 	ip := net.ParseIP(pod.Status.PodIP).To4()
 	if ip == nil || !n.Subnet.Contains(ip) {
-		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError",
-			Message: fmt.Sprintf("pod IP %q is outside the real pods' network %s", pod.Status.PodIP, n.Subnet)}, "")
+		msg := fmt.Sprintf("pod IP %q is outside the real pods' network %s", pod.Status.PodIP, n.Subnet)
+		return a.startFailed(ctx, pod, msg, "")
 	}
 	plan := realPlanOf(pod)
 	if plan.ReadyAfter > 0 {
@@ -333,7 +368,7 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 	}
 	planDir, err := a.writePlan(pod, plan)
 	if err != nil {
-		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: err.Error()}, err.Error()+"\n")
+		return a.startFailed(ctx, pod, err.Error(), err.Error()+"\n")
 	}
 	secrets, configMaps, err := a.podSources(ctx, pod)
 	if err != nil {
@@ -349,14 +384,22 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 		Nameserver: clusterDNSIP}
 	p, err := podrun.Start(spec)
 	if err != nil {
-		return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: err.Error()}, err.Error()+"\n")
+		return a.startFailed(ctx, pod, err.Error(), err.Error()+"\n")
 	}
 	a.real.mu.Lock()
 	a.real.pods[key], a.real.uids[key] = p, string(pod.UID)
 	a.real.mu.Unlock()
+	a.recordPodRun(pod, true, "")
 	fmt.Fprintf(a.log, "sandbox agent: %s: running %q for real at %s (netns %s)\n", key, pod.Spec.Containers[0].Image, ip, p.NetNS())
 	go a.followReal(ctx, pod.DeepCopy(), p)
 	return nil
+}
+
+// startFailed ends pod as a container that could not start (StartError, exit 128, as runc's),
+// recorded as a real run that did not start.
+func (a *agent) startFailed(ctx context.Context, pod *corev1.Pod, msg, log string) error {
+	a.recordPodRun(pod, true, "did not start: "+msg)
+	return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: msg}, log)
 }
 
 // followReal reports p's readiness and end into pod's annotations.

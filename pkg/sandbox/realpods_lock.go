@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -57,11 +58,35 @@ func lockRealPods(dir string, wait time.Duration) (*os.File, string, error) {
 	return f, "", nil
 }
 
+// envRealPodsLock names the agent's inherited file descriptor of the lock Up took.
+const envRealPodsLock = "AIN_SANDBOX_REAL_PODS_LOCK_FD"
+
+// inheritedRealPodsLock is the lock Up took and passed to the agent (envRealPodsLock), kept
+// from the agent's own children; without one, the agent takes it itself, waiting a little for
+// an agent of the same sandbox that is stopping.
+func inheritedRealPodsLock(dir string) (*os.File, string, error) {
+	fd, err := strconv.Atoi(os.Getenv(envRealPodsLock))
+	if err != nil || fd < 3 {
+		return lockRealPods(dir, 10*time.Second)
+	}
+	syscall.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), realPodsLockPath())
+	// Held already through the shared open file; taking it again on it only confirms that.
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("the inherited real-pod lock (fd %d): %w", fd, err)
+	}
+	return f, "", nil
+}
+
 // realPodsHolder is why the sandbox in dir cannot run real pods now because another holds the
-// lock ("" when none does). The lock is not kept: the agent takes it.
+// lock ("" when none does). The lock is not kept.
 func realPodsHolder(dir string) string {
 	f, busy, err := lockRealPods(dir, 0)
-	if err != nil || busy != "" {
+	if err != nil {
+		return "the machine's real-pod lock: " + err.Error()
+	}
+	if busy != "" {
 		return busy
 	}
 	f.Close()

@@ -196,3 +196,44 @@ func TestLockRealPods(t *testing.T) {
 		t.Errorf("after the holder ended: %q", why)
 	}
 }
+
+// A state written when real pods were opt-in reads as it ran: samples unless it asked for them.
+func TestLoadStateBeforeRealPodsByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		config   string
+		simulate bool
+	}{
+		{`{"fabric":"ib"}`, true},
+		{`{"fabric":"ib","realPods":true}`, false},
+		{`{"fabric":"ib","simulatePods":false}`, false},
+		{`{"fabric":"ib","simulatePods":true}`, true},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(Layout{dir}.State(), []byte(`{"config":`+tc.config+`}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := LoadState(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Config.SimulatePods != tc.simulate || st.RealPods() == tc.simulate {
+			t.Errorf("%s: SimulatePods %v, RealPods %v", tc.config, st.Config.SimulatePods, st.RealPods())
+		}
+	}
+}
+
+// Only the stand-ins can carry out a failure the scenario plays; other programs of a mapped image
+// are played from samples under it.
+func TestRunsStandIn(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"mpirun -np 2 /opt/nccl_tests/build/all_reduce_perf -b 8": true,
+		"python -c 'import bitsandbytes' && exec torchrun -m trl.scripts.sft --model_name_or_path x": true,
+		"mpirun -np 2 hostname": false,
+		"/usr/sbin/sshd -De":    false,
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Command: []string{"sh", "-c", cmd}}}}}
+		if got := runsStandIn(pod); got != want {
+			t.Errorf("%q: %v, want %v", cmd, got, want)
+		}
+	}
+}

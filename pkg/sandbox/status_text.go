@@ -25,7 +25,7 @@ func (s *Status) WriteText(w io.Writer, partlyHint string) {
 	fmt.Fprintf(w, "  scenario:   %s (%s)\n", s.Config.Scenario, s.Scenario)
 	fmt.Fprintf(w, "  fabric:     %s, %d nodes x %d GPUs, %s: %d\n", s.Config.Fabric, s.Config.Nodes, s.Config.GPUsPerNode, s.Config.RDMAResource, s.Config.RDMACount)
 	if s.RealPodsOff == "" {
-		fmt.Fprintf(w, "  real pods:  on (the nccl-tests and training images' pods run as real processes; others are simulated)\n")
+		fmt.Fprintf(w, "  real pods:  on (the mapped images' pods run their real programs where they can; the table below says which did, and why not)\n")
 	} else {
 		fmt.Fprintf(w, "  real pods:  off: %s\n", or(s.RealPodsOff, RealPodsOffHint))
 	}

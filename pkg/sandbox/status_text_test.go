@@ -44,7 +44,7 @@ func TestStatusWriteTextPodRuns(t *testing.T) {
 		}}
 	var b bytes.Buffer
 	s.WriteText(&b, "")
-	want := "  real pods:  on (the nccl-tests and training images' pods run as real processes; others are simulated)\n" +
+	want := "  real pods:  on (the mapped images' pods run their real programs where they can; the table below says which did, and why not)\n" +
 		"  server:     \n  kubeconfig: \n  webhook:    off: \n\n" +
 		"Pods so far: 3 ran their real programs, 1 simulated\n" +
 		"RAN        PODS  IMAGE                       WHY                                          FOR EXAMPLE\n" +

@@ -24,12 +24,12 @@ import (
 const SimulatedNote = "Nodes and containers are simulated (kwok): pods go through their phases and print recorded log samples; no GPU, RDMA device or container runs. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
 
 // RealPodsNote replaces SimulatedNote where the sandbox runs real pods.
-const RealPodsNote = "Nodes are simulated (kwok); the pods of the nccl-tests, mpi-operator and training images run their programs as real processes (sshd, Open MPI, torchrun with gloo) in network namespaces of their own, other pods print recorded log samples. No GPU or RDMA device: NCCL's figures come from the simulated fabric. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
+const RealPodsNote = "Nodes are simulated (kwok); pods of the nccl-tests, mpi-operator and training images run their programs as real processes (sshd, Open MPI, torchrun with gloo) in network namespaces of their own where the sandbox can (`ain sandbox status` says which did and why not: probes that read the simulated node, a kubeflow.org/v1 MPIJob), other pods print recorded log samples. No GPU or RDMA device: NCCL's figures come from the simulated fabric. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
 
 // PodsNote says in a line what runs in the sandbox's pods, for a command's note.
 func (s *State) PodsNote() string {
 	if s.RealPods() {
-		return "the control plane is real; the nccl-tests and training images' pods run their programs (sshd, Open MPI, torchrun) for real; the GPU nodes, NCCL's output and the fabric's figures are simulated"
+		return "the control plane is real; pods of the nccl-tests, mpi-operator and training images run their real programs (sshd, Open MPI, torchrun) where the sandbox can (`ain sandbox status` says which did); the GPU nodes, NCCL's output and the fabric's figures are simulated"
 	}
 	return "the control plane is real, the GPU nodes and what runs in the pods are simulated (logs are recorded samples)"
 }
@@ -218,7 +218,12 @@ func (u *upRun) step(format string, a ...any) {
 
 // start starts one component and records it in the state (a starter).
 func (u *upRun) start(name, version, bin string, args, env []string, ports map[string]int) (*Proc, error) {
-	pr, err := startProc(name, version, bin, args, env, filepath.Join(u.l.Logs(), name+".log"), u.opts.DieWithParent)
+	return u.startWith(name, version, bin, args, env, ports)
+}
+
+// startWith is start with extra open files for the process (fd 3 on).
+func (u *upRun) startWith(name, version, bin string, args, env []string, ports map[string]int, extra ...*os.File) (*Proc, error) {
+	pr, err := startProc(name, version, bin, args, env, filepath.Join(u.l.Logs(), name+".log"), u.opts.DieWithParent, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -441,29 +446,57 @@ func (u *upRun) startKwok() (*Proc, error) {
 
 // startAgent prepares the real pods' files when the mode is on, then starts the agent.
 func (u *upRun) startAgent(ctx context.Context) (*Proc, error) {
+	agentEnv := append([]string{"AIN_SANDBOX_STATE=" + u.st.Dir, "AIN_SANDBOX_AGENT=1"}, u.opts.AgentEnv...)
+	var extra []*os.File
 	if !u.cfg.SimulatePods {
-		// Built once per sandbox, before the agent needs it. A machine that cannot run them
-		// gets the samples, and the reason in the state (status and the demo say it).
-		var off *RealPodsUnavailableError
-		if busy := realPodsHolder(u.st.Dir); busy != "" {
-			u.st.RealPodsOff = busy
-			fmt.Fprintf(u.out, "real pods: off: %s; the pods print recorded samples\n", busy)
-		} else if err := prepareRealPods(ctx, u.l.realPodsDir(), u.opts.Cache, u.out); errors.As(err, &off) {
-			u.st.RealPodsOff = off.Error()
-			fmt.Fprintf(u.out, "real pods: off: %s; the pods print recorded samples\n", off.Error())
-		} else if err != nil {
-			return nil, fmt.Errorf("real pods (--real-pods=false plays every pod from samples): %w", err)
+		lock, err := u.prepareRealPods(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if lock != nil {
+			// The agent inherits the lock (a flock belongs to the open file, which the child
+			// shares): taken and held in one act, however long the build above took.
+			defer lock.Close()
+			extra = append(extra, lock)
+			agentEnv = append(agentEnv, envRealPodsLock+"=3")
 		}
 	}
 	if err := saveState(u.st); err != nil {
 		return nil, err
 	}
-	agentEnv := append([]string{"AIN_SANDBOX_STATE=" + u.st.Dir, "AIN_SANDBOX_AGENT=1"}, u.opts.AgentEnv...)
 	agentBin, err := filepath.Abs(u.opts.AgentCommand[0])
 	if err != nil {
 		return nil, err
 	}
-	return u.start("agent", "", agentBin, u.opts.AgentCommand[1:], agentEnv, nil)
+	return u.startWith("agent", "", agentBin, u.opts.AgentCommand[1:], agentEnv, nil, extra...)
+}
+
+// prepareRealPods takes the machine's real-pod lock and builds what real pods need, once per
+// sandbox. A machine that cannot run them (not root, a program missing, another sandbox holding
+// the lock) gets the samples, with the reason in the state (status, notes and the demo say it),
+// and no lock.
+func (u *upRun) prepareRealPods(ctx context.Context) (*os.File, error) {
+	off := func(why string) (*os.File, error) {
+		u.st.RealPodsOff = why
+		fmt.Fprintf(u.out, "real pods: off: %s; the pods print recorded samples\n", why)
+		return nil, nil
+	}
+	lock, busy, err := lockRealPods(u.st.Dir, 5*time.Second)
+	switch {
+	case err != nil:
+		return off(fmt.Sprintf("the machine's real-pod lock: %v", err))
+	case busy != "":
+		return off(busy)
+	}
+	var unavailable *RealPodsUnavailableError
+	if err := prepareRealPods(ctx, u.l.realPodsDir(), u.opts.Cache, u.out); errors.As(err, &unavailable) {
+		lock.Close()
+		return off(unavailable.Error())
+	} else if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("real pods (--real-pods=false plays every pod from samples): %w", err)
+	}
+	return lock, nil
 }
 
 // waitReady waits for every component to answer, the nodes to be Ready and the GPU Operator's

@@ -20,17 +20,21 @@ type HostEntry struct {
 
 // PodHostEntry is the HostEntry of pod at ip, named as the kubelet names it.
 func PodHostEntry(pod *corev1.Pod, ip string) HostEntry {
-	return HostEntry{IP: ip, Hostname: hostnameOf(pod), Subdomain: pod.Spec.Subdomain, Namespace: pod.Namespace}
+	return HostEntry{IP: ip, Hostname: Hostname(pod), Subdomain: pod.Spec.Subdomain, Namespace: pod.Namespace}
 }
 
-// hostnameOf is the pod's hostname: spec.hostname, else its name (kubelet_pods.go
-// GeneratePodHostNameAndDomain; the Job controller sets spec.hostname to <job>-<index> for an
-// Indexed Job with a subdomain, job_controller.go).
-func hostnameOf(pod *corev1.Pod) string {
-	if pod.Spec.Hostname != "" {
-		return pod.Spec.Hostname
+// Hostname is the hostname a kubelet gives pod: spec.hostname, else its name, cut to 63
+// characters and then stripped of trailing '-' and '.' (k8s.io/kubernetes v1.37
+// pkg/kubelet/kubelet_pods.go GeneratePodHostNameAndDomain, truncatePodHostnameIfNeeded).
+func Hostname(pod *corev1.Pod) string {
+	h := pod.Spec.Hostname
+	if h == "" {
+		h = pod.Name
 	}
-	return pod.Name
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
 }
 
 // hostDomain is "<subdomain>.<namespace>.svc.<clusterDomain>", empty without a subdomain.

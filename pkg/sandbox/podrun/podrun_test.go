@@ -270,3 +270,20 @@ func TestBadInputAndStop(t *testing.T) {
 		}
 	})
 }
+
+// The kubelet's hostname: spec.hostname or the name, cut to 63 and stripped of a trailing '-'/'.'.
+func TestHostname(t *testing.T) {
+	long := strings.Repeat("a", 62) + "-b"
+	for _, tc := range []struct {
+		pod  corev1.Pod
+		want string
+	}{
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "qlora-master-0"}}, "qlora-master-0"},
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: corev1.PodSpec{Hostname: "qlora-node-0-0"}}, "qlora-node-0-0"},
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: long}}, strings.Repeat("a", 62)},
+	} {
+		if got := podrun.Hostname(&tc.pod); got != tc.want {
+			t.Errorf("%s/%s: %q, want %q", tc.pod.Name, tc.pod.Spec.Hostname, got, tc.want)
+		}
+	}
+}

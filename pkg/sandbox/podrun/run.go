@@ -125,7 +125,7 @@ func Start(spec Spec) (*Pod, error) {
 		nameserver = spec.Network.Gateway.String()
 	}
 	uid, gid, groups := identity(pod, c)
-	hostname := hostnameOf(pod)
+	hostname := Hostname(pod)
 	src := sources{secrets: spec.Secrets, configMaps: spec.ConfigMaps, token: spec.ServiceAccountToken, podIP: spec.IP.String(), claims: spec.Claims}
 	env, err := containerEnv(pod, c, spec.Image, spec.IP.String(), hostname, uid, src)
 	if err != nil {

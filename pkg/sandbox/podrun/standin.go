@@ -8,7 +8,8 @@ package podrun
 //
 // What NCCL would print cannot come from this machine (no GPU, no NCCL): the sandbox renders it
 // from its simulated fabric and puts it in the job's plan folder (PlanDir, mounted in every pod
-// of the job). After the real allreduce, rank 0 prints the launcher's rendered output
+// of the job), read when it starts. After the real allreduce, rank 0 prints every rank's line and
+// then the launcher's rendered output
 // (launcher.sample: nccl-tests' table and NCCL INFO lines) as nccl-tests' rank 0 prints its
 // table; every rank stays at least launcher.seconds; rank 0 exits with launcher.exit when the
 // sandbox's scenario fails the run. Without a plan folder it does the allreduce alone.
@@ -18,6 +19,7 @@ const AllreduceStandIn = `#include <mpi.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#define LINE 512
 static long plan_number(const char *name) {
 	char path[512], buf[64] = {0};
 	FILE *f;
@@ -28,32 +30,44 @@ static long plan_number(const char *name) {
 	return strtol(buf, NULL, 10);
 }
 int main(int argc, char **argv) {
-	int rank, size, one, sum = 0, rc;
-	char host[256], line[8192];
+	int rank, size, one, sum = 0, rc, i;
+	char host[256], mine[LINE], *all = NULL, line[8192];
 	struct timespec t0, t1;
-	long seconds;
-	FILE *f;
+	long seconds, exitcode;
+	FILE *sample;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* The plan is read whole at the start: a later job of the same name may rewrite it. */
+	seconds = plan_number("seconds");
+	exitcode = plan_number("exit");
+	sample = fopen("` + PlanDir + `/launcher.sample", "r");
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	gethostname(host, sizeof host);
 	one = rank + 1;
 	MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-	printf("podrun-allreduce rank %d of %d on %s: sum %d\n", rank, size, host, sum);
 	rc = sum == size * (size + 1) / 2 ? 0 : 1;
-	if (rank == 0 && rc == 0 && (f = fopen("` + PlanDir + `/launcher.sample", "r"))) {
-		/* ssh's own warnings are ssh's to print, not the sample's. */
-		while (fgets(line, sizeof line, f))
-			if (strncmp(line, "Warning: Permanently added", 26) != 0) fputs(line, stdout);
-		fclose(f);
+	/* One writer, as in nccl-tests (only its main thread of rank 0 prints): Open MPI forwards
+	   each rank's output in pieces as read, not by lines, so two ranks writing at once can
+	   split each other's lines. Rank 0 prints every rank's line, then the table. */
+	snprintf(mine, sizeof mine, "podrun-allreduce rank %d of %d on %s: sum %d\n", rank, size, host, sum);
+	if (rank == 0) all = malloc((size_t)size * LINE);
+	MPI_Gather(mine, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD);
+	if (rank == 0) {
+		for (i = 0; i < size; i++) fputs(all + (size_t)i * LINE, stdout);
+		free(all);
+		if (rc == 0 && sample) {
+			/* ssh's own warnings are ssh's to print, not the sample's. */
+			while (fgets(line, sizeof line, sample))
+				if (strncmp(line, "Warning: Permanently added", 26) != 0) fputs(line, stdout);
+		}
+		fflush(stdout);
 	}
-	fflush(stdout);
-	seconds = plan_number("seconds");
+	if (sample) fclose(sample);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (seconds > t1.tv_sec - t0.tv_sec) sleep((unsigned)(seconds - (t1.tv_sec - t0.tv_sec)));
 	MPI_Barrier(MPI_COMM_WORLD);
-	if (rank == 0 && rc == 0) rc = (int)plan_number("exit");
+	if (rank == 0 && rc == 0) rc = (int)exitcode;
 	MPI_Finalize();
 	return rc;
 }

@@ -38,7 +38,13 @@ func NeedReal(t *testing.T) *sandboxtest.Sandbox {
 			t.Skipf("real pods need %s: run scripts/debian-packages.sh as root", p)
 		}
 	}
-	return sandboxtest.Get(t)
+	sb := sandboxtest.Get(t)
+	// A machine that can run them and a sandbox that does not (another sandbox holds the
+	// machine's real-pod lock, say) would make every test here fail for the wrong reason.
+	if off := sb.State.RealPodsOff; off != "" && !sb.State.Config.SimulatePods {
+		t.Fatalf("the sandbox runs no real pods: %s", off)
+	}
+	return sb
 }
 
 // NeedTorchrun is NeedReal plus Debian's torchrun (python3-torch).

@@ -102,8 +102,11 @@ def main(argv):
         time.sleep(max(0.0, seconds - (time.monotonic() - begin)))
         return exit_code
     lines = [l for l in sample if is_nccl(l)] if sample is not None else nccl_lines(pod, ip, rank, world)
+    # A communicator's end is said when the run ends, with the sample's own process id.
+    destroy = [l for l in lines if "Destroy COMPLETE" in l]
     for line in lines:
-        print(line)
+        if "Destroy COMPLETE" not in line:
+            print(line)
     if rank == 0:
         print("trainable params: 41,943,040 || all params: 7,657,558,016 || trainable%: 0.5477")
     start = time.monotonic()
@@ -130,7 +133,10 @@ def main(argv):
         print(f"INFO:__main__:saved LoRA adapter to {out.split('=', 1)[1]} (stand-in: nothing written)")
     dist.barrier()
     dist.destroy_process_group()
-    print(f"{pod}:{os.getpid()}:{os.getpid() + 67} [0] NCCL INFO comm 0x5571c0a41e40 rank {rank} nranks {world} cudaDev 0 busId 18000 - Destroy COMPLETE")
+    if sample is None:
+        destroy = [f"{pod}:{os.getpid()}:{os.getpid() + 67} [0] NCCL INFO comm 0x5571c0a41e40 rank {rank} nranks {world} cudaDev 0 busId 18000 - Destroy COMPLETE"]
+    for line in destroy:
+        print(line)
     return 0
 
 
