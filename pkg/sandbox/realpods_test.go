@@ -226,7 +226,7 @@ func TestLoadStateBeforeRealPodsByDefault(t *testing.T) {
 // are played from samples under it.
 func TestRunsStandIn(t *testing.T) {
 	for cmd, want := range map[string]bool{
-		"mpirun -np 2 /opt/nccl_tests/build/all_reduce_perf -b 8": true,
+		"mpirun -np 2 /opt/nccl_tests/build/all_reduce_perf -b 8":                                    true,
 		"python -c 'import bitsandbytes' && exec torchrun -m trl.scripts.sft --model_name_or_path x": true,
 		"mpirun -np 2 hostname": false,
 		"/usr/sbin/sshd -De":    false,
