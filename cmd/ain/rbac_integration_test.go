@@ -74,8 +74,8 @@ func TestLeastPrivilegeRole(t *testing.T) {
 	}
 	// The admin's passing preflight, cached in the same HOME, is not the student's: the cache
 	// is per user (issue 19: a student was told "6 PASS (cached)", then got forbidden).
-	if _, e, code := run(t, env, "preflight", "qlora", "--kubeconfig", c.sb.Kubeconfig, "-n", c.ns); code != 0 {
-		t.Fatalf("admin preflight: exit %d\n%s", code, e)
+	if o, e, code := run(t, env, "preflight", "qlora", "--kubeconfig", c.sb.Kubeconfig, "-n", c.ns); code != 0 {
+		t.Fatalf("admin preflight: exit %d\n%s\n%s", code, o, e)
 	}
 	o, e, code := as("train", "qlora", "--name", "rb", "--timeout", "3m")
 	check("train", code, 0, o+e, "Succeeded")

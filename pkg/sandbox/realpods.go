@@ -421,7 +421,7 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 		go a.refreshLog(rctx, pod, p, file)
 	}
 	if p.WaitReady(rctx) {
-		if err := a.annotate(ctx, pod, map[string]string{AnnoRealReady: "true"}); err != nil {
+		if err := a.retryAPI(rctx, key, func() error { return a.annotate(ctx, pod, map[string]string{AnnoRealReady: "true"}) }); err != nil {
 			fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
 		}
 	}
@@ -471,8 +471,9 @@ func (a *agent) refreshLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod, 
 
 // realEnded writes the real log as the pod's CRI log, and the end for the stages.
 func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result, log string) error {
-	file, err := a.writeLogFile(ctx, pod, log)
-	if err != nil {
+	key := pod.Namespace + "/" + pod.Name
+	var file string
+	if err := a.retryAPI(ctx, key, func() (err error) { file, err = a.writeLogFile(ctx, pod, log); return err }); err != nil {
 		return err
 	}
 	outcome := "Succeeded"
@@ -489,10 +490,34 @@ func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result,
 	a.mu.Lock()
 	a.account(a.sampleData(pod), log)
 	a.mu.Unlock()
-	return a.annotate(ctx, pod, map[string]string{
-		AnnoLogs: file, AnnoOutcome: outcome, AnnoExitCode: strconv.Itoa(r.ExitCode),
-		AnnoTerminationMessage: msg, AnnoRealExit: r.Reason,
+	return a.retryAPI(ctx, key, func() error {
+		return a.annotate(ctx, pod, map[string]string{
+			AnnoLogs: file, AnnoOutcome: outcome, AnnoExitCode: strconv.Itoa(r.ExitCode),
+			AnnoTerminationMessage: msg, AnnoRealExit: r.Reason,
+		})
 	})
+}
+
+// retryAPI runs a write of a real pod's state until it takes, ctx ends or the pod is gone: a
+// kubelet keeps reporting a container's state through an API server that restarts, and the
+// state a real process reaches happens once. The first failure is logged.
+func (a *agent) retryAPI(ctx context.Context, key string, write func() error) error {
+	wait := 500 * time.Millisecond
+	for try := 0; ; try++ {
+		err := write()
+		if err == nil || apierrors.IsNotFound(err) {
+			return err
+		}
+		if try == 0 {
+			fmt.Fprintf(a.log, "sandbox agent: %s: %v (trying again)\n", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 // podSources reads the Secrets and ConfigMaps pod's volumes, env and envFrom name.
