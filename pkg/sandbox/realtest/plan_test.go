@@ -31,8 +31,9 @@ func TestIntegrationRealBenchPrintsTheTable(t *testing.T) {
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("nccl-tests runs in the launcher's log: %d, %v\n%s", len(runs), err, log)
 	}
-	if n := len(runs[0].Rows); n < 20 || runs[0].NRanks == nil || *runs[0].NRanks != 2 {
-		t.Errorf("the table: %d rows, nranks %v; want the ring sample's rows over 2 ranks", n, runs[0].NRanks)
+	// Every row of the ring sample (8 B to 8 GiB: 31), none split by another rank's output.
+	if n := len(runs[0].Rows); n != 31 || runs[0].NRanks == nil || *runs[0].NRanks != 2 || runs[0].AvgBusbw == nil {
+		t.Errorf("the table: %d rows, nranks %v, avg busbw %v; want the ring sample's 31 rows over 2 ranks and its average", n, runs[0].NRanks, runs[0].AvgBusbw)
 	}
 	if !strings.Contains(log, "NCCL INFO NCCL_ALGO set by environment to Ring") {
 		t.Errorf("the launcher's log lacks the ring sample's NCCL lines:\n%s", log)
