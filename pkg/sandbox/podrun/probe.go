@@ -315,7 +315,7 @@ func (p *Pod) execProbe(ctx context.Context, command []string, timeout time.Dura
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
-	if ctx.Err() == context.DeadlineExceeded {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return failure, fmt.Sprintf("command timed out: %q timed out after %s", strings.Join(command, " "), timeout)
 	}
 	var exit *exec.ExitError
