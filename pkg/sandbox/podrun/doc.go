@@ -20,7 +20,8 @@
 //     RLIMIT_MEMLOCK where the machine allows), and UTS, IPC and PID namespaces of
 //     its own, so that everything it starts (sshd's sessions, orted, MPI ranks) ends with it;
 //   - output: the exit code in a container status's terms (Result), stdout and stderr as the
-//     pod's log, and a tcpSocket readiness probe run from the host's namespace against the pod IP;
+//     pod's log, and readiness probes as the kubelet runs them (tcpSocket and httpGet from the
+//     host's namespace against the pod IP, exec inside the container; grpc is not run);
 //   - Stop: SIGTERM, SIGKILL after the grace period, then the namespace, veth and folders go;
 //     nothing is left behind.
 //

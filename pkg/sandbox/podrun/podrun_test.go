@@ -39,13 +39,30 @@ type cluster struct {
 	next byte
 }
 
-// newCluster makes a bridge on a /24 that no route of this machine covers; Cleanup removes it.
+// newCluster makes a bridge on a /24 that overlaps no route of this machine (a running
+// sandbox's pod network is 10.244.0.0/16); Cleanup removes it.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	routes, _ := exec.Command("ip", "-4", "route", "show").Output()
+	out, _ := exec.Command("ip", "-4", "route", "show").Output()
+	var routes []*net.IPNet
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			if _, n, err := net.ParseCIDR(f[0]); err == nil {
+				routes = append(routes, n)
+			}
+		}
+	}
+	taken := func(s *net.IPNet) bool {
+		for _, r := range routes {
+			if r.Contains(s.IP) || s.Contains(r.IP) {
+				return true
+			}
+		}
+		return false
+	}
 	for range 20 {
 		cidr := fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(250))
-		if strings.Contains(string(routes), cidr) {
+		if _, s, _ := net.ParseCIDR(cidr); taken(s) {
 			continue
 		}
 		n, err := podrun.NewNetwork(cidr)

@@ -102,6 +102,9 @@ type Pod struct {
 	stopErr    error
 	started    atomic.Bool
 	netnsInode uint64
+	// env and inPod are how an exec probe runs a command as the container's process.
+	env   []string
+	inPod []string
 }
 
 // Start runs pod's first container as a kubelet would (see the package comment). A command
@@ -135,7 +138,8 @@ func Start(spec Spec) (*Pod, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("container %s has no command: the image's entrypoint is not known here", c.Name)
 	}
-	p := &Pod{Name: pod.Name, log: newLogBuffer(4 << 20), done: make(chan struct{})}
+	p := &Pod{Name: pod.Name, log: newLogBuffer(4 << 20), done: make(chan struct{}),
+		env: env, inPod: containerPrefix(c, uid, gid, groups, env)}
 	if msg := findProgram(argv[0], env, spec.Image, c.VolumeMounts); msg != "" {
 		p.result = Result{ExitCode: 128, Reason: "StartError", Message: msg}
 		p.log.Write([]byte(msg + "\n"))
@@ -592,29 +596,42 @@ func shim(dir string, pod *corev1.Pod, c *corev1.Container, vols map[string]*vol
 		// itself a container may lack; the capability in the bounding set is what counts.
 		b.WriteString("ulimit -l unlimited 2>/dev/null || ulimit -S -l \"$(ulimit -H -l)\"\n")
 	}
+	b.WriteString("exec")
+	for _, a := range containerPrefix(c, uid, gid, groups, env) {
+		b.WriteString(" " + q(a))
+	}
+	b.WriteString(" \"$@\"\n")
+	return b.String(), nil
+}
+
+// containerPrefix is the command line that runs a command as the container's process, inside
+// the pod's root: the container's uid, gid, groups and capability bounding set (setpriv(1)), in
+// its workingDir, with the environment the caller gives it (env(1)). The shim execs the
+// container's command through it, and an exec probe its command, as a runtime's exec reuses the
+// container's process spec with other args (containerd: ExecSync).
+func containerPrefix(c *corev1.Container, uid, gid int64, groups []int64, env []string) []string {
 	wd := c.WorkingDir
 	if wd == "" {
 		wd = "/"
 	}
-	priv := fmt.Sprintf("/usr/bin/setpriv --reuid=%d --regid=%d --bounding-set=%s", uid, gid, boundingSet(c))
+	out := []string{"/usr/bin/setpriv", fmt.Sprintf("--reuid=%d", uid), fmt.Sprintf("--regid=%d", gid), "--bounding-set=" + boundingSet(c)}
 	if len(groups) == 0 {
-		priv += " --clear-groups"
+		out = append(out, "--clear-groups")
 	} else {
 		gs := make([]string, len(groups))
 		for i, g := range groups {
 			gs[i] = strconv.FormatInt(g, 10)
 		}
-		priv += " --groups=" + strings.Join(gs, ",")
+		out = append(out, "--groups="+strings.Join(gs, ","))
 	}
+	out = append(out, "--", "/usr/bin/env")
 	// sh adds PWD (and cd OLDPWD) to the environment; a runtime does not.
-	unset := ""
 	for _, v := range []string{"PWD", "OLDPWD"} {
 		if !hasVar(env, v) {
-			unset += " -u " + v
+			out = append(out, "-u", v)
 		}
 	}
-	fmt.Fprintf(&b, "exec %s -- /usr/bin/env%s -C %s -- \"$@\"\n", priv, unset, q(wd))
-	return b.String(), nil
+	return append(out, "-C", wd, "--")
 }
 
 func hasVar(env []string, name string) bool {
