@@ -13,8 +13,9 @@ import (
 
 // TestIntegrationRealBenchPrintsTheTable: a real MPIJob's all_reduce_perf stand-in prints, after
 // its real MPI_Allreduce, the nccl-tests table the sandbox rendered from its simulated fabric
-// (the scenario's sample for NCCL_ALGO=ring), so ain's parser reads a whole run from a launcher
-// whose ranks really ran. Fails with real mode off (no rank lines) and without the plan (no table).
+// (the scenario's sample for the render's NCCL_IB_DISABLE=1: the socket run, which the base
+// rules pick before NCCL_ALGO's), so ain's parser reads a whole run from a launcher whose ranks
+// really ran. Fails with real mode off (no rank lines) and without the plan (no table).
 func TestIntegrationRealBenchPrintsTheTable(t *testing.T) {
 	sb := NeedReal(t)
 	ns := sb.Namespace(t)
@@ -31,12 +32,14 @@ func TestIntegrationRealBenchPrintsTheTable(t *testing.T) {
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("nccl-tests runs in the launcher's log: %d, %v\n%s", len(runs), err, log)
 	}
-	// Every row of the ring sample (8 B to 8 GiB: 31), none split by another rank's output.
+	// Every row of the sample (8 B to 8 GiB: 31), none split by another rank's output.
 	if n := len(runs[0].Rows); n != 31 || runs[0].NRanks == nil || *runs[0].NRanks != 2 || runs[0].AvgBusbw == nil {
-		t.Errorf("the table: %d rows, nranks %v, avg busbw %v; want the ring sample's 31 rows over 2 ranks and its average", n, runs[0].NRanks, runs[0].AvgBusbw)
+		t.Errorf("the table: %d rows, nranks %v, avg busbw %v; want the sample's 31 rows over 2 ranks and its average", n, runs[0].NRanks, runs[0].AvgBusbw)
 	}
-	if !strings.Contains(log, "NCCL INFO NCCL_ALGO set by environment to Ring") {
-		t.Errorf("the launcher's log lacks the ring sample's NCCL lines:\n%s", log)
+	for _, want := range []string{"podrun-allreduce rank 0 of 2 on table-worker-0: sum 3", "NCCL INFO Using network Socket"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the launcher's log lacks %q:\n%s", want, log)
+		}
 	}
 }
 
