@@ -39,13 +39,6 @@ func (a *App) cluster(kc *kube.Clients) *jobs.Cluster {
 func (a *App) sandboxNote(kc *kube.Clients) {
 	if kc.Sandbox && !a.sandboxNoted {
 		a.sandboxNoted = true
-		// The state of the sandbox this kubeconfig is (kube.LoadConfig knew it from this folder).
-		note := "the control plane is real, the GPU nodes and the fabric are simulated (`ain sandbox status` says which pods ran their real programs)"
-		if dir, err := sandbox.StateDir(a.Getenv); err == nil {
-			if st, err := sandbox.LoadState(dir); err == nil {
-				note = st.PodsNote()
-			}
-		}
-		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: "+note)
+		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: "+sandbox.CommandNote(a.Getenv))
 	}
 }

@@ -26,6 +26,17 @@ const SimulatedNote = "Nodes and containers are simulated (kwok): pods go throug
 // RealPodsNote replaces SimulatedNote where the sandbox runs real pods.
 const RealPodsNote = "Nodes are simulated (kwok); pods of the nccl-tests, mpi-operator and training images run their programs as real processes (sshd, Open MPI, torchrun with gloo) in network namespaces of their own where the sandbox can (`ain sandbox status` says which did and why not: probes that read the simulated node, a kubeflow.org/v1 MPIJob), other pods print recorded log samples. No GPU or RDMA device: NCCL's figures come from the simulated fabric. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
 
+// CommandNote is what a command run on the sandbox whose state folder getenv leads to (as
+// kube.LoadConfig found its kubeconfig) says of it, once: what is real and what simulated.
+func CommandNote(getenv func(string) string) string {
+	if dir, err := StateDir(getenv); err == nil {
+		if st, err := LoadState(dir); err == nil {
+			return st.PodsNote()
+		}
+	}
+	return "the control plane is real, the GPU nodes and the fabric are simulated (`ain sandbox status` says which pods ran their real programs)"
+}
+
 // PodsNote says in a line what runs in the sandbox's pods, for a command's note.
 func (s *State) PodsNote() string {
 	if s.RealPods() {
