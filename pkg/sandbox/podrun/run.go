@@ -479,9 +479,16 @@ func commandLine(c *corev1.Container, env []string) []string {
 // runtime's message when it does not, "" when it does or when it lies under a volume (made only
 // in the pod). Messages are runc's (libcontainer/standard_init_linux.go: exec.LookPath's error).
 func findProgram(name string, env []string, img Image, mounts []corev1.VolumeMount) string {
+	exe := func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+	}
 	under := func(p string) bool {
-		if _, ok := img.Files[p]; ok {
-			return true
+		for in, host := range img.Files {
+			// A mapped file, or a program in a mapped folder (the training image's /opt/conda/bin).
+			if p == in || strings.HasPrefix(p, strings.TrimSuffix(in, "/")+"/") && exe(filepath.Join(host, p[len(in):])) {
+				return true
+			}
 		}
 		for _, m := range mounts {
 			if p == m.MountPath || strings.HasPrefix(p, strings.TrimSuffix(m.MountPath, "/")+"/") {
@@ -489,10 +496,6 @@ func findProgram(name string, env []string, img Image, mounts []corev1.VolumeMou
 			}
 		}
 		return false
-	}
-	exe := func(p string) bool {
-		fi, err := os.Stat(p)
-		return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 	}
 	if strings.Contains(name, "/") {
 		if under(name) || exe(name) {
