@@ -132,10 +132,11 @@ func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error 
 	if err := writeStandIns(dir); err != nil {
 		return err
 	}
-	// The training image needs Debian's python3-torch (a large package): without it, its pods
+	// The training image needs Debian's python3-torch (a large package) in Debian's python3, the
+	// one its stand-ins run (data/standins/bin/python), not the first python3 on PATH: without it, its pods
 	// are played from samples, with the reason (trainingOff).
 	off := filepath.Join(dir, trainingOffFile)
-	if err := exec.CommandContext(ctx, "python3", "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)").Run(); err != nil {
+	if err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)").Run(); err != nil {
 		if err := os.WriteFile(off, []byte("this machine lacks python3-torch for the training image's torchrun (run scripts/debian-packages.sh as root)"), 0o644); err != nil {
 			return err
 		}
