@@ -39,6 +39,6 @@ func (a *App) cluster(kc *kube.Clients) *jobs.Cluster {
 func (a *App) sandboxNote(kc *kube.Clients) {
 	if kc.Sandbox && !a.sandboxNoted {
 		a.sandboxNoted = true
-		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: "+sandbox.CommandNote(a.Getenv))
+		fmt.Fprintln(a.Streams.Err, "note: this is the local ain sandbox: "+sandbox.CommandNote(kc.Kubeconfig, a.Getenv))
 	}
 }

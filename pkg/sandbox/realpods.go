@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -106,10 +107,9 @@ func trainingOff(dir string) string {
 // realPodsDir holds what the real images need, made once per sandbox (prepareRealPods).
 func (l Layout) realPodsDir() string { return filepath.Join(l.Dir, "realpods") }
 
-// prepareRealPods builds CoreDNS into cache (reporting on w) when it is missing, the
-// all_reduce_perf stand-in with mpicc, makes the images' sshd host key and writes their ssh
-// settings into dir, unless they are there already.
-func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error {
+// checkRealPodsMachine is why this machine cannot run real pods (a RealPodsUnavailableError),
+// nil when it can: root and the programs podrun and the images' stand-ins use.
+func checkRealPodsMachine() error {
 	if os.Geteuid() != 0 {
 		return &RealPodsUnavailableError{Why: "real pods need root (network and mount namespaces)"}
 	}
@@ -122,6 +122,16 @@ func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error 
 			}
 			return &RealPodsUnavailableError{Why: fmt.Sprintf("this machine lacks %s (run scripts/debian-packages.sh as root)", prog)}
 		}
+	}
+	return nil
+}
+
+// prepareRealPods builds CoreDNS into cache (reporting on w) when it is missing, the
+// all_reduce_perf stand-in with mpicc, makes the images' sshd host key and writes their ssh
+// settings into dir, unless they are there already.
+func prepareRealPods(ctx context.Context, dir, cache string, w io.Writer) error {
+	if err := checkRealPodsMachine(); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -422,7 +432,7 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 		go a.refreshLog(rctx, pod, p, file)
 	}
 	if p.WaitReady(rctx) {
-		if err := a.retryAPI(rctx, key, func() error { return a.annotate(ctx, pod, map[string]string{AnnoRealReady: "true"}) }); err != nil {
+		if err := a.retryAPI(rctx, pod, func() error { return a.annotate(ctx, pod, map[string]string{AnnoRealReady: "true"}) }); err != nil {
 			fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
 		}
 	}
@@ -472,9 +482,8 @@ func (a *agent) refreshLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod, 
 
 // realEnded writes the real log as the pod's CRI log, and the end for the stages.
 func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result, log string) error {
-	key := pod.Namespace + "/" + pod.Name
 	var file string
-	if err := a.retryAPI(ctx, key, func() (err error) { file, err = a.writeLogFile(ctx, pod, log); return err }); err != nil {
+	if err := a.retryAPI(ctx, pod, func() (err error) { file, err = a.writeLogFile(ctx, pod, log); return err }); err != nil {
 		return err
 	}
 	outcome := "Succeeded"
@@ -491,7 +500,7 @@ func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result,
 	a.mu.Lock()
 	a.account(a.sampleData(pod), log)
 	a.mu.Unlock()
-	return a.retryAPI(ctx, key, func() error {
+	return a.retryAPI(ctx, pod, func() error {
 		return a.annotate(ctx, pod, map[string]string{
 			AnnoLogs: file, AnnoOutcome: outcome, AnnoExitCode: strconv.Itoa(r.ExitCode),
 			AnnoTerminationMessage: msg, AnnoRealExit: r.Reason,
@@ -499,14 +508,24 @@ func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result,
 	})
 }
 
-// retryAPI runs a write of a real pod's state until it takes, ctx ends or the pod is gone: a
-// kubelet keeps reporting a container's state through an API server that restarts, and the
-// state a real process reaches happens once. The first failure is logged.
-func (a *agent) retryAPI(ctx context.Context, key string, write func() error) error {
+// retryAPI runs a write of pod's state until it takes, a bounded while through an API server
+// that restarts (a kubelet keeps reporting a container's state; the state a real process
+// reaches happens once). It stops, writing nothing, once pod is gone or another pod has its
+// name (the kubelet's status manager skips a pod deleted and recreated, by UID); an error that
+// is not transient is returned at once. The first failure is logged.
+func (a *agent) retryAPI(ctx context.Context, pod *corev1.Pod, write func() error) error {
+	key := pod.Namespace + "/" + pod.Name
+	deadline := time.Now().Add(2 * time.Minute)
 	wait := 500 * time.Millisecond
 	for try := 0; ; try++ {
+		if cur, err := a.lister.Pods(pod.Namespace).Get(pod.Name); apierrors.IsNotFound(err) || err == nil && cur.UID != pod.UID {
+			return nil
+		}
 		err := write()
 		if err == nil || apierrors.IsNotFound(err) {
+			return err
+		}
+		if !transient(err) || time.Now().After(deadline) {
 			return err
 		}
 		if try == 0 {
@@ -519,6 +538,16 @@ func (a *agent) retryAPI(ctx context.Context, key string, write func() error) er
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// transient reports whether err may go away by itself: the API server away or overloaded.
+func transient(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true // no answer: connection refused or reset, EOF, a timeout
+	}
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsConflict(err)
 }
 
 // podSources reads the Secrets and ConfigMaps pod's volumes, env and envFrom name.

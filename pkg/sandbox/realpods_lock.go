@@ -43,7 +43,7 @@ func lockRealPods(dir string, wait time.Duration) (*os.File, string, error) {
 		if time.Now().After(deadline) {
 			holder, _ := os.ReadFile(f.Name())
 			f.Close()
-			return nil, realPodsBusy(strings.TrimSpace(string(holder))), nil
+			return nil, realPodsBusy(strings.TrimSpace(string(holder)), dir), nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -69,6 +69,12 @@ func inheritedRealPodsLock(dir string) (*os.File, string, error) {
 	if err != nil || fd < 3 {
 		return lockRealPods(dir, 10*time.Second)
 	}
+	os.Unsetenv(envRealPodsLock) // not for CoreDNS and the pods, which inherit the environment
+	// The descriptor must be the lock file's, not whatever else has that number.
+	var got, want syscall.Stat_t
+	if syscall.Fstat(fd, &got) != nil || syscall.Stat(realPodsLockPath(), &want) != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+		return nil, "", fmt.Errorf("%s=%d is not the real-pod lock %s", envRealPodsLock, fd, realPodsLockPath())
+	}
 	syscall.CloseOnExec(fd)
 	f := os.NewFile(uintptr(fd), realPodsLockPath())
 	// Held already through the shared open file; taking it again on it only confirms that.
@@ -93,7 +99,10 @@ func realPodsHolder(dir string) string {
 	return ""
 }
 
-func realPodsBusy(holder string) string {
+func realPodsBusy(holder, dir string) string {
+	if holder == dir {
+		return fmt.Sprintf("this sandbox's previous agent still holds the machine's real-pod lock (%s): stop it (`ain sandbox down`), then start again", realPodsLockPath())
+	}
 	if holder == "" {
 		holder = "its state folder unknown"
 	}

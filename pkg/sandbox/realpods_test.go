@@ -237,3 +237,39 @@ func TestRunsStandIn(t *testing.T) {
 		}
 	}
 }
+
+// The lock Up takes goes to the agent as an extra file: with Up's copy closed, the process that
+// inherited it holds it until it ends.
+func TestRealPodsLockHandedToTheAgent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	defer func(old func() string) { realPodsLockPath = old }(realPodsLockPath)
+	realPodsLockPath = func() string { return path }
+	lock, busy, err := lockRealPods("/state/up", 0)
+	if err != nil || busy != "" {
+		t.Fatalf("Up's lock: %v %q", err, busy)
+	}
+	// The "agent": a shell that checks its fd 3 is the lock file, then waits.
+	sh, err := filepath.EvalSymlinks("/bin/sh") // stopProc knows its process by its binary
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := startProc("agent", "", sh, []string{"-c", `test "$(readlink /proc/self/fd/3)" = "$1" && sleep 30`, "sh", path},
+		nil, filepath.Join(t.TempDir(), "agent.log"), true, lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	time.Sleep(200 * time.Millisecond)
+	if why := realPodsHolder("/state/other"); !strings.Contains(why, "(/state/up)") {
+		t.Errorf("with the agent running, another sandbox is told %q", why)
+	}
+	if why := realPodsHolder("/state/up"); !strings.Contains(why, "this sandbox's previous agent still holds") {
+		t.Errorf("the same sandbox is told %q", why)
+	}
+	if err := stopProc(p, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if why := realPodsHolder("/state/other"); why != "" {
+		t.Errorf("after the agent ended: %q", why)
+	}
+}

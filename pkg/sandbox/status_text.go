@@ -65,21 +65,31 @@ func (s *Status) WriteText(w io.Writer, partlyHint string) {
 // writePodRuns says which pods ran real programs and which were simulated, and why: one row per
 // image and reason, with a few of its pods.
 func (s *Status) writePodRuns(w io.Writer) {
-	real, simulated := 0, 0
+	real, failed, simulated := 0, 0, 0
 	for _, g := range s.PodRuns {
-		if g.Real {
+		switch {
+		case g.Real && g.Why == "":
 			real += len(g.Pods)
-		} else {
+		case g.Real:
+			failed += len(g.Pods)
+		default:
 			simulated += len(g.Pods)
 		}
 	}
-	fmt.Fprintf(w, "Pods so far: %d ran their real programs, %d simulated\n", real, simulated)
+	if failed > 0 {
+		fmt.Fprintf(w, "Pods so far: %d ran their real programs, %d could not start theirs, %d simulated\n", real, failed, simulated)
+	} else {
+		fmt.Fprintf(w, "Pods so far: %d ran their real programs, %d simulated\n", real, simulated)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RAN\tPODS\tIMAGE\tWHY\tFOR EXAMPLE")
 	for _, g := range s.PodRuns {
 		ran := "real"
-		if !g.Real {
+		switch {
+		case !g.Real:
 			ran = "simulated"
+		case g.Why != "":
+			ran = "no start"
 		}
 		ex := g.Pods
 		if len(ex) > 2 {

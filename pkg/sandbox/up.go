@@ -26,10 +26,14 @@ const SimulatedNote = "Nodes and containers are simulated (kwok): pods go throug
 // RealPodsNote replaces SimulatedNote where the sandbox runs real pods.
 const RealPodsNote = "Nodes are simulated (kwok); pods of the nccl-tests, mpi-operator and training images run their programs as real processes (sshd, Open MPI, torchrun with gloo) in network namespaces of their own where the sandbox can (`ain sandbox status` says which did and why not: probes that read the simulated node, a kubeflow.org/v1 MPIJob), other pods print recorded log samples. No GPU or RDMA device: NCCL's figures come from the simulated fabric. The control plane (API server, scheduler, controllers, the job operators and their webhooks) is real."
 
-// CommandNote is what a command run on the sandbox whose state folder getenv leads to (as
-// kube.LoadConfig found its kubeconfig) says of it, once: what is real and what simulated.
-func CommandNote(getenv func(string) string) string {
+// CommandNote is what a command run on the sandbox of kubeconfig (its state folder holds it;
+// else the one getenv leads to) says of it, once: what is real and what simulated.
+func CommandNote(kubeconfig string, getenv func(string) string) string {
+	dirs := []string{filepath.Dir(kubeconfig)}
 	if dir, err := StateDir(getenv); err == nil {
+		dirs = append(dirs, dir)
+	}
+	for _, dir := range dirs {
 		if st, err := LoadState(dir); err == nil {
 			return st.PodsNote()
 		}
@@ -492,6 +496,11 @@ func (u *upRun) prepareRealPods(ctx context.Context) (*os.File, error) {
 		fmt.Fprintf(u.out, "real pods: off: %s; the pods print recorded samples\n", why)
 		return nil, nil
 	}
+	// The machine first (a user who is not root cannot open the lock either), then the lock.
+	var unavailable *RealPodsUnavailableError
+	if err := checkRealPodsMachine(); errors.As(err, &unavailable) {
+		return off(unavailable.Error())
+	}
 	lock, busy, err := lockRealPods(u.st.Dir, 5*time.Second)
 	switch {
 	case err != nil:
@@ -499,7 +508,6 @@ func (u *upRun) prepareRealPods(ctx context.Context) (*os.File, error) {
 	case busy != "":
 		return off(busy)
 	}
-	var unavailable *RealPodsUnavailableError
 	if err := prepareRealPods(ctx, u.l.realPodsDir(), u.opts.Cache, u.out); errors.As(err, &unavailable) {
 		lock.Close()
 		return off(unavailable.Error())
