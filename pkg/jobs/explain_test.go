@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -96,5 +97,46 @@ func TestExplainMissingPVC(t *testing.T) {
 	got := ExplainUnschedulable(p, `0/3 nodes are available: persistentvolumeclaim "nfs-shared" not found. not found`, nil)
 	if !strings.Contains(got, `PersistentVolumeClaim "nfs-shared" does not exist in team`) {
 		t.Errorf("missing PVC not explained: %s", got)
+	}
+}
+
+// A pod that goes not Ready before its node's condition says why gets no explanation at first;
+// it is asked about again a little later (and the watch looks again then), and the answer kept.
+func TestWatchExplainsAgainLater(t *testing.T) {
+	asked := 0
+	answer := ""
+	w := &watcher{changed: make(chan struct{}, 1), explained: map[string]explanation{},
+		o: WatchOptions{Explain: func(context.Context, *corev1.Pod) string { asked++; return answer }}}
+	defer func() {
+		if w.reexplain != nil {
+			w.reexplain.Stop()
+		}
+	}()
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "w-1"}}}
+	snap := func() *Snapshot {
+		return &Snapshot{Pods: []PodInfo{{Name: "w-1", Node: "gpu-node-1", Phase: string(corev1.PodRunning)}}}
+	}
+	s := snap()
+	w.explain(context.Background(), s, pods)
+	if asked != 1 || s.Pods[0].Why != "" || w.reexplain == nil {
+		t.Fatalf("first look: asked %d, why %q, look again armed %v", asked, s.Pods[0].Why, w.reexplain != nil)
+	}
+	w.explain(context.Background(), snap(), pods)
+	if asked != 1 {
+		t.Fatalf("asked again at once: %d", asked)
+	}
+	for k, e := range w.explained {
+		e.at = e.at.Add(-explainAgain)
+		w.explained[k] = e
+	}
+	answer = "node gpu-node-1 is NotReady since ..."
+	s = snap()
+	w.explain(context.Background(), s, pods)
+	if asked != 2 || s.Pods[0].Why != answer {
+		t.Fatalf("later look: asked %d, why %q", asked, s.Pods[0].Why)
+	}
+	w.explain(context.Background(), snap(), pods)
+	if asked != 2 {
+		t.Errorf("an answer was asked for again: %d", asked)
 	}
 }

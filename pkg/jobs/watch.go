@@ -312,7 +312,7 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := &watcher{c: c, b: b, name: name, o: o, kind: b.Kind(), changed: make(chan struct{}, 1),
-		explained: map[string]string{}, finished: map[string]bool{}}
+		explained: map[string]explanation{}, finished: map[string]bool{}}
 	stop, err := w.startInformers(ctx)
 	if err != nil {
 		return Snapshot{}, err
@@ -334,6 +334,9 @@ func (c *Cluster) Watch(ctx context.Context, b Backend, name string, o WatchOpti
 	defer func() {
 		if w.recheck != nil {
 			w.recheck.Stop()
+		}
+		if w.reexplain != nil {
+			w.reexplain.Stop()
 		}
 	}()
 	for {
@@ -369,7 +372,8 @@ type watcher struct {
 	endedAt   time.Time
 	endedRV   string
 	recheck   *time.Timer
-	explained map[string]string // pod/reason -> enriched explanation (computed once)
+	reexplain *time.Timer            // pending look at a pod with no explanation yet
+	explained map[string]explanation // pod/reason -> enriched explanation
 	finished  map[string]bool
 }
 
@@ -472,6 +476,24 @@ func (w *watcher) pods() []corev1.Pod {
 	return pods
 }
 
+// explanation is Explain's answer for a pod and reason, and when it was asked.
+type explanation struct {
+	text string
+	at   time.Time
+}
+
+// lookAgainIn evaluates the job again after d (one timer, armed again by each call).
+func (w *watcher) lookAgainIn(d time.Duration) {
+	if w.reexplain == nil {
+		w.reexplain = time.AfterFunc(d, w.poke)
+	} else {
+		w.reexplain.Reset(d)
+	}
+}
+
+// explainAgain is how soon a pod with no explanation yet is asked about again.
+const explainAgain = 5 * time.Second
+
 // explain gives the pods that are not progressing Explain's cluster context, once per reason.
 func (w *watcher) explain(ctx context.Context, snap *Snapshot, pods []corev1.Pod) {
 	if w.o.Explain == nil {
@@ -486,16 +508,23 @@ func (w *watcher) explain(ctx context.Context, snap *Snapshot, pods []corev1.Pod
 		// controller flips it when the pod's node goes NotReady (MarkPodsNotReady).
 		key := pi.Name + "/" + pi.Why + "/" + readySince(pods, pi.Name)
 		e, ok := w.explained[key]
-		if !ok {
+		// An explanation is kept; none is asked again a little later: the pod can go not Ready
+		// (the node lifecycle controller, or the kubelet's probe) before its node's condition
+		// says why.
+		if !ok || e.text == "" && time.Since(e.at) >= explainAgain {
+			e = explanation{at: time.Now()}
 			for j := range pods {
 				if pods[j].Name == pi.Name {
-					e = w.o.Explain(ctx, &pods[j])
+					e.text = w.o.Explain(ctx, &pods[j])
 				}
 			}
 			w.explained[key] = e
+			if e.text == "" {
+				w.lookAgainIn(explainAgain)
+			}
 		}
-		if e != "" {
-			pi.Why = e
+		if e.text != "" {
+			pi.Why = e.text
 		}
 	}
 }
