@@ -344,8 +344,14 @@ func (a *agent) realImageOf(pod *corev1.Pod) (realImage, string) {
 		a.mu.Unlock()
 	}
 	img, why := realDecision(off, pod)
-	if why == "" && img.Train && a.real.trainingOff != "" {
+	switch {
+	case why == "" && img.Train && a.real.trainingOff != "":
 		return realImage{}, a.real.trainingOff
+	case why == "" && img.Train && !runsStandIn(pod):
+		// The stand-ins are torch (gloo) and trl's sft; transformers and peft are import-only
+		// (data/standins/README.md): a program of its own (the merge recipe's script) needs the
+		// image's real libraries.
+		return realImage{}, "the training image's stand-ins run trl's sft only; this program needs the image's own transformers and peft"
 	}
 	return img, why
 }

@@ -273,3 +273,18 @@ func TestRealPodsLockHandedToTheAgent(t *testing.T) {
 		t.Errorf("after the agent ended: %q", why)
 	}
 }
+
+// The training image runs for real only what its stand-ins cover (trl's sft under torchrun); a
+// program of its own (the merge recipe's script) is played from its sample, with why.
+func TestTrainingImageRunsOnlyTheStandIns(t *testing.T) {
+	a := &agent{real: &realPods{}, st: &State{}}
+	pod := func(cmd string) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "huggingface/trl:0.25.1", Command: []string{"sh", "-c", cmd}}}}}
+	}
+	if _, why := a.realImageOf(pod("exec torchrun -m trl.scripts.sft --output_dir=/out")); why != "" {
+		t.Errorf("sft: simulated (%s)", why)
+	}
+	if _, why := a.realImageOf(pod("python -c 'from transformers import AutoModelForCausalLM'")); !strings.Contains(why, "trl's sft only") {
+		t.Errorf("merge script: %q", why)
+	}
+}
