@@ -577,7 +577,7 @@ func (m Match) fits(pod *corev1.Pod, fabric string, workersReady func(*corev1.Po
 	if m.Command != "" {
 		found := false
 		for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-			if strings.Contains(strings.Join(append(append([]string{}, c.Command...), c.Args...), " "), m.Command) {
+			if strings.Contains(commandLine(c), m.Command) {
 				found = true
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // AnnoSimulated is set by the agent on a pod it plays instead of running: why its program does
@@ -67,15 +68,12 @@ func realDecision(off string, pod *corev1.Pod) (realImage, string) {
 // rather than this machine ("" when it need not): the probes ain runs in the job's own image
 // (its storage and image checks) and the fabric's benchmarks.
 func readsSimulation(pod *corev1.Pod) string {
-	c := pod.Spec.Containers[0]
-	cmd := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "MPIJob" && o.APIVersion == "kubeflow.org/v1" && o.Controller != nil && *o.Controller {
-			// training-operator v1.8.1 pkg/controller.v1/mpi: the launcher's mpirun starts orted
-			// with kubexec.sh (`kubectl exec`, kubectl from an init container), which needs the
-			// API server's exec into a container: kwok serves that only for simulated pods.
-			return "kubeflow.org/v1 MPIJob: its mpirun reaches the workers by kubectl exec (kubexec.sh), which real pods here cannot serve"
-		}
+	cmd := commandLine(pod.Spec.Containers[0])
+	if o := metav1.GetControllerOf(pod); o != nil && o.Kind == "MPIJob" && o.APIVersion == "kubeflow.org/v1" {
+		// training-operator v1.8.1 pkg/controller.v1/mpi: the launcher's mpirun starts orted
+		// with kubexec.sh (`kubectl exec`, kubectl from an init container), which needs the
+		// API server's exec into a container: kwok serves that only for simulated pods.
+		return "kubeflow.org/v1 MPIJob: its mpirun reaches the workers by kubectl exec (kubexec.sh), which real pods here cannot serve"
 	}
 	_, storage := runsStorageProbe(pod)
 	_, image := runsImageProbe(pod)
@@ -95,6 +93,11 @@ func readsSimulation(pod *corev1.Pod) string {
 		return "iperf3 here would measure this machine's veth, not the simulated link"
 	}
 	return ""
+}
+
+// commandLine is c's command and args joined by spaces, what the scenarios' command matches.
+func commandLine(c corev1.Container) string {
+	return strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
 }
 
 // realPodsOff is why the sandbox of st runs no real pods ("" when it does).

@@ -84,8 +84,7 @@ func runsStandIn(pod *corev1.Pod) bool {
 	if len(pod.Spec.Containers) == 0 {
 		return false
 	}
-	c := pod.Spec.Containers[0]
-	cmd := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+	cmd := commandLine(pod.Spec.Containers[0])
 	return strings.Contains(cmd, "all_reduce_perf") || strings.Contains(cmd, "trl.scripts.sft")
 }
 

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestLookupRealImage(t *testing.T) {
@@ -68,7 +69,7 @@ func TestRealDecision(t *testing.T) {
 	}
 	nccl := "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu22.04-nccl2.21.5-1-85f9143"
 	legacyMPI := pod(nccl, false)
-	legacyMPI.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "MPIJob", Controller: ptrTrue()}}
+	legacyMPI.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "MPIJob", Controller: ptr.To(true)}}
 	perftest := pod(nccl, false)
 	perftest.Labels = map[string]string{"ain.dev/probe": "perftest"}
 	storage := pod("huggingface/trl:0.25.1", false)
@@ -146,10 +147,10 @@ func TestPlanReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	launcher := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ar-launcher", Labels: map[string]string{labelJobRole: "launcher"},
-		OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Controller: ptrTrue()}}},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "mpioperator/openmpi", Command: []string{"mpirun", "/opt/nccl_tests/build/all_reduce_perf"}}}}}
 	worker := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "t-worker-0", Labels: map[string]string{labelReplicaType: "worker"},
-		OwnerReferences: []metav1.OwnerReference{{Kind: "PyTorchJob", Controller: ptrTrue()}}},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "PyTorchJob", Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "huggingface/trl:0.25.1", Command: []string{"torchrun"}}}}}
 	long := worker.DeepCopy()
 	long.Annotations = map[string]string{AnnoCompleteAfter: "45s", AnnoOutcome: "Failed", AnnoExitCode: "3"}
@@ -175,8 +176,6 @@ func TestPlanReal(t *testing.T) {
 		}
 	}
 }
-
-func ptrTrue() *bool { b := true; return &b }
 
 // The machine's real-pod lock: a second sandbox is told which holds it; the holder's agent
 // ending (its file closed) frees it.

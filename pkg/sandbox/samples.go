@@ -113,7 +113,7 @@ func (a *agent) sampleData(pod *corev1.Pod) SampleData {
 	}
 	if len(pod.Spec.Containers) > 0 {
 		c := pod.Spec.Containers[0]
-		d.Command = strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+		d.Command = commandLine(c)
 	}
 	for _, c := range pod.Spec.Containers {
 		for _, e := range c.Env {
