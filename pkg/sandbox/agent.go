@@ -278,11 +278,12 @@ func (a *agent) sync(ctx context.Context, key string) error {
 	if why := ann[AnnoSimulated]; why != "" {
 		simulated = why // decided when the pod was planned
 	}
+	var p *realPlan // the scenario's plan, made once, when the pod is first seen
 	if _, real := ann[AnnoReal]; simulated == "" && !real {
-		simulated = a.scenarioKeepsSimulated(pod)
+		p, simulated = a.planRealPod(pod)
 	}
 	if simulated == "" {
-		return a.syncReal(ctx, pod, img)
+		return a.syncReal(ctx, pod, img, p)
 	}
 	if _, ok := ann[AnnoStartAfter]; !ok {
 		a.mu.Lock()
@@ -345,13 +346,9 @@ func (r retryAfter) Error() string { return "due in " + time.Duration(r).String(
 // syncReal plays pod as a real process: the start stage makes it Running with an IP (its
 // readiness and end left to the process), then the process starts at that IP. The scenario's
 // rule for the pod becomes its plan (realPlan).
-func (a *agent) syncReal(ctx context.Context, pod *corev1.Pod, img realImage) error {
+func (a *agent) syncReal(ctx context.Context, pod *corev1.Pod, img realImage, p *realPlan) error {
 	ann := pod.Annotations
-	if _, ok := ann[AnnoReal]; !ok {
-		a.mu.Lock()
-		a.reload()
-		p := planReal(a.sc, matchRule(a.sc, pod, a.st.Config.Fabric, a.workersReady), pod)
-		a.mu.Unlock()
+	if p != nil { // not planned yet
 		// ready-after other than 0s takes the start stage that leaves the pod unready
 		// (ain-pod-start-unready); the stages that would make it Ready or end it on a timer
 		// skip real pods.

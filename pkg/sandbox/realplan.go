@@ -63,19 +63,19 @@ func planReal(sc *Scenario, r *Rule, pod *corev1.Pod) realPlan {
 	return p
 }
 
-// scenarioKeepsSimulated is why pod, of a mapped image, is played from its sample after all: its
-// scenario fails it and its program is not a stand-in that can carry a failure out ("" when
-// it runs for real).
-func (a *agent) scenarioKeepsSimulated(pod *corev1.Pod) string {
+// planRealPod is the scenario's plan for pod, of a mapped image, or why it is played from its
+// sample after all: its scenario fails it and its program is not a stand-in that can carry a
+// failure out.
+func (a *agent) planRealPod(pod *corev1.Pod) (*realPlan, string) {
 	a.mu.Lock()
 	a.reload()
 	p := planReal(a.sc, matchRule(a.sc, pod, a.st.Config.Fabric, a.workersReady), pod)
 	name := a.sc.Name
 	a.mu.Unlock()
 	if p.ExitCode == 0 || runsStandIn(pod) {
-		return ""
+		return &p, ""
 	}
-	return fmt.Sprintf("scenario %s fails this pod, and its program is not a stand-in that can (all_reduce_perf, trl's sft)", name)
+	return nil, fmt.Sprintf("scenario %s fails this pod, and its program is not a stand-in that can (all_reduce_perf, trl's sft)", name)
 }
 
 // runsStandIn reports whether pod's first container runs a program the sandbox stands in for:
