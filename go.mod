@@ -38,6 +38,7 @@ require (
 	github.com/mattn/go-runewidth v0.0.19
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
+	golang.org/x/mod v0.41.0
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/streaming v0.37.2
 )
@@ -96,7 +97,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.5 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20251125195548-87e1e737ad39 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect

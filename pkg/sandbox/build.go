@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ain-hpc/ain/pkg/lazyre"
 	"github.com/ain-hpc/ain/pkg/sandbox/bincache"
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
 )
 
 // Versions of the components the sandbox runs. The binaries are cached per version.
@@ -65,7 +66,7 @@ func (c Component) Built(cache string) bool {
 	return err == nil
 }
 
-// Components lists what the sandbox builds, cheapest first.
+// Components lists what the sandbox builds, cheapest first (but CoreDNS, see corednsComponent).
 func Components() []Component {
 	return []Component{
 		{Name: "etcd", Version: EtcdVersion, Binaries: []string{"etcd"}, build: buildEtcd},
@@ -77,6 +78,8 @@ func Components() []Component {
 		{Name: "jobset", Version: JobSetVersion, Binaries: []string{"jobset"}, build: buildJobSet},
 		{Name: "trainer", Version: TrainerVersion, Binaries: []string{"trainer-controller-manager"}, build: buildTrainer},
 		{Name: "kubernetes", Version: KubernetesVersion, Binaries: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}, build: buildKubernetes},
+		// After Kubernetes, whose compiled packages it reuses (corednsComponent).
+		corednsComponent(),
 	}
 }
 
@@ -338,39 +341,68 @@ func buildTrainingOperator(ctx context.Context, b *builder, dir string) error {
 	return copyYAML(filepath.Join(src, "manifests", "base", "crds"), filepath.Join(dir, "crds"))
 }
 
-var replaceLine = lazyre.New(`^\s*(k8s\.io/[A-Za-z0-9._-]+)\s+=>\s+\./staging/`)
+// kubernetesModule downloads k8s.io/kubernetes at KubernetesVersion and reads its go.mod: its
+// requirements (the staging modules, which that go.mod requires at v0.0.0 and replaces with
+// ./staging/src/k8s.io/NAME, are given at KubernetesStagingVer, the version each is published at)
+// and the staging modules' paths.
+func kubernetesModule(ctx context.Context, b *builder) (requires []module.Version, staging []string, err error) {
+	tmp, cleanup, err := wrapperDir(b.component + "-kubernetes-mod")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cleanup()
+	// A throwaway module so that "go mod download" has somewhere to run.
+	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module ain.local/sandbox/kubernetes-mod\n\ngo 1.26.0\n"), 0o644); err != nil {
+		return nil, nil, err
+	}
+	_, goModPath, err := b.moduleDir(ctx, tmp, "k8s.io/kubernetes@"+KubernetesVersion)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := os.ReadFile(goModPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := modfile.ParseLax(goModPath, raw, nil)
+	if err != nil {
+		return nil, nil, &BuildError{Component: b.component, Cmd: "reading " + goModPath, Err: err}
+	}
+	isStaging := map[string]bool{}
+	for _, r := range f.Replace {
+		if r.New.Version == "" && strings.HasPrefix(r.New.Path, "./staging/") {
+			isStaging[r.Old.Path] = true
+			staging = append(staging, r.Old.Path)
+		}
+	}
+	if len(staging) == 0 {
+		return nil, nil, &BuildError{Component: b.component, Cmd: "reading " + goModPath, Err: fmt.Errorf("no staging replace directives found")}
+	}
+	for _, r := range f.Require {
+		v := r.Mod
+		if isStaging[v.Path] {
+			v.Version = KubernetesStagingVer
+		}
+		requires = append(requires, v)
+	}
+	return requires, staging, nil
+}
 
 func buildKubernetes(ctx context.Context, b *builder, dir string) error {
+	_, staging, err := kubernetesModule(ctx, b)
+	if err != nil {
+		return err
+	}
 	tmp, cleanup, err := wrapperDir("kubernetes")
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	// A throwaway module so that "go mod download" has somewhere to run.
-	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module ain.local/sandbox/kubernetes\n\ngo 1.26.0\n"), 0o644); err != nil {
-		return err
-	}
-	_, goModPath, err := b.moduleDir(ctx, tmp, "k8s.io/kubernetes@"+KubernetesVersion)
-	if err != nil {
-		return err
-	}
-	raw, err := os.ReadFile(goModPath)
-	if err != nil {
-		return err
-	}
 	var gomod strings.Builder
 	fmt.Fprintf(&gomod, "module ain.local/sandbox/kubernetes\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n", KubernetesVersion)
-	n := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if m := replaceLine().FindStringSubmatch(line); m != nil {
-			fmt.Fprintf(&gomod, "\t%s => %s %s\n", m[1], m[1], KubernetesStagingVer)
-			n++
-		}
+	for _, m := range staging {
+		fmt.Fprintf(&gomod, "\t%s => %s %s\n", m, m, KubernetesStagingVer)
 	}
 	gomod.WriteString(")\n")
-	if n == 0 {
-		return &BuildError{Component: "kubernetes", Cmd: "reading " + goModPath, Err: fmt.Errorf("no staging replace directives found")}
-	}
 	cmds := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
 	var imports []string
 	for _, c := range cmds {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/mod/module"
 )
 
 // mpiOperatorMain is the wrapper main of the mpi-operator build (why: see the file's comment).
@@ -20,6 +22,13 @@ var mpiOperatorMain []byte
 // name to its package path; "." is the wrapper's own main, mainSrc. It returns the module's folder
 // in the module cache, for the manifests the caller copies.
 func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, mainSrc []byte, bins map[string]string) (string, error) {
+	return buildWrappedPinned(ctx, b, dir, mod, version, nil, mainSrc, bins)
+}
+
+// buildWrappedPinned is buildWrapped whose wrapper module also requires pins: minimum versions of
+// the module's dependencies (Go's minimal version selection takes the higher of a pin and the
+// module's own requirement).
+func buildWrappedPinned(ctx context.Context, b *builder, dir, mod, version string, pins []module.Version, mainSrc []byte, bins map[string]string) (string, error) {
 	tmp, cleanup, err := wrapperDir(b.component)
 	if err != nil {
 		return "", err
@@ -33,6 +42,16 @@ func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, mai
 	}
 	sort.Strings(imports)
 	gomod := fmt.Sprintf("module ain.local/sandbox/%s\n\ngo 1.26.0\n\nrequire %s %s\n", b.component, mod, version)
+	if len(pins) > 0 {
+		var req strings.Builder
+		req.WriteString("\nrequire (\n")
+		for _, p := range pins {
+			if p.Path != mod {
+				fmt.Fprintf(&req, "\t%s %s\n", p.Path, p.Version)
+			}
+		}
+		gomod += req.String() + ")\n"
+	}
 	if err := writeWrapper(tmp, gomod, imports); err != nil {
 		return "", err
 	}

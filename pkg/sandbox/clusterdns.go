@@ -30,13 +30,20 @@ const CoreDNSVersion = "v1.12.4"
 //go:embed data/wrappers/coredns.go.txt
 var corednsMain []byte
 
-// corednsComponent is CoreDNS with its kubernetes plugin. It is not among Components(): only the
-// real-pod mode needs it, so `ain sandbox build` (whose cold time is budgeted) leaves it out and
-// prepareRealPods builds it on the first real-mode `ain sandbox up` (about a minute cold here,
-// with the plugins cut to those the Corefile uses; see the wrapper main).
+// corednsComponent is CoreDNS with its kubernetes plugin, which real pods resolve through
+// (prepareRealPods). It is built after Kubernetes, against Kubernetes' own dependency versions
+// (k8s.io/client-go, api and apimachinery at KubernetesStagingVer instead of CoreDNS's v0.34.0,
+// and the rest of k8s.io/kubernetes's go.mod as minimums): with the same versions and flags, the
+// Go build cache already holds those packages from the Kubernetes build, so CoreDNS compiles
+// little more than itself and its plugins (with the plugins cut to those the Corefile uses; see
+// the wrapper main).
 func corednsComponent() Component {
-	return Component{Name: "coredns", Version: CoreDNSVersion, Binaries: []string{"coredns"}, build: func(ctx context.Context, b *builder, dir string) error {
-		_, err := buildWrapped(ctx, b, dir, "github.com/coredns/coredns", CoreDNSVersion, corednsMain, map[string]string{"coredns": "."})
+	return Component{Name: "coredns", Version: CoreDNSVersion, Rev: "k8s" + KubernetesStagingVer, Binaries: []string{"coredns"}, build: func(ctx context.Context, b *builder, dir string) error {
+		pins, _, err := kubernetesModule(ctx, b)
+		if err != nil {
+			return err
+		}
+		_, err = buildWrappedPinned(ctx, b, dir, "github.com/coredns/coredns", CoreDNSVersion, pins, corednsMain, map[string]string{"coredns": "."})
 		return err
 	}}
 }

@@ -59,7 +59,9 @@ func (s Stack) Controllers() []string {
 
 // Components lists the cached builds the stack needs, cheapest first.
 func (s Stack) Components() []Component {
-	want := map[string]bool{"etcd": true, "kwok": true, "kubernetes": true}
+	// CoreDNS serves the real pods' names (real pods are the default; Up skips it where they
+	// cannot run, see upComponents).
+	want := map[string]bool{"etcd": true, "kwok": true, "kubernetes": true, "coredns": true}
 	for _, c := range s.Controllers() {
 		want[c] = true
 	}

@@ -48,10 +48,10 @@ func TestParseStack(t *testing.T) {
 		}
 		return strings.Join(n, " ")
 	}
-	if got := names(StackCurrent.Components()); got != "etcd kwok mpi-operator jobset trainer kubernetes" {
+	if got := names(StackCurrent.Components()); got != "etcd kwok mpi-operator jobset trainer kubernetes coredns" {
 		t.Errorf("current components: %s", got)
 	}
-	if got := names(StackLegacy.Components()); got != "etcd kwok training-operator kubernetes" {
+	if got := names(StackLegacy.Components()); got != "etcd kwok training-operator kubernetes coredns" {
 		t.Errorf("legacy components: %s", got)
 	}
 }

@@ -130,7 +130,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 		stopAll(old, out)
 	}
 
-	if err := EnsureStack(ctx, opts.Cache, cfg.Stack, out, nil); err != nil {
+	if err := ensure(ctx, opts.Cache, upComponents(cfg), out, nil); err != nil {
 		return nil, false, err
 	}
 	timeout := opts.Timeout
@@ -757,4 +757,22 @@ func lockFile(path string, perm os.FileMode) (func(), error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// upComponents is what Up builds: the stack's components, without CoreDNS where no pod will run
+// for real (--real-pods=false, or a machine that cannot: not root, programs missing), since only
+// real pods resolve through it. Another sandbox holding the real-pod lock is found later (by
+// prepareRealPods): CoreDNS is built then all the same, for this sandbox's next start.
+func upComponents(cfg Config) []Component {
+	comps := cfg.Stack.Components()
+	if !cfg.SimulatePods && checkRealPodsMachine() == nil {
+		return comps
+	}
+	out := comps[:0:0]
+	for _, c := range comps {
+		if c.Name != "coredns" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
