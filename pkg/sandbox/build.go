@@ -77,7 +77,7 @@ func Components() []Component {
 		{Name: "mpi-operator", Version: MPIOperatorVersion, Rev: "le2", Binaries: []string{"mpi-operator"}, build: buildMPIOperator},
 		{Name: "jobset", Version: JobSetVersion, Binaries: []string{"jobset"}, build: buildJobSet},
 		{Name: "trainer", Version: TrainerVersion, Binaries: []string{"trainer-controller-manager"}, build: buildTrainer},
-		{Name: "kubernetes", Version: KubernetesVersion, Binaries: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}, build: buildKubernetes},
+		{Name: "kubernetes", Version: KubernetesVersion, Binaries: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}, build: buildKubernetes},
 		// After Kubernetes, whose compiled packages it reuses (corednsComponent).
 		corednsComponent(),
 	}
@@ -403,7 +403,10 @@ func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 		fmt.Fprintf(&gomod, "\t%s => %s %s\n", m, m, KubernetesStagingVer)
 	}
 	gomod.WriteString(")\n")
-	cmds := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+	// No kubectl: neither ain nor the sandbox runs it, and its own packages (k8s.io/kubectl,
+	// kustomize, cli-runtime: 194 of the 2648 the four binaries need, measured with go list -deps)
+	// and its link were part of every cold build. Users bring their own kubectl.
+	cmds := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 	var imports []string
 	for _, c := range cmds {
 		imports = append(imports, "k8s.io/kubernetes/cmd/"+c)
