@@ -66,17 +66,29 @@ func (c Component) Built(cache string) bool {
 	return err == nil
 }
 
-// Components lists what the sandbox builds, cheapest first (but CoreDNS, see corednsComponent).
+// Components lists what the sandbox builds, in build order. The components share the Go build
+// cache where their dependencies agree, so the order matters more than each one's size: the
+// Trainer (k8s.io v0.36.2, controller-runtime v0.24.1) comes first of the controllers, and
+// JobSet, the mpi-operator and kwok are built against its requirements (their own ask for
+// k8s.io v0.35.1-v0.36.1: Go's minimal version selection takes the Trainer's where higher), so
+// they compile little more than themselves; CoreDNS likewise follows Kubernetes
+// (corednsComponent). Kubernetes itself cannot join them: Trainer v2.3.0 does not compile against
+// k8s.io/api v0.37 (its generated OpenAPI code names corev1.PodStatusResult, removed there), and
+// training-operator v1.8.1 (k8s.io v0.29) is kept as its module asks.
+//
+// Rev "t" + TrainerVersion marks a component built against the Trainer's requirements (its cache
+// folder changes with them).
 func Components() []Component {
+	onTrainer := "t" + TrainerVersion
 	return []Component{
 		{Name: "etcd", Version: EtcdVersion, Binaries: []string{"etcd"}, build: buildEtcd},
-		{Name: "kwok", Version: KwokVersion, Binaries: []string{"kwok"}, build: buildKwok},
-		{Name: "training-operator", Version: TrainingOperatorVersion, Binaries: []string{"training-operator.v1"}, build: buildTrainingOperator},
-		// Rev le2: the wrapper main elects a leader as app.Run does, with its own client
-		// (data/wrappers/mpi-operator.go.txt).
-		{Name: "mpi-operator", Version: MPIOperatorVersion, Rev: "le2", Binaries: []string{"mpi-operator"}, build: buildMPIOperator},
-		{Name: "jobset", Version: JobSetVersion, Binaries: []string{"jobset"}, build: buildJobSet},
 		{Name: "trainer", Version: TrainerVersion, Binaries: []string{"trainer-controller-manager"}, build: buildTrainer},
+		{Name: "jobset", Version: JobSetVersion, Rev: onTrainer, Binaries: []string{"jobset"}, build: buildJobSet},
+		// le2: the wrapper main elects a leader as app.Run does, with its own client
+		// (data/wrappers/mpi-operator.go.txt).
+		{Name: "mpi-operator", Version: MPIOperatorVersion, Rev: "le2-" + onTrainer, Binaries: []string{"mpi-operator"}, build: buildMPIOperator},
+		{Name: "kwok", Version: KwokVersion, Rev: onTrainer, Binaries: []string{"kwok"}, build: buildKwok},
+		{Name: "training-operator", Version: TrainingOperatorVersion, Binaries: []string{"training-operator.v1"}, build: buildTrainingOperator},
 		{Name: "kubernetes", Version: KubernetesVersion, Binaries: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}, build: buildKubernetes},
 		// After Kubernetes, whose compiled packages it reuses (corednsComponent).
 		corednsComponent(),
@@ -309,15 +321,11 @@ replace (
 }
 
 func buildKwok(ctx context.Context, b *builder, dir string) error {
-	tmp, cleanup, err := wrapperDir("kwok")
+	pins, err := trainerRequires(ctx, b)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	if _, err := b.run(ctx, tmp, []string{"GOBIN=" + dir}, "install", "-trimpath", "-ldflags", "-s -w", "sigs.k8s.io/kwok/cmd/kwok@"+KwokVersion); err != nil {
-		return err
-	}
-	src, _, err := b.moduleDir(ctx, tmp, "sigs.k8s.io/kwok@"+KwokVersion)
+	src, err := buildWrappedPinned(ctx, b, dir, "sigs.k8s.io/kwok", KwokVersion, pins, nil, map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
 	if err != nil {
 		return err
 	}
@@ -341,21 +349,21 @@ func buildTrainingOperator(ctx context.Context, b *builder, dir string) error {
 	return copyYAML(filepath.Join(src, "manifests", "base", "crds"), filepath.Join(dir, "crds"))
 }
 
-// kubernetesModule downloads k8s.io/kubernetes at KubernetesVersion and reads its go.mod: its
-// requirements (the staging modules, which that go.mod requires at v0.0.0 and replaces with
-// ./staging/src/k8s.io/NAME, are given at KubernetesStagingVer, the version each is published at)
-// and the staging modules' paths.
-func kubernetesModule(ctx context.Context, b *builder) (requires []module.Version, staging []string, err error) {
-	tmp, cleanup, err := wrapperDir(b.component + "-kubernetes-mod")
+// moduleRequires downloads module mod at version and reads its go.mod: its requirements, and the
+// modules it replaces with a folder of its own repository (./staging/... in k8s.io/kubernetes,
+// which requires them at v0.0.0), each given at stagingVersion instead, the version it is
+// published at.
+func moduleRequires(ctx context.Context, b *builder, mod, version, stagingVersion string) (requires []module.Version, staging []string, err error) {
+	tmp, cleanup, err := wrapperDir(b.component + "-requires")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer cleanup()
 	// A throwaway module so that "go mod download" has somewhere to run.
-	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module ain.local/sandbox/kubernetes-mod\n\ngo 1.26.0\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module ain.local/sandbox/requires\n\ngo 1.26.0\n"), 0o644); err != nil {
 		return nil, nil, err
 	}
-	_, goModPath, err := b.moduleDir(ctx, tmp, "k8s.io/kubernetes@"+KubernetesVersion)
+	_, goModPath, err := b.moduleDir(ctx, tmp, mod+"@"+version)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -363,28 +371,43 @@ func kubernetesModule(ctx context.Context, b *builder) (requires []module.Versio
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := modfile.ParseLax(goModPath, raw, nil)
+	// Parse, not ParseLax: ParseLax skips replace directives, as the go command does in a dependency.
+	f, err := modfile.Parse(goModPath, raw, nil)
 	if err != nil {
 		return nil, nil, &BuildError{Component: b.component, Cmd: "reading " + goModPath, Err: err}
 	}
 	isStaging := map[string]bool{}
 	for _, r := range f.Replace {
-		if r.New.Version == "" && strings.HasPrefix(r.New.Path, "./staging/") {
+		if r.New.Version == "" && strings.HasPrefix(r.New.Path, "./") {
 			isStaging[r.Old.Path] = true
 			staging = append(staging, r.Old.Path)
 		}
 	}
-	if len(staging) == 0 {
-		return nil, nil, &BuildError{Component: b.component, Cmd: "reading " + goModPath, Err: fmt.Errorf("no staging replace directives found")}
-	}
 	for _, r := range f.Require {
 		v := r.Mod
 		if isStaging[v.Path] {
-			v.Version = KubernetesStagingVer
+			v.Version = stagingVersion
 		}
 		requires = append(requires, v)
 	}
 	return requires, staging, nil
+}
+
+// kubernetesModule is moduleRequires of k8s.io/kubernetes at KubernetesVersion, its staging
+// modules at KubernetesStagingVer.
+func kubernetesModule(ctx context.Context, b *builder) (requires []module.Version, staging []string, err error) {
+	requires, staging, err = moduleRequires(ctx, b, "k8s.io/kubernetes", KubernetesVersion, KubernetesStagingVer)
+	if err == nil && len(staging) == 0 {
+		err = &BuildError{Component: b.component, Cmd: "reading k8s.io/kubernetes@" + KubernetesVersion + "'s go.mod", Err: fmt.Errorf("no staging replace directives found")}
+	}
+	return requires, staging, err
+}
+
+// trainerRequires are the Trainer's requirements: the controllers of the current stack and kwok
+// are built against them (see Components).
+func trainerRequires(ctx context.Context, b *builder) ([]module.Version, error) {
+	requires, _, err := moduleRequires(ctx, b, "github.com/kubeflow/trainer/v2", TrainerVersion, "")
+	return requires, err
 }
 
 func buildKubernetes(ctx context.Context, b *builder, dir string) error {

@@ -67,6 +67,17 @@ func buildWrappedPinned(ctx context.Context, b *builder, dir, mod, version strin
 	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
 		return "", err
 	}
+	if len(pins) > 0 {
+		// A pin must not move the module itself (a pinned module that requires a later
+		// version of it would): what is built is the version named.
+		out, err := b.run(ctx, tmp, nil, "list", "-m", "-f", "{{.Version}}", mod)
+		if err != nil {
+			return "", err
+		}
+		if got := strings.TrimSpace(out); got != version {
+			return "", &BuildError{Component: b.component, Cmd: "go list -m " + mod, Output: out, Err: fmt.Errorf("the pinned requirements select %s %s, not %s", mod, got, version)}
+		}
+	}
 	names := make([]string, 0, len(bins))
 	for n := range bins {
 		names = append(names, n)
@@ -85,7 +96,11 @@ func buildWrappedPinned(ctx context.Context, b *builder, dir, mod, version strin
 // CRD in deploy/v2beta1/mpi-operator.yaml (one file with the Namespace, CRD, RBAC and Deployment;
 // applyCRDs takes only the CustomResourceDefinition).
 func buildMPIOperator(ctx context.Context, b *builder, dir string) error {
-	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/mpi-operator", MPIOperatorVersion, mpiOperatorMain,
+	pins, err := trainerRequires(ctx, b)
+	if err != nil {
+		return err
+	}
+	src, err := buildWrappedPinned(ctx, b, dir, "github.com/kubeflow/mpi-operator", MPIOperatorVersion, pins, mpiOperatorMain,
 		map[string]string{"mpi-operator": "."})
 	if err != nil {
 		return err
@@ -97,7 +112,11 @@ func buildMPIOperator(ctx context.Context, b *builder, dir string) error {
 // (config/components/crd/bases) and webhook configurations (config/components/webhook: manifests.yaml
 // and the JSON patches its kustomization applies, see webhookConfigs).
 func buildJobSet(ctx context.Context, b *builder, dir string) error {
-	src, err := buildWrapped(ctx, b, dir, "sigs.k8s.io/jobset", JobSetVersion, nil, map[string]string{"jobset": "sigs.k8s.io/jobset"})
+	pins, err := trainerRequires(ctx, b)
+	if err != nil {
+		return err
+	}
+	src, err := buildWrappedPinned(ctx, b, dir, "sigs.k8s.io/jobset", JobSetVersion, pins, nil, map[string]string{"jobset": "sigs.k8s.io/jobset"})
 	if err != nil {
 		return err
 	}

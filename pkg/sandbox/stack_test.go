@@ -48,7 +48,7 @@ func TestParseStack(t *testing.T) {
 		}
 		return strings.Join(n, " ")
 	}
-	if got := names(StackCurrent.Components()); got != "etcd kwok mpi-operator jobset trainer kubernetes coredns" {
+	if got := names(StackCurrent.Components()); got != "etcd trainer jobset mpi-operator kwok kubernetes coredns" {
 		t.Errorf("current components: %s", got)
 	}
 	if got := names(StackLegacy.Components()); got != "etcd kwok training-operator kubernetes coredns" {
