@@ -31,24 +31,25 @@ func TestBuildProgress(t *testing.T) {
 	if b := StartBuild(context.Background(), cache, DefaultStack, time.Now); b != nil {
 		t.Fatal("a complete cache started a build")
 	}
-	// A clock the test moves: etcd takes 3 minutes, about four times its reference cold cost
-	// (43 s), so what is left counts about four times the reference figures; once three are done
-	// in 9 minutes, Kubernetes' share is still most of what is left.
+	// A clock the test moves: etcd takes 6 minutes, three times its reference cold cost (2 min),
+	// so what is left counts three times the reference figures (kwok 45 s, jobset 1 min,
+	// kubernetes 12 min); once three are done in 11m15s (the same pace), Kubernetes' share is
+	// still most of what is left.
 	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
 	now := t0
 	clock := NewBuildClock([]string{"etcd", "kwok", "jobset", "kubernetes"}, func() time.Time { return now })
 	b := &BackgroundBuild{clock: clock, fin: make(chan struct{})}
-	if got, want := b.Line(), "sandbox build: 0/4 components done, building etcd, 0s elapsed, about 8m0s left"; got != want {
+	if got, want := b.Line(), "sandbox build: 0/4 components done, building etcd, 0s elapsed, about 16m0s left"; got != want {
 		t.Errorf("line() before any component = %q, want %q", got, want)
 	}
-	now = t0.Add(3 * time.Minute)
+	now = t0.Add(6 * time.Minute)
 	clock.Step(1, "kwok")
-	if got, want := b.Line(), "sandbox build: 1/4 components done, building kwok, 3m0s elapsed, about 32m0s left"; got != want {
+	if got, want := b.Line(), "sandbox build: 1/4 components done, building kwok, 6m0s elapsed, about 41m0s left"; got != want {
 		t.Errorf("line() = %q, want %q", got, want)
 	}
-	now = t0.Add(9 * time.Minute)
+	now = t0.Add(11*time.Minute + 15*time.Second)
 	clock.Step(3, "kubernetes")
-	if got, want := b.Line(), "sandbox build: 3/4 components done, building kubernetes, 9m0s elapsed, about 15m0s left"; got != want {
+	if got, want := b.Line(), "sandbox build: 3/4 components done, building kubernetes, 11m15s elapsed, about 36m0s left"; got != want {
 		t.Errorf("line() with kubernetes left = %q, want %q", got, want)
 	}
 	close(b.fin)

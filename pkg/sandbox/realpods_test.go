@@ -247,12 +247,14 @@ func TestRealPodsLockHandedToTheAgent(t *testing.T) {
 	if err != nil || busy != "" {
 		t.Fatalf("Up's lock: %v %q", err, busy)
 	}
-	// The "agent": a shell that checks its fd 3 is the lock file, then waits.
+	// The "agent": a shell that checks its fd 3 is the lock file, then waits; its sleep does not
+	// inherit the lock (the agent sets close-on-exec on it for its children), else a sleep still
+	// dying after stopProc saw the shell end would hold it (seen under load).
 	sh, err := filepath.EvalSymlinks("/bin/sh") // stopProc knows its process by its binary
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := startProc("agent", "", sh, []string{"-c", `test "$(readlink /proc/self/fd/3)" = "$1" && sleep 30`, "sh", path},
+	p, err := startProc("agent", "", sh, []string{"-c", `test "$(readlink /proc/self/fd/3)" = "$1" && sleep 30 3>&-`, "sh", path},
 		nil, filepath.Join(t.TempDir(), "agent.log"), true, lock)
 	if err != nil {
 		t.Fatal(err)
