@@ -325,7 +325,7 @@ func buildKwok(ctx context.Context, b *builder, dir string) error {
 	if err != nil {
 		return err
 	}
-	src, err := buildWrappedPinned(ctx, b, dir, "sigs.k8s.io/kwok", KwokVersion, pins, nil, map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
+	src, err := buildWrapped(ctx, b, dir, "sigs.k8s.io/kwok", KwokVersion, pins, nil, map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
 	if err != nil {
 		return err
 	}

@@ -20,15 +20,10 @@ var mpiOperatorMain []byte
 // buildWrapped builds the commands of module mod at version in a wrapper module that requires it
 // (go install MOD@VERSION is refused here, see MPIOperatorVersion). bins maps each output binary
 // name to its package path; "." is the wrapper's own main, mainSrc. It returns the module's folder
-// in the module cache, for the manifests the caller copies.
-func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, mainSrc []byte, bins map[string]string) (string, error) {
-	return buildWrappedPinned(ctx, b, dir, mod, version, nil, mainSrc, bins)
-}
-
-// buildWrappedPinned is buildWrapped whose wrapper module also requires pins: minimum versions of
-// the module's dependencies (Go's minimal version selection takes the higher of a pin and the
-// module's own requirement).
-func buildWrappedPinned(ctx context.Context, b *builder, dir, mod, version string, pins []module.Version, mainSrc []byte, bins map[string]string) (string, error) {
+// in the module cache, for the manifests the caller copies. pins (may be nil) are further
+// requirements of the wrapper: minimum versions of the module's dependencies (Go's minimal
+// version selection takes the higher of a pin and the module's own requirement).
+func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pins []module.Version, mainSrc []byte, bins map[string]string) (string, error) {
 	tmp, cleanup, err := wrapperDir(b.component)
 	if err != nil {
 		return "", err
@@ -100,7 +95,7 @@ func buildMPIOperator(ctx context.Context, b *builder, dir string) error {
 	if err != nil {
 		return err
 	}
-	src, err := buildWrappedPinned(ctx, b, dir, "github.com/kubeflow/mpi-operator", MPIOperatorVersion, pins, mpiOperatorMain,
+	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/mpi-operator", MPIOperatorVersion, pins, mpiOperatorMain,
 		map[string]string{"mpi-operator": "."})
 	if err != nil {
 		return err
@@ -116,7 +111,7 @@ func buildJobSet(ctx context.Context, b *builder, dir string) error {
 	if err != nil {
 		return err
 	}
-	src, err := buildWrappedPinned(ctx, b, dir, "sigs.k8s.io/jobset", JobSetVersion, pins, nil, map[string]string{"jobset": "sigs.k8s.io/jobset"})
+	src, err := buildWrapped(ctx, b, dir, "sigs.k8s.io/jobset", JobSetVersion, pins, nil, map[string]string{"jobset": "sigs.k8s.io/jobset"})
 	if err != nil {
 		return err
 	}
@@ -134,7 +129,7 @@ func buildJobSet(ctx context.Context, b *builder, dir string) error {
 // copies its CRDs (manifests/base/crds), webhook configurations with their patches
 // (manifests/base/webhook) and the built-in ClusterTrainingRuntimes (manifests/base/runtimes/*.yaml).
 func buildTrainer(ctx context.Context, b *builder, dir string) error {
-	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/trainer/v2", TrainerVersion, nil,
+	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/trainer/v2", TrainerVersion, nil, nil,
 		map[string]string{"trainer-controller-manager": "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"})
 	if err != nil {
 		return err
