@@ -32,6 +32,9 @@ import (
 
 const runMainEnv = "AIN_TEST_RUN_MAIN"
 
+// mainReadyEnv=3: the child writes a byte to fd 3 as it enters main (see TestMain).
+const mainReadyEnv = "AIN_TEST_MAIN_READY_FD"
+
 // proc is a running ain process whose stderr is watched line by line.
 type proc struct {
 	cmd    *exec.Cmd
@@ -40,6 +43,8 @@ type proc struct {
 	stderr strings.Builder
 	lines  chan string
 	done   chan struct{}
+	// inMain is closed when the process reached ain's main (or, for AIN_TEST_BINARY, at once).
+	inMain chan struct{}
 	code   int
 	// killedByInt: the process ended by SIGINT's default action (code -1), which happens when
 	// the signal comes while the process is still starting: before main, where ain's handler is
@@ -51,13 +56,27 @@ type proc struct {
 func (c *cluster) start(t *testing.T, args ...string) *proc {
 	t.Helper()
 	args = append(args, "--kubeconfig", c.sb.Kubeconfig, "-n", c.ns)
-	p := &proc{lines: make(chan string, 1024), done: make(chan struct{})}
+	p := &proc{lines: make(chan string, 1024), done: make(chan struct{}), inMain: make(chan struct{})}
 	bin := os.Args[0]
-	if b := os.Getenv("AIN_TEST_BINARY"); b != "" {
-		bin = b // another build of ain, e.g. the one before a fix, to see these tests fail on it
+	external := os.Getenv("AIN_TEST_BINARY")
+	if external != "" {
+		bin = external // another build of ain, e.g. the one before a fix, to see these tests fail on it
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), runMainEnv+"=1", "HOME="+c.env["HOME"], "KUBECONFIG=")
+	var readyR *os.File
+	if external == "" {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		readyR = r
+		p.cmd.ExtraFiles = []*os.File{w} // fd 3 in the child
+		p.cmd.Env = append(p.cmd.Env, mainReadyEnv+"=3")
+		t.Cleanup(func() { _ = w.Close() })
+	} else {
+		close(p.inMain)
+	}
 	p.cmd.Stdout = &p.stdout
 	errPipe, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -66,6 +85,16 @@ func (c *cluster) start(t *testing.T, args ...string) *proc {
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	if readyR != nil {
+		_ = p.cmd.ExtraFiles[0].Close() // the child holds its copy; EOF once it exits
+		go func() {
+			defer readyR.Close()
+			var b [1]byte
+			if n, _ := readyR.Read(b[:]); n == 1 {
+				close(p.inMain)
+			}
+		}()
 	}
 	go func() {
 		sc := bufio.NewScanner(errPipe)
@@ -98,6 +127,18 @@ func (c *cluster) start(t *testing.T, args ...string) *proc {
 		}
 	})
 	return p
+}
+
+// waitMain waits until the process is in ain's main; it fails the test if it never gets there.
+func (p *proc) waitMain(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.inMain:
+	case <-p.done:
+		t.Fatalf("the process ended before main: exit %d\n%s", p.code, p.errText())
+	case <-time.After(time.Minute):
+		t.Fatal("the process did not reach main in a minute")
+	}
 }
 
 // waitLine waits for a stderr line containing want; false if the process ended first or after d.
@@ -223,15 +264,17 @@ func TestInterruptTrain(t *testing.T) {
 			t.Errorf("%s: --delete-on-interrupt did not say what it deleted:\n%s", name, stderr)
 		}
 	}
-	// The first moments (client set-up, apply, the first watch events), at 60 ms steps.
+	// The first moments after main (client set-up, apply, the first watch events), at 60 ms steps.
 	for i, d := range []time.Duration{60, 120, 180, 240, 300, 360, 420, 480} {
 		name := fmt.Sprintf("early-%d", i)
 		p := c.start(t, "train", "qlora", "--name", name, "--skip-preflight", "--timeout", "2m")
+		p.waitMain(t)
 		time.Sleep(d * time.Millisecond)
 		p.interrupt()
 		code, stderr := p.wait(t, 45*time.Second)
-		if p.killedByInt && stderr == "" && len(c.leftOf(t, name)) == 0 {
-			// Ctrl-C during process start-up: the default action ends it (a shell says 130),
+		if p.killedByInt && os.Getenv("AIN_TEST_BINARY") != "" && stderr == "" && len(c.leftOf(t, name)) == 0 {
+			// Another build cannot say when it reached main, so its delays count from exec:
+			// Ctrl-C during process start-up takes the default action (a shell says 130) and
 			// nothing was done. Counted, not an error; most steps must land in ain itself.
 			phases["process start-up"]++
 			t.Logf("%s: SIGINT after %s ended the process before main (start-up), nothing left", name, d*time.Millisecond)
@@ -283,6 +326,7 @@ func TestInterruptServe(t *testing.T) {
 	for i, d := range []time.Duration{100, 160, 220, 280, 340, 400, 460, 520, 600, 800} {
 		name := fmt.Sprintf("srv-%d", i)
 		p := c.start(t, "serve", "vllm", "--name", name, "--replicas", "3", "--timeout", "2m")
+		p.waitMain(t)
 		time.Sleep(d * time.Millisecond)
 		p.interrupt()
 		code, stderr := p.wait(t, 45*time.Second)
