@@ -67,12 +67,13 @@ func (c Component) Built(cache string) bool {
 }
 
 // Components lists what the sandbox builds, in build order. The components share the Go build
-// cache where their dependencies agree, so the order matters more than each one's size: the
-// Trainer (k8s.io v0.36.2, controller-runtime v0.24.1) comes first of the controllers, and
+// cache where their dependencies and flags agree, so the order matters more than each one's size:
+// the Trainer (k8s.io v0.36.2, controller-runtime v0.24.1) comes first of the controllers, and
 // JobSet, the mpi-operator and kwok are built against its requirements (their own ask for
 // k8s.io v0.35.1-v0.36.1: Go's minimal version selection takes the Trainer's where higher), so
-// they compile little more than themselves; CoreDNS likewise follows Kubernetes
-// (corednsComponent). Kubernetes itself cannot join them: Trainer v2.3.0 does not compile against
+// they compile little more than themselves; all four are built with ain's own flags and module
+// versions (goSettings), which are the Trainer's k8s.io release, so on a first run they also reuse
+// what `go build` of ain compiled. CoreDNS likewise follows Kubernetes (corednsComponent). Kubernetes itself cannot join them: Trainer v2.3.0 does not compile against
 // k8s.io/api v0.37 (its generated OpenAPI code names corev1.PodStatusResult, removed there), and
 // training-operator v1.8.1 (k8s.io v0.29) is kept as its module asks.
 //
@@ -172,6 +173,7 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 		return err
 	}
 	fmt.Fprintf(w, "Building %d sandbox component(s) into %s (first use only; takes several minutes cold)\n", len(missing), cache)
+	settings := hostSettings()
 	start := time.Now()
 	for i, c := range missing {
 		progress(i, len(missing), c.Name)
@@ -193,7 +195,7 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 			unlock()
 			return err
 		}
-		b := &builder{w: w, component: c.Name}
+		b := &builder{w: w, component: c.Name, settings: settings}
 		err = c.build(ctx, b, dir)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, ".complete"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
@@ -212,13 +214,18 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 type builder struct {
 	w         io.Writer
 	component string
+	settings  goSettings
 }
 
 // run runs a go command in dir with env added, streaming a line of progress for downloads.
 func (b *builder) run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
+	cgo := b.settings.cgo
+	if cgo == "" {
+		cgo = "0"
+	}
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOFLAGS=-buildvcs=false", "GOWORK=off")
 	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	pr, pw := io.Pipe()
@@ -247,6 +254,11 @@ func (b *builder) run(ctx context.Context, dir string, env []string, args ...str
 		return out.String(), &BuildError{Component: b.component, Cmd: "go " + strings.Join(args, " "), Output: out.String(), Err: err}
 	}
 	return out.String(), nil
+}
+
+// goBuild is the argument list of go VERB (build or install) with the settings' flags before args.
+func (b *builder) goBuild(verb string, args ...string) []string {
+	return append(append([]string{verb}, b.settings.buildFlags()...), args...)
 }
 
 // moduleDir downloads a module and returns its folder in the module cache.
@@ -316,12 +328,12 @@ replace (
 	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
 		return err
 	}
-	_, err = b.run(ctx, tmp, nil, "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "etcd"), "go.etcd.io/etcd/server/v3")
+	_, err = b.run(ctx, tmp, nil, b.goBuild("build", "-ldflags", "-s -w", "-o", filepath.Join(dir, "etcd"), "go.etcd.io/etcd/server/v3")...)
 	return err
 }
 
 func buildKwok(ctx context.Context, b *builder, dir string) error {
-	pins, err := trainerRequires(ctx, b)
+	pins, err := controllerPins(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -339,7 +351,7 @@ func buildTrainingOperator(ctx context.Context, b *builder, dir string) error {
 	}
 	defer cleanup()
 	mod := "github.com/kubeflow/training-operator"
-	if _, err := b.run(ctx, tmp, []string{"GOBIN=" + dir}, "install", "-trimpath", "-ldflags", "-s -w", mod+"/cmd/training-operator.v1@"+TrainingOperatorVersion); err != nil {
+	if _, err := b.run(ctx, tmp, []string{"GOBIN=" + dir}, b.goBuild("install", "-ldflags", "-s -w", mod+"/cmd/training-operator.v1@"+TrainingOperatorVersion)...); err != nil {
 		return err
 	}
 	src, _, err := b.moduleDir(ctx, tmp, mod+"@"+TrainingOperatorVersion)
@@ -403,11 +415,16 @@ func kubernetesModule(ctx context.Context, b *builder) (requires []module.Versio
 	return requires, staging, err
 }
 
-// trainerRequires are the Trainer's requirements: the controllers of the current stack and kwok
-// are built against them (see Components).
-func trainerRequires(ctx context.Context, b *builder) ([]module.Version, error) {
+// controllerPins are the requirements the controllers of the current stack and kwok are built
+// against (see Components): the Trainer's, raised to the versions ain itself was built with
+// (goSettings), which ain's own go.mod keeps at or above the Trainer's as it requires the
+// Trainer's module.
+func controllerPins(ctx context.Context, b *builder) ([]module.Version, error) {
 	requires, _, err := moduleRequires(ctx, b, "github.com/kubeflow/trainer/v2", TrainerVersion, "")
-	return requires, err
+	if err != nil {
+		return nil, err
+	}
+	return mergePins(requires, b.settings.deps), nil
 }
 
 func buildKubernetes(ctx context.Context, b *builder, dir string) error {
@@ -450,9 +467,8 @@ func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 			"-X "+pkg+".gitTreeState=clean",
 			"-X "+pkg+".buildDate=1970-01-01T00:00:00Z")
 	}
-	args := []string{"build", "-trimpath", "-ldflags", "-s -w " + strings.Join(ld, " "), "-o", dir + string(filepath.Separator)}
-	args = append(args, imports...)
-	_, err = b.run(ctx, tmp, nil, args...)
+	args := append([]string{"-ldflags", "-s -w " + strings.Join(ld, " "), "-o", dir + string(filepath.Separator)}, imports...)
+	_, err = b.run(ctx, tmp, nil, b.goBuild("build", args...)...)
 	return err
 }
 

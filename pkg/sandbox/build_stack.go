@@ -79,7 +79,7 @@ func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pin
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if _, err := b.run(ctx, tmp, nil, "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, n), bins[n]); err != nil {
+		if _, err := b.run(ctx, tmp, nil, b.goBuild("build", "-ldflags", "-s -w", "-o", filepath.Join(dir, n), bins[n])...); err != nil {
 			return "", err
 		}
 	}
@@ -91,7 +91,7 @@ func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pin
 // CRD in deploy/v2beta1/mpi-operator.yaml (one file with the Namespace, CRD, RBAC and Deployment;
 // applyCRDs takes only the CustomResourceDefinition).
 func buildMPIOperator(ctx context.Context, b *builder, dir string) error {
-	pins, err := trainerRequires(ctx, b)
+	pins, err := controllerPins(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func buildMPIOperator(ctx context.Context, b *builder, dir string) error {
 // (config/components/crd/bases) and webhook configurations (config/components/webhook: manifests.yaml
 // and the JSON patches its kustomization applies, see webhookConfigs).
 func buildJobSet(ctx context.Context, b *builder, dir string) error {
-	pins, err := trainerRequires(ctx, b)
+	pins, err := controllerPins(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,11 @@ func buildJobSet(ctx context.Context, b *builder, dir string) error {
 // copies its CRDs (manifests/base/crds), webhook configurations with their patches
 // (manifests/base/webhook) and the built-in ClusterTrainingRuntimes (manifests/base/runtimes/*.yaml).
 func buildTrainer(ctx context.Context, b *builder, dir string) error {
-	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/trainer/v2", TrainerVersion, nil, nil,
+	pins, err := controllerPins(ctx, b)
+	if err != nil {
+		return err
+	}
+	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/trainer/v2", TrainerVersion, pins, nil,
 		map[string]string{"trainer-controller-manager": "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"})
 	if err != nil {
 		return err
