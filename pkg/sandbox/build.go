@@ -78,7 +78,9 @@ func (c Component) Built(cache string) bool {
 // training-operator v1.8.1 (k8s.io v0.29) is kept as its module asks.
 //
 // Rev "t" + TrainerVersion marks a component built against the Trainer's requirements (its cache
-// folder changes with them).
+// folder changes with them). A change of ain's own module versions does not move the folders:
+// binaries built against earlier ones stay valid, and CI, which builds cold, meets any pin that
+// breaks a build.
 func Components() []Component {
 	onTrainer := "t" + TrainerVersion
 	return []Component{
@@ -174,6 +176,7 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 	}
 	fmt.Fprintf(w, "Building %d sandbox component(s) into %s (first use only; takes several minutes cold)\n", len(missing), cache)
 	settings := hostSettings()
+	fmt.Fprintf(w, "  with ain's build settings: %s\n", settings)
 	start := time.Now()
 	for i, c := range missing {
 		progress(i, len(missing), c.Name)

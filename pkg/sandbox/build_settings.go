@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime/debug"
@@ -32,29 +33,75 @@ func hostSettings() goSettings {
 	}
 	s := settingsOf(bi)
 	if len(s.deps) == 0 {
-		// go test records the settings but no modules: a test binary (ain's, which builds the
-		// sandbox in CI) takes the build list of the module it runs in, which go test compiled.
-		s.deps = buildList()
+		// go test records the settings but no modules: a test binary of ain's (which builds the
+		// sandbox in CI) takes the modules of cmd/ain as go build would link them.
+		s.deps = ainModules()
 	}
+	s.cgo = cgoSetting(s.cgo, os.Getenv, exec.LookPath)
 	return s
 }
 
-// buildList is `go list -m all` of the module around the working directory, without the main
-// module and replaced modules; nil outside a module or where the go command fails.
-func buildList() []module.Version {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{if not .Main}}{{if not .Replace}}{{.Path}} {{.Version}}{{end}}{{end}}", "all")
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
-	out, err := cmd.Output()
+// cgoSetting is CGO_ENABLED for the component builds: the user's, where the environment sets it
+// (as for any go build), else ain's, but "0" where no C compiler is found: ain may have been built
+// on another machine, and cgo would fail every build here (cmd/go turns cgo off by default
+// only where its default compiler is missing, and CC from the environment names another).
+func cgoSetting(ain string, getenv func(string) string, lookPath func(string) (string, error)) string {
+	if v := getenv("CGO_ENABLED"); v == "0" || v == "1" {
+		return v
+	}
+	if ain != "1" {
+		return "0"
+	}
+	cc := "gcc"
+	if f := strings.Fields(getenv("CC")); len(f) > 0 {
+		cc = f[0]
+	}
+	if _, err := lookPath(cc); err != nil {
+		return "0"
+	}
+	return "1"
+}
+
+// ainModule is ain's module path.
+const ainModule = "github.com/ain-hpc/ain"
+
+// ainModules lists the modules of the packages cmd/ain links, at the versions of the module
+// around the working directory, which must be ain's (a test binary runs in its package's
+// folder); nil elsewhere or where the go command fails. Only linked modules, as in a built ain's
+// build info: the full build list (`go list -m all`, about 400 modules) names modules whose
+// go.mod files are in no cache, which a wrapper would then download.
+func ainModules() []module.Version {
+	goCmd := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+		return cmd.Output()
+	}
+	if out, err := goCmd("list", "-m"); err != nil || strings.TrimSpace(string(out)) != ainModule {
+		return nil
+	}
+	out, err := goCmd("list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{if not .Replace}}{{.Path}} {{.Version}}{{end}}{{end}}{{end}}", ainModule+"/cmd/ain")
 	if err != nil {
 		return nil
 	}
+	seen := map[string]bool{}
 	var deps []module.Version
 	for _, line := range strings.Split(string(out), "\n") {
-		if path, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && v != "" {
+		path, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && v != "" && !seen[path] {
+			seen[path] = true
 			deps = append(deps, module.Version{Path: path, Version: v})
 		}
 	}
 	return deps
+}
+
+// String says what the settings are, for the build's output.
+func (s goSettings) String() string {
+	tp := "no -trimpath"
+	if s.trimpath {
+		tp = "-trimpath"
+	}
+	return fmt.Sprintf("CGO_ENABLED=%s, %s, %d module versions of ain's", s.cgo, tp, len(s.deps))
 }
 
 func settingsOf(bi *debug.BuildInfo) goSettings {

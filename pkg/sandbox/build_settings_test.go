@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"runtime/debug"
 	"slices"
 	"testing"
@@ -35,14 +36,61 @@ func TestSettingsOf(t *testing.T) {
 	}
 }
 
-// The test binary is built by go test with the flags go build of ain would use: its build info
-// must say so, or the sandbox build would not share ain's compiled packages.
+// A test binary's build info has settings but no modules: it takes cmd/ain's, the modules a
+// go build of ain links (not the whole build list, whose extra modules a wrapper would download).
 func TestHostSettingsOfThisBinary(t *testing.T) {
 	s := hostSettings()
-	if !slices.ContainsFunc(s.deps, func(m module.Version) bool { return m.Path == "k8s.io/client-go" }) {
-		t.Errorf("this binary's build info has no k8s.io/client-go among %d deps", len(s.deps))
+	has := func(path string) bool {
+		return slices.ContainsFunc(s.deps, func(m module.Version) bool { return m.Path == path })
 	}
-	t.Logf("trimpath %v, CGO_ENABLED %s, %d deps", s.trimpath, s.cgo, len(s.deps))
+	if !has("k8s.io/client-go") || !has("github.com/kubeflow/trainer/v2") {
+		t.Errorf("no k8s.io/client-go or Trainer among the %d modules: %v", len(s.deps), s.deps)
+	}
+	// mpi-operator v0.8.0's go.mod requires golangci-lint (a tool): in the build list, never linked.
+	if has("github.com/golangci/golangci-lint/v2") {
+		t.Errorf("a module cmd/ain does not link is pinned: %v", s.deps)
+	}
+	if len(s.deps) > 200 {
+		t.Errorf("%d modules: the whole build list, not cmd/ain's", len(s.deps))
+	}
+	t.Logf("%s", s)
+}
+
+func TestCgoSetting(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	found := func(string) (string, error) { return "/usr/bin/gcc", nil }
+	missing := func(string) (string, error) { return "", errors.New("not found") }
+	var asked string
+	record := func(f string) (string, error) { asked = f; return f, nil }
+	for _, c := range []struct {
+		name, ain string
+		getenv    func(string) string
+		look      func(string) (string, error)
+		want      string
+	}{
+		{"ain with cgo, gcc here", "1", env(), found, "1"},
+		{"ain with cgo, no C compiler here", "1", env(), missing, "0"},
+		{"ain without cgo", "0", env(), found, "0"},
+		{"the user's CGO_ENABLED=0 wins", "1", env("CGO_ENABLED", "0"), found, "0"},
+		{"the user's CGO_ENABLED=1 wins", "0", env("CGO_ENABLED", "1"), missing, "1"},
+		{"CC names the compiler", "1", env("CC", "clang -fno-x"), record, "1"},
+	} {
+		if got := cgoSetting(c.ain, c.getenv, c.look); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	if asked != "clang" {
+		t.Errorf("looked up %q, want CC's first word clang", asked)
+	}
 }
 
 func TestMergePins(t *testing.T) {

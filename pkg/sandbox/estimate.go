@@ -4,22 +4,23 @@ import "time"
 
 // coldCost is what a cold build of each component took (empty Go build and module caches and
 // binary cache, module downloads included), in the order of Components (later ones reuse what
-// earlier ones compiled, so a figure holds for that order only): the current stack's as the
-// background build of `ain demo` (scripts/measure-cold.sh demo) on 2026-12-06 on this project's
-// 2-core machine, nothing else running, 19m24s in all, each figure read from the demo's progress
-// line (15 s steps). training-operator was not in that build: its figure is the one measured
-// beside etcd's on 2026-12-05 (57 s and 43 s), scaled by etcd's ratio between the two days. The
-// estimate scales them by the pace of the components already built on the machine at hand, so
-// only their ratios need to hold elsewhere.
+// earlier ones compiled, and all of them what `go build` of ain compiled first, so a figure holds
+// for that order only): the current stack's as the background build of `ain demo`
+// (scripts/measure-cold.sh demo) on 2026-12-06 on this project's 2-core machine, nothing else
+// running, 17m10s in all, each figure read from the demo's progress line (15 s steps; CoreDNS
+// under one step). training-operator was not in that build: its figure is the one measured
+// beside etcd's on 2026-12-05 (57 s and 43 s), scaled by etcd's ratio between 2026-12-05 and the
+// previous day's measure. The estimate scales them by the pace of the components already built on
+// the machine at hand, so only their ratios need to hold elsewhere.
 var coldCost = map[string]time.Duration{
-	"etcd":              120 * time.Second,
-	"trainer":           195 * time.Second,
-	"jobset":            60 * time.Second,
+	"etcd":              90 * time.Second,
+	"trainer":           45 * time.Second,
+	"jobset":            45 * time.Second,
 	"mpi-operator":      15 * time.Second,
-	"kwok":              45 * time.Second,
+	"kwok":              75 * time.Second,
 	"training-operator": 160 * time.Second,
-	"kubernetes":        720 * time.Second,
-	"coredns":           20 * time.Second,
+	"kubernetes":        750 * time.Second,
+	"coredns":           10 * time.Second,
 }
 
 // ColdCost is a component's cold build time on the reference machine (coldCost); a component
