@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ain-hpc/ain/pkg/profile"
 	"github.com/ain-hpc/ain/pkg/recipe"
@@ -171,5 +173,74 @@ func TestOrphanRuntimes(t *testing.T) {
 	}
 	if runtimeNotSeenYet(denied("spec.trainer.numNodes: must be positive")) || runtimeNotSeenYet(errors.New("must be created before the TrainJob is created")) {
 		t.Error("another refusal is retried")
+	}
+}
+
+// The job's terminal condition and its pods' last updates come on two watches, and the pods' can
+// lag: the snapshot Watch returns at the end is read from the API server, not from a pod watch
+// that has not caught up (here one that delivers nothing after its first list).
+func TestWatchFinalPodsRead(t *testing.T) {
+	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+		"metadata": map[string]any{"name": "ar", "namespace": "ns"},
+		"status":   map[string]any{"conditions": []any{map[string]any{"type": "Created", "status": "True"}}}}}
+	pod := func(name, role, node string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.Now(),
+			Labels: map[string]string{mpiv2beta1.JobNameLabel: "ar", mpiv2beta1.JobRoleLabel: role}},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{MPIJobV2GVR: "MPIJobList"}, job.DeepCopy())
+	kc := fake.NewClientset(pod("ar-launcher-abcde", "launcher", "gpu-1", corev1.PodRunning))
+	kc.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		return true, watch.NewFake(), nil // a pod watch that never delivers an event
+	})
+	c := &Cluster{Kube: kc, Dynamic: dyn, Namespace: "ns"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var finished []string
+	type result struct {
+		snap Snapshot
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := c.Watch(ctx, mpiV2, "ar", WatchOptions{OnPodFinished: func(p corev1.Pod) { finished = append(finished, p.Name) }})
+		done <- result{s, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // the informers have listed
+	pods := kc.CoreV1().Pods("ns")
+	if _, err := pods.Update(ctx, pod("ar-launcher-abcde", "launcher", "gpu-1", corev1.PodSucceeded), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []string{"gpu-1", "gpu-2"} {
+		if _, err := pods.Create(ctx, pod("ar-worker-"+string(rune('0'+i)), "worker", n, corev1.PodRunning), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := job.DeepCopy()
+	_ = unstructured.SetNestedSlice(ended.Object, []any{map[string]any{"type": "Created", "status": "True"},
+		map[string]any{"type": "Succeeded", "status": "True", "message": "MPIJob ns/ar successfully completed."}}, "status", "conditions")
+	if _, err := dyn.Resource(MPIJobV2GVR).Namespace("ns").UpdateStatus(ctx, ended, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.snap.Phase != PhaseSucceeded {
+		t.Fatalf("Watch: %v, phase %q", r.err, r.snap.Phase)
+	}
+	phases := map[string]string{}
+	for _, p := range r.snap.Pods {
+		phases[p.Name] = p.Phase + "@" + p.Node
+	}
+	want := map[string]string{"ar-launcher-abcde": "Succeeded@gpu-1", "ar-worker-0": "Running@gpu-1", "ar-worker-1": "Running@gpu-2"}
+	if len(phases) != len(want) {
+		t.Errorf("final pods %v, want %v", phases, want)
+	}
+	for n, w := range want {
+		if phases[n] != w {
+			t.Errorf("final pod %s: %q, want %q (all: %v)", n, phases[n], w, phases)
+		}
+	}
+	if len(finished) != 1 || finished[0] != "ar-launcher-abcde" {
+		t.Errorf("OnPodFinished: %v, want the launcher once", finished)
 	}
 }

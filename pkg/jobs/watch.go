@@ -437,6 +437,15 @@ func (w *watcher) step(ctx context.Context) (Snapshot, bool, error) {
 	job := obj.(*unstructured.Unstructured)
 	pods := w.pods()
 	snap := SnapshotOf(job, pods)
+	if Terminal(snap.Phase) {
+		if listed, ok := w.listPods(ctx); ok {
+			// The job's and the pods' events come on two watches: the job's terminal
+			// condition can arrive before a pod's last update (its node, the launcher's exit
+			// code). The snapshot ain keeps is taken from one read of the pods after it.
+			pods = listed
+			snap = SnapshotOf(job, pods)
+		}
+	}
 	if len(snap.Pods) == 0 && w.stuckWhy != "" {
 		snap.Message = "no pods: " + w.stuckWhy
 	}
@@ -460,12 +469,21 @@ func (w *watcher) step(ctx context.Context) (Snapshot, bool, error) {
 	return snap, false, nil
 }
 
-// pods lists the job's pods, telling OnPodFinished of each once it has ended.
-func (w *watcher) pods() []corev1.Pod {
-	var pods []corev1.Pod
-	for _, p := range w.podInf.GetStore().List() {
-		pod := *p.(*corev1.Pod)
-		pods = append(pods, pod)
+// listPods reads the job's pods from the API server (not the informer's cache), telling
+// OnPodFinished of each that ended; false where the read fails (the informer's view stands).
+func (w *watcher) listPods(ctx context.Context) ([]corev1.Pod, bool) {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	l, err := w.c.Kube.CoreV1().Pods(w.c.Namespace).List(lctx, metav1.ListOptions{LabelSelector: w.b.PodSelector(w.name)})
+	if err != nil {
+		return nil, false
+	}
+	w.notifyFinished(l.Items)
+	return l.Items, true
+}
+
+func (w *watcher) notifyFinished(pods []corev1.Pod) {
+	for _, pod := range pods {
 		if (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) && !w.finished[pod.Name] {
 			w.finished[pod.Name] = true
 			if w.o.OnPodFinished != nil {
@@ -473,6 +491,15 @@ func (w *watcher) pods() []corev1.Pod {
 			}
 		}
 	}
+}
+
+// pods lists the job's pods, telling OnPodFinished of each once it has ended.
+func (w *watcher) pods() []corev1.Pod {
+	var pods []corev1.Pod
+	for _, p := range w.podInf.GetStore().List() {
+		pods = append(pods, *p.(*corev1.Pod))
+	}
+	w.notifyFinished(pods)
 	return pods
 }
 
