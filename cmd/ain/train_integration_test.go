@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 			ready := os.NewFile(3, "ready")
 			_, _ = ready.Write([]byte{1})
 			_ = ready.Close()
+			_ = os.Unsetenv(mainReadyEnv) // not for a process ain starts (its fd 3 is another file)
 		}
 		main()
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,8 +178,9 @@ func TestOrphanRuntimes(t *testing.T) {
 }
 
 // The job's terminal condition and its pods' last updates come on two watches, and the pods' can
-// lag: the snapshot Watch returns at the end is read from the API server, not from a pod watch
-// that has not caught up (here one that delivers nothing after its first list).
+// lag: the snapshot Watch returns at the end takes each pod from a read of the API server, not
+// from a pod watch that has not caught up (here one that delivers nothing after its first list);
+// a pod that read no longer has (a worker that cleanPodPolicy deleted) keeps its last state.
 func TestWatchFinalPodsRead(t *testing.T) {
 	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
 		"metadata": map[string]any{"name": "ar", "namespace": "ns"},
@@ -190,7 +192,8 @@ func TestWatchFinalPodsRead(t *testing.T) {
 	}
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{MPIJobV2GVR: "MPIJobList"}, job.DeepCopy())
-	kc := fake.NewClientset(pod("ar-launcher-abcde", "launcher", "gpu-1", corev1.PodRunning))
+	kc := fake.NewClientset(pod("ar-launcher-abcde", "launcher", "gpu-1", corev1.PodRunning),
+		pod("ar-worker-9", "worker", "gpu-3", corev1.PodRunning))
 	kc.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
 		return true, watch.NewFake(), nil // a pod watch that never delivers an event
 	})
@@ -203,11 +206,19 @@ func TestWatchFinalPodsRead(t *testing.T) {
 		err  error
 	}
 	done := make(chan result, 1)
+	seen := make(chan struct{})
+	var once sync.Once
 	go func() {
-		s, err := c.Watch(ctx, mpiV2, "ar", WatchOptions{OnPodFinished: func(p corev1.Pod) { finished = append(finished, p.Name) }})
+		s, err := c.Watch(ctx, mpiV2, "ar", WatchOptions{
+			OnChange:      func(Snapshot) { once.Do(func() { close(seen) }) },
+			OnPodFinished: func(p corev1.Pod) { finished = append(finished, p.Name) }})
 		done <- result{s, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // the informers have listed
+	select { // both informers have listed: the first snapshot came
+	case <-seen:
+	case r := <-done:
+		t.Fatalf("Watch ended before its first snapshot: %v", r.err)
+	}
 	pods := kc.CoreV1().Pods("ns")
 	if _, err := pods.Update(ctx, pod("ar-launcher-abcde", "launcher", "gpu-1", corev1.PodSucceeded), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -216,6 +227,9 @@ func TestWatchFinalPodsRead(t *testing.T) {
 		if _, err := pods.Create(ctx, pod("ar-worker-"+string(rune('0'+i)), "worker", n, corev1.PodRunning), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := pods.Delete(ctx, "ar-worker-9", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	ended := job.DeepCopy()
 	_ = unstructured.SetNestedSlice(ended.Object, []any{map[string]any{"type": "Created", "status": "True"},
@@ -231,7 +245,8 @@ func TestWatchFinalPodsRead(t *testing.T) {
 	for _, p := range r.snap.Pods {
 		phases[p.Name] = p.Phase + "@" + p.Node
 	}
-	want := map[string]string{"ar-launcher-abcde": "Succeeded@gpu-1", "ar-worker-0": "Running@gpu-1", "ar-worker-1": "Running@gpu-2"}
+	want := map[string]string{"ar-launcher-abcde": "Succeeded@gpu-1", "ar-worker-0": "Running@gpu-1", "ar-worker-1": "Running@gpu-2",
+		"ar-worker-9": "Running@gpu-3"}
 	if len(phases) != len(want) {
 		t.Errorf("final pods %v, want %v", phases, want)
 	}

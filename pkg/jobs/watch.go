@@ -441,12 +441,13 @@ func (w *watcher) step(ctx context.Context) (Snapshot, bool, error) {
 		if listed, ok := w.listPods(ctx); ok {
 			// The job's and the pods' events come on two watches: the job's terminal
 			// condition can arrive before a pod's last update (its node, the launcher's exit
-			// code). The snapshot ain keeps is taken from one read of the pods after it.
-			pods = listed
+			// code). The snapshot ain keeps takes each pod from one read after it; a pod
+			// already deleted there (cleanPodPolicy Running deletes the workers right after
+			// the job ends) keeps its last state from the watch, where it ran.
+			pods = mergePods(listed, pods)
 			snap = SnapshotOf(job, pods)
 		}
-	}
-	if len(snap.Pods) == 0 && w.stuckWhy != "" {
+	} else if len(snap.Pods) == 0 && w.stuckWhy != "" {
 		snap.Message = "no pods: " + w.stuckWhy
 	}
 	w.explain(ctx, &snap, pods)
@@ -491,6 +492,21 @@ func (w *watcher) notifyFinished(pods []corev1.Pod) {
 			}
 		}
 	}
+}
+
+// mergePods is fresh with the pods of older that fresh lacks.
+func mergePods(fresh, older []corev1.Pod) []corev1.Pod {
+	have := make(map[string]bool, len(fresh))
+	for _, p := range fresh {
+		have[p.Name] = true
+	}
+	out := append([]corev1.Pod(nil), fresh...)
+	for _, p := range older {
+		if !have[p.Name] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // pods lists the job's pods, telling OnPodFinished of each once it has ended.
