@@ -73,8 +73,9 @@ func (c Component) Built(cache string) bool {
 // k8s.io v0.35.1-v0.36.1: Go's minimal version selection takes the Trainer's where higher), so
 // they compile little more than themselves; all four are built with ain's own flags and module
 // versions (goSettings), which are the Trainer's k8s.io release, so on a first run they also reuse
-// what `go build` of ain compiled. CoreDNS likewise follows Kubernetes (corednsComponent). Kubernetes itself cannot join them: Trainer v2.3.0 does not compile against
-// k8s.io/api v0.37 (its generated OpenAPI code names corev1.PodStatusResult, removed there), and
+// what `go build` of ain compiled. CoreDNS likewise follows Kubernetes (corednsComponent).
+// Kubernetes itself cannot join them: Trainer v2.3.0 does not compile against k8s.io/api v0.37
+// (its generated OpenAPI code names corev1.PodStatusResult, removed there), and
 // training-operator v1.8.1 (k8s.io v0.29) is kept as its module asks.
 //
 // Rev "t" + TrainerVersion marks a component built against the Trainer's requirements (its cache
@@ -224,11 +225,7 @@ type builder struct {
 func (b *builder) run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cgo := b.settings.cgo
-	if cgo == "" {
-		cgo = "0"
-	}
-	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOFLAGS=-buildvcs=false", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.settings.cgo, "GOFLAGS=-buildvcs=false", "GOWORK=off")
 	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	pr, pw := io.Pipe()

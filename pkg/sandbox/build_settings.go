@@ -27,11 +27,10 @@ type goSettings struct {
 // hostSettings reads the running binary's build info. Without one (a binary built without module
 // information), the components build as they did before: -trimpath, no cgo, no pins.
 func hostSettings() goSettings {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return goSettings{trimpath: true, cgo: "0"}
+	s := goSettings{trimpath: true, cgo: "0"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		s = settingsOf(bi)
 	}
-	s := settingsOf(bi)
 	if len(s.deps) == 0 {
 		// go test records the settings but no modules: a test binary of ain's (which builds the
 		// sandbox in CI) takes the modules of cmd/ain as go build would link them.
