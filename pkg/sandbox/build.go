@@ -178,6 +178,7 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 	fmt.Fprintf(w, "Building %d sandbox component(s) into %s (first use only; takes several minutes cold)\n", len(missing), cache)
 	settings := hostSettings()
 	fmt.Fprintf(w, "  with ain's build settings: %s\n", settings)
+	pins := new([]module.Version) // controllerPins, read once for all the controllers
 	start := time.Now()
 	for i, c := range missing {
 		progress(i, len(missing), c.Name)
@@ -199,7 +200,7 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 			unlock()
 			return err
 		}
-		b := &builder{w: w, component: c.Name, settings: settings}
+		b := &builder{w: w, component: c.Name, settings: settings, pins: pins}
 		err = c.build(ctx, b, dir)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, ".complete"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
@@ -219,6 +220,7 @@ type builder struct {
 	w         io.Writer
 	component string
 	settings  goSettings
+	pins      *[]module.Version // controllerPins once read (nil: not yet), shared by one ensure's builders
 }
 
 // run runs a go command in dir with env added, streaming a line of progress for downloads.
@@ -420,11 +422,18 @@ func kubernetesModule(ctx context.Context, b *builder) (requires []module.Versio
 // (goSettings), which ain's own go.mod keeps at or above the Trainer's as it requires the
 // Trainer's module.
 func controllerPins(ctx context.Context, b *builder) ([]module.Version, error) {
+	if b.pins != nil && *b.pins != nil {
+		return *b.pins, nil
+	}
 	requires, _, err := moduleRequires(ctx, b, "github.com/kubeflow/trainer/v2", TrainerVersion, "")
 	if err != nil {
 		return nil, err
 	}
-	return mergePins(requires, b.settings.deps), nil
+	pins := mergePins(requires, b.settings.deps)
+	if b.pins != nil {
+		*b.pins = pins
+	}
+	return pins, nil
 }
 
 func buildKubernetes(ctx context.Context, b *builder, dir string) error {
