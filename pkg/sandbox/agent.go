@@ -148,8 +148,12 @@ func RunAgent(ctx context.Context, stateDir string, log io.Writer) error {
 			defer a.real.close()
 		}
 	}
-	inf := coreinformers.NewPodInformer(cs, metav1.NamespaceAll, 10*time.Minute, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	inf := coreinformers.NewPodInformer(cs, metav1.NamespaceAll, 10*time.Minute, cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		podNodeIndex:         podNodeName,
+	})
 	a.lister = corelisters.NewPodLister(inf.GetIndexer())
+	a.pods = inf.GetIndexer()
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	enqueue := func(obj any) {
 		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
@@ -213,10 +217,12 @@ const agentWorkers = 8
 
 type agent struct {
 	// mu guards st, sc, stMod and traffic: several workers sync pods at once.
-	mu       sync.Mutex
-	cs       kubernetes.Interface
-	kube     *kube
-	lister   corelisters.PodLister
+	mu     sync.Mutex
+	cs     kubernetes.Interface
+	kube   *kube
+	lister corelisters.PodLister
+	// pods is the lister's store, indexed by node too (podNodeIndex).
+	pods     cache.Indexer
 	sc       *Scenario
 	st       *State
 	stateDir string
@@ -512,6 +518,30 @@ func ownerKind(pod *corev1.Pod) string {
 		return pod.OwnerReferences[0].Kind
 	}
 	return "none"
+}
+
+// podNodeIndex indexes the agent's pods by the node they are bound to: what runs on one node is
+// looked up on every change of that node's state (nodedown.go, the dcgm-exporter pages), which at
+// 1000 nodes must not scan every pod of the cluster each time.
+const podNodeIndex = "node"
+
+func podNodeName(obj any) ([]string, error) {
+	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+		return []string{p.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+// podsOn returns the pods bound to node.
+func (a *agent) podsOn(node string) []*corev1.Pod {
+	objs, _ := a.pods.ByIndex(podNodeIndex, node)
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods
 }
 
 // workersReady reports whether every worker of pod's job (role worker or node) is Ready, and

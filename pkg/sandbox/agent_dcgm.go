@@ -132,7 +132,7 @@ func (a *agent) writeDCGMPage(w io.Writer, node string) {
 	nGPU, faults := a.st.Config.GPUsPerNode, a.sc.Nodes.GPUFaults
 	a.mu.Unlock()
 	gpus := make([]gpuState, nGPU)
-	pods, _ := a.lister.List(labels.Everything())
+	pods := a.podsOn(node)
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name })
 	next := 0
 	for _, p := range pods {

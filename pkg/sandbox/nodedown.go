@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -58,14 +57,25 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	// Both ways: a node marked down gets its pods marked not Ready; a node back up gets them
 	// Ready again, as its kubelet would report them once it posts status again.
+	// Only the changes that matter are queued: kwok's heartbeat rewrites every node's status every
+	// 20-30 s (40 updates a second at 1000 nodes) and the resync below replays every node, and
+	// looking at a healthy node's pods each time cost the agent as much as the probes it plays.
+	// A node is looked at when first seen (pods left marked after an agent restart), while it is
+	// down (the resync: pods that started there since), and when its Ready condition turns.
 	enqueue := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok {
 			q.Add(n.Name)
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, o any) { enqueue(o) },
+		AddFunc: enqueue,
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := cur.(*corev1.Node)
+			if ok1 && ok2 && nodeChangeMatters(o, n) {
+				q.Add(n.Name)
+			}
+		},
 	}); err != nil {
 		fmt.Fprintf(a.log, "sandbox agent: watch nodes: %v\n", err)
 		return
@@ -99,6 +109,12 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 	}
 }
 
+// nodeChangeMatters says whether an update of a node from old to cur may change what its pods'
+// Ready condition should be: it is down (or was), or its Ready condition turned.
+func nodeChangeMatters(old, cur *corev1.Node) bool {
+	return nodeIsDown(cur) || nodeIsDown(old) || nodeReady(old) != nodeReady(cur)
+}
+
 // reasonNodeDown marks the Ready condition of a pod the agent made not Ready because its node
 // went down (the node lifecycle controller sets no reason), so that only those are made Ready
 // again when the node is back.
@@ -109,10 +125,7 @@ const reasonNodeDown = "NodeDown"
 // are Ready again, as a kubelet back from a silence reports its running containers anew, which
 // kwok's stages, having made these pods Ready once, do not do a second time.
 func (a *agent) setPodsReady(ctx context.Context, node string, ready bool) error {
-	pods, err := a.lister.List(labels.Everything())
-	if err != nil {
-		return err
-	}
+	pods := a.podsOn(node)
 	status, reason, what := corev1.ConditionFalse, reasonNodeDown, "is down: pod %s/%s not Ready"
 	if ready {
 		status, reason, what = corev1.ConditionTrue, "", "is back: pod %s/%s Ready again"

@@ -1,10 +1,15 @@
 package sandbox
 
 import (
+	"context"
+	"io"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestNodeIsDown(t *testing.T) {
@@ -32,5 +37,82 @@ func TestNodeIsDown(t *testing.T) {
 		if got := nodeIsDown(c.n); got != c.want {
 			t.Errorf("%s: nodeIsDown = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A heartbeat of a healthy node (only lastHeartbeatTime moves) is not looked at; a node going
+// down, staying down or coming back is.
+func TestNodeChangeMatters(t *testing.T) {
+	node := func(down bool, ready corev1.ConditionStatus) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1"}}
+		if down {
+			n.Annotations = map[string]string{AnnoNodeDown: "true"}
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+		return n
+	}
+	for _, c := range []struct {
+		name     string
+		old, cur *corev1.Node
+		want     bool
+	}{
+		{"heartbeat of a Ready node", node(false, corev1.ConditionTrue), node(false, corev1.ConditionTrue), false},
+		{"heartbeat of a NotReady node", node(false, corev1.ConditionFalse), node(false, corev1.ConditionFalse), false},
+		{"marked, stage not played yet", node(false, corev1.ConditionTrue), node(true, corev1.ConditionTrue), false},
+		{"goes down", node(true, corev1.ConditionTrue), node(true, corev1.ConditionUnknown), true},
+		{"stays down (resync)", node(true, corev1.ConditionUnknown), node(true, corev1.ConditionUnknown), true},
+		{"mark removed, still Unknown", node(true, corev1.ConditionUnknown), node(false, corev1.ConditionUnknown), true},
+		{"Ready again", node(false, corev1.ConditionUnknown), node(false, corev1.ConditionTrue), true},
+	} {
+		if got := nodeChangeMatters(c.old, c.cur); got != c.want {
+			t.Errorf("%s: nodeChangeMatters = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// setPodsReady touches the running pods of its node only, found through the node index.
+func TestSetPodsReadyByNode(t *testing.T) {
+	pod := func(name, node string, ready corev1.ConditionStatus, reason string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, Reason: reason}}}}
+	}
+	pods := []*corev1.Pod{
+		pod("a", "gpu-node-1", corev1.ConditionTrue, ""),
+		pod("b", "gpu-node-2", corev1.ConditionTrue, ""),
+		pod("c", "gpu-node-1", corev1.ConditionFalse, "ContainersNotReady"),
+	}
+	var objs []runtime.Object
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{podNodeIndex: podNodeName})
+	for _, p := range pods {
+		objs = append(objs, p)
+		if err := idx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := fake.NewClientset(objs...)
+	a := &agent{cs: cs, pods: idx, log: io.Discard}
+	ready := func(name string) corev1.ConditionStatus {
+		p, err := cs.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Status.Conditions[0].Status
+	}
+	if err := a.setPodsReady(context.Background(), "gpu-node-1", false); err != nil {
+		t.Fatal(err)
+	}
+	if ready("a") != corev1.ConditionFalse || ready("b") != corev1.ConditionTrue {
+		t.Errorf("down gpu-node-1: a %s (want False), b %s (want True: another node)", ready("a"), ready("b"))
+	}
+	// Back up: only the pod the agent marked comes back; c was not Ready for its own reason.
+	a2, _ := cs.CoreV1().Pods("ns").Get(context.Background(), "a", metav1.GetOptions{})
+	if err := idx.Update(a2); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.setPodsReady(context.Background(), "gpu-node-1", true); err != nil {
+		t.Fatal(err)
+	}
+	if ready("a") != corev1.ConditionTrue || ready("c") != corev1.ConditionFalse {
+		t.Errorf("gpu-node-1 back: a %s (want True), c %s (want False)", ready("a"), ready("c"))
 	}
 }

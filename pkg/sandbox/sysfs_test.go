@@ -204,9 +204,10 @@ func TestStagesCarryTheTerminationMessage(t *testing.T) {
 	}
 }
 
-// kwok plays pod stages with one worker per 50 nodes, at least its default 4.
+// kwok plays pod stages with one worker per 50 nodes, node stages with one per 100, at least its
+// default 4 each.
 func TestKwokOptions(t *testing.T) {
-	for n, want := range map[int]uint{3: 4, 150: 4, 300: 6, 1000: 20} {
+	for n, want := range map[int][2]uint{3: {4, 4}, 150: {4, 4}, 300: {6, 4}, 1000: {20, 10}} {
 		var c struct {
 			Kind    string `json:"kind"`
 			Options struct {
@@ -217,7 +218,7 @@ func TestKwokOptions(t *testing.T) {
 		if err := yaml.Unmarshal(bytes.TrimPrefix(kwokOptions(n), []byte("---\n")), &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.Kind != "KwokConfiguration" || c.Options.PodPlayStageParallelism != want || c.Options.NodePlayStageParallelism != 4 {
+		if c.Kind != "KwokConfiguration" || c.Options.PodPlayStageParallelism != want[0] || c.Options.NodePlayStageParallelism != want[1] {
 			t.Errorf("%d nodes: %+v", n, c)
 		}
 	}

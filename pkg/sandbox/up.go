@@ -393,6 +393,14 @@ func (u *upRun) startComponents(ctx context.Context) (*started, error) {
 		"--use-service-account-credentials=false",
 		"--cluster-name=ain-sandbox",
 		"--controllers=*",
+		// kwok's node status, every 20-30 s (data/stages/node.yaml), is the simulated kubelets'
+		// only heartbeat (no node Leases). The default grace (50 s, k8s.io/kubernetes v1.37.2
+		// pkg/controller/nodelifecycle/config/v1alpha1/defaults.go) left 20 s for load: with
+		// 1000 nodes probed on two cores kwok's heartbeats fell that far behind, the controller
+		// set nodes Unknown and marked their pods not Ready (MarkPodsNotReady), and a probe pod
+		// that needed Ready never ended (ain waited out its 5-minute probe timeout). A node the
+		// sandbox takes down (AnnoNodeDown) goes Unknown through its own stage, not this grace.
+		"--node-monitor-grace-period=" + nodeMonitorGrace.String(),
 		"--profiling=false",
 	}, nil, map[string]int{"https": st.Ports.ControllerMgr})
 	if err != nil {
@@ -605,9 +613,10 @@ func (e *StackMismatchError) NextCommands() []next.Command {
 
 // kwokOptions is kwok's configuration for a sandbox of n nodes: kwok's defaults, except that it
 // plays pod stages (the simulated kubelets' status updates: Running, Succeeded, deletion) with
-// one worker per 50 nodes instead of 4 in all. kwok stands in for every node's kubelet, and
-// kubelets work side by side; with 4 workers a 1000-node preflight's 3000 pod stage plays queued
-// behind each other for tens of seconds (issue 16). A KwokConfiguration read from a file gets no
+// one worker per 50 nodes instead of 4 in all, and node stages (the heartbeats) with one per 100
+// nodes. kwok stands in for every node's kubelet, and kubelets work side by side; with 4 workers
+// a 1000-node preflight's 3000 pod stage plays queued behind each other for tens of seconds
+// (issue 16), and 1000 nodes' heartbeats, 40 a second, fell behind the same way under load. A KwokConfiguration read from a file gets no
 // defaults (sigs.k8s.io/kwok v0.8.0 pkg/config: only a missing one is defaulted), so every
 // defaulted option is written out with its default (pkg/apis/config/v1alpha1
 // zz_generated.defaults.go); the command-line flags still override these.
@@ -622,13 +631,17 @@ options:
   enableContentionProfiling: false
   enableProfilingHandler: true
   podPlayStageParallelism: %d
-  nodePlayStageParallelism: 4
+  nodePlayStageParallelism: %d
   nodeLeaseParallelism: 4
   podsOnNodeSyncParallelism: 1
   enablePodsOnNodeSyncListPager: true
   enablePodsOnNodeSyncStreamWatch: false
-`, max(4, n/50))
+`, max(4, n/50), max(4, n/100))
 }
+
+// nodeMonitorGrace is kube-controller-manager's --node-monitor-grace-period in the sandbox: four
+// of kwok's longest heartbeat gaps.
+const nodeMonitorGrace = 2 * time.Minute
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
