@@ -57,11 +57,13 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	// Both ways: a node marked down gets its pods marked not Ready; a node back up gets them
 	// Ready again, as its kubelet would report them once it posts status again.
-	// Only the changes that matter are queued: kwok's heartbeat rewrites every node's status every
-	// 20-30 s (40 updates a second at 1000 nodes) and the resync below replays every node, and
-	// looking at a healthy node's pods each time cost the agent as much as the probes it plays.
-	// A node is looked at when first seen (pods left marked after an agent restart), while it is
-	// down (the resync: pods that started there since), and when its Ready condition turns.
+	// Not on every heartbeat: kwok rewrites every node's status every 20-30 s (40 updates a second
+	// at 1000 nodes), and looking at a node's pods each time, by a scan of every pod as it was,
+	// cost the agent as much as the probes it plays. A node is looked at when first seen (pods
+	// left marked after an agent restart), when it is or was down, when its Ready condition
+	// turns, and on the resync (Update with the same object): the repair for a pod whose status
+	// reached the agent's cache only after its node was last looked at. Through the node index a
+	// look costs a map read and no request unless a pod must change.
 	enqueue := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok {
 			q.Add(n.Name)
@@ -72,7 +74,7 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Node)
 			n, ok2 := cur.(*corev1.Node)
-			if ok1 && ok2 && nodeChangeMatters(o, n) {
+			if ok1 && ok2 && (o.ResourceVersion == n.ResourceVersion || nodeChangeMatters(o, n)) {
 				q.Add(n.Name)
 			}
 		},
@@ -93,9 +95,13 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 		var err error
 		obj, exists, _ := inf.GetStore().GetByKey(name)
 		if n, ok := obj.(*corev1.Node); exists && ok {
-			if nodeIsDown(n) {
+			_, marked := n.Annotations[AnnoNodeDown]
+			switch {
+			case nodeIsDown(n):
 				err = a.setPodsReady(ctx, name, false)
-			} else if nodeReady(n) {
+			case nodeReady(n) && !marked:
+				// Not while still marked: Ready there is a heartbeat the node-down stage is
+				// about to overwrite (or has not yet), not the node's return.
 				err = a.setPodsReady(ctx, name, true)
 			}
 		}
@@ -121,9 +127,10 @@ func nodeChangeMatters(old, cur *corev1.Node) bool {
 const reasonNodeDown = "NodeDown"
 
 // setPodsReady follows a node's state in its running pods' Ready condition. Down (ready false):
-// every Ready pod goes not Ready, marked reasonNodeDown. Back (ready true): the pods so marked
-// are Ready again, as a kubelet back from a silence reports its running containers anew, which
-// kwok's stages, having made these pods Ready once, do not do a second time.
+// every Ready pod goes not Ready, marked reasonNodeDown. Back (ready true): the pods so marked,
+// and those the node lifecycle controller marked (markedNotReady), are Ready again, as a kubelet
+// back from a silence reports its running containers anew, which kwok's stages, having made these
+// pods Ready once, do not do a second time.
 func (a *agent) setPodsReady(ctx context.Context, node string, ready bool) error {
 	pods := a.podsOn(node)
 	status, reason, what := corev1.ConditionFalse, reasonNodeDown, "is down: pod %s/%s not Ready"
@@ -136,7 +143,7 @@ func (a *agent) setPodsReady(ctx context.Context, node string, ready bool) error
 			continue
 		}
 		i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
-		if i < 0 || p.Status.Conditions[i].Status == status || ready && p.Status.Conditions[i].Reason != reasonNodeDown {
+		if i < 0 || p.Status.Conditions[i].Status == status || ready && p.Status.Conditions[i].Reason != reasonNodeDown && !markedNotReady(p) {
 			continue
 		}
 		p = p.DeepCopy()
@@ -151,4 +158,28 @@ func (a *agent) setPodsReady(ctx context.Context, node string, ready bool) error
 		}
 	}
 	return firstErr
+}
+
+// markedNotReady says whether pod's Ready condition was turned False by the node lifecycle
+// controller rather than by its kubelet: MarkPodsNotReady sets Ready False and nothing else
+// (k8s.io/kubernetes v1.37.2 pkg/controller/util/node/controller_utils.go), while a kubelet, or
+// kwok's stages standing in for it, derives Ready from ContainersReady and its containers'
+// readiness, so Ready False beside ContainersReady True and every container ready is the
+// controller's mark (a node whose heartbeats came late under load).
+func markedNotReady(p *corev1.Pod) bool {
+	containersReady := false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.ContainersReady {
+			containersReady = c.Status == corev1.ConditionTrue
+		}
+	}
+	if !containersReady || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if !cs.Ready {
+			return false
+		}
+	}
+	return true
 }

@@ -3,13 +3,16 @@ package sandbox
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
 )
 
 func TestNodeIsDown(t *testing.T) {
@@ -73,13 +76,21 @@ func TestNodeChangeMatters(t *testing.T) {
 // setPodsReady touches the running pods of its node only, found through the node index.
 func TestSetPodsReadyByNode(t *testing.T) {
 	pod := func(name, node string, ready corev1.ConditionStatus, reason string) *corev1.Pod {
+		// As kwok's stages write them: ContainersReady and the container follow Ready.
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: node},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, Reason: reason}}}}
+			Status: corev1.PodStatus{Phase: corev1.PodRunning,
+				Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, Reason: reason}, {Type: corev1.ContainersReady, Status: ready}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Ready: ready == corev1.ConditionTrue}}}}
 	}
+	// d as the node lifecycle controller leaves a pod of a node whose heartbeats came late
+	// (MarkPodsNotReady: Ready False, nothing else).
+	d := pod("d", "gpu-node-1", corev1.ConditionTrue, "")
+	d.Status.Conditions[0].Status = corev1.ConditionFalse
 	pods := []*corev1.Pod{
 		pod("a", "gpu-node-1", corev1.ConditionTrue, ""),
 		pod("b", "gpu-node-2", corev1.ConditionTrue, ""),
 		pod("c", "gpu-node-1", corev1.ConditionFalse, "ContainersNotReady"),
+		d,
 	}
 	var objs []runtime.Object
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{podNodeIndex: podNodeName})
@@ -104,7 +115,8 @@ func TestSetPodsReadyByNode(t *testing.T) {
 	if ready("a") != corev1.ConditionFalse || ready("b") != corev1.ConditionTrue {
 		t.Errorf("down gpu-node-1: a %s (want False), b %s (want True: another node)", ready("a"), ready("b"))
 	}
-	// Back up: only the pod the agent marked comes back; c was not Ready for its own reason.
+	// Back up: the pods the agent or the controller marked come back; c was not Ready for its
+	// own reason (its containers).
 	a2, _ := cs.CoreV1().Pods("ns").Get(context.Background(), "a", metav1.GetOptions{})
 	if err := idx.Update(a2); err != nil {
 		t.Fatal(err)
@@ -112,7 +124,46 @@ func TestSetPodsReadyByNode(t *testing.T) {
 	if err := a.setPodsReady(context.Background(), "gpu-node-1", true); err != nil {
 		t.Fatal(err)
 	}
-	if ready("a") != corev1.ConditionTrue || ready("c") != corev1.ConditionFalse {
-		t.Errorf("gpu-node-1 back: a %s (want True), c %s (want False)", ready("a"), ready("c"))
+	if ready("a") != corev1.ConditionTrue || ready("c") != corev1.ConditionFalse || ready("d") != corev1.ConditionTrue {
+		t.Errorf("gpu-node-1 back: a %s (want True), c %s (want False), d %s (want True)", ready("a"), ready("c"), ready("d"))
+	}
+}
+
+// kwok's node heartbeat comes every 20 to 30 s (kwok draws the delay between the duration and the
+// jitter; a jitter at or below the duration is the delay itself: a fixed 10 s made 100 status
+// updates a second at 1000 nodes), and kube-controller-manager's grace covers four of the longest.
+func TestNodeHeartbeatDelay(t *testing.T) {
+	b, err := data.ReadFile("data/stages/node.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var st struct {
+			Metadata struct{ Name string }
+			Spec     struct {
+				Delay struct {
+					DurationMilliseconds       int64 `json:"durationMilliseconds"`
+					JitterDurationMilliseconds int64 `json:"jitterDurationMilliseconds"`
+				}
+			}
+		}
+		if err := yaml.Unmarshal([]byte(doc), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Metadata.Name != "node-heartbeat" {
+			continue
+		}
+		found = true
+		lo, hi := time.Duration(st.Spec.Delay.DurationMilliseconds)*time.Millisecond, time.Duration(st.Spec.Delay.JitterDurationMilliseconds)*time.Millisecond
+		if lo != 20*time.Second || hi != 30*time.Second {
+			t.Errorf("node-heartbeat delay %s to %s, want 20 s to 30 s (the jitter is the upper end)", lo, hi)
+		}
+		if nodeMonitorGrace < 4*hi {
+			t.Errorf("--node-monitor-grace-period %s is under four of the longest heartbeat gaps (%s)", nodeMonitorGrace, hi)
+		}
+	}
+	if !found {
+		t.Fatal("no node-heartbeat stage in data/stages/node.yaml")
 	}
 }

@@ -401,6 +401,11 @@ func (u *upRun) startComponents(ctx context.Context) (*started, error) {
 		// that needed Ready never ended (ain waited out its 5-minute probe timeout). A node the
 		// sandbox takes down (AnnoNodeDown) goes Unknown through its own stage, not this grace.
 		"--node-monitor-grace-period=" + nodeMonitorGrace.String(),
+		// ain creates the nodes without a Ready condition and kwok's first status may come
+		// minutes later at 1000 nodes (nodesReadyTimeout): until then the controller judges a
+		// node by this grace from its creation (default 1 m), and past it set late nodes
+		// Unknown and tainted them, churn in the middle of the start-up.
+		"--node-startup-grace-period=" + max(nodeMonitorGrace, nodesReadyTimeout(u.cfg.Nodes)).String(),
 		"--profiling=false",
 	}, nil, map[string]int{"https": st.Ports.ControllerMgr})
 	if err != nil {
@@ -640,7 +645,7 @@ options:
 }
 
 // nodeMonitorGrace is kube-controller-manager's --node-monitor-grace-period in the sandbox: four
-// of kwok's longest heartbeat gaps.
+// of kwok's longest heartbeat gaps (30 s, data/stages/node.yaml).
 const nodeMonitorGrace = 2 * time.Minute
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
