@@ -21,7 +21,7 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0
 	// Every k8s.io module stays at v0.36.2: github.com/kubeflow/trainer/v2 v2.3.0's API package
 	// does not compile against k8s.io/api v0.37 (its generated OpenAPI code uses
-	// corev1.PodStatusResult, removed in 0.37). The sandbox still runs Kubernetes v1.37.2.
+	// corev1.PodStatusResult, removed in 0.37). The sandbox runs Kubernetes v1.36.2 to match.
 	k8s.io/api v0.36.2
 	k8s.io/apimachinery v0.36.2
 	k8s.io/client-go v0.36.2

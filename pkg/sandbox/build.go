@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +21,11 @@ import (
 
 // Versions of the components the sandbox runs. The binaries are cached per version.
 const (
-	KubernetesVersion       = "v1.37.2"
-	KubernetesStagingVer    = "v0.37.2"
+	// Kubernetes' k8s.io release is ain's and the Trainer's (v0.36.2: Trainer v2.3.0 does not
+	// compile against v0.37), so its build reuses their compiled k8s.io/api, apimachinery and
+	// client-go (see Components).
+	KubernetesVersion       = "v1.36.2"
+	KubernetesStagingVer    = "v0.36.2"
 	EtcdVersion             = "v3.6.16"
 	KwokVersion             = "v0.8.0"
 	TrainingOperatorVersion = "v1.8.1"
@@ -73,10 +77,13 @@ func (c Component) Built(cache string) bool {
 // k8s.io v0.35.1-v0.36.1: Go's minimal version selection takes the Trainer's where higher), so
 // they compile little more than themselves; all four are built with ain's own flags and module
 // versions (goSettings), which are the Trainer's k8s.io release, so on a first run they also reuse
-// what `go build` of ain compiled. CoreDNS likewise follows Kubernetes (corednsComponent).
-// Kubernetes itself cannot join them: Trainer v2.3.0 does not compile against k8s.io/api v0.37
-// (its generated OpenAPI code names corev1.PodStatusResult, removed there), and
-// training-operator v1.8.1 (k8s.io v0.29) is kept as its module asks.
+// what `go build` of ain compiled. Kubernetes is the release whose staging modules are that
+// k8s.io version (v1.36.2: Trainer v2.3.0 does not compile against k8s.io/api v0.37, its generated
+// OpenAPI code names corev1.PodStatusResult, removed there), built with its other requirements
+// raised to ain's (kubernetesPins), so a cold build after ain's compiles about 7 minutes of it
+// instead of 12.5 (v1.37.2, which shared nothing but the standard library; measured 2026-12-06).
+// CoreDNS follows Kubernetes (corednsComponent). training-operator v1.8.1 (k8s.io v0.29) is kept
+// as its module asks.
 //
 // Rev "t" + TrainerVersion marks a component built against the Trainer's requirements (its cache
 // folder changes with them). A change of ain's own module versions does not move the folders:
@@ -417,6 +424,24 @@ func kubernetesModule(ctx context.Context, b *builder) (requires []module.Versio
 	return requires, staging, err
 }
 
+// kubernetesPins are the requirements Kubernetes and CoreDNS are built against: k8s.io/kubernetes'
+// own, raised to the versions ain was built with (goSettings), and its staging modules at
+// KubernetesStagingVer whatever ain has (ain may require one of them at a later release, as it
+// does k8s.io/streaming, for a package Kubernetes does not share).
+func kubernetesPins(ctx context.Context, b *builder) (pins []module.Version, staging []string, err error) {
+	requires, staging, err := kubernetesModule(ctx, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	pins = mergePins(requires, b.settings.deps)
+	for i := range pins {
+		if slices.Contains(staging, pins[i].Path) {
+			pins[i].Version = KubernetesStagingVer
+		}
+	}
+	return pins, staging, nil
+}
+
 // controllerPins are the requirements the controllers of the current stack and kwok are built
 // against (see Components): the Trainer's, raised to the versions ain itself was built with
 // (goSettings), which ain's own go.mod keeps at or above the Trainer's as it requires the
@@ -437,7 +462,7 @@ func controllerPins(ctx context.Context, b *builder) ([]module.Version, error) {
 }
 
 func buildKubernetes(ctx context.Context, b *builder, dir string) error {
-	_, staging, err := kubernetesModule(ctx, b)
+	pins, staging, err := kubernetesPins(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -447,7 +472,16 @@ func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 	}
 	defer cleanup()
 	var gomod strings.Builder
-	fmt.Fprintf(&gomod, "module ain.local/sandbox/kubernetes\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n", KubernetesVersion)
+	fmt.Fprintf(&gomod, "module ain.local/sandbox/kubernetes\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nrequire (\n", KubernetesVersion)
+	for _, p := range pins {
+		if p.Path != "k8s.io/kubernetes" {
+			fmt.Fprintf(&gomod, "\t%s %s\n", p.Path, p.Version)
+		}
+	}
+	// k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with its own
+	// folders, which a dependency's go.mod cannot do: the wrapper replaces them with their
+	// published versions.
+	gomod.WriteString(")\n\nreplace (\n")
 	for _, m := range staging {
 		fmt.Fprintf(&gomod, "\t%s => %s %s\n", m, m, KubernetesStagingVer)
 	}

@@ -31,15 +31,15 @@ const CoreDNSVersion = "v1.12.4"
 var corednsMain []byte
 
 // corednsComponent is CoreDNS with its kubernetes plugin, which real pods resolve through
-// (prepareRealPods). It is built after Kubernetes, against Kubernetes' own dependency versions
-// (k8s.io/client-go, api and apimachinery at KubernetesStagingVer instead of CoreDNS's v0.34.0,
-// and the rest of k8s.io/kubernetes's go.mod as minimums): with the same versions and flags, the
+// (prepareRealPods). It is built after Kubernetes, against Kubernetes' dependency versions
+// (kubernetesPins: k8s.io/client-go, api and apimachinery at KubernetesStagingVer instead of
+// CoreDNS's v0.34.0, and the rest as minimums): with the same versions and flags, the
 // Go build cache already holds those packages from the Kubernetes build, so CoreDNS compiles
 // little more than itself and its plugins (with the plugins cut to those the Corefile uses; see
 // the wrapper main).
 func corednsComponent() Component {
 	return Component{Name: "coredns", Version: CoreDNSVersion, Rev: "k8s" + KubernetesStagingVer, Binaries: []string{"coredns"}, build: func(ctx context.Context, b *builder, dir string) error {
-		pins, _, err := kubernetesModule(ctx, b)
+		pins, _, err := kubernetesPins(ctx, b)
 		if err != nil {
 			return err
 		}

@@ -33,23 +33,23 @@ func TestBuildProgress(t *testing.T) {
 	}
 	// A clock the test moves: etcd takes 6 minutes, four times its reference cold cost (90 s),
 	// so what is left counts four times the reference figures (kwok 75 s, jobset 45 s,
-	// kubernetes 12m30s); once three are done in 11m15s (3.2 times their 3m30s), Kubernetes
-	// alone is 40 minutes at that pace: most of what is left.
+	// kubernetes 7m0s); once three are done in 11m15s (3.2 times their 3m30s), Kubernetes
+	// alone is 22m30s at that pace (said as 23m0s): all of what is left.
 	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
 	now := t0
 	clock := NewBuildClock([]string{"etcd", "kwok", "jobset", "kubernetes"}, func() time.Time { return now })
 	b := &BackgroundBuild{clock: clock, fin: make(chan struct{})}
-	if got, want := b.Line(), "sandbox build: 0/4 components done, building etcd, 0s elapsed, about 16m0s left"; got != want {
+	if got, want := b.Line(), "sandbox build: 0/4 components done, building etcd, 0s elapsed, about 11m0s left"; got != want {
 		t.Errorf("line() before any component = %q, want %q", got, want)
 	}
 	now = t0.Add(6 * time.Minute)
 	clock.Step(1, "kwok")
-	if got, want := b.Line(), "sandbox build: 1/4 components done, building kwok, 6m0s elapsed, about 58m0s left"; got != want {
+	if got, want := b.Line(), "sandbox build: 1/4 components done, building kwok, 6m0s elapsed, about 36m0s left"; got != want {
 		t.Errorf("line() = %q, want %q", got, want)
 	}
 	now = t0.Add(11*time.Minute + 15*time.Second)
 	clock.Step(3, "kubernetes")
-	if got, want := b.Line(), "sandbox build: 3/4 components done, building kubernetes, 11m15s elapsed, about 40m0s left"; got != want {
+	if got, want := b.Line(), "sandbox build: 3/4 components done, building kubernetes, 11m15s elapsed, about 23m0s left"; got != want {
 		t.Errorf("line() with kubernetes left = %q, want %q", got, want)
 	}
 	close(b.fin)

@@ -29,7 +29,7 @@ const maxProbeOutput = 10 << 10
 // probeUserAgent is the User-Agent of the kubelet's HTTP probes, "kube-probe/<major>.<minor>"
 // of the kubelet's version (pkg/probe/http/request.go userAgent): here the Kubernetes version
 // the sandbox runs (sandbox.KubernetesVersion).
-const probeUserAgent = "kube-probe/1.37"
+const probeUserAgent = "kube-probe/1.36"
 
 // outcome is one probe's result, the kubelet's probe.Result (pkg/probe/probe.go).
 type outcome int

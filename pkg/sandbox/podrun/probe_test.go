@@ -170,7 +170,7 @@ func TestHTTPGetReadiness(t *testing.T) {
 		log      []string
 	}{
 		{"status", "http", status, nil, 2500 * time.Millisecond, []string{
-			"probe ua=kube-probe/1.37 accept=*/* x-probe=yes\n",
+			"probe ua=kube-probe/1.36 accept=*/* x-probe=yes\n",
 			"podrun: readiness probe failed: HTTP probe failed with statuscode: 500\n"}},
 		{"https", "https", https, []corev1.EnvVar{{Name: "CERT", Value: cert}, {Name: "KEY", Value: key}}, 2500 * time.Millisecond, nil},
 		// Followed: the 500 of /status counts, not the redirect.
