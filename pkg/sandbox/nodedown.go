@@ -74,7 +74,7 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Node)
 			n, ok2 := cur.(*corev1.Node)
-			if ok1 && ok2 && (o.ResourceVersion == n.ResourceVersion || nodeChangeMatters(o, n)) {
+			if ok1 && ok2 && queueOnUpdate(o, n) {
 				q.Add(n.Name)
 			}
 		},
@@ -95,14 +95,8 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 		var err error
 		obj, exists, _ := inf.GetStore().GetByKey(name)
 		if n, ok := obj.(*corev1.Node); exists && ok {
-			_, marked := n.Annotations[AnnoNodeDown]
-			switch {
-			case nodeIsDown(n):
-				err = a.setPodsReady(ctx, name, false)
-			case nodeReady(n) && !marked:
-				// Not while still marked: Ready there is a heartbeat the node-down stage is
-				// about to overwrite (or has not yet), not the node's return.
-				err = a.setPodsReady(ctx, name, true)
+			if ready, act := wantPodsReady(n); act {
+				err = a.setPodsReady(ctx, name, ready)
 			}
 		}
 		if err != nil {
@@ -113,6 +107,27 @@ func (a *agent) watchDownNodes(ctx context.Context) {
 		}
 		q.Done(name)
 	}
+}
+
+// queueOnUpdate says whether an update of a node from old to cur queues it: a resync (the same
+// object again) or a change that matters.
+func queueOnUpdate(old, cur *corev1.Node) bool {
+	return old.ResourceVersion == cur.ResourceVersion || nodeChangeMatters(old, cur)
+}
+
+// wantPodsReady says what n's running pods' Ready condition should follow (act false: leave
+// them): not Ready on a node down, Ready again on a Ready node no longer marked. Not while still
+// marked: Ready there is a heartbeat the node-down stage is about to overwrite, not the node's
+// return.
+func wantPodsReady(n *corev1.Node) (ready, act bool) {
+	_, marked := n.Annotations[AnnoNodeDown]
+	switch {
+	case nodeIsDown(n):
+		return false, true
+	case nodeReady(n) && !marked:
+		return true, true
+	}
+	return false, false
 }
 
 // nodeChangeMatters says whether an update of a node from old to cur may change what its pods'
@@ -167,19 +182,32 @@ func (a *agent) setPodsReady(ctx context.Context, node string, ready bool) error
 // readiness, so Ready False beside ContainersReady True and every container ready is the
 // controller's mark (a node whose heartbeats came late under load).
 func markedNotReady(p *corev1.Pod) bool {
-	containersReady := false
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.ContainersReady {
-			containersReady = c.Status == corev1.ConditionTrue
+	isTrue := func(t corev1.PodConditionType) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == t {
+				return c.Status == corev1.ConditionTrue
+			}
 		}
-	}
-	if !containersReady || len(p.Status.ContainerStatuses) == 0 {
 		return false
 	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if !cs.Ready {
+	if !isTrue(corev1.ContainersReady) {
+		return false
+	}
+	// A readiness gate not True keeps a pod not Ready beside ready containers (the kubelet's
+	// GeneratePodReadyCondition, reason ReadinessGatesNotReady): not the controller's mark.
+	for _, g := range p.Spec.ReadinessGates {
+		if !isTrue(g.ConditionType) {
 			return false
 		}
 	}
-	return true
+	ready := map[string]bool{}
+	for _, cs := range p.Status.ContainerStatuses {
+		ready[cs.Name] = cs.Ready
+	}
+	for _, c := range p.Spec.Containers {
+		if !ready[c.Name] {
+			return false
+		}
+	}
+	return len(p.Spec.Containers) > 0
 }

@@ -77,7 +77,7 @@ func TestNodeChangeMatters(t *testing.T) {
 func TestSetPodsReadyByNode(t *testing.T) {
 	pod := func(name, node string, ready corev1.ConditionStatus, reason string) *corev1.Pod {
 		// As kwok's stages write them: ContainersReady and the container follow Ready.
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: node},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main"}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning,
 				Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, Reason: reason}, {Type: corev1.ContainersReady, Status: ready}},
 				ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Ready: ready == corev1.ConditionTrue}}}}
@@ -165,5 +165,77 @@ func TestNodeHeartbeatDelay(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no node-heartbeat stage in data/stages/node.yaml")
+	}
+}
+
+// A resync (same object) queues a node, and so does a change that matters; a heartbeat does not.
+// A node queued acts on its pods only when down, or Ready and no longer marked.
+func TestNodeQueueAndAct(t *testing.T) {
+	node := func(rv string, marked bool, ready corev1.ConditionStatus) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1", ResourceVersion: rv}}
+		if marked {
+			n.Annotations = map[string]string{AnnoNodeDown: "true"}
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+		return n
+	}
+	if !queueOnUpdate(node("7", false, corev1.ConditionTrue), node("7", false, corev1.ConditionTrue)) {
+		t.Error("a resync of a Ready node is not queued: a pod marked since it was last looked at stays not Ready")
+	}
+	if queueOnUpdate(node("7", false, corev1.ConditionTrue), node("8", false, corev1.ConditionTrue)) {
+		t.Error("a heartbeat of a Ready node is queued")
+	}
+	for _, c := range []struct {
+		name       string
+		n          *corev1.Node
+		ready, act bool
+	}{
+		{"down", node("1", true, corev1.ConditionUnknown), false, true},
+		{"marked, heartbeat not yet overwritten", node("1", true, corev1.ConditionTrue), false, false},
+		{"back", node("1", false, corev1.ConditionTrue), true, true},
+		{"unmarked, still Unknown", node("1", false, corev1.ConditionUnknown), false, false},
+	} {
+		if ready, act := wantPodsReady(c.n); ready != c.ready || act != c.act {
+			t.Errorf("%s: wantPodsReady = %v, %v; want %v, %v", c.name, ready, act, c.ready, c.act)
+		}
+	}
+}
+
+// Only the controller's mark (Ready False beside ContainersReady True, every container ready and
+// every readiness gate True) counts as markedNotReady.
+func TestMarkedNotReady(t *testing.T) {
+	cond := func(typ corev1.PodConditionType, st corev1.ConditionStatus) corev1.PodCondition {
+		return corev1.PodCondition{Type: typ, Status: st}
+	}
+	pod := func(containers []string, ready map[string]bool, conds ...corev1.PodCondition) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Conditions: append([]corev1.PodCondition{cond(corev1.PodReady, corev1.ConditionFalse)}, conds...)}}
+		for _, c := range containers {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c})
+		}
+		for n, r := range ready {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: n, Ready: r})
+		}
+		return p
+	}
+	gated := pod([]string{"main"}, map[string]bool{"main": true}, cond(corev1.ContainersReady, corev1.ConditionTrue), cond("example.com/lb", corev1.ConditionFalse))
+	gated.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+	gatedOK := gated.DeepCopy()
+	gatedOK.Status.Conditions[2].Status = corev1.ConditionTrue
+	for _, c := range []struct {
+		name string
+		p    *corev1.Pod
+		want bool
+	}{
+		{"controller's mark", pod([]string{"main"}, map[string]bool{"main": true}, cond(corev1.ContainersReady, corev1.ConditionTrue)), true},
+		{"containers not ready", pod([]string{"main"}, map[string]bool{"main": false}, cond(corev1.ContainersReady, corev1.ConditionFalse)), false},
+		{"one of two containers not ready", pod([]string{"a", "b"}, map[string]bool{"a": true, "b": false}, cond(corev1.ContainersReady, corev1.ConditionTrue)), false},
+		{"a container with no status", pod([]string{"a", "b"}, map[string]bool{"a": true}, cond(corev1.ContainersReady, corev1.ConditionTrue)), false},
+		{"no ContainersReady condition", pod([]string{"main"}, map[string]bool{"main": true}), false},
+		{"a readiness gate False", gated, false},
+		{"readiness gates True", gatedOK, true},
+	} {
+		if got := markedNotReady(c.p); got != c.want {
+			t.Errorf("%s: markedNotReady = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -140,7 +140,7 @@ func Up(ctx context.Context, opts Options) (st *State, running bool, err error) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	u := &upRun{opts: opts, cfg: cfg, sc: sc, l: l, out: out, t0: time.Now(),
+	u := &upRun{opts: opts, cfg: cfg, sc: sc, l: l, out: out, t0: time.Now(), timeout: timeout,
 		st: &State{Config: cfg, StartedAt: time.Now().UTC(), Dir: dir, Kubeconfig: l.Kubeconfig()}}
 	defer func() {
 		if err != nil {
@@ -185,6 +185,8 @@ type upRun struct {
 	t0   time.Time
 	st   *State
 	pki  *pki
+	// timeout is Up's overall limit (Options.Timeout or startTimeout).
+	timeout time.Duration
 }
 
 // started are the processes whose readiness Up waits for after all are started.
@@ -402,10 +404,11 @@ func (u *upRun) startComponents(ctx context.Context) (*started, error) {
 		// sandbox takes down (AnnoNodeDown) goes Unknown through its own stage, not this grace.
 		"--node-monitor-grace-period=" + nodeMonitorGrace.String(),
 		// ain creates the nodes without a Ready condition and kwok's first status may come
-		// minutes later at 1000 nodes (nodesReadyTimeout): until then the controller judges a
-		// node by this grace from its creation (default 1 m), and past it set late nodes
-		// Unknown and tainted them, churn in the middle of the start-up.
-		"--node-startup-grace-period=" + max(nodeMonitorGrace, nodesReadyTimeout(u.cfg.Nodes)).String(),
+		// minutes later at 1000 nodes: until then the controller judges a node by this grace,
+		// counted from the node's creation (default 1 m), and past it set late nodes Unknown
+		// and tainted them, churn in the middle of the start-up. Up's whole limit covers the
+		// creation and the Ready wait both.
+		"--node-startup-grace-period=" + max(nodeMonitorGrace, u.timeout).String(),
 		"--profiling=false",
 	}, nil, map[string]int{"https": st.Ports.ControllerMgr})
 	if err != nil {
