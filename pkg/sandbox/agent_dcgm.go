@@ -136,7 +136,7 @@ func (a *agent) writeDCGMPage(w io.Writer, node string) {
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name })
 	next := 0
 	for _, p := range pods {
-		if p.Spec.NodeName != node || p.Status.Phase != corev1.PodRunning {
+		if p.Status.Phase != corev1.PodRunning {
 			continue
 		}
 		for _, c := range p.Spec.Containers {

@@ -185,7 +185,7 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 	fmt.Fprintf(w, "Building %d sandbox component(s) into %s (first use only; takes several minutes cold)\n", len(missing), cache)
 	settings := hostSettings()
 	fmt.Fprintf(w, "  with ain's build settings: %s\n", settings)
-	pins := new([]module.Version) // controllerPins, read once for all the controllers
+	goMods := map[string]goModRequires{} // moduleRequires' answers, read once for all the components
 	start := time.Now()
 	for i, c := range missing {
 		progress(i, len(missing), c.Name)
@@ -207,7 +207,7 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 			unlock()
 			return err
 		}
-		b := &builder{w: w, component: c.Name, settings: settings, pins: pins}
+		b := &builder{w: w, component: c.Name, settings: settings, goMods: goMods}
 		err = c.build(ctx, b, dir)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, ".complete"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
@@ -227,7 +227,9 @@ type builder struct {
 	w         io.Writer
 	component string
 	settings  goSettings
-	pins      *[]module.Version // controllerPins once read (nil: not yet), shared by one ensure's builders
+	// goMods are the go.mod files moduleRequires has read in this ensure, by module@version: the
+	// controllers share the Trainer's, Kubernetes and CoreDNS k8s.io/kubernetes'. nil: none kept.
+	goMods map[string]goModRequires
 }
 
 // run runs a go command in dir with env added, streaming a line of progress for downloads.
@@ -375,6 +377,15 @@ func buildTrainingOperator(ctx context.Context, b *builder, dir string) error {
 // which requires them at v0.0.0), each given at stagingVersion instead, the version it is
 // published at.
 func moduleRequires(ctx context.Context, b *builder, mod, version, stagingVersion string) (requires []module.Version, staging []string, err error) {
+	key := mod + "@" + version + " " + stagingVersion
+	if r, ok := b.goMods[key]; ok {
+		return r.requires, r.staging, nil
+	}
+	defer func() {
+		if err == nil && b.goMods != nil {
+			b.goMods[key] = goModRequires{requires, staging}
+		}
+	}()
 	tmp, cleanup, err := wrapperDir(b.component + "-requires")
 	if err != nil {
 		return nil, nil, err
@@ -414,6 +425,12 @@ func moduleRequires(ctx context.Context, b *builder, mod, version, stagingVersio
 	return requires, staging, nil
 }
 
+// goModRequires is what moduleRequires read of one go.mod.
+type goModRequires struct {
+	requires []module.Version
+	staging  []string
+}
+
 // kubernetesModule is moduleRequires of k8s.io/kubernetes at KubernetesVersion, its staging
 // modules at KubernetesStagingVer.
 func kubernetesModule(ctx context.Context, b *builder) (requires []module.Version, staging []string, err error) {
@@ -447,18 +464,11 @@ func kubernetesPins(ctx context.Context, b *builder) (pins []module.Version, sta
 // (goSettings), which ain's own go.mod keeps at or above the Trainer's as it requires the
 // Trainer's module.
 func controllerPins(ctx context.Context, b *builder) ([]module.Version, error) {
-	if b.pins != nil && *b.pins != nil {
-		return *b.pins, nil
-	}
 	requires, _, err := moduleRequires(ctx, b, "github.com/kubeflow/trainer/v2", TrainerVersion, "")
 	if err != nil {
 		return nil, err
 	}
-	pins := mergePins(requires, b.settings.deps)
-	if b.pins != nil {
-		*b.pins = pins
-	}
-	return pins, nil
+	return mergePins(requires, b.settings.deps), nil
 }
 
 func buildKubernetes(ctx context.Context, b *builder, dir string) error {

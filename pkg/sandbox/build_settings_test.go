@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"runtime/debug"
 	"slices"
@@ -101,5 +102,16 @@ func TestMergePins(t *testing.T) {
 	want := []module.Version{{Path: "a", Version: "v0.36.10"}, {Path: "b", Version: "v1.2.0"}, {Path: "c", Version: "v0.0.0-20260101000000-abcdef123456"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("mergePins = %v, want %v (semver order, not string order: v0.36.10 > v0.36.2)", got, want)
+	}
+}
+
+// One ensure reads each go.mod once: a second moduleRequires of the same module answers from the
+// builder's goMods without running go (the kept answer here names no real module).
+func TestModuleRequiresKept(t *testing.T) {
+	kept := goModRequires{requires: []module.Version{{Path: "example.com/kept", Version: "v1.2.3"}}, staging: []string{"example.com/staged"}}
+	b := &builder{component: "test", goMods: map[string]goModRequires{"k8s.io/kubernetes@" + KubernetesVersion + " " + KubernetesStagingVer: kept}}
+	req, staging, err := kubernetesModule(context.Background(), b)
+	if err != nil || len(req) != 1 || req[0].Path != "example.com/kept" || len(staging) != 1 {
+		t.Errorf("kubernetesModule with a kept go.mod = %v, %v, %v; want the kept answer", req, staging, err)
 	}
 }

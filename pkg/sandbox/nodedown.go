@@ -154,7 +154,7 @@ func (a *agent) setPodsReady(ctx context.Context, node string, ready bool) error
 	}
 	var firstErr error
 	for _, p := range pods {
-		if p.Spec.NodeName != node || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
 		i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
