@@ -82,6 +82,8 @@ func (c Component) Built(cache string) bool {
 // OpenAPI code names corev1.PodStatusResult, removed there), built with its other requirements
 // raised to ain's (kubernetesPins), so a cold build after ain's compiles about 7 minutes of it
 // instead of 12.5 (v1.37.2, which shared nothing but the standard library; measured 2026-12-06).
+// etcd, first, is built against those same pins (kubernetesPins takes etcd's requirements in),
+// so the gRPC, protobuf and OpenTelemetry packages it compiles serve the API server's build too.
 // CoreDNS follows Kubernetes (corednsComponent). training-operator v1.8.1 (k8s.io v0.29) is kept
 // as its module asks.
 //
@@ -319,21 +321,28 @@ func buildEtcd(ctx context.Context, b *builder, dir string) error {
 		return err
 	}
 	defer cleanup()
+	// At the versions Kubernetes is built against (kubernetesPins), which are at or above etcd's
+	// own: the packages both link compile once. go mod tidy drops the pins etcd does not use.
+	pins, _, err := kubernetesPins(ctx, b)
+	if err != nil {
+		return err
+	}
 	v := EtcdVersion
-	gomod := fmt.Sprintf(`module ain.local/sandbox/etcd
-
-go 1.26.0
-
-require go.etcd.io/etcd/server/v3 %[1]s
-
-replace (
-	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 %[1]s
-	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 %[1]s
-	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 %[1]s
-	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 %[1]s
-)
-`, v)
-	if err := writeWrapper(tmp, gomod, []string{"go.etcd.io/etcd/server/v3"}); err != nil {
+	var gomod strings.Builder
+	fmt.Fprintf(&gomod, "module ain.local/sandbox/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n\nrequire (\n", v)
+	for _, p := range pins {
+		if p.Path != "go.etcd.io/etcd/server/v3" {
+			fmt.Fprintf(&gomod, "\t%s %s\n", p.Path, p.Version)
+		}
+	}
+	// etcd's go.mod replaces its sibling modules with folders of its repository, which a
+	// dependency's go.mod cannot do: the wrapper names their published release instead.
+	gomod.WriteString(")\n\nreplace (\n")
+	for _, m := range []string{"api/v3", "client/pkg/v3", "client/v3", "pkg/v3"} {
+		fmt.Fprintf(&gomod, "\tgo.etcd.io/etcd/%s => go.etcd.io/etcd/%s %s\n", m, m, v)
+	}
+	gomod.WriteString(")\n")
+	if err := writeWrapper(tmp, gomod.String(), []string{"go.etcd.io/etcd/server/v3"}); err != nil {
 		return err
 	}
 	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
@@ -441,16 +450,26 @@ func kubernetesModule(ctx context.Context, b *builder) (requires []module.Versio
 	return requires, staging, err
 }
 
-// kubernetesPins are the requirements Kubernetes and CoreDNS are built against: k8s.io/kubernetes'
-// own, raised to the versions ain was built with (goSettings), and its staging modules at
-// KubernetesStagingVer whatever ain has (ain may require one of them at a later release, as it
-// does k8s.io/streaming, for a package Kubernetes does not share).
+// kubernetesPins are the requirements etcd, Kubernetes and CoreDNS are built against:
+// k8s.io/kubernetes' own and etcd's, raised to the versions ain was built with (goSettings), and
+// Kubernetes' staging modules at KubernetesStagingVer whatever ain has (ain may require one of them
+// at a later release, as it does k8s.io/streaming, for a package Kubernetes does not share).
+//
+// etcd's are in because the API server links etcd's client, gRPC, protobuf and OpenTelemetry,
+// which etcd's own build compiles first: Kubernetes v1.36.2 asks for grpc v1.79.3, etcd client
+// v3.6.8 and otel v1.41.0, etcd v3.6.16 for grpc v1.83.2, v3.6.16 and v1.45.0 (their go.mod
+// files), and at two versions 215 of etcd's 367 packages compiled twice in a cold build. At one
+// version each they compile once, and the API server's etcd client is the server's release.
 func kubernetesPins(ctx context.Context, b *builder) (pins []module.Version, staging []string, err error) {
 	requires, staging, err := kubernetesModule(ctx, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	pins = mergePins(requires, b.settings.deps)
+	etcd, _, err := moduleRequires(ctx, b, "go.etcd.io/etcd/server/v3", EtcdVersion, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	pins = mergePins(requires, etcd, b.settings.deps)
 	for i := range pins {
 		if slices.Contains(staging, pins[i].Path) {
 			pins[i].Version = KubernetesStagingVer

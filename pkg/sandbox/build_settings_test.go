@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"testing"
@@ -113,5 +114,50 @@ func TestModuleRequiresKept(t *testing.T) {
 	req, staging, err := kubernetesModule(context.Background(), b)
 	if err != nil || len(req) != 1 || req[0].Path != "example.com/kept" || len(staging) != 1 {
 		t.Errorf("kubernetesModule with a kept go.mod = %v, %v, %v; want the kept answer", req, staging, err)
+	}
+}
+
+// Kubernetes and etcd are built against one set of versions: the higher of the two go.mod files'
+// requirements and ain's, Kubernetes' staging modules at their published release.
+func TestKubernetesPinsIncludeEtcd(t *testing.T) {
+	b := &builder{component: "test", settings: goSettings{deps: []module.Version{{Path: "golang.org/x/net", Version: "v0.62.0"}}},
+		goMods: map[string]goModRequires{
+			"k8s.io/kubernetes@" + KubernetesVersion + " " + KubernetesStagingVer: {
+				requires: []module.Version{
+					{Path: "google.golang.org/grpc", Version: "v1.79.3"},
+					{Path: "go.etcd.io/etcd/client/v3", Version: "v3.6.8"},
+					{Path: "go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc", Version: "v0.65.0"},
+					{Path: "golang.org/x/net", Version: "v0.49.0"},
+					{Path: "k8s.io/api", Version: KubernetesStagingVer},
+				},
+				staging: []string{"k8s.io/api"},
+			},
+			"go.etcd.io/etcd/server/v3@" + EtcdVersion + " ": {
+				requires: []module.Version{
+					{Path: "google.golang.org/grpc", Version: "v1.83.2"},
+					{Path: "go.etcd.io/etcd/client/v3", Version: EtcdVersion},
+					{Path: "go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc", Version: "v0.59.0"},
+					{Path: "go.uber.org/zap", Version: "v1.27.0"},
+				},
+			},
+		}}
+	pins, staging, err := kubernetesPins(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range pins {
+		got[p.Path] = p.Version
+	}
+	want := map[string]string{
+		"google.golang.org/grpc":    "v1.83.2",   // etcd's, above Kubernetes'
+		"go.etcd.io/etcd/client/v3": EtcdVersion, // the server's release
+		"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc": "v0.65.0", // Kubernetes', above etcd's
+		"golang.org/x/net": "v0.62.0", // ain's
+		"go.uber.org/zap":  "v1.27.0", // etcd's alone
+		"k8s.io/api":       KubernetesStagingVer,
+	}
+	if !maps.Equal(got, want) || !slices.Equal(staging, []string{"k8s.io/api"}) {
+		t.Errorf("kubernetesPins = %v, staging %v; want %v, [k8s.io/api]", got, staging, want)
 	}
 }
