@@ -80,10 +80,10 @@ func (c Component) Built(cache string) bool {
 // what `go build` of ain compiled. Kubernetes is the release whose staging modules are that
 // k8s.io version (v1.36.2: Trainer v2.3.0 does not compile against k8s.io/api v0.37, its generated
 // OpenAPI code names corev1.PodStatusResult, removed there), built with its other requirements
-// raised to ain's (kubernetesPins), so a cold build after ain's compiles about 7 minutes of it
-// instead of 12.5 (v1.37.2, which shared nothing but the standard library; measured 2026-12-06).
-// etcd, first, is built against those same pins (kubernetesPins takes etcd's requirements in),
-// so the gRPC, protobuf and OpenTelemetry packages it compiles serve the API server's build too.
+// raised to ain's and etcd's (kubernetesPins): v1.37.2 shared nothing but the standard library
+// with ain's build. etcd, first, is built against those same pins (Rev "k8s" + its staging
+// version), so the gRPC, protobuf and OpenTelemetry packages it compiles serve the API server's
+// build too.
 // CoreDNS follows Kubernetes (corednsComponent). training-operator v1.8.1 (k8s.io v0.29) is kept
 // as its module asks.
 //
@@ -94,7 +94,7 @@ func (c Component) Built(cache string) bool {
 func Components() []Component {
 	onTrainer := "t" + TrainerVersion
 	return []Component{
-		{Name: "etcd", Version: EtcdVersion, Binaries: []string{"etcd"}, build: buildEtcd},
+		{Name: "etcd", Version: EtcdVersion, Rev: "k8s" + KubernetesStagingVer, Binaries: []string{"etcd"}, build: buildEtcd},
 		{Name: "trainer", Version: TrainerVersion, Binaries: []string{"trainer-controller-manager"}, build: buildTrainer},
 		{Name: "jobset", Version: JobSetVersion, Rev: onTrainer, Binaries: []string{"jobset"}, build: buildJobSet},
 		// le2: the wrapper main elects a leader as app.Run does, with its own client
@@ -321,28 +321,11 @@ func buildEtcd(ctx context.Context, b *builder, dir string) error {
 		return err
 	}
 	defer cleanup()
-	// At the versions Kubernetes is built against (kubernetesPins), which are at or above etcd's
-	// own: the packages both link compile once. go mod tidy drops the pins etcd does not use.
 	pins, _, err := kubernetesPins(ctx, b)
 	if err != nil {
 		return err
 	}
-	v := EtcdVersion
-	var gomod strings.Builder
-	fmt.Fprintf(&gomod, "module ain.local/sandbox/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n\nrequire (\n", v)
-	for _, p := range pins {
-		if p.Path != "go.etcd.io/etcd/server/v3" {
-			fmt.Fprintf(&gomod, "\t%s %s\n", p.Path, p.Version)
-		}
-	}
-	// etcd's go.mod replaces its sibling modules with folders of its repository, which a
-	// dependency's go.mod cannot do: the wrapper names their published release instead.
-	gomod.WriteString(")\n\nreplace (\n")
-	for _, m := range []string{"api/v3", "client/pkg/v3", "client/v3", "pkg/v3"} {
-		fmt.Fprintf(&gomod, "\tgo.etcd.io/etcd/%s => go.etcd.io/etcd/%s %s\n", m, m, v)
-	}
-	gomod.WriteString(")\n")
-	if err := writeWrapper(tmp, gomod.String(), []string{"go.etcd.io/etcd/server/v3"}); err != nil {
+	if err := writeWrapper(tmp, etcdGoMod(pins), []string{"go.etcd.io/etcd/server/v3"}); err != nil {
 		return err
 	}
 	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
@@ -350,6 +333,29 @@ func buildEtcd(ctx context.Context, b *builder, dir string) error {
 	}
 	_, err = b.run(ctx, tmp, nil, b.goBuild("build", "-ldflags", "-s -w", "-o", filepath.Join(dir, "etcd"), "go.etcd.io/etcd/server/v3")...)
 	return err
+}
+
+// etcdGoMod is the etcd wrapper's go.mod: etcd's server at EtcdVersion, built against pins (the
+// versions Kubernetes is built against, kubernetesPins, which are at or above etcd's own) so
+// that the packages both link compile once. go mod tidy then drops the pins etcd does not use
+// and keeps the others at their raised versions (tidy lowers no selected version). etcd's
+// go.mod replaces its sibling modules with folders of its repository, which a dependency's
+// go.mod cannot do: the wrapper names their release instead; and the server itself is
+// replaced at EtcdVersion too, so that no pin can move it (the cache folder names the version).
+func etcdGoMod(pins []module.Version) string {
+	var gomod strings.Builder
+	fmt.Fprintf(&gomod, "module ain.local/sandbox/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n\nrequire (\n", EtcdVersion)
+	for _, p := range pins {
+		if !strings.HasPrefix(p.Path, "go.etcd.io/etcd/") {
+			fmt.Fprintf(&gomod, "\t%s %s\n", p.Path, p.Version)
+		}
+	}
+	gomod.WriteString(")\n\nreplace (\n")
+	for _, m := range []string{"api/v3", "client/pkg/v3", "client/v3", "pkg/v3", "server/v3"} {
+		fmt.Fprintf(&gomod, "\tgo.etcd.io/etcd/%s => go.etcd.io/etcd/%s %s\n", m, m, EtcdVersion)
+	}
+	gomod.WriteString(")\n")
+	return gomod.String()
 }
 
 func buildKwok(ctx context.Context, b *builder, dir string) error {

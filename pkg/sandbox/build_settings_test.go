@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 )
 
@@ -159,5 +160,38 @@ func TestKubernetesPinsIncludeEtcd(t *testing.T) {
 	}
 	if !maps.Equal(got, want) || !slices.Equal(staging, []string{"k8s.io/api"}) {
 		t.Errorf("kubernetesPins = %v, staging %v; want %v, [k8s.io/api]", got, staging, want)
+	}
+}
+
+// etcd's wrapper takes the shared pins but keeps etcd's own modules at EtcdVersion, whatever a
+// pin asks (Kubernetes requires the server at an older release).
+func TestEtcdGoMod(t *testing.T) {
+	text := etcdGoMod([]module.Version{
+		{Path: "go.etcd.io/etcd/server/v3", Version: "v3.6.8"},
+		{Path: "go.etcd.io/etcd/client/v3", Version: "v3.6.99"},
+		{Path: "google.golang.org/grpc", Version: "v1.83.2"},
+	})
+	f, err := modfile.Parse("go.mod", []byte(text), nil)
+	if err != nil {
+		t.Fatalf("etcdGoMod does not parse: %v\n%s", err, text)
+	}
+	req := map[string]string{}
+	for _, r := range f.Require {
+		req[r.Mod.Path] = r.Mod.Version
+	}
+	if want := map[string]string{"go.etcd.io/etcd/server/v3": EtcdVersion, "google.golang.org/grpc": "v1.83.2"}; !maps.Equal(req, want) {
+		t.Errorf("requires %v, want %v", req, want)
+	}
+	rep := map[string]string{}
+	for _, r := range f.Replace {
+		if r.Old.Path != r.New.Path {
+			t.Errorf("replace %s => %s: want the same module at its release", r.Old.Path, r.New.Path)
+		}
+		rep[r.Old.Path] = r.New.Version
+	}
+	for _, m := range []string{"api/v3", "client/pkg/v3", "client/v3", "pkg/v3", "server/v3"} {
+		if v := rep["go.etcd.io/etcd/"+m]; v != EtcdVersion {
+			t.Errorf("go.etcd.io/etcd/%s replaced at %q, want %s", m, v, EtcdVersion)
+		}
 	}
 }
