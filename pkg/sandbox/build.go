@@ -302,8 +302,36 @@ func wrapperDir(name string) (string, func(), error) {
 	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
-func writeWrapper(dir, gomod string, imports []string) error {
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+// wrapperGoMod is the go.mod of a wrapper module named after component that requires mod (the
+// module whose commands it builds) and, as minimums, pins (Go's minimal version selection takes
+// the higher of a pin and mod's own requirement; a pin of mod itself is left out). replace holds
+// modules at the version given, each replaced by its own published release: what a module's
+// go.mod does with folders of its repository (Kubernetes' staging modules, etcd's siblings),
+// which a dependency's go.mod cannot do.
+func wrapperGoMod(component string, mod module.Version, pins, replace []module.Version) ([]byte, error) {
+	f := new(modfile.File)
+	if err := f.AddModuleStmt("ain.local/sandbox/" + component); err != nil {
+		return nil, err
+	}
+	if err := f.AddGoStmt("1.26.0"); err != nil {
+		return nil, err
+	}
+	f.AddNewRequire(mod.Path, mod.Version, false)
+	for _, p := range pins {
+		if p.Path != mod.Path {
+			f.AddNewRequire(p.Path, p.Version, false)
+		}
+	}
+	for _, r := range replace {
+		if err := f.AddReplace(r.Path, "", r.Path, r.Version); err != nil {
+			return nil, err
+		}
+	}
+	return f.Format()
+}
+
+func writeWrapper(dir string, gomod []byte, imports []string) error {
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), gomod, 0o644); err != nil {
 		return err
 	}
 	var tools strings.Builder
@@ -315,47 +343,21 @@ func writeWrapper(dir, gomod string, imports []string) error {
 	return os.WriteFile(filepath.Join(dir, "tools.go"), []byte(tools.String()), 0o644)
 }
 
+// buildEtcd builds etcd's server against the versions Kubernetes is built against
+// (kubernetesPins, at or above etcd's own), so that the packages both link compile once. Its
+// sibling modules stay at EtcdVersion (etcd's go.mod replaces them with folders of its
+// repository); buildWrapped refuses a pin that moves the server itself.
 func buildEtcd(ctx context.Context, b *builder, dir string) error {
-	tmp, cleanup, err := wrapperDir("etcd")
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	pins, _, err := kubernetesPins(ctx, b)
 	if err != nil {
 		return err
 	}
-	if err := writeWrapper(tmp, etcdGoMod(pins), []string{"go.etcd.io/etcd/server/v3"}); err != nil {
-		return err
+	var siblings []module.Version
+	for _, m := range []string{"api/v3", "client/pkg/v3", "client/v3", "pkg/v3"} {
+		siblings = append(siblings, module.Version{Path: "go.etcd.io/etcd/" + m, Version: EtcdVersion})
 	}
-	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
-		return err
-	}
-	_, err = b.run(ctx, tmp, nil, b.goBuild("build", "-ldflags", "-s -w", "-o", filepath.Join(dir, "etcd"), "go.etcd.io/etcd/server/v3")...)
+	_, err = buildWrapped(ctx, b, dir, "go.etcd.io/etcd/server/v3", EtcdVersion, pins, siblings, nil, map[string]string{"etcd": "go.etcd.io/etcd/server/v3"})
 	return err
-}
-
-// etcdGoMod is the etcd wrapper's go.mod: etcd's server at EtcdVersion, built against pins (the
-// versions Kubernetes is built against, kubernetesPins, which are at or above etcd's own) so
-// that the packages both link compile once. go mod tidy then drops the pins etcd does not use
-// and keeps the others at their raised versions (tidy lowers no selected version). etcd's
-// go.mod replaces its sibling modules with folders of its repository, which a dependency's
-// go.mod cannot do: the wrapper names their release instead; and the server itself is
-// replaced at EtcdVersion too, so that no pin can move it (the cache folder names the version).
-func etcdGoMod(pins []module.Version) string {
-	var gomod strings.Builder
-	fmt.Fprintf(&gomod, "module ain.local/sandbox/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n\nrequire (\n", EtcdVersion)
-	for _, p := range pins {
-		if !strings.HasPrefix(p.Path, "go.etcd.io/etcd/") {
-			fmt.Fprintf(&gomod, "\t%s %s\n", p.Path, p.Version)
-		}
-	}
-	gomod.WriteString(")\n\nreplace (\n")
-	for _, m := range []string{"api/v3", "client/pkg/v3", "client/v3", "pkg/v3", "server/v3"} {
-		fmt.Fprintf(&gomod, "\tgo.etcd.io/etcd/%s => go.etcd.io/etcd/%s %s\n", m, m, EtcdVersion)
-	}
-	gomod.WriteString(")\n")
-	return gomod.String()
 }
 
 func buildKwok(ctx context.Context, b *builder, dir string) error {
@@ -363,7 +365,7 @@ func buildKwok(ctx context.Context, b *builder, dir string) error {
 	if err != nil {
 		return err
 	}
-	src, err := buildWrapped(ctx, b, dir, "sigs.k8s.io/kwok", KwokVersion, pins, nil, map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
+	src, err := buildWrapped(ctx, b, dir, "sigs.k8s.io/kwok", KwokVersion, pins, nil, nil, map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"})
 	if err != nil {
 		return err
 	}
@@ -506,21 +508,16 @@ func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 		return err
 	}
 	defer cleanup()
-	var gomod strings.Builder
-	fmt.Fprintf(&gomod, "module ain.local/sandbox/kubernetes\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nrequire (\n", KubernetesVersion)
-	for _, p := range pins {
-		if p.Path != "k8s.io/kubernetes" {
-			fmt.Fprintf(&gomod, "\t%s %s\n", p.Path, p.Version)
-		}
-	}
 	// k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with its own
-	// folders, which a dependency's go.mod cannot do: the wrapper replaces them with their
-	// published versions.
-	gomod.WriteString(")\n\nreplace (\n")
+	// folders: the wrapper replaces them with their published versions.
+	var replace []module.Version
 	for _, m := range staging {
-		fmt.Fprintf(&gomod, "\t%s => %s %s\n", m, m, KubernetesStagingVer)
+		replace = append(replace, module.Version{Path: m, Version: KubernetesStagingVer})
 	}
-	gomod.WriteString(")\n")
+	gomod, err := wrapperGoMod("kubernetes", module.Version{Path: "k8s.io/kubernetes", Version: KubernetesVersion}, pins, replace)
+	if err != nil {
+		return err
+	}
 	// No kubectl: neither ain nor the sandbox runs it, and its own packages (k8s.io/kubectl,
 	// kustomize, cli-runtime: 194 of the 2648 the four binaries need, measured with go list -deps)
 	// and its link were part of every cold build. Users bring their own kubectl.
@@ -529,7 +526,7 @@ func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 	for _, c := range cmds {
 		imports = append(imports, "k8s.io/kubernetes/cmd/"+c)
 	}
-	if err := writeWrapper(tmp, gomod.String(), imports); err != nil {
+	if err := writeWrapper(tmp, gomod, imports); err != nil {
 		return err
 	}
 	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {

@@ -163,35 +163,50 @@ func TestKubernetesPinsIncludeEtcd(t *testing.T) {
 	}
 }
 
-// etcd's wrapper takes the shared pins but keeps etcd's own modules at EtcdVersion, whatever a
-// pin asks (Kubernetes requires the server at an older release).
-func TestEtcdGoMod(t *testing.T) {
-	text := etcdGoMod([]module.Version{
+// A wrapper's go.mod requires its module at the version named, whatever a pin asks (Kubernetes
+// requires etcd's server at an older release), the other pins as minimums, and holds the
+// replaced modules at their release (etcd's siblings here).
+func TestWrapperGoMod(t *testing.T) {
+	var siblings []module.Version
+	for _, m := range []string{"api/v3", "client/pkg/v3", "client/v3", "pkg/v3"} {
+		siblings = append(siblings, module.Version{Path: "go.etcd.io/etcd/" + m, Version: EtcdVersion})
+	}
+	text, err := wrapperGoMod("etcd", module.Version{Path: "go.etcd.io/etcd/server/v3", Version: EtcdVersion}, []module.Version{
 		{Path: "go.etcd.io/etcd/server/v3", Version: "v3.6.8"},
-		{Path: "go.etcd.io/etcd/client/v3", Version: "v3.6.99"},
+		{Path: "go.etcd.io/etcd/client/v3", Version: EtcdVersion},
 		{Path: "google.golang.org/grpc", Version: "v1.83.2"},
-	})
-	f, err := modfile.Parse("go.mod", []byte(text), nil)
+	}, siblings)
 	if err != nil {
-		t.Fatalf("etcdGoMod does not parse: %v\n%s", err, text)
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse("go.mod", text, nil)
+	if err != nil {
+		t.Fatalf("wrapperGoMod does not parse: %v\n%s", err, text)
+	}
+	if f.Module.Mod.Path != "ain.local/sandbox/etcd" || f.Go.Version != "1.26.0" {
+		t.Errorf("module %q go %q, want ain.local/sandbox/etcd, 1.26.0", f.Module.Mod.Path, f.Go.Version)
 	}
 	req := map[string]string{}
 	for _, r := range f.Require {
 		req[r.Mod.Path] = r.Mod.Version
 	}
-	if want := map[string]string{"go.etcd.io/etcd/server/v3": EtcdVersion, "google.golang.org/grpc": "v1.83.2"}; !maps.Equal(req, want) {
+	want := map[string]string{"go.etcd.io/etcd/server/v3": EtcdVersion, "go.etcd.io/etcd/client/v3": EtcdVersion, "google.golang.org/grpc": "v1.83.2"}
+	if !maps.Equal(req, want) {
 		t.Errorf("requires %v, want %v", req, want)
 	}
 	rep := map[string]string{}
 	for _, r := range f.Replace {
-		if r.Old.Path != r.New.Path {
-			t.Errorf("replace %s => %s: want the same module at its release", r.Old.Path, r.New.Path)
+		if r.Old.Path != r.New.Path || r.Old.Version != "" {
+			t.Errorf("replace %s %s => %s: want every version of the module replaced by its release", r.Old.Path, r.Old.Version, r.New.Path)
 		}
 		rep[r.Old.Path] = r.New.Version
 	}
-	for _, m := range []string{"api/v3", "client/pkg/v3", "client/v3", "pkg/v3", "server/v3"} {
-		if v := rep["go.etcd.io/etcd/"+m]; v != EtcdVersion {
-			t.Errorf("go.etcd.io/etcd/%s replaced at %q, want %s", m, v, EtcdVersion)
+	for _, m := range siblings {
+		if v := rep[m.Path]; v != EtcdVersion {
+			t.Errorf("%s replaced at %q, want %s", m.Path, v, EtcdVersion)
 		}
+	}
+	if len(rep) != len(siblings) {
+		t.Errorf("replaces %v, want etcd's four siblings only", rep)
 	}
 }

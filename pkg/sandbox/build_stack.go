@@ -22,8 +22,9 @@ var mpiOperatorMain []byte
 // name to its package path; "." is the wrapper's own main, mainSrc. It returns the module's folder
 // in the module cache, for the manifests the caller copies. pins (may be nil) are further
 // requirements of the wrapper: minimum versions of the module's dependencies (Go's minimal
-// version selection takes the higher of a pin and the module's own requirement).
-func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pins []module.Version, mainSrc []byte, bins map[string]string) (string, error) {
+// version selection takes the higher of a pin and the module's own requirement); replace holds
+// modules at a version (wrapperGoMod).
+func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pins, replace []module.Version, mainSrc []byte, bins map[string]string) (string, error) {
 	tmp, cleanup, err := wrapperDir(b.component)
 	if err != nil {
 		return "", err
@@ -36,16 +37,9 @@ func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pin
 		}
 	}
 	sort.Strings(imports)
-	gomod := fmt.Sprintf("module ain.local/sandbox/%s\n\ngo 1.26.0\n\nrequire %s %s\n", b.component, mod, version)
-	if len(pins) > 0 {
-		var req strings.Builder
-		req.WriteString("\nrequire (\n")
-		for _, p := range pins {
-			if p.Path != mod {
-				fmt.Fprintf(&req, "\t%s %s\n", p.Path, p.Version)
-			}
-		}
-		gomod += req.String() + ")\n"
+	gomod, err := wrapperGoMod(b.component, module.Version{Path: mod, Version: version}, pins, replace)
+	if err != nil {
+		return "", err
 	}
 	if err := writeWrapper(tmp, gomod, imports); err != nil {
 		return "", err
@@ -95,7 +89,7 @@ func buildMPIOperator(ctx context.Context, b *builder, dir string) error {
 	if err != nil {
 		return err
 	}
-	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/mpi-operator", MPIOperatorVersion, pins, mpiOperatorMain,
+	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/mpi-operator", MPIOperatorVersion, pins, nil, mpiOperatorMain,
 		map[string]string{"mpi-operator": "."})
 	if err != nil {
 		return err
@@ -111,7 +105,7 @@ func buildJobSet(ctx context.Context, b *builder, dir string) error {
 	if err != nil {
 		return err
 	}
-	src, err := buildWrapped(ctx, b, dir, "sigs.k8s.io/jobset", JobSetVersion, pins, nil, map[string]string{"jobset": "sigs.k8s.io/jobset"})
+	src, err := buildWrapped(ctx, b, dir, "sigs.k8s.io/jobset", JobSetVersion, pins, nil, nil, map[string]string{"jobset": "sigs.k8s.io/jobset"})
 	if err != nil {
 		return err
 	}
@@ -133,7 +127,7 @@ func buildTrainer(ctx context.Context, b *builder, dir string) error {
 	if err != nil {
 		return err
 	}
-	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/trainer/v2", TrainerVersion, pins, nil,
+	src, err := buildWrapped(ctx, b, dir, "github.com/kubeflow/trainer/v2", TrainerVersion, pins, nil, nil,
 		map[string]string{"trainer-controller-manager": "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"})
 	if err != nil {
 		return err

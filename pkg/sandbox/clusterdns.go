@@ -43,7 +43,7 @@ func corednsComponent() Component {
 		if err != nil {
 			return err
 		}
-		_, err = buildWrapped(ctx, b, dir, "github.com/coredns/coredns", CoreDNSVersion, pins, corednsMain, map[string]string{"coredns": "."})
+		_, err = buildWrapped(ctx, b, dir, "github.com/coredns/coredns", CoreDNSVersion, pins, nil, corednsMain, map[string]string{"coredns": "."})
 		return err
 	}}
 }
