@@ -182,7 +182,9 @@ func ensure(ctx context.Context, cache string, comps []Component, w io.Writer, p
 		return &BuildError{Component: missing[0].Name, Cmd: "go", Err: fmt.Errorf("the Go toolchain is needed to build the sandbox binaries: %w", err)}
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return err
+		// The folder comes from AIN_SANDBOX_CACHE when set (bincache.Dir): the bare mkdir error
+		// named neither.
+		return fmt.Errorf("the sandbox binary cache (AIN_SANDBOX_CACHE, else ~/.cache/ain/sandbox-bin): %w", err)
 	}
 	fmt.Fprintf(w, "Building %d sandbox component(s) into %s (first use only; takes several minutes cold)\n", len(missing), cache)
 	settings := hostSettings()

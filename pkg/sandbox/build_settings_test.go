@@ -6,6 +6,7 @@ import (
 	"maps"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/mod/modfile"
@@ -208,5 +209,13 @@ func TestWrapperGoMod(t *testing.T) {
 	}
 	if len(rep) != len(siblings) {
 		t.Errorf("replaces %v, want etcd's four siblings only", rep)
+	}
+}
+
+// A cache folder that cannot be made is named with where it comes from.
+func TestEnsureNamesTheCache(t *testing.T) {
+	err := ensure(context.Background(), "/proc/ain-no-such-cache", []Component{{Name: "x", Version: "v1", Binaries: []string{"x"}}}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "AIN_SANDBOX_CACHE") || !strings.Contains(err.Error(), "/proc/ain-no-such-cache") {
+		t.Errorf("ensure into an impossible folder: %v; want the folder and AIN_SANDBOX_CACHE named", err)
 	}
 }
