@@ -15,6 +15,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -307,6 +308,7 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 	api := k.cs.CoreV1().Nodes()
 	for i := 1; i <= c.Nodes; i++ {
 		n := simulatedNode(c, i, !noRDMA[i])
+		managed := simulatedNode(c, i, true).Labels // every label a scenario may take away
 		_, err := api.Get(ctx, n.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -324,14 +326,17 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 		case err != nil:
 			return err
 		default:
-			// kwok heartbeats update the node meanwhile: retry on conflicts.
+			// Only what changed is written: every write of a node makes kwok plan its next stage
+			// anew, and the labels and annotations of others (kube-controller-manager's, kwok's)
+			// are left alone. kwok heartbeats update the node meanwhile: retry on conflicts.
 			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				cur, err := api.Get(ctx, n.Name, metav1.GetOptions{})
 				if err != nil {
 					return err
 				}
-				cur.Labels = n.Labels
-				cur.Annotations = n.Annotations
+				if !mergeNodeMeta(cur, n, managed) {
+					return nil
+				}
 				_, err = api.Update(ctx, cur, metav1.UpdateOptions{})
 				return err
 			}); err != nil {
@@ -342,11 +347,18 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 				if err != nil {
 					return err
 				}
+				port := cur.Status.DaemonEndpoints.KubeletEndpoint.Port
+				if kwokPort != 0 {
+					port = int32(kwokPort)
+				}
+				if equality.Semantic.DeepEqual(cur.Status.Capacity, n.Status.Capacity) &&
+					equality.Semantic.DeepEqual(cur.Status.Allocatable, n.Status.Allocatable) &&
+					cur.Status.DaemonEndpoints.KubeletEndpoint.Port == port {
+					return nil
+				}
 				cur.Status.Capacity = n.Status.Capacity
 				cur.Status.Allocatable = n.Status.Allocatable
-				if kwokPort != 0 {
-					cur.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(kwokPort)
-				}
+				cur.Status.DaemonEndpoints.KubeletEndpoint.Port = port
 				_, err = api.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 				return err
 			}); err != nil {
@@ -367,6 +379,44 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 		}
 	}
 	return nil
+}
+
+// mergeNodeMeta brings cur's labels and annotations to want's and says whether any changed: want's
+// are set; a label in managed (one ain may set) that want lacks is removed, and so is an annotation
+// of ain's (AnnoPrefix: a node taken down is up again after a scenario change, as before); the
+// others' labels and annotations stay.
+func mergeNodeMeta(cur, want *corev1.Node, managed map[string]string) bool {
+	changed := false
+	set := func(m *map[string]string, k, v string) {
+		if old, ok := (*m)[k]; !ok || old != v {
+			if *m == nil {
+				*m = map[string]string{}
+			}
+			(*m)[k] = v
+			changed = true
+		}
+	}
+	for k, v := range want.Labels {
+		set(&cur.Labels, k, v)
+	}
+	for k := range managed {
+		if _, ok := want.Labels[k]; !ok {
+			if _, ok := cur.Labels[k]; ok {
+				delete(cur.Labels, k)
+				changed = true
+			}
+		}
+	}
+	for k, v := range want.Annotations {
+		set(&cur.Annotations, k, v)
+	}
+	for k := range cur.Annotations {
+		if _, ok := want.Annotations[k]; !ok && strings.HasPrefix(k, AnnoPrefix) {
+			delete(cur.Annotations, k)
+			changed = true
+		}
+	}
+	return changed
 }
 
 func simulatedNode(c Config, i int, rdma bool) *corev1.Node {

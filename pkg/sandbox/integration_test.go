@@ -662,3 +662,51 @@ func TestIntegrationScenarios(t *testing.T) {
 		}
 	})
 }
+
+// kwok replans a node's stage on every write of it. With the heartbeat's delay counted from the
+// node's last change, a node written more often than every 20 s got no heartbeat at all (issue
+// 32's CI run: none for two minutes while tests switched scenarios, then the node lifecycle
+// controller marked the GPU Operator's pods not Ready). Here the scenario flips every 4 s for a
+// minute, each flip taking gpu-node-3's RDMA label away or giving it back, and every node's
+// heartbeat stays within kwok's 20-30 s.
+func TestIntegrationHeartbeatWhileNodesChange(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	cs := sb.Clientset(t)
+	ctx := context.Background()
+	prev := sb.State.Config.Scenario
+	t.Cleanup(func() {
+		if err := sandbox.SetScenario(ctx, sb.Dir, prev); err != nil {
+			t.Errorf("restoring scenario %s: %v", prev, err)
+		}
+	})
+	rv := func(name string) string {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.ResourceVersion
+	}
+	before := rv("gpu-node-3")
+	for i, end := 0, time.Now().Add(60*time.Second); time.Now().Before(end); i++ {
+		sc := []string{"healthy", "no-rdma"}[i%2]
+		if err := sandbox.SetScenario(ctx, sb.Dir, sc); err != nil {
+			t.Fatalf("scenario %s: %v", sc, err)
+		}
+		time.Sleep(4 * time.Second)
+	}
+	if rv("gpu-node-3") == before {
+		t.Fatal("the scenario flips did not write gpu-node-3: the test proves nothing")
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			// 30 s at most between heartbeats, 1 s of the time's truncation, 4 s for a loaded machine.
+			if age := time.Since(c.LastHeartbeatTime.Time); c.Type == corev1.NodeReady && age > 35*time.Second {
+				t.Errorf("%s: last heartbeat %s ago (Ready %s), want at most 30 s", n.Name, age.Round(time.Second), c.Status)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,12 @@ func TestNodeHeartbeatDelay(t *testing.T) {
 				Delay struct {
 					DurationMilliseconds       int64 `json:"durationMilliseconds"`
 					JitterDurationMilliseconds int64 `json:"jitterDurationMilliseconds"`
+					DurationFrom               struct {
+						ExpressionFrom string `json:"expressionFrom"`
+					} `json:"durationFrom"`
+					JitterDurationFrom struct {
+						ExpressionFrom string `json:"expressionFrom"`
+					} `json:"jitterDurationFrom"`
 				}
 			}
 		}
@@ -159,6 +166,15 @@ func TestNodeHeartbeatDelay(t *testing.T) {
 		if lo != 20*time.Second || hi != 30*time.Second {
 			t.Errorf("node-heartbeat delay %s to %s, want 20 s to 30 s (the jitter is the upper end)", lo, hi)
 		}
+		// Counted from the last heartbeat, so that a write of the node does not put it off
+		// (TestIntegrationHeartbeatWhileNodesChange runs it in kwok).
+		from := func(e string, d time.Duration) {
+			if !strings.Contains(e, ".lastHeartbeatTime | fromdateiso8601 + "+strconv.Itoa(int(d.Seconds()))+" | todateiso8601") {
+				t.Errorf("node-heartbeat delay %q is not the last heartbeat + %s", e, d)
+			}
+		}
+		from(st.Spec.Delay.DurationFrom.ExpressionFrom, lo)
+		from(st.Spec.Delay.JitterDurationFrom.ExpressionFrom, hi)
 		if nodeMonitorGrace < 4*hi {
 			t.Errorf("--node-monitor-grace-period %s is under four of the longest heartbeat gaps (%s)", nodeMonitorGrace, hi)
 		}

@@ -1,0 +1,59 @@
+package sandbox
+
+import (
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A scenario switch writes a node only when its labels or annotations change (kwok replans the
+// node's heartbeat on every write), takes away the RDMA labels of a node without RDMA, resets
+// ain's own annotations, and keeps what other controllers set.
+func TestMergeNodeMeta(t *testing.T) {
+	c := Config{Nodes: 2, GPUsPerNode: 8, Fabric: "ib", RDMAResource: "rdma/ib", RDMACount: 1}
+	managed := simulatedNode(c, 1, true).Labels
+	live := func(rdma bool) *corev1.Node {
+		n := simulatedNode(c, 1, rdma)
+		n.Labels["topology.kubernetes.io/zone"] = "z1"                                   // someone else's
+		n.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] = "true" // someone else's
+		return n
+	}
+
+	cur := live(true)
+	if mergeNodeMeta(cur, simulatedNode(c, 1, true), managed) {
+		t.Error("an unchanged node would be written")
+	}
+
+	cur = live(true)
+	if !mergeNodeMeta(cur, simulatedNode(c, 1, false), managed) {
+		t.Fatal("RDMA taken away: no change reported")
+	}
+	if _, ok := cur.Labels["feature.node.kubernetes.io/rdma.available"]; ok {
+		t.Error("the RDMA label stays on a node without RDMA")
+	}
+	if cur.Labels["topology.kubernetes.io/zone"] != "z1" || cur.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("another's label or annotation was dropped: %v %v", cur.Labels, cur.Annotations)
+	}
+
+	cur = live(false)
+	cur.Annotations[AnnoNodeDown] = "true"
+	want := simulatedNode(c, 1, true)
+	if !mergeNodeMeta(cur, want, managed) {
+		t.Fatal("RDMA back and node-down removed: no change reported")
+	}
+	if _, ok := cur.Annotations[AnnoNodeDown]; ok {
+		t.Error("ain's node-down annotation stays after a scenario change")
+	}
+	for k, v := range want.Labels {
+		if cur.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, cur.Labels[k], v)
+		}
+	}
+
+	bare := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1"}}
+	if !mergeNodeMeta(bare, want, managed) || !maps.Equal(bare.Labels, want.Labels) || !maps.Equal(bare.Annotations, want.Annotations) {
+		t.Errorf("a node without labels: %v %v", bare.Labels, bare.Annotations)
+	}
+}
