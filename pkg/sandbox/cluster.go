@@ -334,7 +334,13 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 				if err != nil {
 					return err
 				}
-				if !mergeNodeMeta(cur, n, managed) {
+				// The TTL annotation is ain's at creation only: kube-controller-manager's TTL
+				// controller owns it then and sets 15 s above 100 nodes (k8s.io/kubernetes v1.36.2
+				// pkg/controller/ttl/ttl_controller.go ttlBoundaries), and it would patch back every
+				// "0" written here.
+				want := n.DeepCopy()
+				delete(want.Annotations, annoNodeTTL)
+				if !mergeNodeMeta(cur, want, managed) {
 					return nil
 				}
 				_, err = api.Update(ctx, cur, metav1.UpdateOptions{})
@@ -419,6 +425,10 @@ func mergeNodeMeta(cur, want *corev1.Node, managed map[string]string) bool {
 	return changed
 }
 
+// annoNodeTTL is how long a node's kubelet may cache the objects its pods use (seconds), set by
+// kube-controller-manager's TTL controller from the cluster's size.
+const annoNodeTTL = corev1.ObjectTTLAnnotationKey
+
 func simulatedNode(c Config, i int, rdma bool) *corev1.Node {
 	name := NodeName(i)
 	res := corev1.ResourceList{
@@ -475,7 +485,7 @@ func simulatedNode(c Config, i int, rdma bool) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      lbl,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", annoNodeTTL: "0"},
 		},
 		Status: corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
 	}

@@ -25,6 +25,15 @@ func TestMergeNodeMeta(t *testing.T) {
 	if mergeNodeMeta(cur, simulatedNode(c, 1, true), managed) {
 		t.Error("an unchanged node would be written")
 	}
+	// What ensureNodes merges on a live node: no TTL, which the TTL controller owns once the node
+	// exists (15 s above 100 nodes).
+	cur = live(true)
+	cur.Annotations[annoNodeTTL] = "15"
+	want := simulatedNode(c, 1, true)
+	delete(want.Annotations, annoNodeTTL)
+	if mergeNodeMeta(cur, want, managed) || cur.Annotations[annoNodeTTL] != "15" {
+		t.Errorf("the TTL controller's annotation is written over: %v", cur.Annotations)
+	}
 
 	cur = live(true)
 	if !mergeNodeMeta(cur, simulatedNode(c, 1, false), managed) {
@@ -39,7 +48,7 @@ func TestMergeNodeMeta(t *testing.T) {
 
 	cur = live(false)
 	cur.Annotations[AnnoNodeDown] = "true"
-	want := simulatedNode(c, 1, true)
+	want = simulatedNode(c, 1, true)
 	if !mergeNodeMeta(cur, want, managed) {
 		t.Fatal("RDMA back and node-down removed: no change reported")
 	}

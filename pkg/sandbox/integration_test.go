@@ -686,6 +686,22 @@ func TestIntegrationHeartbeatWhileNodesChange(t *testing.T) {
 		}
 		return n.ResourceVersion
 	}
+	// Each node's oldest heartbeat age seen, sampled after every flip: 30 s at most between
+	// heartbeats, 1 s of the time's truncation, the rest for a loaded machine.
+	oldest := map[string]time.Duration{}
+	sample := func() {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				if age := time.Since(c.LastHeartbeatTime.Time); c.Type == corev1.NodeReady && age > oldest[n.Name] {
+					oldest[n.Name] = age
+				}
+			}
+		}
+	}
 	before := rv("gpu-node-3")
 	for i, end := 0, time.Now().Add(60*time.Second); time.Now().Before(end); i++ {
 		sc := []string{"healthy", "no-rdma"}[i%2]
@@ -693,20 +709,17 @@ func TestIntegrationHeartbeatWhileNodesChange(t *testing.T) {
 			t.Fatalf("scenario %s: %v", sc, err)
 		}
 		time.Sleep(4 * time.Second)
+		sample()
 	}
 	if rv("gpu-node-3") == before {
 		t.Fatal("the scenario flips did not write gpu-node-3: the test proves nothing")
 	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			// 30 s at most between heartbeats, 1 s of the time's truncation, 4 s for a loaded machine.
-			if age := time.Since(c.LastHeartbeatTime.Time); c.Type == corev1.NodeReady && age > 35*time.Second {
-				t.Errorf("%s: last heartbeat %s ago (Ready %s), want at most 30 s", n.Name, age.Round(time.Second), c.Status)
-			}
+	for name, age := range oldest {
+		if age > 40*time.Second {
+			t.Errorf("%s: a heartbeat %s old, want at most 30 s", name, age.Round(time.Second))
 		}
+	}
+	if len(oldest) == 0 {
+		t.Fatal("no node with a Ready condition")
 	}
 }
