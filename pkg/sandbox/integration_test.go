@@ -723,3 +723,30 @@ func TestIntegrationHeartbeatWhileNodesChange(t *testing.T) {
 		t.Fatal("no node with a Ready condition")
 	}
 }
+
+// What sandboxtest prints when a package's tests fail: the nodes' heartbeats, and the Warning
+// events only (the API server's type=Warning field selector), here one made for the purpose.
+func TestIntegrationDiagnose(t *testing.T) {
+	sb := sandboxtest.Get(t)
+	ns := sb.Namespace(t)
+	cs := sb.Clientset(t)
+	for _, typ := range []string{corev1.EventTypeNormal, corev1.EventTypeWarning} {
+		_, err := cs.CoreV1().Events(ns).Create(context.Background(), &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: "diag-", Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "diag-" + strings.ToLower(typ)},
+			Type:           typ, Reason: "Diag" + typ, Message: "made by the test", LastTimestamp: metav1.Now(),
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	sb.Diagnose(context.Background(), &b)
+	out := b.String()
+	if !strings.Contains(out, "pod "+ns+"/diag-warning: DiagWarning: made by the test") || strings.Contains(out, "DiagNormal") {
+		t.Errorf("the Warning event, and only it:\n%s", out)
+	}
+	if !strings.Contains(out, "node gpu-node-1: Ready True, last heartbeat ") || !strings.Contains(out, "agent log, last ") {
+		t.Errorf("no node or agent lines:\n%s", out)
+	}
+}

@@ -96,6 +96,13 @@ func Main(m *testing.M, cfg sandbox.Config) {
 		os.Exit(130)
 	}()
 	code := m.Run()
+	if code != 0 {
+		shared.Lock()
+		if shared.sb != nil {
+			shared.sb.Diagnose(context.Background(), os.Stderr)
+		}
+		shared.Unlock()
+	}
 	stopShared()
 	cleanup()
 	os.Exit(code)
