@@ -724,27 +724,38 @@ func TestIntegrationHeartbeatWhileNodesChange(t *testing.T) {
 	}
 }
 
-// What sandboxtest prints when a package's tests fail: the nodes' heartbeats, and the Warning
-// events only (the API server's type=Warning field selector), here one made for the purpose.
+// What sandboxtest prints when a package's tests fail: each node's heartbeat, and the cluster's last
+// 20 Warning events, oldest first (the API server's type=Warning field selector drops the Normal
+// one). The test's 25 events are dated an hour ahead, so they are the cluster's newest.
 func TestIntegrationDiagnose(t *testing.T) {
 	sb := sandboxtest.Get(t)
 	ns := sb.Namespace(t)
 	cs := sb.Clientset(t)
-	for _, typ := range []string{corev1.EventTypeNormal, corev1.EventTypeWarning} {
+	ahead := time.Now().Add(time.Hour).Truncate(time.Second)
+	event := func(typ string, i int) {
 		_, err := cs.CoreV1().Events(ns).Create(context.Background(), &corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{GenerateName: "diag-", Namespace: ns},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "diag-" + strings.ToLower(typ)},
-			Type:           typ, Reason: "Diag" + typ, Message: "made by the test", LastTimestamp: metav1.Now(),
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: fmt.Sprintf("diag-%02d", i)},
+			Type:           typ, Reason: "Diag" + typ, Message: "made by the test",
+			LastTimestamp: metav1.NewTime(ahead.Add(time.Duration(i) * time.Second)),
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	event(corev1.EventTypeNormal, 99)
+	for i := 24; i >= 0; i-- { // created newest first: the output must sort them
+		event(corev1.EventTypeWarning, i)
+	}
 	var b bytes.Buffer
 	sb.Diagnose(context.Background(), &b)
 	out := b.String()
-	if !strings.Contains(out, "pod "+ns+"/diag-warning: DiagWarning: made by the test") || strings.Contains(out, "DiagNormal") {
-		t.Errorf("the Warning event, and only it:\n%s", out)
+	first, last := strings.Index(out, "pod "+ns+"/diag-05: DiagWarning: made by the test (x1)"), strings.Index(out, "pod "+ns+"/diag-24: ")
+	if first < 0 || last < first || strings.Contains(out, "/diag-04:") || strings.Contains(out, "DiagNormal") {
+		t.Errorf("want the test's Warning events 05 to 24, oldest first, and no Normal one:\n%s", out)
+	}
+	if !strings.Contains(out, ", the last 20\n") {
+		t.Errorf("the bound is not said:\n%s", out)
 	}
 	if !strings.Contains(out, "node gpu-node-1: Ready True, last heartbeat ") || !strings.Contains(out, "agent log, last ") {
 		t.Errorf("no node or agent lines:\n%s", out)
