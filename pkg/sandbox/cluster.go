@@ -308,17 +308,22 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 	api := k.cs.CoreV1().Nodes()
 	for i := 1; i <= c.Nodes; i++ {
 		n := simulatedNode(c, i, !noRDMA[i])
-		managed := simulatedNode(c, i, true).Labels // every label a scenario may take away
-		_, err := api.Get(ctx, n.Name, metav1.GetOptions{})
+		port := int32(kwokPort)
+		cur, err := api.Get(ctx, n.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
+			// The TTL annotation is ain's at creation only: kube-controller-manager's TTL
+			// controller owns it then and sets 15 s above 100 nodes (k8s.io/kubernetes v1.36.2
+			// pkg/controller/ttl/ttl_controller.go ttlBoundaries); written again on every scenario
+			// switch, the controller would patch it back each time.
+			n.Annotations[corev1.ObjectTTLAnnotationKey] = "0"
 			created, err := api.Create(ctx, n, metav1.CreateOptions{})
 			if err != nil {
 				return fmt.Errorf("creating node %s: %w", n.Name, err)
 			}
 			created.Status = n.Status
-			if kwokPort != 0 {
-				created.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(kwokPort)
+			if port != 0 {
+				created.Status.DaemonEndpoints.KubeletEndpoint.Port = port
 			}
 			if _, err := api.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("node %s status: %w", n.Name, err)
@@ -328,46 +333,20 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 		default:
 			// Only what changed is written: every write of a node makes kwok plan its next stage
 			// anew, and the labels and annotations of others (kube-controller-manager's, kwok's)
-			// are left alone. kwok heartbeats update the node meanwhile: retry on conflicts.
-			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				cur, err := api.Get(ctx, n.Name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				// The TTL annotation is ain's at creation only: kube-controller-manager's TTL
-				// controller owns it then and sets 15 s above 100 nodes (k8s.io/kubernetes v1.36.2
-				// pkg/controller/ttl/ttl_controller.go ttlBoundaries), and it would patch back every
-				// "0" written here.
-				want := n.DeepCopy()
-				delete(want.Annotations, annoNodeTTL)
-				if !mergeNodeMeta(cur, want, managed) {
-					return nil
-				}
-				_, err = api.Update(ctx, cur, metav1.UpdateOptions{})
-				return err
-			}); err != nil {
+			// are left alone.
+			managed := simulatedNode(c, i, true).Labels // every label a scenario may take away
+			cur, err = writeNodeIfChanged(ctx, cur, func(cur *corev1.Node) bool { return mergeNodeMeta(cur, n, managed) },
+				func(cur *corev1.Node) (*corev1.Node, error) { return api.Update(ctx, cur, metav1.UpdateOptions{}) },
+				func() (*corev1.Node, error) { return api.Get(ctx, n.Name, metav1.GetOptions{}) })
+			if err != nil {
 				return fmt.Errorf("updating node %s: %w", n.Name, err)
 			}
-			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				cur, err := api.Get(ctx, n.Name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				port := cur.Status.DaemonEndpoints.KubeletEndpoint.Port
-				if kwokPort != 0 {
-					port = int32(kwokPort)
-				}
-				if equality.Semantic.DeepEqual(cur.Status.Capacity, n.Status.Capacity) &&
-					equality.Semantic.DeepEqual(cur.Status.Allocatable, n.Status.Allocatable) &&
-					cur.Status.DaemonEndpoints.KubeletEndpoint.Port == port {
-					return nil
-				}
-				cur.Status.Capacity = n.Status.Capacity
-				cur.Status.Allocatable = n.Status.Allocatable
-				cur.Status.DaemonEndpoints.KubeletEndpoint.Port = port
-				_, err = api.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-				return err
-			}); err != nil {
+			_, err = writeNodeIfChanged(ctx, cur, func(cur *corev1.Node) bool { return mergeNodeStatus(cur, n, port) },
+				func(cur *corev1.Node) (*corev1.Node, error) {
+					return api.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+				},
+				func() (*corev1.Node, error) { return api.Get(ctx, n.Name, metav1.GetOptions{}) })
+			if err != nil {
 				return fmt.Errorf("updating node %s status: %w", n.Name, err)
 			}
 		}
@@ -385,6 +364,49 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 		}
 	}
 	return nil
+}
+
+// writeNodeIfChanged applies change to cur and writes it when change says it changed anything,
+// retrying on a conflict (kwok's heartbeats update the node meanwhile) from a fresh get. It
+// returns the node as last read or written.
+func writeNodeIfChanged(ctx context.Context, cur *corev1.Node, change func(*corev1.Node) bool,
+	write func(*corev1.Node) (*corev1.Node, error), get func() (*corev1.Node, error)) (*corev1.Node, error) {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if cur == nil {
+			var err error
+			if cur, err = get(); err != nil {
+				return err
+			}
+		}
+		if !change(cur) {
+			return nil
+		}
+		written, err := write(cur)
+		if err != nil {
+			cur = nil // read again (client-go returns an empty object with the error)
+			return err
+		}
+		cur = written
+		return nil
+	})
+	return cur, err
+}
+
+// mergeNodeStatus brings cur's capacity, allocatable and, when port is not 0, kubelet port (kwok's)
+// to want's and says whether any changed.
+func mergeNodeStatus(cur, want *corev1.Node, port int32) bool {
+	if port == 0 {
+		port = cur.Status.DaemonEndpoints.KubeletEndpoint.Port
+	}
+	if equality.Semantic.DeepEqual(cur.Status.Capacity, want.Status.Capacity) &&
+		equality.Semantic.DeepEqual(cur.Status.Allocatable, want.Status.Allocatable) &&
+		cur.Status.DaemonEndpoints.KubeletEndpoint.Port == port {
+		return false
+	}
+	cur.Status.Capacity = want.Status.Capacity
+	cur.Status.Allocatable = want.Status.Allocatable
+	cur.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+	return true
 }
 
 // mergeNodeMeta brings cur's labels and annotations to want's and says whether any changed: want's
@@ -424,10 +446,6 @@ func mergeNodeMeta(cur, want *corev1.Node, managed map[string]string) bool {
 	}
 	return changed
 }
-
-// annoNodeTTL is how long a node's kubelet may cache the objects its pods use (seconds), set by
-// kube-controller-manager's TTL controller from the cluster's size.
-const annoNodeTTL = corev1.ObjectTTLAnnotationKey
 
 func simulatedNode(c Config, i int, rdma bool) *corev1.Node {
 	name := NodeName(i)
@@ -485,7 +503,7 @@ func simulatedNode(c Config, i int, rdma bool) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      lbl,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", annoNodeTTL: "0"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 		},
 		Status: corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
 	}

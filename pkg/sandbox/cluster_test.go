@@ -1,11 +1,16 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // A scenario switch writes a node only when its labels or annotations change (kwok replans the
@@ -25,13 +30,12 @@ func TestMergeNodeMeta(t *testing.T) {
 	if mergeNodeMeta(cur, simulatedNode(c, 1, true), managed) {
 		t.Error("an unchanged node would be written")
 	}
-	// What ensureNodes merges on a live node: no TTL, which the TTL controller owns once the node
-	// exists (15 s above 100 nodes).
+	// The TTL annotation, ain's at creation only, is the TTL controller's once the node exists
+	// (15 s above 100 nodes).
 	cur = live(true)
-	cur.Annotations[annoNodeTTL] = "15"
+	cur.Annotations[corev1.ObjectTTLAnnotationKey] = "15"
 	want := simulatedNode(c, 1, true)
-	delete(want.Annotations, annoNodeTTL)
-	if mergeNodeMeta(cur, want, managed) || cur.Annotations[annoNodeTTL] != "15" {
+	if mergeNodeMeta(cur, want, managed) || cur.Annotations[corev1.ObjectTTLAnnotationKey] != "15" {
 		t.Errorf("the TTL controller's annotation is written over: %v", cur.Annotations)
 	}
 
@@ -64,5 +68,36 @@ func TestMergeNodeMeta(t *testing.T) {
 	bare := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1"}}
 	if !mergeNodeMeta(bare, want, managed) || !maps.Equal(bare.Labels, want.Labels) || !maps.Equal(bare.Annotations, want.Annotations) {
 		t.Errorf("a node without labels: %v %v", bare.Labels, bare.Annotations)
+	}
+}
+
+// A node is written only when changed; a conflict reads it again (never writes the empty object
+// client-go returns beside the error) and applies the change to what it read.
+func TestWriteNodeIfChanged(t *testing.T) {
+	ctx := context.Background()
+	gets, writes := 0, []string{}
+	get := func() (*corev1.Node, error) {
+		gets++
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1", ResourceVersion: "2"}}, nil
+	}
+	write := func(n *corev1.Node) (*corev1.Node, error) {
+		writes = append(writes, n.ResourceVersion+"/"+n.Labels["x"])
+		if n.ResourceVersion == "1" {
+			return &corev1.Node{}, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, n.Name, errors.New("modified"))
+		}
+		return n, nil
+	}
+	label := func(n *corev1.Node) bool {
+		return mergeNodeMeta(n, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"x": "y"}}}, nil)
+	}
+
+	got, err := writeNodeIfChanged(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1", ResourceVersion: "1"}}, label, write, get)
+	if err != nil || gets != 1 || !slices.Equal(writes, []string{"1/y", "2/y"}) || got.ResourceVersion != "2" {
+		t.Errorf("after a conflict: err %v, %d get(s), writes %v, got %+v", err, gets, writes, got)
+	}
+	gets, writes = 0, nil
+	same := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1", ResourceVersion: "3", Labels: map[string]string{"x": "y"}}}
+	if got, err := writeNodeIfChanged(ctx, same, label, write, get); err != nil || gets != 0 || len(writes) != 0 || got != same {
+		t.Errorf("unchanged: err %v, %d get(s), writes %v", err, gets, writes)
 	}
 }

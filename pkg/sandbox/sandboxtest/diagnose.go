@@ -29,7 +29,7 @@ func (s *Sandbox) Diagnose(ctx context.Context, w io.Writer) {
 	fmt.Fprintf(w, "sandboxtest: the sandbox at the end of a failed run (%s)\n", s.Dir)
 	cs, err := kubernetes.NewForConfig(s.REST)
 	if err == nil {
-		err = diagnoseCluster(ctx, cs, w, time.Now())
+		err = diagnoseCluster(ctx, cs, w)
 	}
 	if err != nil {
 		fmt.Fprintf(w, "  cluster: %v\n", err)
@@ -40,7 +40,7 @@ func (s *Sandbox) Diagnose(ctx context.Context, w io.Writer) {
 	}
 }
 
-func diagnoseCluster(ctx context.Context, cs kubernetes.Interface, w io.Writer, now time.Time) error {
+func diagnoseCluster(ctx context.Context, cs kubernetes.Interface, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -51,7 +51,7 @@ func diagnoseCluster(ctx context.Context, cs kubernetes.Interface, w io.Writer, 
 		ready := "no Ready condition"
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				ready = fmt.Sprintf("Ready %s, last heartbeat %s ago", c.Status, now.Sub(c.LastHeartbeatTime.Time).Round(time.Second))
+				ready = fmt.Sprintf("Ready %s, last heartbeat %s ago", c.Status, time.Since(c.LastHeartbeatTime.Time).Round(time.Second))
 			}
 		}
 		fmt.Fprintf(w, "  node %s: %s\n", n.Name, ready)
