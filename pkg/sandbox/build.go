@@ -505,20 +505,11 @@ func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 	if err != nil {
 		return err
 	}
-	tmp, cleanup, err := wrapperDir("kubernetes")
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	// k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with its own
 	// folders: the wrapper replaces them with their published versions.
 	var replace []module.Version
 	for _, m := range staging {
 		replace = append(replace, module.Version{Path: m, Version: KubernetesStagingVer})
-	}
-	gomod, err := wrapperGoMod("kubernetes", module.Version{Path: "k8s.io/kubernetes", Version: KubernetesVersion}, pins, replace)
-	if err != nil {
-		return err
 	}
 	// No kubectl: neither ain nor the sandbox runs it, and its own packages (k8s.io/kubectl,
 	// kustomize, cli-runtime: 194 of the 2648 the four binaries need, measured with go list -deps)
@@ -528,12 +519,12 @@ func buildKubernetes(ctx context.Context, b *builder, dir string) error {
 	for _, c := range cmds {
 		imports = append(imports, "k8s.io/kubernetes/cmd/"+c)
 	}
-	if err := writeWrapper(tmp, gomod, imports); err != nil {
+	// One go build for the three (buildWrapped runs one a binary): they share most packages.
+	tmp, cleanup, err := prepareWrapper(ctx, b, "k8s.io/kubernetes", KubernetesVersion, pins, replace, nil, imports)
+	if err != nil {
 		return err
 	}
-	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
-		return err
-	}
+	defer cleanup()
 	minor := strings.Split(strings.TrimPrefix(KubernetesVersion, "v"), ".")[1]
 	var ld []string
 	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {

@@ -25,11 +25,6 @@ var mpiOperatorMain []byte
 // version selection takes the higher of a pin and the module's own requirement); replace holds
 // modules at a version (wrapperGoMod).
 func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pins, replace []module.Version, mainSrc []byte, bins map[string]string) (string, error) {
-	tmp, cleanup, err := wrapperDir(b.component)
-	if err != nil {
-		return "", err
-	}
-	defer cleanup()
 	var imports []string
 	for _, pkg := range bins {
 		if pkg != "." {
@@ -37,36 +32,11 @@ func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pin
 		}
 	}
 	sort.Strings(imports)
-	gomod, err := wrapperGoMod(b.component, module.Version{Path: mod, Version: version}, pins, replace)
+	tmp, cleanup, err := prepareWrapper(ctx, b, mod, version, pins, replace, mainSrc, imports)
 	if err != nil {
 		return "", err
 	}
-	if err := writeWrapper(tmp, gomod, imports); err != nil {
-		return "", err
-	}
-	if mainSrc != nil {
-		if err := os.WriteFile(filepath.Join(tmp, "main.go"), mainSrc, 0o644); err != nil {
-			return "", err
-		}
-	}
-	if len(imports) == 0 {
-		// Nothing to pin beside main.go, whose package (main) would clash with tools.go's.
-		_ = os.Remove(filepath.Join(tmp, "tools.go"))
-	}
-	if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
-		return "", err
-	}
-	if len(pins) > 0 {
-		// A pin must not move the module itself (a pinned module that requires a later
-		// version of it would): what is built is the version named.
-		out, err := b.run(ctx, tmp, nil, "list", "-m", "-f", "{{.Version}}", mod)
-		if err != nil {
-			return "", err
-		}
-		if got := strings.TrimSpace(out); got != version {
-			return "", &BuildError{Component: b.component, Cmd: "go list -m " + mod, Output: out, Err: fmt.Errorf("the pinned requirements select %s %s, not %s", mod, got, version)}
-		}
-	}
+	defer cleanup()
 	names := make([]string, 0, len(bins))
 	for n := range bins {
 		names = append(names, n)
@@ -79,6 +49,55 @@ func buildWrapped(ctx context.Context, b *builder, dir, mod, version string, pin
 	}
 	src, _, err := b.moduleDir(ctx, tmp, mod+"@"+version)
 	return src, err
+}
+
+// prepareWrapper writes the wrapper module of component b.component in a temporary folder (its
+// go.mod from wrapperGoMod, tools.go importing imports, main.go when mainSrc is given), tidies it
+// and checks that the pins left mod at version. The caller builds in the folder, then calls
+// cleanup.
+func prepareWrapper(ctx context.Context, b *builder, mod, version string, pins, replace []module.Version, mainSrc []byte, imports []string) (string, func(), error) {
+	tmp, cleanup, err := wrapperDir(b.component)
+	if err != nil {
+		return "", nil, err
+	}
+	err = func() error {
+		gomod, err := wrapperGoMod(b.component, module.Version{Path: mod, Version: version}, pins, replace)
+		if err != nil {
+			return err
+		}
+		if err := writeWrapper(tmp, gomod, imports); err != nil {
+			return err
+		}
+		if mainSrc != nil {
+			if err := os.WriteFile(filepath.Join(tmp, "main.go"), mainSrc, 0o644); err != nil {
+				return err
+			}
+		}
+		if len(imports) == 0 {
+			// Nothing to pin beside main.go, whose package (main) would clash with tools.go's.
+			_ = os.Remove(filepath.Join(tmp, "tools.go"))
+		}
+		if _, err := b.run(ctx, tmp, nil, "mod", "tidy"); err != nil {
+			return err
+		}
+		if len(pins) > 0 {
+			// A pin must not move the module itself (a pinned module that requires a later
+			// version of it would): what is built is the version named.
+			out, err := b.run(ctx, tmp, nil, "list", "-m", "-f", "{{.Version}}", mod)
+			if err != nil {
+				return err
+			}
+			if got := strings.TrimSpace(out); got != version {
+				return &BuildError{Component: b.component, Cmd: "go list -m " + mod, Output: out, Err: fmt.Errorf("the pinned requirements select %s %s, not %s", mod, got, version)}
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return tmp, cleanup, nil
 }
 
 // buildMPIOperator builds the MPIJob v2beta1 controller and copies its CRD. The module keeps its
