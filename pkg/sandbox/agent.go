@@ -469,18 +469,32 @@ func (a *agent) writeLogs(ctx context.Context, pod *corev1.Pod, sample string) (
 // writeLogFile writes text as pod's CRI log file and points a kwok Logs object at it, so the
 // API server serves it (`kubectl logs`).
 func (a *agent) writeLogFile(ctx context.Context, pod *corev1.Pod, text string) (string, error) {
-	dir := filepath.Join(a.dir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	file, err := a.logFile(pod)
+	if err != nil {
 		return "", err
 	}
-	file := filepath.Join(dir, "0.log")
 	start := time.Now().UTC()
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.UTC()
 	}
-	if err := os.WriteFile(file, CRILog(text, start), 0o644); err != nil {
+	if err := writeFileAtomic(file, CRILog(text, start), 0o644); err != nil {
 		return "", err
 	}
+	return file, a.serveLog(ctx, pod, file)
+}
+
+// logFile is where pod's CRI log file goes (its folder made), as a kubelet's
+// /var/log/pods/<ns>_<name>_<uid>/<container>/0.log.
+func (a *agent) logFile(pod *corev1.Pod) (string, error) {
+	dir := filepath.Join(a.dir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "0.log"), nil
+}
+
+// serveLog points a kwok Logs object at pod's log file, so the API server serves it.
+func (a *agent) serveLog(ctx context.Context, pod *corev1.Pod, file string) error {
 	var containers []string
 	for _, c := range pod.Spec.Containers {
 		containers = append(containers, c.Name)
@@ -501,10 +515,7 @@ func (a *agent) writeLogFile(ctx context.Context, pod *corev1.Pod, text string) 
 			"follow":     false,
 		}}},
 	}}
-	if err := a.kube.apply(ctx, logs); err != nil {
-		return "", err
-	}
-	return file, nil
+	return a.kube.apply(ctx, logs)
 }
 
 // ownerKind is the kind of the pod's controller ("none" when it has none).

@@ -416,7 +416,8 @@ func (a *agent) startReal(ctx context.Context, pod *corev1.Pod, img realImage) e
 // recorded as a real run that did not start.
 func (a *agent) startFailed(ctx context.Context, pod *corev1.Pod, msg, log string) error {
 	a.recordPodRun(pod, true, "did not start: "+msg)
-	return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: msg}, log)
+	return a.realEnded(ctx, pod, podrun.Result{ExitCode: 128, Reason: "StartError", Message: msg}, log,
+		func(ctx context.Context) (string, error) { return a.writeLogFile(ctx, pod, log) })
 }
 
 // followReal reports p's readiness and end into pod's annotations.
@@ -431,12 +432,8 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 		}
 	}()
 	// The log is served while the process runs, as a kubelet's is: the Logs object now, the
-	// file rewritten each second while it grows (kwok reads it on each request).
-	if file, err := a.writeLogFile(ctx, pod, p.Log()); err != nil {
-		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
-	} else {
-		go a.refreshLog(rctx, pod, p, file)
-	}
+	// file appended to while the process writes (kwok reads it on each request).
+	log := a.startLog(ctx, pod, p)
 	if p.WaitReady(rctx) {
 		if err := a.retryAPI(rctx, pod, func() error { return a.annotate(ctx, pod, map[string]string{AnnoRealReady: "true"}) }); err != nil {
 			fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
@@ -444,6 +441,7 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 	}
 	r, err := p.Wait(ctx)
 	cancel()
+	log.finish()
 	if err != nil {
 		return // the agent stops: close() ends the pod
 	}
@@ -453,7 +451,7 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 	if !current {
 		return // deleted meanwhile
 	}
-	if err := a.realEnded(ctx, pod, r, p.Log()); err != nil {
+	if err := a.realEnded(ctx, pod, r, p.Log(), log.serve); err != nil {
 		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err)
 	}
 	// The container ended: its namespaces, mounts and folder go now (a kubelet keeps the
@@ -463,33 +461,108 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 	}
 }
 
-// refreshLog rewrites pod's CRI log file from p's log every second while it grows, until ctx
-// ends (realEnded writes the final one).
-func (a *agent) refreshLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod, file string) {
-	start := time.Now().UTC()
-	if pod.Status.StartTime != nil {
-		start = pod.Status.StartTime.UTC()
+// realLog is a real pod's CRI log while its process runs: copy appends what the process wrote
+// since the last copy, every logRefresh, so a reader is at most that far behind the process (a
+// PyTorchJob Succeeds when its master does, and a reader then wants the workers' last lines).
+type realLog struct {
+	a     *agent
+	pod   *corev1.Pod
+	p     *podrun.Pod
+	file  string
+	cri   *criLog // nil when the file could not be made
+	read  int64   // the count of the process's bytes copied so far
+	stop  chan struct{}
+	done  chan struct{}
+	err   error // the file's first write error
+	errMu sync.Mutex
+}
+
+// logRefresh: how often a real pod's log is copied to its file when the process wrote.
+const logRefresh = 200 * time.Millisecond
+
+// startLog makes pod's log file, serves it, and copies p's output to it until finish.
+func (a *agent) startLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) *realLog {
+	l := &realLog{a: a, pod: pod, p: p, stop: make(chan struct{}), done: make(chan struct{})}
+	key := pod.Namespace + "/" + pod.Name
+	file, err := a.logFile(pod)
+	if err == nil {
+		l.file = file
+		l.cri, err = createCRILog(file)
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	last := -1
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	if err != nil {
+		fmt.Fprintf(a.log, "sandbox agent: %s: the log file: %v\n", key, err)
+		close(l.done)
+		return l
+	}
+	l.copy()
+	if err := a.serveLog(ctx, pod, file); err != nil {
+		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err) // serve tries again at the end
+	}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(logRefresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+				l.copy()
+			}
 		}
-		if log := p.Log(); len(log) != last {
-			last = len(log)
-			_ = os.WriteFile(file, CRILog(log, start), 0o644)
-		}
+	}()
+	return l
+}
+
+func (l *realLog) copy() {
+	data, n := l.p.LogSince(l.read)
+	l.read = n
+	if err := l.cri.add(data, time.Now()); err != nil {
+		l.failed(err)
 	}
 }
 
-// realEnded writes the real log as the pod's CRI log, and the end for the stages.
-func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result, log string) error {
+func (l *realLog) failed(err error) {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	if l.err == nil {
+		l.err = err
+	}
+}
+
+// finish copies the rest of the process's output (it has ended) and closes the file.
+func (l *realLog) finish() {
+	if l.cri == nil {
+		return
+	}
+	close(l.stop)
+	<-l.done
+	l.copy()
+	if err := l.cri.close(time.Now()); err != nil {
+		l.failed(err)
+	}
+}
+
+// serve is realEnded's log step: the file is complete; the Logs object made again (an apply:
+// a no-op when startLog's took) and the file's path returned, or what failed.
+func (l *realLog) serve(ctx context.Context) (string, error) {
+	if l.cri == nil {
+		return l.a.writeLogFile(ctx, l.pod, l.p.Log())
+	}
+	l.errMu.Lock()
+	err := l.err
+	l.errMu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("writing the log file %s: %w", l.file, err)
+	}
+	return l.file, l.a.serveLog(ctx, l.pod, l.file)
+}
+
+// realEnded has logFile write (or finish) the pod's CRI log and return its path, and writes the
+// end for the stages; log is the process's output.
+func (a *agent) realEnded(ctx context.Context, pod *corev1.Pod, r podrun.Result, log string, logFile func(context.Context) (string, error)) error {
 	var file string
-	if err := a.retryAPI(ctx, pod, func() (err error) { file, err = a.writeLogFile(ctx, pod, log); return err }); err != nil {
+	if err := a.retryAPI(ctx, pod, func() (err error) { file, err = logFile(ctx); return err }); err != nil {
 		return err
 	}
 	outcome := "Succeeded"

@@ -279,6 +279,11 @@ func (p *Pod) Wait(ctx context.Context) (Result, error) {
 // Log is what the process wrote to stdout and stderr, interleaved as written: the pod's log.
 func (p *Pod) Log() string { return p.log.String() }
 
+// LogSince is what the process wrote after the first n bytes of its log (from the oldest byte
+// kept, once the log outgrew its cap), and the count of bytes written so far: a reader that
+// polls passes back the count it got.
+func (p *Pod) LogSince(n int64) ([]byte, int64) { return p.log.Since(n) }
+
 // Ready is the readiness probe's verdict (true for a running container without one).
 func (p *Pod) Ready() bool { return p.ready.Load() }
 
@@ -648,9 +653,10 @@ func hasVar(env []string, name string) bool {
 
 // logBuffer keeps the last max bytes written to it.
 type logBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
+	mu      sync.Mutex
+	buf     []byte
+	max     int
+	written int64 // every byte ever written, kept ones or not
 }
 
 func newLogBuffer(max int) *logBuffer { return &logBuffer{max: max} }
@@ -659,10 +665,21 @@ func (l *logBuffer) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, b...)
+	l.written += int64(len(b))
 	if over := len(l.buf) - l.max; over > 0 {
 		l.buf = append(l.buf[:0:0], l.buf[over:]...)
 	}
 	return len(b), nil
+}
+
+// Since returns what was written after the first n bytes, as far as the buffer still keeps it,
+// and how many bytes were written in all (the n of the next call).
+func (l *logBuffer) Since(n int64) ([]byte, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := l.written - int64(len(l.buf)) // the count of bytes dropped before buf[0]
+	n = max(n, first)
+	return append([]byte(nil), l.buf[n-first:]...), l.written
 }
 
 func (l *logBuffer) String() string {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ain-hpc/ain/pkg/jobs"
@@ -104,6 +105,31 @@ func RunJob(t *testing.T, sb *sandboxtest.Sandbox, ns, name string, b jobs.Backe
 		t.Fatalf("the job did not end within %s: %v\nagent:\n%s", within, err, sb.ComponentLog("agent", 40))
 	}
 	return c, snap, err
+}
+
+// WaitPodsEnded waits until every pod of job name has ended (Succeeded or Failed), for at most
+// within. A job can end before its pods: a PyTorchJob with a master Succeeds when the master
+// does (training-operator v1.8.1 pkg/controller.v1/pytorch/pytorchjob_controller.go
+// UpdateJobStatus), its workers maybe still printing their last lines.
+func WaitPodsEnded(t *testing.T, sb *sandboxtest.Sandbox, c *jobs.Cluster, b jobs.Backend, name string, within time.Duration) {
+	t.Helper()
+	var running []string
+	if _, ok := sandboxtest.Poll(within, 200*time.Millisecond, func() bool {
+		pods, err := b.Pods(context.Background(), c, name)
+		if err != nil {
+			running = []string{err.Error()}
+			return false
+		}
+		running = running[:0]
+		for _, p := range pods {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				running = append(running, p.Name+" "+string(p.Status.Phase))
+			}
+		}
+		return len(pods) > 0 && len(running) == 0
+	}); !ok {
+		t.Fatalf("%s's pods not ended within %s: %v\nagent:\n%s", name, within, running, sb.ComponentLog("agent", 40))
+	}
 }
 
 // PodLogs reads every pod's log of job name, by pod name.
