@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -477,8 +478,13 @@ func (a *agent) writeLogFile(ctx context.Context, pod *corev1.Pod, text string) 
 	if pod.Status.StartTime != nil {
 		start = pod.Status.StartTime.UTC()
 	}
-	if err := writeFileAtomic(file, CRILog(text, start), 0o644); err != nil {
-		return "", err
+	// The same log again (a retry after a failed annotation) is not rewritten: the rename is a
+	// new file to a follower, which would read it all again.
+	data := CRILog(text, start)
+	if old, err := os.ReadFile(file); err != nil || !bytes.Equal(old, data) {
+		if err := writeFileAtomic(file, data, 0o644); err != nil {
+			return "", err
+		}
 	}
 	return file, a.serveLog(ctx, pod, file)
 }

@@ -10,10 +10,14 @@ import (
 // criLog appends a running container's output to its CRI log file as a container runtime
 // does: one record per line, "<RFC 3339 time> stdout F <line>", the file only ever growing. A
 // reader never meets a file rewritten under it, and a follower (k8s.io/cri-client pkg/logs
-// ReadLogs, what kwok serves logs with) reads on from its offset after each write event.
+// ReadLogs, what kwok serves logs with) reads on from its offset after each write event. A new
+// file (a new run, a rotation) is made beside the path and renamed onto it: ReadLogs reopens the
+// path on that Create event, where truncating in place would leave a follower past the end.
 type criLog struct {
 	mu      sync.Mutex
+	path    string
 	f       *os.File
+	size    int64  // bytes in the current file
 	partial []byte // the start of a line whose end has not come yet
 }
 
@@ -22,25 +26,51 @@ type criLog struct {
 // the next F one.
 const criMaxLine = 16 << 10
 
+// criMaxFile is the size past which the file is rotated (the old one kept as <path>.1), a
+// kubelet's containerLogMaxSize default (10Mi); a kubelet keeps 5 files, this 2.
+const criMaxFile = 10 << 20
+
 // criTime is the CRI log's time format (RFC 3339 with nanoseconds, as CRILog writes).
 const criTime = "2006-01-02T15:04:05.000000000Z07:00"
 
-// createCRILog creates (or empties: a new run of the container) the log file at path.
+// createCRILog creates the log file at path, a new one when one is there (a new run).
 func createCRILog(path string) (*criLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
-	if err != nil {
+	c := &criLog{path: path}
+	if err := c.newFile(); err != nil {
 		return nil, err
 	}
-	return &criLog{f: f}, nil
+	return c, nil
+}
+
+// newFile makes an empty file and renames it onto path.
+func (c *criLog) newFile() error {
+	tmp := c.path + ".new"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, c.path); err != nil {
+		f.Close()
+		return err
+	}
+	c.f, c.size = f, 0
+	return nil
 }
 
 // add writes data's complete lines, time-stamped now, in one write; an incomplete last line
-// waits for its end (or for close).
-func (c *criLog) add(data []byte, now time.Time) error {
+// waits for its end (or for close). cut says that output was lost before data (more than the
+// process's log keeps came between two adds): the line waiting is written as it is, not joined
+// to data's first.
+func (c *criLog) add(data []byte, now time.Time, cut bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.f == nil {
 		return os.ErrClosed
+	}
+	if cut {
+		if err := c.write(nil, now, true); err != nil {
+			return err
+		}
 	}
 	return c.write(data, now, false)
 }
@@ -101,6 +131,24 @@ func (c *criLog) write(data []byte, now time.Time, final bool) error {
 	if out.Len() == 0 {
 		return nil
 	}
-	_, err := c.f.Write(out.Bytes())
+	if c.size > 0 && c.size+int64(out.Len()) > criMaxFile {
+		if err := c.rotate(); err != nil {
+			return err
+		}
+	}
+	n, err := c.f.Write(out.Bytes())
+	c.size += int64(n)
 	return err
+}
+
+// rotate keeps the full file as <path>.1 (replacing the one before) and starts a new one.
+func (c *criLog) rotate() error {
+	if err := os.Rename(c.path, c.path+".1"); err != nil {
+		return err
+	}
+	old := c.f
+	if err := c.newFile(); err != nil {
+		return err
+	}
+	return old.Close()
 }

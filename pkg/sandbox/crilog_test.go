@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func TestCRILogAppends(t *testing.T) {
 	long := strings.Repeat("y", criMaxLine+100)
 	var prev string
 	for _, w := range []string{"first\npar", "t-", "one\n", "", long[:9000], long[9000:] + "\n", "no newline"} {
-		if err := c.add([]byte(w), now); err != nil {
+		if err := c.add([]byte(w), now, false); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := os.ReadFile(path)
@@ -33,7 +34,7 @@ func TestCRILogAppends(t *testing.T) {
 	if err := c.close(now); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.add([]byte("late\n"), now); err == nil {
+	if err := c.add([]byte("late\n"), now, false); err == nil {
 		t.Error("add after close took")
 	}
 	b, err := os.ReadFile(path)
@@ -49,12 +50,18 @@ func TestCRILogAppends(t *testing.T) {
 	}
 }
 
-// TestCRILogRecreates: a new run of the container empties the file.
+// TestCRILogRecreates: a new run makes a new file at the path (a reader of the old one keeps
+// it whole; a follower reopens the path on the rename's Create event).
 func TestCRILogRecreates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	if err := os.WriteFile(path, []byte("old run\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	old, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
 	c, err := createCRILog(path)
 	if err != nil {
 		t.Fatal(err)
@@ -64,5 +71,54 @@ func TestCRILogRecreates(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); len(b) != 0 {
 		t.Errorf("the new run's file has %q", b)
+	}
+	if b, _ := io.ReadAll(old); string(b) != "old run\n" {
+		t.Errorf("the old run's file, open before, now reads %q", b)
+	}
+}
+
+// TestCRILogCutAndRotate: output lost between two adds ends the waiting line there; past
+// criMaxFile the full file becomes <path>.1 and the records go on in a new one.
+func TestCRILogCutAndRotate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	c, err := createCRILog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 6, 17, 0, 0, 0, time.UTC)
+	ts := "2026-12-06T17:00:00.000000000Z"
+	if err := c.add([]byte("before the ga"), now, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.add([]byte("after it\n"), now, true); err != nil {
+		t.Fatal(err)
+	}
+	want := ts + " stdout F before the ga\n" + ts + " stdout F after it\n"
+	if b, _ := os.ReadFile(path); string(b) != want {
+		t.Fatalf("after a cut: %q, want %q", b, want)
+	}
+	line := strings.Repeat("z", 1000) + "\n"
+	for range criMaxFile / 1000 {
+		if err := c.add([]byte(line), now, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.close(now); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(path + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full) > criMaxFile || !strings.HasPrefix(string(full), want) || len(cur) == 0 || len(cur) >= len(full) {
+		t.Errorf("rotated file %d bytes (max %d), current %d bytes", len(full), criMaxFile, len(cur))
+	}
+	record := ts + " stdout F " + line
+	if got := (len(full) - len(want) + len(cur)) / len(record); got != criMaxFile/1000 || !strings.HasPrefix(string(cur), record) {
+		t.Errorf("%d records of the long line in the two files, want %d", got, criMaxFile/1000)
 	}
 }

@@ -464,17 +464,19 @@ func (a *agent) followReal(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) 
 // realLog is a real pod's CRI log while its process runs: copy appends what the process wrote
 // since the last copy, every logRefresh, so a reader is at most that far behind the process (a
 // PyTorchJob Succeeds when its master does, and a reader then wants the workers' last lines).
+// The goroutine started by startLog, then finish, then serve use it in turn (done orders them).
 type realLog struct {
-	a     *agent
-	pod   *corev1.Pod
-	p     *podrun.Pod
-	file  string
-	cri   *criLog // nil when the file could not be made
-	read  int64   // the count of the process's bytes copied so far
-	stop  chan struct{}
-	done  chan struct{}
-	err   error // the file's first write error
-	errMu sync.Mutex
+	a      *agent
+	ctx    context.Context
+	pod    *corev1.Pod
+	p      *podrun.Pod
+	file   string
+	cri    *criLog // nil when the file could not be made
+	read   int64   // the count of the process's bytes copied so far
+	served bool    // the Logs object is made
+	err    error   // the file's first write error
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // logRefresh: how often a real pod's log is copied to its file when the process wrote.
@@ -482,22 +484,18 @@ const logRefresh = 200 * time.Millisecond
 
 // startLog makes pod's log file, serves it, and copies p's output to it until finish.
 func (a *agent) startLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) *realLog {
-	l := &realLog{a: a, pod: pod, p: p, stop: make(chan struct{}), done: make(chan struct{})}
-	key := pod.Namespace + "/" + pod.Name
+	l := &realLog{a: a, ctx: ctx, pod: pod, p: p, stop: make(chan struct{}), done: make(chan struct{})}
 	file, err := a.logFile(pod)
 	if err == nil {
 		l.file = file
 		l.cri, err = createCRILog(file)
 	}
 	if err != nil {
-		fmt.Fprintf(a.log, "sandbox agent: %s: the log file: %v\n", key, err)
+		fmt.Fprintf(a.log, "sandbox agent: %s/%s: the log file: %v\n", pod.Namespace, pod.Name, err)
 		close(l.done)
 		return l
 	}
 	l.copy()
-	if err := a.serveLog(ctx, pod, file); err != nil {
-		fmt.Fprintf(a.log, "sandbox agent: %s: %v\n", key, err) // serve tries again at the end
-	}
 	go func() {
 		defer close(l.done)
 		t := time.NewTicker(logRefresh)
@@ -514,19 +512,18 @@ func (a *agent) startLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) *r
 	return l
 }
 
+// copy appends the process's new output, and serves the file until that took (an API server
+// restarting, say).
 func (l *realLog) copy() {
-	data, n := l.p.LogSince(l.read)
+	data, n, cut := l.p.LogSince(l.read)
 	l.read = n
-	if err := l.cri.add(data, time.Now()); err != nil {
-		l.failed(err)
-	}
-}
-
-func (l *realLog) failed(err error) {
-	l.errMu.Lock()
-	defer l.errMu.Unlock()
-	if l.err == nil {
+	if err := l.cri.add(data, time.Now(), cut); err != nil && l.err == nil {
 		l.err = err
+	}
+	if !l.served {
+		if err := l.a.serveLog(l.ctx, l.pod, l.file); err == nil {
+			l.served = true
+		}
 	}
 }
 
@@ -538,22 +535,17 @@ func (l *realLog) finish() {
 	close(l.stop)
 	<-l.done
 	l.copy()
-	if err := l.cri.close(time.Now()); err != nil {
-		l.failed(err)
+	if err := l.cri.close(time.Now()); err != nil && l.err == nil {
+		l.err = err
 	}
 }
 
 // serve is realEnded's log step: the file is complete; the Logs object made again (an apply:
-// a no-op when startLog's took) and the file's path returned, or what failed.
+// a no-op when copy's took) and the file's path returned. A file that a write failed to (a full
+// disk, say) is written whole from the output kept, once more on each retry of realEnded.
 func (l *realLog) serve(ctx context.Context) (string, error) {
-	if l.cri == nil {
+	if l.cri == nil || l.err != nil {
 		return l.a.writeLogFile(ctx, l.pod, l.p.Log())
-	}
-	l.errMu.Lock()
-	err := l.err
-	l.errMu.Unlock()
-	if err != nil {
-		return "", fmt.Errorf("writing the log file %s: %w", l.file, err)
 	}
 	return l.file, l.a.serveLog(ctx, l.pod, l.file)
 }

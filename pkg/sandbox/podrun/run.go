@@ -279,10 +279,10 @@ func (p *Pod) Wait(ctx context.Context) (Result, error) {
 // Log is what the process wrote to stdout and stderr, interleaved as written: the pod's log.
 func (p *Pod) Log() string { return p.log.String() }
 
-// LogSince is what the process wrote after the first n bytes of its log (from the oldest byte
-// kept, once the log outgrew its cap), and the count of bytes written so far: a reader that
-// polls passes back the count it got.
-func (p *Pod) LogSince(n int64) ([]byte, int64) { return p.log.Since(n) }
+// LogSince is what the process wrote after the first n bytes of its log, the count of bytes
+// written so far (a reader that polls passes it back), and whether the log outgrew its cap
+// meanwhile: bytes after n were dropped, and the data starts with the oldest byte kept.
+func (p *Pod) LogSince(n int64) ([]byte, int64, bool) { return p.log.Since(n) }
 
 // Ready is the readiness probe's verdict (true for a running container without one).
 func (p *Pod) Ready() bool { return p.ready.Load() }
@@ -673,13 +673,15 @@ func (l *logBuffer) Write(b []byte) (int, error) {
 }
 
 // Since returns what was written after the first n bytes, as far as the buffer still keeps it,
-// and how many bytes were written in all (the n of the next call).
-func (l *logBuffer) Since(n int64) ([]byte, int64) {
+// how many bytes were written in all (the n of the next call), and whether some of those after
+// n were dropped (the data does not follow on from byte n).
+func (l *logBuffer) Since(n int64) ([]byte, int64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	first := l.written - int64(len(l.buf)) // the count of bytes dropped before buf[0]
+	cut := n < first
 	n = max(n, first)
-	return append([]byte(nil), l.buf[n-first:]...), l.written
+	return append([]byte(nil), l.buf[n-first:]...), l.written, cut
 }
 
 func (l *logBuffer) String() string {

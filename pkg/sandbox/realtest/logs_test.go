@@ -26,7 +26,7 @@ func TestIntegrationRealPodLogGrowsAsWritten(t *testing.T) {
 	cs := sb.Clientset(t)
 	ns := sb.Namespace(t)
 	long := strings.Repeat("x", 40000)
-	script := "echo first; sleep 2; printf 'part-'; sleep 1; echo one; head -c 40000 /dev/zero | tr '\\0' x; echo; sleep 2; printf 'no newline at the end'"
+	script := "echo first; sleep 6; printf 'part-'; sleep 1; echo one; head -c 40000 /dev/zero | tr '\\0' x; echo; sleep 2; printf 'no newline at the end'"
 	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), realPod("logs", script), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestIntegrationRealPodLogGrowsAsWritten(t *testing.T) {
 	// The first line, while the process sleeps (a log request before the agent has started the
 	// process, and served its file, is an error).
 	var early string
-	if _, ok := sandboxtest.Poll(10*time.Second, 100*time.Millisecond, func() bool {
+	if _, ok := sandboxtest.Poll(15*time.Second, 100*time.Millisecond, func() bool {
 		b, err := cs.CoreV1().Pods(ns).GetLogs("logs", &corev1.PodLogOptions{}).DoRaw(context.Background())
 		early = string(b)
 		return err == nil && strings.Contains(early, "first\n")
@@ -43,7 +43,7 @@ func TestIntegrationRealPodLogGrowsAsWritten(t *testing.T) {
 		t.Fatalf("no first line while the pod runs: %q", early)
 	}
 	if strings.Contains(early, "one") {
-		t.Fatalf("the log has the line written 2 s after the first already: %q", early)
+		t.Fatalf("the log has the line written 6 s after the first already: %q", early)
 	}
 
 	// A follower from now on; kwok's follow never ends (its runtime stub says the container

@@ -40,12 +40,12 @@ func TestIntegrationRealTorchrunPyTorchJobSucceeds(t *testing.T) {
 		t.Fatalf("watch: %v\nagent:\n%s", err, sb.ComponentLog("agent", 40))
 	}
 	t.Logf("PyTorchJob %s in %s", snap.Phase, time.Since(t0).Round(100*time.Millisecond))
+	if snap.Phase != "Succeeded" {
+		t.Fatalf("PyTorchJob %s (%s), want Succeeded\npods: %+v\nlogs: %v\nagent:\n%s", snap.Phase, snap.Message, snap.Pods, realtest.PodLogs(t, c, b, "qlora"), sb.ComponentLog("agent", 40))
+	}
 	// The job Succeeded with its master; the worker may still be printing its last line.
 	realtest.WaitPodsEnded(t, sb, c, b, "qlora", 30*time.Second)
 	logs := realtest.PodLogs(t, c, b, "qlora")
-	if snap.Phase != "Succeeded" {
-		t.Fatalf("PyTorchJob %s (%s), want Succeeded\npods: %+v\nlogs: %v\nagent:\n%s", snap.Phase, snap.Message, snap.Pods, logs, sb.ComponentLog("agent", 40))
-	}
 	if len(logs) != 2 {
 		t.Fatalf("%d pods, want 2: %v", len(logs), logs)
 	}
