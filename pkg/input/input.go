@@ -19,7 +19,7 @@ import (
 func Reader(ctx context.Context, r io.Reader) io.Reader {
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			return &checkedReader{ctx: ctx, r: r}
+			return &checkedReader{ctx: ctx, r: r, f: f}
 		}
 	}
 	return &waitingReader{ctx: ctx, r: r}
@@ -28,7 +28,15 @@ func Reader(ctx context.Context, r io.Reader) io.Reader {
 type checkedReader struct {
 	ctx context.Context
 	r   io.Reader
+	f   *os.File
 }
+
+// File is the regular file read: a parser may map it instead of reading it (nccl's log
+// analyser), calling Err where it would call Read.
+func (c *checkedReader) File() *os.File { return c.f }
+
+// Err is what Read returns before reading: ctx's error once it is done, else nil.
+func (c *checkedReader) Err() error { return c.ctx.Err() }
 
 func (c *checkedReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {

@@ -67,11 +67,20 @@ func Open(ctx context.Context, arg string, stdin io.Reader) (io.ReadCloser, erro
 		f.Close()
 		return nil, &DirError{Name: arg}
 	}
+	rd := Reader(ctx, f)
+	if c, ok := rd.(*checkedReader); ok {
+		return checkedFile{c}, nil // File and Err stay visible to a parser that maps files
+	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{Reader(ctx, f), f}, nil
+	}{rd, f}, nil
 }
+
+// checkedFile is a regular file opened by Open: its checkedReader, closing the file.
+type checkedFile struct{ *checkedReader }
+
+func (c checkedFile) Close() error { return c.f.Close() }
 
 // Interrupted is the *InterruptedError of input arg when ctx is done, else nil: checked after every
 // read whatever the reader returned (a parser may stop at a read error without returning it).

@@ -48,8 +48,9 @@ type LogAnalyzer struct {
 	rc             repeatCache
 	blocks         []*lineBlock // the splitter's buffers, kept across Feeds
 	known          atomic.Pointer[knownLines]
-	knownAfter     int // lines of an input after which the known table is made (growAfter; less in tests)
-	splitRead      int // bytes a block reads (0: splitRead; less in tests)
+	knownAfter     int   // lines of an input after which the known table is made (growAfter; less in tests)
+	splitRead      int   // bytes a block reads (0: splitRead; less in tests)
+	mapMin         int64 // the smallest file read by mapping it (mapMin; less in tests)
 }
 
 type proc struct {
@@ -89,6 +90,7 @@ func NewLogAnalyzer() *LogAnalyzer {
 		intern:  map[string]string{},
 
 		knownAfter: growAfter,
+		mapMin:     mapMin,
 	}
 }
 
@@ -105,10 +107,15 @@ func AnalyzeLog(r io.Reader) (*LogReport, error) {
 // Lines longer than 1 MiB are read cut; a line longer than 256 MiB is an *input.LineTooLongError
 // (without the name: the caller knows it).
 func (a *LogAnalyzer) Feed(name string, r io.Reader) error {
+	return a.feed(name, r, mappable(r, a.mapMin))
+}
+
+// feed is Feed with the mapping of r's file given (nil: r is read).
+func (a *LogAnalyzer) feed(name string, r io.Reader, src *mapSource) error {
 	a.files++
 	a.curFile = name
 	a.rc.reset() // lines without a host:pid header belong to a per-file process
-	return a.feedSplit(name, r)
+	return a.feedSplit(name, r, src)
 }
 
 func displayName(name string) string {

@@ -14,8 +14,10 @@ import (
 	"io"
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/ain-hpc/ain/pkg/input"
 )
@@ -52,8 +54,9 @@ const maxSplitWorkers = 4
 // long log the analyser then reads a few lines a block instead of every one.
 type lineBlock struct {
 	buf          []byte
-	from, n      int // the block's lines lie in buf[from:n]; what follows n is the next line's start
-	lines        int // lines in the block
+	mapping      []byte // the file's pages that buf lies in (a mapped input), unmapped by the next fill or close
+	from, n      int    // the block's lines lie in buf[from:n]; what follows n is the next line's start
+	lines        int    // lines in the block
 	kinds        []int32
 	starts, ends []int32
 	hashes       []uint64
@@ -137,10 +140,12 @@ func (t *knownLines) add(slot uint64, line []byte, tune int) {
 // sequentially and stdin stays a stream; they split in parallel.
 type splitter struct {
 	r    io.Reader
+	src  *mapSource // a regular file read by mapping it (log_map.go), else nil: r is read
 	seed maphash.Seed
 
 	mu       sync.Mutex // the reading turn, and what follows
 	carry    []byte     // the unfinished last line of the previous block
+	carryLen int        // its length, when src maps the file (the line lies right before src.off)
 	skipping bool       // inside a cut long line: drop input up to its '\n'
 	skipped  int64      // bytes of the cut long line so far, at most maxLongLine
 	size     int        // bytes the next block reads: firstBlock (small inputs need no more), then read
@@ -158,14 +163,14 @@ type splitter struct {
 
 // startSplit starts the workers on r; blocks kept from an earlier input are reused. The caller
 // takes blocks with next, gives each back with release and calls close at the end.
-func startSplit(r io.Reader, seed maphash.Seed, known *atomic.Pointer[knownLines], blocks []*lineBlock, read int) *splitter {
+func startSplit(r io.Reader, src *mapSource, seed maphash.Seed, known *atomic.Pointer[knownLines], blocks []*lineBlock, read int) *splitter {
 	workers := min(max(runtime.GOMAXPROCS(0), 1), maxSplitWorkers)
 	n := max(workers+1, len(blocks)) // one block to analyse while each worker fills one
 	if read <= 0 || read > splitRead {
 		read = splitRead
 	}
 	c := max(workers+2, n) // and a spare (addSpare)
-	s := &splitter{r: r, seed: seed, known: known, size: min(firstBlock, read), read: read, nblocks: n,
+	s := &splitter{r: r, src: src, seed: seed, known: known, size: min(firstBlock, read), read: read, nblocks: n,
 		order: make(chan *lineBlock, c), free: make(chan *lineBlock, c), stop: make(chan struct{})}
 	for _, b := range blocks {
 		s.free <- b
@@ -198,6 +203,9 @@ func (s *splitter) addSpare() {
 // to give a block back never holds up one that has a block to fill.
 func (s *splitter) work() {
 	defer s.wg.Done()
+	if s.src != nil {
+		debug.SetPanicOnFault(true) // this goroutine's own setting (guard)
+	}
 	for {
 		var b *lineBlock
 		select {
@@ -211,10 +219,14 @@ func (s *splitter) work() {
 			s.free <- b
 			return
 		}
-		s.fill(b)
+		if err := guard(b, func() { s.fill(b) }); err != nil {
+			b.from, b.n, b.err, s.done = 0, 0, err, true
+		}
 		s.order <- b
 		s.mu.Unlock()
-		b.split(s.seed, s.known.Load())
+		if err := guard(b, func() { b.split(s.seed, s.known.Load()) }); err != nil {
+			b.err = err // the lines split before the fault are analysed, then the error returned
+		}
 		b.ready <- struct{}{}
 		// The analyser, if it waited for this block, now waits for this P (it was queued to run
 		// next on it) until this worker blocks: let it take the block now, so that blocks come
@@ -227,22 +239,11 @@ func (s *splitter) work() {
 // stay in the block; an unfinished last line is carried to the next one, unless it is already
 // maxLineBytes long: it is then kept (split cuts it) and the rest of it is skipped.
 func (s *splitter) fill(b *lineBlock) {
-	if cap(b.buf) < len(s.carry)+s.size { // new, or a first small block outgrown
-		c := maxLineBytes + s.read // room for any carried line start
-		if s.size < s.read {
-			c = s.size // the first block (nothing carried): a small input never needs more
-		}
-		b.buf = make([]byte, 0, c)
-	}
-	b.buf = append(b.buf[:0], s.carry...)
-	s.carry = s.carry[:0]
-	n, err := io.ReadFull(s.r, b.buf[len(b.buf):len(b.buf)+s.size])
-	b.buf = b.buf[:len(b.buf)+n]
-	if err == nil {
-		s.size = s.read // the input fills blocks: full ones from now on
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = io.EOF
+	var err error
+	if s.src != nil {
+		err = s.fillMapped(b)
+	} else {
+		err = s.fillRead(b)
 	}
 	data := b.buf
 	b.from, b.n, b.err = 0, len(data), err
@@ -269,8 +270,58 @@ func (s *splitter) fill(b *lineBlock) {
 		s.skipping, s.skipped = true, int64(len(tail))
 		return
 	}
-	s.carry = append(s.carry, tail...)
+	if s.src != nil {
+		s.carryLen = len(tail)
+	} else {
+		s.carry = append(s.carry, tail...)
+	}
 	b.n -= len(tail)
+}
+
+// fillRead reads the carried line start and the next s.size bytes into b.buf.
+func (s *splitter) fillRead(b *lineBlock) error {
+	if cap(b.buf) < len(s.carry)+s.size { // new, or a first small block outgrown
+		c := maxLineBytes + s.read // room for any carried line start
+		if s.size < s.read {
+			c = s.size // the first block (nothing carried): a small input never needs more
+		}
+		b.buf = make([]byte, 0, c)
+	}
+	b.buf = append(b.buf[:0], s.carry...)
+	s.carry = s.carry[:0]
+	n, err := io.ReadFull(s.r, b.buf[len(b.buf):len(b.buf)+s.size])
+	b.buf = b.buf[:len(b.buf)+n]
+	if err == nil {
+		s.size = s.read // the input fills blocks: full ones from now on
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return err
+}
+
+// fillMapped makes b.buf the file's window of the carried line start (the bytes right before
+// src.off) and the next s.size bytes: the bytes fillRead would copy, with the same end of input
+// (io.EOF once fewer than s.size bytes are left) and the interrupt checked where a Read would.
+func (s *splitter) fillMapped(b *lineBlock) error {
+	unmap(b.mapping)
+	b.buf, b.mapping = nil, nil
+	if err := s.src.err(); err != nil {
+		return err
+	}
+	n := min(int64(s.size), s.src.size-s.src.off)
+	data, mapping, err := s.src.window(s.src.off-int64(s.carryLen), s.src.off+n)
+	if err != nil {
+		return err
+	}
+	b.buf, b.mapping = data, mapping
+	s.src.off += n
+	s.carryLen = 0
+	if n < int64(s.size) {
+		return io.EOF
+	}
+	s.size = s.read
+	return nil
 }
 
 // split cuts buf[from:n] into lines, hashes them and marks the known repeats (known may be nil),
@@ -362,20 +413,35 @@ func (s *splitter) close() []*lineBlock {
 	for len(s.free) > 0 {
 		blocks = append(blocks, <-s.free)
 	}
+	if s.src != nil {
+		for _, b := range blocks {
+			unmap(b.mapping)
+			b.buf, b.mapping = nil, nil // a read of the next input makes its own buffer
+		}
+		s.src.done()
+	}
 	return blocks
 }
 
 // feedSplit is Feed's loop over the splitter's blocks.
-func (a *LogAnalyzer) feedSplit(name string, r io.Reader) error {
+// src maps r's file, or is nil (r is read).
+func (a *LogAnalyzer) feedSplit(name string, r io.Reader, src *mapSource) error {
 	if t := a.known.Load(); t != nil {
 		clear(t.slots) // no worker runs between inputs
 	}
-	s := startSplit(r, a.rc.seed, &a.known, a.blocks, a.splitRead)
+	s := startSplit(r, src, a.rc.seed, &a.known, a.blocks, a.splitRead)
 	defer func() { a.blocks = s.close() }()
+	if src != nil {
+		// The analyser reads the kept lines in the mapping too.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	}
 	lineNo := 0
 	for {
 		b := s.next()
-		a.analyseBlock(b, name, &lineNo)
+		if err := guard(b, func() { a.analyseBlock(b, name, &lineNo) }); err != nil {
+			s.release(b)
+			return fmt.Errorf("reading %s: %w", displayName(name), err)
+		}
 		if a.known.Load() != nil {
 			s.addSpare()
 		}
@@ -483,4 +549,35 @@ func (a *LogAnalyzer) sawBinary(name string) {
 	if name != "" {
 		a.binary = name
 	}
+}
+
+// ErrFileShrank is a mapped input file that got shorter while it was read: its pages past the
+// new end are gone (a SIGBUS, which SetPanicOnFault turns into a panic that guard recovers).
+// logrotate's copytruncate does this to a log being read.
+var ErrFileShrank = errors.New("the file got shorter while it was read (truncated, by log rotation say): read it again, or a copy of it")
+
+// guard runs f, and returns ErrFileShrank if f faulted on a page of b's mapping (in a goroutine
+// that set debug.SetPanicOnFault: the mapping is readable, so a fault in it is the file's end
+// moving). Any other panic goes on, a fault elsewhere (a bug) included.
+func guard(b *lineBlock, f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if fault, ok := r.(interface{ Addr() uintptr }); ok && b.mapped(fault.Addr()) {
+				err = ErrFileShrank
+				return
+			}
+			panic(r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// mapped says whether addr lies in b's mapping.
+func (b *lineBlock) mapped(addr uintptr) bool {
+	if len(b.mapping) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b.mapping)))
+	return start <= addr && addr-start < uintptr(len(b.mapping))
 }

@@ -8,6 +8,9 @@ import (
 	"hash/maphash"
 	"io"
 	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,10 +47,10 @@ func refLines(data []byte) [][]byte {
 // splitBlock is the most a block holds: a carried line start and a read.
 const splitBlock = maxLineBytes + splitRead
 
-func splitAll(t *testing.T, r io.Reader, read int) ([][]byte, error) {
+func splitAll(t *testing.T, r io.Reader, src *mapSource, read int) ([][]byte, error) {
 	t.Helper()
 	var known atomic.Pointer[knownLines]
-	s := startSplit(r, maphash.MakeSeed(), &known, nil, read)
+	s := startSplit(r, src, maphash.MakeSeed(), &known, nil, read)
 	defer s.close()
 	var lines [][]byte
 	for {
@@ -105,9 +108,27 @@ func TestSplitLines(t *testing.T) {
 		"long then short": append(bytes.Repeat([]byte("q"), maxLineBytes+10), []byte("\nshort\n")...),
 	}
 	for name, data := range cases {
-		for _, read := range []int{0, 64 << 10} { // 64 KiB: lines also carried across many blocks
-			t.Run(fmt.Sprintf("%s/read=%d", name, read), func(t *testing.T) {
-				got, err := splitAll(t, iotestOneByteOrHalf(data), read)
+		path := filepath.Join(t.TempDir(), "log")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			read   int
+			mapped bool
+		}{{0, false}, {64 << 10, false}, {0, true}, {64 << 10, true}, {5000, true}} { // 64 KiB: lines also carried across many blocks; 5000: windows not page-aligned
+			t.Run(fmt.Sprintf("%s/read=%d/mapped=%v", name, c.read, c.mapped), func(t *testing.T) {
+				r, src := iotestOneByteOrHalf(data), (*mapSource)(nil)
+				if c.mapped {
+					f, err := os.Open(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer f.Close()
+					if r, src = f, mappable(f, 0); src == nil && runtime.GOOS == "linux" {
+						t.Fatal("a regular file not mapped")
+					}
+				}
+				got, err := splitAll(t, r, src, c.read)
 				if err != nil {
 					t.Fatal(err)
 				}
