@@ -48,17 +48,49 @@ func mappable(r io.Reader, min int64) *mapSource {
 	if err != nil || st.Size()-off < min {
 		return nil
 	}
-	return &mapSource{f: f, off: off, size: st.Size(), err: errf}
+	m := &mapSource{f: f, off: off, size: st.Size(), err: errf}
+	// Some file systems map no file (FUSE with direct I/O: ENODEV); those are read.
+	_, mapping, err := m.window(off, off+1)
+	if err != nil {
+		return nil
+	}
+	unmap(mapping)
+	return m
 }
 
-// window maps the file's bytes [from, to) and returns them, with the mapping to unmap.
+// restat takes the file's size again: a file that grew is read to its new end, as a Read goes
+// on to it; one that got shorter than what was read is ErrFileShrank.
+func (m *mapSource) restat() error {
+	st, err := m.f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() < m.size {
+		return ErrFileShrank
+	}
+	m.size = st.Size()
+	return nil
+}
+
+// faultError is the error of a fault on a mapped page below file offset end: ErrFileShrank
+// when the file is now shorter, else an I/O error (a failing disk, a network file system), as a
+// read of the page would have returned.
+func (m *mapSource) faultError(end int64) error {
+	if st, err := m.f.Stat(); err == nil && st.Size() < end {
+		return ErrFileShrank
+	}
+	return &os.PathError{Op: "read", Path: m.f.Name(), Err: syscall.EIO}
+}
+
+// window maps the file's bytes [from, to) and returns them, with the mapping to unmap. A private
+// read-only mapping: the same bytes as a shared one, and some file systems map only those.
 func (m *mapSource) window(from, to int64) (data, mapping []byte, err error) {
 	if to <= from {
 		return nil, nil, nil
 	}
 	page := int64(os.Getpagesize())
 	at := from &^ (page - 1)
-	mapping, err = syscall.Mmap(int(m.f.Fd()), at, int(to-at), syscall.PROT_READ, syscall.MAP_SHARED)
+	mapping, err = syscall.Mmap(int(m.f.Fd()), at, int(to-at), syscall.PROT_READ, syscall.MAP_PRIVATE)
 	if err != nil {
 		return nil, nil, &os.PathError{Op: "mmap", Path: m.f.Name(), Err: err}
 	}

@@ -22,4 +22,8 @@ func (m *mapSource) window(from, to int64) (data, mapping []byte, err error) { r
 
 func (m *mapSource) done() {}
 
+func (m *mapSource) restat() error { return nil }
+
+func (m *mapSource) faultError(int64) error { return nil }
+
 func unmap([]byte) {}

@@ -95,6 +95,40 @@ func TestMappedFileShrank(t *testing.T) {
 	}
 }
 
+// TestMappedFileGrew: a log that grew after the read began (a live one) is read to its new end,
+// as a Read goes on to it, and its offset is left there.
+func TestMappedFileGrew(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("files are mapped on unix; checked on linux")
+	}
+	path := collLogFile(t, 3<<20)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	src := mappable(f, 0)
+	src.size -= 1<<20 + 5 // its size when the read began; the rest came since
+	a := NewLogAnalyzer()
+	if err := a.feed("rank0.log", f, src); err != nil {
+		t.Fatal(err)
+	}
+	b := NewLogAnalyzer()
+	if err := b.Feed("rank0.log", bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if a.lines != b.lines || a.ncclLines != b.ncclLines {
+		t.Errorf("mapped: %d lines (%d NCCL), read: %d (%d)", a.lines, a.ncclLines, b.lines, b.ncclLines)
+	}
+	if off, _ := f.Seek(0, io.SeekCurrent); off != int64(len(data)) {
+		t.Errorf("offset %d after the read, want the new end %d", off, len(data))
+	}
+}
+
 // TestMappedFileInterrupted: input.Open's reader of a regular file is mapped, and an interrupt
 // (its context done) ends the read with the context's error, as its Read would.
 func TestMappedFileInterrupted(t *testing.T) {

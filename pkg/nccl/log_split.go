@@ -55,6 +55,7 @@ const maxSplitWorkers = 4
 type lineBlock struct {
 	buf          []byte
 	mapping      []byte // the file's pages that buf lies in (a mapped input), unmapped by the next fill or close
+	mapEnd       int64  // the file offset where buf ends, when mapped
 	from, n      int    // the block's lines lie in buf[from:n]; what follows n is the next line's start
 	lines        int    // lines in the block
 	kinds        []int32
@@ -220,12 +221,12 @@ func (s *splitter) work() {
 			return
 		}
 		if err := guard(b, func() { s.fill(b) }); err != nil {
-			b.from, b.n, b.err, s.done = 0, 0, err, true
+			b.from, b.n, b.err, s.done = 0, 0, s.src.faultError(b.mapEnd), true
 		}
 		s.order <- b
 		s.mu.Unlock()
 		if err := guard(b, func() { b.split(s.seed, s.known.Load()) }); err != nil {
-			b.err = err // the lines split before the fault are analysed, then the error returned
+			b.err = s.src.faultError(b.mapEnd) // the lines split before the fault are analysed, then this returned
 		}
 		b.ready <- struct{}{}
 		// The analyser, if it waited for this block, now waits for this P (it was queued to run
@@ -310,11 +311,19 @@ func (s *splitter) fillMapped(b *lineBlock) error {
 		return err
 	}
 	n := min(int64(s.size), s.src.size-s.src.off)
+	if n < int64(s.size) {
+		// The end as the read began: a live log may have grown since, and a Read would go on
+		// to the new end. One that got shorter would read as NUL bytes up to its page's end.
+		if err := s.src.restat(); err != nil {
+			return err
+		}
+		n = min(int64(s.size), s.src.size-s.src.off)
+	}
 	data, mapping, err := s.src.window(s.src.off-int64(s.carryLen), s.src.off+n)
 	if err != nil {
 		return err
 	}
-	b.buf, b.mapping = data, mapping
+	b.buf, b.mapping, b.mapEnd = data, mapping, s.src.off+n
 	s.src.off += n
 	s.carryLen = 0
 	if n < int64(s.size) {
@@ -439,6 +448,7 @@ func (a *LogAnalyzer) feedSplit(name string, r io.Reader, src *mapSource) error 
 	for {
 		b := s.next()
 		if err := guard(b, func() { a.analyseBlock(b, name, &lineNo) }); err != nil {
+			err = src.faultError(b.mapEnd)
 			s.release(b)
 			return fmt.Errorf("reading %s: %w", displayName(name), err)
 		}
@@ -556,14 +566,18 @@ func (a *LogAnalyzer) sawBinary(name string) {
 // logrotate's copytruncate does this to a log being read.
 var ErrFileShrank = errors.New("the file got shorter while it was read (truncated, by log rotation say): read it again, or a copy of it")
 
-// guard runs f, and returns ErrFileShrank if f faulted on a page of b's mapping (in a goroutine
-// that set debug.SetPanicOnFault: the mapping is readable, so a fault in it is the file's end
-// moving). Any other panic goes on, a fault elsewhere (a bug) included.
+// errFault is a fault on a page of a block's mapping (guard): the file got shorter, or its pages
+// could not be read (an I/O error): mapSource.faultError says which.
+var errFault = errors.New("fault on a mapped page")
+
+// guard runs f, and returns errFault if f faulted on a page of b's mapping (in a goroutine
+// that set debug.SetPanicOnFault: the mapping is readable, so a fault in it is a page the file
+// cannot give). Any other panic goes on, a fault elsewhere (a bug) included.
 func guard(b *lineBlock, f func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if fault, ok := r.(interface{ Addr() uintptr }); ok && b.mapped(fault.Addr()) {
-				err = ErrFileShrank
+				err = errFault
 				return
 			}
 			panic(r)
