@@ -76,20 +76,11 @@ func TestMappedFileReportsAsRead(t *testing.T) {
 // TestMappedFileShrank: a file that got shorter than its size when the read began (logrotate's
 // copytruncate) is ErrFileShrank, named, not a crash on SIGBUS.
 func TestMappedFileShrank(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("files are mapped on unix; checked on linux")
-	}
-	path := collLogFile(t, 2<<20)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	src := mappable(f, 0)
+	f, src := openMapped(t, collLogFile(t, 2<<20))
 	src.size += 4 << 20 // its size at the start; the last 4 MiB are gone since
 	a := NewLogAnalyzer()
 	a.splitRead = 64 << 10
-	err = a.feed("rank0.log", f, src)
+	err := a.feed("rank0.log", f, src)
 	if !errors.Is(err, ErrFileShrank) || err.Error() != "reading rank0.log: "+ErrFileShrank.Error() {
 		t.Fatalf("Feed: %v, want ErrFileShrank named", err)
 	}
@@ -98,20 +89,12 @@ func TestMappedFileShrank(t *testing.T) {
 // TestMappedFileGrew: a log that grew after the read began (a live one) is read to its new end,
 // as a Read goes on to it, and its offset is left there.
 func TestMappedFileGrew(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("files are mapped on unix; checked on linux")
-	}
 	path := collLogFile(t, 3<<20)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	src := mappable(f, 0)
+	f, src := openMapped(t, path)
 	src.size -= 1<<20 + 5 // its size when the read began; the rest came since
 	a := NewLogAnalyzer()
 	if err := a.feed("rank0.log", f, src); err != nil {
@@ -163,4 +146,23 @@ func collLogFile(t *testing.T, size int64) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// openMapped opens path and maps it (mapMin 0), skipping where files are not mapped; the file is
+// closed at the test's end.
+func openMapped(t *testing.T, path string) (*os.File, *mapSource) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("files are mapped on unix; checked on linux")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	src := mappable(f, 0)
+	if src == nil {
+		t.Fatal("a regular file not mapped")
+	}
+	return f, src
 }

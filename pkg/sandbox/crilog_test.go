@@ -63,14 +63,14 @@ func TestCRILogRecreates(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old run\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old, err := os.Open(path)
+	old, err := os.Open(path) // a reader of the old run's log
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer old.Close()
+	t.Cleanup(func() { old.Close() })
 	c, err := createCRILog(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a new run: %v", err)
 	}
 	if err := c.close(time.Now()); err != nil {
 		t.Fatal(err)

@@ -496,20 +496,23 @@ func (a *agent) startLog(ctx context.Context, pod *corev1.Pod, p *podrun.Pod) *r
 		return l
 	}
 	l.copy()
-	go func() {
-		defer close(l.done)
-		t := time.NewTicker(logRefresh)
-		defer t.Stop()
-		for {
-			select {
-			case <-l.stop:
-				return
-			case <-t.C:
-				l.copy()
-			}
-		}
-	}()
+	go l.copyEvery(logRefresh)
 	return l
+}
+
+// copyEvery copies every period until finish stops it.
+func (l *realLog) copyEvery(period time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			l.copy()
+		case <-l.stop:
+			return
+		}
+	}
 }
 
 // copy appends the process's new output, and serves the file until that took (an API server
