@@ -5,6 +5,7 @@ package input
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,6 +91,10 @@ func (w *waitingReader) Read(p []byte) (int, error) {
 		return 0, w.ctx.Err()
 	}
 }
+
+// ErrShrank is a file that got shorter while it was read: truncated under the reader
+// (logrotate's copytruncate does it to a live log), so what was read is not one state of it.
+var ErrShrank = errors.New("the file got shorter while it was read (truncated, by log rotation say)")
 
 // TooLargeError is an input refused for its size: Name (a path, "stdin") holds more than Limit
 // bytes, more than any input of its kind.

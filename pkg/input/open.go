@@ -118,6 +118,8 @@ func Advice(err error) string {
 		return "this is not the text this command reads (binary data, or another file), or its lines were joined (newlines lost)"
 	case errors.As(err, &large):
 		return "this is not the text this command reads, or cut the part it needs out of the file"
+	case errors.Is(err, ErrShrank):
+		return "read it again when nothing truncates it, or read a copy of it"
 	}
 	return ""
 }

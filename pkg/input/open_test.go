@@ -3,6 +3,7 @@ package input
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -57,8 +58,9 @@ func TestParseNamesErrors(t *testing.T) {
 	if !errors.As(err, &large) || err.Error() != "stdin is larger than 1 MiB" || !strings.Contains(Advice(err), "cut the part it needs") {
 		t.Errorf("too large: %v (advice %q)", err, Advice(err))
 	}
-	if Advice(&LineTooLongError{Line: 3, Limit: 1}) == "" || Advice(errors.New("other")) != "" {
-		t.Error("Advice: a line too long has some, another error none")
+	if Advice(&LineTooLongError{Line: 3, Limit: 1}) == "" || Advice(errors.New("other")) != "" ||
+		!strings.Contains(Advice(fmt.Errorf("reading x.log: %w", ErrShrank)), "a copy of it") {
+		t.Error("Advice: a line too long and a file that shrank have some, another error none")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/ain-hpc/ain/pkg/input"
 )
 
 // mapSource is a regular file read by mapping windows of it.
@@ -58,26 +60,26 @@ func mappable(r io.Reader, min int64) *mapSource {
 	return m
 }
 
-// restat takes the file's size again: a file that grew is read to its new end, as a Read goes
-// on to it; one that got shorter than what was read is ErrFileShrank.
+// restat takes the file's size again, as a Read would meet it: a file that grew is read to its
+// new end; one cut past what was read ends there; one cut below it is input.ErrShrank.
 func (m *mapSource) restat() error {
 	st, err := m.f.Stat()
 	if err != nil {
 		return err
 	}
-	if st.Size() < m.size {
-		return ErrFileShrank
+	if st.Size() < m.off {
+		return input.ErrShrank
 	}
 	m.size = st.Size()
 	return nil
 }
 
-// faultError is the error of a fault on a mapped page below file offset end: ErrFileShrank
+// faultError is the error of a fault on a mapped page below file offset end: input.ErrShrank
 // when the file is now shorter, else an I/O error (a failing disk, a network file system), as a
 // read of the page would have returned.
 func (m *mapSource) faultError(end int64) error {
 	if st, err := m.f.Stat(); err == nil && st.Size() < end {
-		return ErrFileShrank
+		return input.ErrShrank
 	}
 	return &os.PathError{Op: "read", Path: m.f.Name(), Err: syscall.EIO}
 }

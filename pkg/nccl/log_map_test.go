@@ -74,15 +74,49 @@ func TestMappedFileReportsAsRead(t *testing.T) {
 }
 
 // TestMappedFileShrank: a file that got shorter than its size when the read began (logrotate's
-// copytruncate) is ErrFileShrank, named, not a crash on SIGBUS.
+// copytruncate) is input.ErrShrank, named, not a crash on SIGBUS.
 func TestMappedFileShrank(t *testing.T) {
 	f, src := openMapped(t, collLogFile(t, 2<<20))
 	src.size += 4 << 20 // its size at the start; the last 4 MiB are gone since
 	a := NewLogAnalyzer()
 	a.splitRead = 64 << 10
 	err := a.feed("rank0.log", f, src)
-	if !errors.Is(err, ErrFileShrank) || err.Error() != "reading rank0.log: "+ErrFileShrank.Error() {
-		t.Fatalf("Feed: %v, want ErrFileShrank named", err)
+	if !errors.Is(err, input.ErrShrank) || err.Error() != "reading rank0.log: "+input.ErrShrank.Error() {
+		t.Fatalf("Feed: %v, want input.ErrShrank named", err)
+	}
+}
+
+// TestMappedFileCutPastRead: a file cut after the read began, but not below what was read, ends
+// at its new end without an error, as a Read meets it (the bytes it lost were never read).
+func TestMappedFileCutPastRead(t *testing.T) {
+	path := collLogFile(t, 3<<20)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const read = 64 << 10
+	if len(data)%read > read-100 {
+		t.Fatalf("the log's last block is too full for the test: %d bytes", len(data)%read)
+	}
+	f, src := openMapped(t, path)
+	src.size += 50 // inside the last block: its window comes up short and the size is taken again
+	linesAsRead(t, f, src, read, data)
+}
+
+// linesAsRead feeds f mapped by src in blocks of read bytes, and checks that it counts the lines
+// and NCCL lines of data read through Read.
+func linesAsRead(t *testing.T, f *os.File, src *mapSource, read int, data []byte) {
+	t.Helper()
+	a, b := NewLogAnalyzer(), NewLogAnalyzer()
+	a.splitRead = read
+	if err := a.feed("rank0.log", f, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Feed("rank0.log", bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if a.lines != b.lines || a.ncclLines != b.ncclLines {
+		t.Errorf("mapped: %d lines (%d NCCL), read: %d (%d)", a.lines, a.ncclLines, b.lines, b.ncclLines)
 	}
 }
 
@@ -96,17 +130,7 @@ func TestMappedFileGrew(t *testing.T) {
 	}
 	f, src := openMapped(t, path)
 	src.size -= 1<<20 + 5 // its size when the read began; the rest came since
-	a := NewLogAnalyzer()
-	if err := a.feed("rank0.log", f, src); err != nil {
-		t.Fatal(err)
-	}
-	b := NewLogAnalyzer()
-	if err := b.Feed("rank0.log", bytes.NewReader(data)); err != nil {
-		t.Fatal(err)
-	}
-	if a.lines != b.lines || a.ncclLines != b.ncclLines {
-		t.Errorf("mapped: %d lines (%d NCCL), read: %d (%d)", a.lines, a.ncclLines, b.lines, b.ncclLines)
-	}
+	linesAsRead(t, f, src, 0, data)
 	if off, _ := f.Seek(0, io.SeekCurrent); off != int64(len(data)) {
 		t.Errorf("offset %d after the read, want the new end %d", off, len(data))
 	}

@@ -561,12 +561,8 @@ func (a *LogAnalyzer) sawBinary(name string) {
 	}
 }
 
-// ErrFileShrank is a mapped input file that got shorter while it was read: its pages past the
-// new end are gone (a SIGBUS, which SetPanicOnFault turns into a panic that guard recovers).
-// logrotate's copytruncate does this to a log being read.
-var ErrFileShrank = errors.New("the file got shorter while it was read (truncated, by log rotation say): read it again, or a copy of it")
-
-// errFault is a fault on a page of a block's mapping (guard): the file got shorter, or its pages
+// errFault is a fault on a page of a block's mapping (guard): the file got shorter (a SIGBUS on
+// the pages past its new end, which debug.SetPanicOnFault turns into a panic), or its pages
 // could not be read (an I/O error): mapSource.faultError says which.
 var errFault = errors.New("fault on a mapped page")
 

@@ -489,8 +489,9 @@ func (a *agent) writeLogFile(ctx context.Context, pod *corev1.Pod, text string) 
 	return file, a.serveLog(ctx, pod, file)
 }
 
-// logFile is where pod's CRI log file goes (its folder made), as a kubelet's
-// /var/log/pods/<ns>_<name>_<uid>/<container>/0.log.
+// logFile is where pod's CRI log file goes (its folder made): <ns>_<name>_<uid>/0.log, a
+// kubelet's /var/log/pods/<ns>_<name>_<uid>/<container>/0.log without the container's folder
+// (the Logs object names the containers).
 func (a *agent) logFile(pod *corev1.Pod) (string, error) {
 	dir := filepath.Join(a.dir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 	if err := os.MkdirAll(dir, 0o755); err != nil {

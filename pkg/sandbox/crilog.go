@@ -12,7 +12,8 @@ import (
 // reader never meets a file rewritten under it, and a follower (k8s.io/cri-client pkg/logs
 // ReadLogs, what kwok serves logs with) reads on from its offset after each write event. A new
 // file (a new run, a rotation) is made beside the path and renamed onto it: ReadLogs reopens the
-// path on that Create event, where truncating in place would leave a follower past the end.
+// path on that Create event, where truncating in place would leave a follower past the end. A
+// follower more than one rotation behind misses the file in between, as with a kubelet's.
 type criLog struct {
 	mu      sync.Mutex
 	path    string
@@ -132,23 +133,35 @@ func (c *criLog) write(data []byte, now time.Time, final bool) error {
 		return nil
 	}
 	if c.size > 0 && c.size+int64(out.Len()) > criMaxFile {
-		if err := c.rotate(); err != nil {
-			return err
-		}
+		_ = c.rotate() // if it failed, the full file grows on: the output is kept, and it is tried again
 	}
 	n, err := c.f.Write(out.Bytes())
 	c.size += int64(n)
 	return err
 }
 
-// rotate keeps the full file as <path>.1 (replacing the one before) and starts a new one.
+// rotate keeps the full file as <path>.1 (replacing the one before) and starts a new one. The
+// path never goes missing (a reader opening it meanwhile would fail): the full file is linked as
+// <path>.1 and the new one renamed onto the path. A step that fails leaves the full file in use.
 func (c *criLog) rotate() error {
-	if err := os.Rename(c.path, c.path+".1"); err != nil {
+	tmp := c.path + ".new"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	err = os.Remove(c.path + ".1")
+	if err == nil || os.IsNotExist(err) {
+		err = os.Link(c.path, c.path+".1")
+	}
+	if err == nil {
+		err = os.Rename(tmp, c.path)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return err
 	}
 	old := c.f
-	if err := c.newFile(); err != nil {
-		return err
-	}
+	c.f, c.size = f, 0
 	return old.Close()
 }

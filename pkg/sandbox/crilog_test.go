@@ -125,3 +125,32 @@ func TestCRILogCutAndRotate(t *testing.T) {
 		t.Errorf("%d records of the long line in the two files, want %d", got, criMaxFile/1000)
 	}
 }
+
+// TestCRILogRotateFails: a rotation that cannot be made (<path>.1 a folder that cannot be
+// removed) keeps writing to the full file: no output lost, the path always there.
+func TestCRILogRotateFails(t *testing.T) {
+	c, path := newCRILog(t)
+	if err := os.MkdirAll(filepath.Join(path+".1", "busy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("w", 1000) + "\n"
+	n := criMaxFile/1000 + 10
+	for range n {
+		if err := c.add([]byte(line), time.Now(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.close(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(b), line); got != n {
+		t.Errorf("%d lines in the file, want all %d", got, n)
+	}
+	if _, err := os.Stat(path + ".new"); !os.IsNotExist(err) {
+		t.Errorf("the failed rotation's new file is left: %v", err)
+	}
+}

@@ -474,6 +474,8 @@ type realLog struct {
 	cri    *criLog // nil when the file could not be made
 	read   int64   // the count of the process's bytes copied so far
 	served bool    // the Logs object is made
+	tries  int     // failed applies of it: each waits twice as many copies as the one before
+	wait   int     // copies to let pass before the next apply
 	err    error   // the file's first write error
 	stop   chan struct{}
 	done   chan struct{}
@@ -523,11 +525,22 @@ func (l *realLog) copy() {
 	if err := l.cri.add(data, time.Now(), cut); err != nil && l.err == nil {
 		l.err = err
 	}
-	if !l.served {
-		if err := l.a.serveLog(l.ctx, l.pod, l.file); err == nil {
-			l.served = true
-		}
+	if l.served {
+		return
 	}
+	if l.wait > 0 {
+		l.wait--
+		return
+	}
+	if err := l.a.serveLog(l.ctx, l.pod, l.file); err != nil {
+		if l.tries == 0 {
+			fmt.Fprintf(l.a.log, "sandbox agent: %s/%s: serving the log: %v (trying again)\n", l.pod.Namespace, l.pod.Name, err)
+		}
+		l.tries = min(l.tries+1, 5)
+		l.wait = min(1<<l.tries, 25) // 0.4 s, 0.8 s, ... at most 5 s apart
+		return
+	}
+	l.served = true
 }
 
 // finish copies the rest of the process's output (it has ended) and closes the file.
@@ -545,7 +558,8 @@ func (l *realLog) finish() {
 
 // serve is realEnded's log step: the file is complete; the Logs object made again (an apply:
 // a no-op when copy's took) and the file's path returned. A file that a write failed to (a full
-// disk, say) is written whole from the output kept, once more on each retry of realEnded.
+// disk, say) is written whole from the output kept (its last 4 MiB, every line stamped with the
+// pod's start), once more on each retry of realEnded: a follower then reads it all again.
 func (l *realLog) serve(ctx context.Context) (string, error) {
 	if l.cri == nil || l.err != nil {
 		return l.a.writeLogFile(ctx, l.pod, l.p.Log())
