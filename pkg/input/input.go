@@ -20,7 +20,7 @@ import (
 func Reader(ctx context.Context, r io.Reader) io.Reader {
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			return &checkedReader{ctx: ctx, r: r, f: f}
+			return &checkedReader{ctx: ctx, f: f}
 		}
 	}
 	return &waitingReader{ctx: ctx, r: r}
@@ -28,7 +28,6 @@ func Reader(ctx context.Context, r io.Reader) io.Reader {
 
 type checkedReader struct {
 	ctx context.Context
-	r   io.Reader
 	f   *os.File
 }
 
@@ -43,7 +42,7 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p)
+	return c.f.Read(p)
 }
 
 // maxWaitingRead bounds one background Read: a pipe gives at most its buffer (64 KiB) per read,

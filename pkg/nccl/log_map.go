@@ -18,7 +18,7 @@ import (
 type mapSource struct {
 	f    *os.File
 	off  int64        // the offset of the next byte to read
-	size int64        // the file's size when the read began
+	size int64        // the file's size when the read began, taken again at its end (restat)
 	err  func() error // what a Read would return before reading (an interrupt), or nil
 }
 

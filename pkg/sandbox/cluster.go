@@ -335,17 +335,16 @@ func (k *kube) ensureNodes(ctx context.Context, c Config, sc *Scenario, kwokPort
 			// anew, and the labels and annotations of others (kube-controller-manager's, kwok's)
 			// are left alone.
 			managed := simulatedNode(c, i, true).Labels // every label a scenario may take away
+			get := func() (*corev1.Node, error) { return api.Get(ctx, n.Name, metav1.GetOptions{}) }
 			cur, err = writeNodeIfChanged(ctx, cur, func(cur *corev1.Node) bool { return mergeNodeMeta(cur, n, managed) },
-				func(cur *corev1.Node) (*corev1.Node, error) { return api.Update(ctx, cur, metav1.UpdateOptions{}) },
-				func() (*corev1.Node, error) { return api.Get(ctx, n.Name, metav1.GetOptions{}) })
+				func(cur *corev1.Node) (*corev1.Node, error) { return api.Update(ctx, cur, metav1.UpdateOptions{}) }, get)
 			if err != nil {
 				return fmt.Errorf("updating node %s: %w", n.Name, err)
 			}
 			_, err = writeNodeIfChanged(ctx, cur, func(cur *corev1.Node) bool { return mergeNodeStatus(cur, n, port) },
 				func(cur *corev1.Node) (*corev1.Node, error) {
 					return api.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-				},
-				func() (*corev1.Node, error) { return api.Get(ctx, n.Name, metav1.GetOptions{}) })
+				}, get)
 			if err != nil {
 				return fmt.Errorf("updating node %s status: %w", n.Name, err)
 			}

@@ -31,8 +31,19 @@ const criMaxLine = 16 << 10
 // kubelet's containerLogMaxSize default (10Mi); a kubelet keeps 5 files, this 2.
 const criMaxFile = 10 << 20
 
-// criTime is the CRI log's time format (RFC 3339 with nanoseconds, as CRILog writes).
+// criTime is the CRI log's time format (RFC 3339 with nanoseconds, zero-padded: cri-client's
+// RFC3339NanoFixed).
 const criTime = "2006-01-02T15:04:05.000000000Z07:00"
+
+// criRecord writes one record of a CRI log: "<ts> stdout <tag> <line>\n".
+func criRecord(out *bytes.Buffer, ts, tag string, line []byte) {
+	out.WriteString(ts)
+	out.WriteString(" stdout ")
+	out.WriteString(tag)
+	out.WriteByte(' ')
+	out.Write(line)
+	out.WriteByte('\n')
+}
 
 // createCRILog creates the log file at path, a new one when one is there (a new run).
 func createCRILog(path string) (*criLog, error) {
@@ -95,14 +106,7 @@ func (c *criLog) close(now time.Time) error {
 func (c *criLog) write(data []byte, now time.Time, final bool) error {
 	ts := now.UTC().Format(criTime)
 	var out bytes.Buffer
-	record := func(tag string, line []byte) {
-		out.WriteString(ts)
-		out.WriteString(" stdout ")
-		out.WriteString(tag)
-		out.WriteByte(' ')
-		out.Write(line)
-		out.WriteByte('\n')
-	}
+	record := func(tag string, line []byte) { criRecord(&out, ts, tag, line) }
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {

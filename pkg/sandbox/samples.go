@@ -362,11 +362,7 @@ func CRILog(text string, start time.Time) []byte {
 	var b bytes.Buffer
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	for i, line := range lines {
-		ts := start.Add(time.Duration(i) * time.Millisecond)
-		b.WriteString(ts.Format("2006-01-02T15:04:05.000000000Z07:00"))
-		b.WriteString(" stdout F ")
-		b.WriteString(line)
-		b.WriteByte('\n')
+		criRecord(&b, start.Add(time.Duration(i)*time.Millisecond).Format(criTime), "F", []byte(line))
 	}
 	return b.Bytes()
 }
